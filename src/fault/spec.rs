@@ -1,0 +1,343 @@
+//! The fault catalogue as data: what a fault does, which traffic it matches,
+//! how likely it is, and when it is active.
+
+use serde::{Deserialize, Deserializer};
+
+use super::matcher::HttpMatch;
+use super::window::Window;
+use crate::schema::deserialize_checked;
+use crate::schema::units::{ByteSize, Dur, ErrorStatus, Percent, Rate};
+
+/// A fault file: the list of faults a proxy injects. Experiments reuse the
+/// same fault entries under their `faults:` key.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FaultFile {
+    /// The faults, in the order they are evaluated.
+    pub faults: Vec<Fault>,
+}
+
+/// Which way through the proxy a fault acts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    /// Client to target: the request (`request` is accepted as an alias).
+    #[serde(alias = "request")]
+    Upstream,
+    /// Target to client: the response (`response` is accepted as an alias).
+    #[default]
+    #[serde(alias = "response")]
+    Downstream,
+}
+
+/// One fault: a kind with its parameters, plus when, where and how often.
+#[derive(Debug, Clone)]
+pub struct Fault {
+    /// Name used in logs, reports and expectations.
+    pub name: String,
+    /// What the fault does.
+    pub kind: FaultKind,
+    /// Chance that a matching request (HTTP) or connection (TCP) is hit.
+    pub probability: Percent,
+    /// Which HTTP requests it applies to (TCP mode: every connection).
+    pub matcher: HttpMatch,
+    /// When it is active, relative to the proxy's start.
+    pub window: Window,
+}
+
+/// What a fault does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FaultKind {
+    /// Delay data (TCP) or the request/response (HTTP).
+    Latency(Latency),
+    /// Answer with this status instead of calling the target (HTTP only).
+    Status(StatusFault),
+    /// Close with RST.
+    Reset(Cut),
+    /// Close cleanly with FIN (before the response, or truncating it).
+    Close(Cut),
+    /// Accept and never answer.
+    Blackhole,
+    /// Refuse new connections while active.
+    Refuse,
+    /// Limit throughput.
+    Bandwidth(Bandwidth),
+    /// Delay the close of a connection (TCP only).
+    SlowClose(SlowClose),
+    /// Cut data into small pieces with delays (TCP only).
+    Slicer(Slicer),
+    /// Close the connection after this many bytes (TCP only).
+    LimitData(LimitData),
+}
+
+impl FaultKind {
+    /// The YAML key of this kind.
+    pub fn key(&self) -> &'static str {
+        match self {
+            FaultKind::Latency(_) => "latency",
+            FaultKind::Status(_) => "status",
+            FaultKind::Reset(_) => "reset",
+            FaultKind::Close(_) => "close",
+            FaultKind::Blackhole => "blackhole",
+            FaultKind::Refuse => "refuse",
+            FaultKind::Bandwidth(_) => "bandwidth",
+            FaultKind::SlowClose(_) => "slow_close",
+            FaultKind::Slicer(_) => "slicer",
+            FaultKind::LimitData(_) => "limit_data",
+        }
+    }
+
+    /// Whether the kind acts in TCP mode (`status` needs HTTP).
+    pub fn works_in_tcp(&self) -> bool {
+        !matches!(self, FaultKind::Status(_))
+    }
+
+    /// Whether the kind acts in HTTP mode (the byte-stream faults need TCP).
+    pub fn works_in_http(&self) -> bool {
+        !matches!(
+            self,
+            FaultKind::SlowClose(_) | FaultKind::Slicer(_) | FaultKind::LimitData(_)
+        )
+    }
+}
+
+/// Parameters of `latency`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Latency {
+    /// The fixed delay.
+    pub delay: Dur,
+    /// Uniform jitter, plus or minus (the delay never goes below zero).
+    #[serde(default)]
+    pub jitter: Dur,
+    /// `downstream`/`response` (default) or `upstream`/`request`.
+    #[serde(default)]
+    pub direction: Direction,
+}
+
+/// Parameters of `status`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusFault {
+    /// The HTTP status, 400 to 599.
+    pub code: ErrorStatus,
+    /// The response body.
+    #[serde(default)]
+    pub body: String,
+    /// Extra response headers, in order.
+    #[serde(default)]
+    pub headers: indexmap::IndexMap<String, String>,
+}
+
+/// Where `reset` and `close` cut the connection.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Cut {
+    /// See [`CutFields::after_bytes`].
+    pub after_bytes: Option<ByteSize>,
+    /// See [`CutFields::after`].
+    pub after: Option<Dur>,
+}
+
+/// `reset`/`close` as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CutFields {
+    /// Cut after this many bytes of the response have gone through (a
+    /// truncated body); absent: before the response.
+    #[serde(default)]
+    pub after_bytes: Option<ByteSize>,
+    /// TCP: cut this long after the connection opens (Toxiproxy's
+    /// `reset_peer` timeout).
+    #[serde(default)]
+    pub after: Option<Dur>,
+}
+
+/// Parameters of `bandwidth`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bandwidth {
+    /// The cap, e.g. `100KB/s` (1 KB = 1000 bytes).
+    pub rate: Rate,
+    /// Which way the cap applies.
+    #[serde(default)]
+    pub direction: Direction,
+}
+
+/// Parameters of `slow_close`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlowClose {
+    /// How long to hold the close back.
+    pub delay: Dur,
+    /// Which side's close is held back.
+    #[serde(default)]
+    pub direction: Direction,
+}
+
+/// Parameters of `slicer`, checked: `average_size` at least 1,
+/// `size_variation` below it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Slicer(pub SlicerFields);
+
+/// `slicer` as written.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlicerFields {
+    /// Average slice size in bytes (must be at least 1).
+    pub average_size: ByteSize,
+    /// Slices vary by up to this many bytes either way.
+    #[serde(default)]
+    pub size_variation: ByteSize,
+    /// Pause between slices.
+    #[serde(default)]
+    pub delay: Dur,
+    /// Which way data is sliced.
+    #[serde(default)]
+    pub direction: Direction,
+}
+
+/// Parameters of `limit_data`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitData {
+    /// Bytes let through before the connection is closed.
+    pub bytes: ByteSize,
+    /// Which way bytes are counted.
+    #[serde(default)]
+    pub direction: Direction,
+}
+
+/// An empty mapping (`blackhole: {}`), rejecting any key.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoParameters {}
+
+/// A fault entry as written, before the one-kind check.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFault {
+    name: Option<String>,
+    #[serde(default = "all")]
+    probability: Percent,
+    #[serde(default, rename = "match")]
+    matcher: HttpMatch,
+    #[serde(default)]
+    at: Dur,
+    #[serde(default, rename = "for")]
+    for_: Option<Dur>,
+    #[serde(default)]
+    pattern: Option<super::window::Pattern>,
+    latency: Option<Latency>,
+    status: Option<StatusFault>,
+    reset: Option<Cut>,
+    close: Option<Cut>,
+    blackhole: Option<NoParameters>,
+    refuse: Option<NoParameters>,
+    bandwidth: Option<Bandwidth>,
+    slow_close: Option<SlowClose>,
+    slicer: Option<Slicer>,
+    limit_data: Option<LimitData>,
+}
+
+fn all() -> Percent {
+    Percent::ALL
+}
+
+/// The keys that name a fault kind, for messages.
+pub const KIND_KEYS: &str =
+    "latency, status, reset, close, blackhole, refuse, bandwidth, slow_close, slicer, limit_data";
+
+impl TryFrom<RawFault> for Fault {
+    type Error = String;
+
+    fn try_from(raw: RawFault) -> Result<Self, String> {
+        let mut kinds: Vec<FaultKind> = Vec::new();
+        kinds.extend(raw.latency.map(FaultKind::Latency));
+        kinds.extend(raw.status.map(FaultKind::Status));
+        kinds.extend(raw.reset.map(FaultKind::Reset));
+        kinds.extend(raw.close.map(FaultKind::Close));
+        kinds.extend(raw.blackhole.map(|_| FaultKind::Blackhole));
+        kinds.extend(raw.refuse.map(|_| FaultKind::Refuse));
+        kinds.extend(raw.bandwidth.map(FaultKind::Bandwidth));
+        kinds.extend(raw.slow_close.map(FaultKind::SlowClose));
+        kinds.extend(raw.slicer.map(FaultKind::Slicer));
+        kinds.extend(raw.limit_data.map(FaultKind::LimitData));
+        let kind = match kinds.len() {
+            1 => kinds.remove(0),
+            0 => {
+                return Err(format!(
+                    "a fault needs exactly one kind: one of {KIND_KEYS}"
+                ));
+            }
+            _ => {
+                let names: Vec<&str> = kinds.iter().map(FaultKind::key).collect();
+                return Err(format!(
+                    "a fault has exactly one kind, found {}: split it into one fault per kind",
+                    names.join(" and ")
+                ));
+            }
+        };
+        if kind == FaultKind::Refuse && raw.probability != Percent::ALL {
+            return Err("refuse acts on the listener, so its probability must be 100%".to_string());
+        }
+        let window = Window::new(raw.at.get(), raw.for_.map(Dur::get), raw.pattern)?;
+        let name = raw.name.unwrap_or_else(|| kind.key().to_string());
+        if name.trim().is_empty() {
+            return Err("name: a fault name cannot be empty".to_string());
+        }
+        Ok(Fault {
+            name,
+            kind,
+            probability: raw.probability,
+            matcher: raw.matcher,
+            window,
+        })
+    }
+}
+
+impl TryFrom<CutFields> for Cut {
+    type Error = String;
+    fn try_from(raw: CutFields) -> Result<Self, String> {
+        if raw.after_bytes.is_some() && raw.after.is_some() {
+            return Err("give either after_bytes or after, not both".to_string());
+        }
+        Ok(Cut {
+            after_bytes: raw.after_bytes,
+            after: raw.after,
+        })
+    }
+}
+
+impl TryFrom<SlicerFields> for Slicer {
+    type Error = String;
+    fn try_from(raw: SlicerFields) -> Result<Self, String> {
+        if raw.average_size.0 == 0 {
+            return Err("average_size must be at least 1 byte (Toxiproxy crashes on 0; firedrill refuses it)".to_string());
+        }
+        if raw.size_variation.0 >= raw.average_size.0 {
+            return Err(format!(
+                "size_variation must be smaller than average_size ({} bytes)",
+                raw.average_size.0
+            ));
+        }
+        Ok(Slicer(raw))
+    }
+}
+
+impl<'de> Deserialize<'de> for Cut {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked::<D, CutFields, Cut>(d)
+    }
+}
+
+impl<'de> Deserialize<'de> for Slicer {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked::<D, SlicerFields, Slicer>(d)
+    }
+}
+
+impl<'de> Deserialize<'de> for Fault {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked::<D, RawFault, Fault>(d)
+    }
+}

@@ -1,0 +1,153 @@
+//! When a fault is active: a start (`at`), an optional length (`for`) and an
+//! optional repeating `pattern` of down/up phases for flapping dependencies.
+
+use serde::Deserialize;
+
+use crate::clock::Duration;
+use crate::schema::units::Dur;
+
+/// A repeating pattern inside the window: the fault is active for `down`,
+/// then inactive for `up`, and again; each cycle starts with `down`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pattern {
+    /// How long the dependency is healthy (fault inactive) in each cycle.
+    pub up: Dur,
+    /// How long the dependency is failing (fault active) in each cycle.
+    pub down: Dur,
+}
+
+/// The time window of a fault, relative to the start of the proxy or run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// When the window opens.
+    pub start: Duration,
+    /// How long it stays open; `None`: until the end.
+    pub length: Option<Duration>,
+    /// Flapping inside the window.
+    pub pattern: Option<Pattern>,
+}
+
+impl Default for Window {
+    fn default() -> Self {
+        Window {
+            start: Duration::ZERO,
+            length: None,
+            pattern: None,
+        }
+    }
+}
+
+impl Window {
+    /// A window, checked: `for` and the pattern's phases must be positive.
+    pub fn new(
+        start: Duration,
+        length: Option<Duration>,
+        pattern: Option<Pattern>,
+    ) -> Result<Window, String> {
+        if length == Some(Duration::ZERO) {
+            return Err(
+                "for: must be longer than 0s (leave it out for \"until the end\")".to_string(),
+            );
+        }
+        if let Some(p) = pattern {
+            if p.up.get().is_zero() || p.down.get().is_zero() {
+                return Err("pattern: up and down must both be longer than 0s".to_string());
+            }
+        }
+        Ok(Window {
+            start,
+            length,
+            pattern,
+        })
+    }
+
+    /// The end of the window, if it has one.
+    pub fn end(&self) -> Option<Duration> {
+        self.length.map(|l| self.start + l)
+    }
+
+    /// Whether the fault is active `elapsed` after the start.
+    pub fn is_active(&self, elapsed: Duration) -> bool {
+        self.next_change(elapsed).0
+    }
+
+    /// Whether the fault is active at `elapsed`, and when that next changes
+    /// (`None`: never again).
+    pub fn next_change(&self, elapsed: Duration) -> (bool, Option<Duration>) {
+        if elapsed < self.start {
+            return (false, Some(self.start));
+        }
+        if let Some(end) = self.end() {
+            if elapsed >= end {
+                return (false, None);
+            }
+        }
+        let Some(p) = self.pattern else {
+            return (true, self.end());
+        };
+        let cycle = p.down.get() + p.up.get();
+        let into = elapsed - self.start;
+        let cycles = (into.as_nanos() / cycle.as_nanos()) as u32;
+        let offset = into - cycle * cycles;
+        let cycle_start = self.start + cycle * cycles;
+        let (active, change) = if offset < p.down.get() {
+            (true, cycle_start + p.down.get())
+        } else {
+            (false, cycle_start + cycle)
+        };
+        let change = match self.end() {
+            Some(end) if end < change => end,
+            _ => change,
+        };
+        (active, Some(change))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(secs: u64) -> Duration {
+        Duration::from_secs(secs)
+    }
+
+    #[test]
+    fn window_is_active_from_at_for_its_length() {
+        let w = Window::new(s(10), Some(s(30)), None).unwrap();
+        assert!(!w.is_active(s(9)));
+        assert!(w.is_active(s(10)));
+        assert!(w.is_active(s(39)));
+        assert!(!w.is_active(s(40)));
+        assert_eq!(w.next_change(s(0)), (false, Some(s(10))));
+        assert_eq!(w.next_change(s(12)), (true, Some(s(40))));
+        assert_eq!(w.next_change(s(40)), (false, None));
+    }
+
+    #[test]
+    fn pattern_alternates_down_then_up_and_stops_at_the_window_end() {
+        let p = Pattern {
+            up: Dur(s(2)),
+            down: Dur(s(3)),
+        };
+        let w = Window::new(s(1), Some(s(9)), Some(p)).unwrap();
+        let active: Vec<bool> = (0..12).map(|t| w.is_active(s(t))).collect();
+        // t:      0      1     2     3     4      5      6     7     8     9      10     11
+        let want = [
+            false, true, true, true, false, false, true, true, true, false, false, false,
+        ];
+        assert_eq!(active, want);
+        assert_eq!(w.next_change(s(7)), (true, Some(s(9))));
+        assert_eq!(w.next_change(s(9)), (false, Some(s(10))));
+    }
+
+    #[test]
+    fn zero_length_windows_and_phases_are_rejected() {
+        assert!(Window::new(s(0), Some(Duration::ZERO), None).is_err());
+        let p = Pattern {
+            up: Dur(s(0)),
+            down: Dur(s(1)),
+        };
+        assert!(Window::new(s(0), None, Some(p)).is_err());
+    }
+}

@@ -1,0 +1,20 @@
+//! firedrill: a chaos-testing fault-injection proxy with a built-in defense
+//! line.
+//!
+//! # Layout
+//!
+//! * [`clock`] — time (only through `tokio::time`) and seeded randomness.
+//! * [`schema`] — reading YAML with errors that name file, line, column, key;
+//!   the value types (durations, percentages, sizes, rates).
+//! * [`fault`] — the fault catalogue as data and the plan that picks faults.
+//! * [`net`] — transports: TCP sockets and in-memory pipes behind one trait.
+//! * [`proxy`] — the fault-injecting proxy, TCP and HTTP, generic over the
+//!   transport.
+//! * [`cli`] — the command line; `main.rs` only parses, runs and exits.
+
+pub mod cli;
+pub mod clock;
+pub mod fault;
+pub mod net;
+pub mod proxy;
+pub mod schema;

@@ -1,0 +1,224 @@
+//! Transports: the proxy runs over anything that reads and writes bytes, so
+//! the same code serves real TCP sockets and in-memory pipes
+//! (`tokio::io::duplex`) under paused time.
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+
+use tokio::io::{AsyncRead, AsyncWrite, DuplexStream};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+use crate::clock::Duration;
+
+/// A byte stream the proxy can carry.
+pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {
+    /// Arranges for the close of this stream to be an RST rather than a FIN
+    /// (SO_LINGER 0 on TCP). A no-op where the transport has no such thing.
+    fn reset_on_close(&self) {}
+}
+
+impl Transport for TcpStream {
+    fn reset_on_close(&self) {
+        // SO_LINGER with a zero timeout makes close() send RST.
+        if let Err(err) = socket2::SockRef::from(self).set_linger(Some(Duration::ZERO)) {
+            tracing::debug!(%err, "could not set SO_LINGER 0");
+        }
+    }
+}
+
+impl Transport for DuplexStream {}
+
+/// Opens connections to the upstream.
+pub trait Connector: Send + Sync + 'static {
+    /// The stream type it yields.
+    type Stream: Transport;
+    /// Opens one connection.
+    fn connect(&self) -> impl Future<Output = io::Result<Self::Stream>> + Send;
+}
+
+/// Accepts connections from clients.
+pub trait Acceptor: Send + 'static {
+    /// The stream type it yields.
+    type Stream: Transport;
+    /// Waits for the next connection.
+    fn accept(&mut self) -> impl Future<Output = io::Result<Self::Stream>> + Send;
+    /// Stops accepting: new connections are refused (connection refused)
+    /// until [`Acceptor::resume`].
+    fn pause(&mut self) -> io::Result<()>;
+    /// Accepts again after [`Acceptor::pause`].
+    fn resume(&mut self) -> io::Result<()>;
+}
+
+/// Connects to a TCP address, with `TCP_NODELAY` (Nagle plus delayed ACK
+/// would add 40 ms stalls that are not the target's).
+#[derive(Debug, Clone)]
+pub struct TcpConnector {
+    /// The upstream address, resolved at start.
+    pub addr: SocketAddr,
+}
+
+impl Connector for TcpConnector {
+    type Stream = TcpStream;
+
+    async fn connect(&self) -> io::Result<TcpStream> {
+        let stream = TcpStream::connect(self.addr).await?;
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    }
+}
+
+/// Resolves `host:port` to one socket address, preferring IPv4.
+pub async fn resolve(addr: &str) -> io::Result<SocketAddr> {
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr).await?.collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("{addr} resolves to no address"),
+            )
+        })
+}
+
+/// A TCP listener that can be closed and rebound (for the `refuse` fault: a
+/// closed port answers SYN with RST, which is what "connection refused" is).
+#[derive(Debug)]
+pub struct TcpAcceptor {
+    /// The bound listener; `None` while paused.
+    listener: Option<TcpListener>,
+    /// The address actually bound (port resolved when `:0` was asked).
+    addr: SocketAddr,
+}
+
+impl TcpAcceptor {
+    /// Binds `addr`.
+    pub async fn bind(addr: SocketAddr) -> io::Result<TcpAcceptor> {
+        let listener = bind_reusable(addr)?;
+        let addr = listener.local_addr()?;
+        Ok(TcpAcceptor {
+            listener: Some(listener),
+            addr,
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+}
+
+fn bind_reusable(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(1024)
+}
+
+impl Acceptor for TcpAcceptor {
+    type Stream = TcpStream;
+
+    async fn accept(&mut self) -> io::Result<TcpStream> {
+        match &self.listener {
+            Some(l) => {
+                let (stream, _) = l.accept().await?;
+                stream.set_nodelay(true)?;
+                Ok(stream)
+            }
+            None => std::future::pending().await,
+        }
+    }
+
+    fn pause(&mut self) -> io::Result<()> {
+        self.listener = None;
+        Ok(())
+    }
+
+    fn resume(&mut self) -> io::Result<()> {
+        if self.listener.is_none() {
+            self.listener = Some(bind_reusable(self.addr)?);
+        }
+        Ok(())
+    }
+}
+
+/// An in-memory network: a connector and an acceptor joined by a channel of
+/// `tokio::io::duplex` pipes.
+pub fn memory_pair(buffer: usize) -> (MemoryConnector, MemoryAcceptor) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let refusing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    (
+        MemoryConnector {
+            tx,
+            buffer,
+            refusing: refusing.clone(),
+        },
+        MemoryAcceptor { rx, refusing },
+    )
+}
+
+/// The dialing side of [`memory_pair`].
+#[derive(Debug, Clone)]
+pub struct MemoryConnector {
+    /// Hands the server end of each new pipe to the acceptor.
+    tx: mpsc::UnboundedSender<DuplexStream>,
+    /// Pipe buffer size in bytes.
+    buffer: usize,
+    /// Set while the acceptor is paused: connects fail as refused.
+    refusing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Connector for MemoryConnector {
+    type Stream = DuplexStream;
+
+    async fn connect(&self) -> io::Result<DuplexStream> {
+        if self.refusing.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(io::ErrorKind::ConnectionRefused.into());
+        }
+        let (client, server) = tokio::io::duplex(self.buffer);
+        self.tx
+            .send(server)
+            .map_err(|_| io::Error::from(io::ErrorKind::ConnectionRefused))?;
+        Ok(client)
+    }
+}
+
+/// The listening side of [`memory_pair`].
+#[derive(Debug)]
+pub struct MemoryAcceptor {
+    /// New pipes from connectors.
+    rx: mpsc::UnboundedReceiver<DuplexStream>,
+    /// Shared with the connectors: refuse while paused.
+    refusing: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Acceptor for MemoryAcceptor {
+    type Stream = DuplexStream;
+
+    async fn accept(&mut self) -> io::Result<DuplexStream> {
+        match self.rx.recv().await {
+            Some(s) => Ok(s),
+            None => std::future::pending().await,
+        }
+    }
+
+    fn pause(&mut self) -> io::Result<()> {
+        self.refusing
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn resume(&mut self) -> io::Result<()> {
+        self.refusing
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        Ok(())
+    }
+}

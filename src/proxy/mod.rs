@@ -1,0 +1,2 @@
+//! The fault-injecting proxy, in TCP and HTTP mode, generic over the
+//! transport.

@@ -1,0 +1,155 @@
+//! Reading firedrill's YAML formats (fault files, and later experiments and
+//! defense configurations) with errors that name file, line, column and key.
+//!
+//! This module is the only place that knows which YAML crate we use
+//! (`serde_yaml_ng`, a maintained fork of the archived `serde_yaml`): the rest
+//! of the crate sees plain `serde::Deserialize` types and [`SchemaError`].
+
+pub mod units;
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::path::Path;
+
+use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, MapAccess, Visitor};
+
+/// One problem in an input file, located precisely.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct SchemaError {
+    /// The file as the user named it.
+    pub file: String,
+    /// 1-based line of the offending value (0 when unknown).
+    pub line: usize,
+    /// 1-based column of the offending value (0 when unknown).
+    pub column: usize,
+    /// Dotted path of the key at fault, e.g. `faults[0].probability`; empty
+    /// for the document itself.
+    pub key: String,
+    /// What was wrong and what was expected.
+    pub message: String,
+}
+
+impl fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}: ", self.file, self.line, self.column)?;
+        if !self.key.is_empty() {
+            write!(f, "{}: ", self.key)?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// Parses `text` (the contents of `file`) into `T`.
+pub fn from_yaml_str<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, SchemaError> {
+    if text.trim().is_empty()
+        || text
+            .lines()
+            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+    {
+        return Err(SchemaError {
+            file: file.to_string(),
+            line: 1,
+            column: 1,
+            key: String::new(),
+            message: "the file is empty: expected a YAML mapping".to_string(),
+        });
+    }
+    let deserializer = serde_yaml_ng::Deserializer::from_str(text);
+    let mut track = serde_path_to_error::Track::new();
+    let result = T::deserialize(serde_path_to_error::Deserializer::new(
+        deserializer,
+        &mut track,
+    ));
+    result.map_err(|err| {
+        let path = track.path().to_string();
+        to_schema_error(file, &path, err)
+    })
+}
+
+/// Reads and parses the file at `path`.
+pub fn from_yaml_file<T: DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        file: file.clone(),
+        source,
+    })?;
+    from_yaml_str(&file, &text).map_err(LoadError::Invalid)
+}
+
+/// Why a file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The file could not be read at all.
+    #[error("{file}: cannot read: {source}")]
+    Read {
+        /// The path as given.
+        file: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The file was read but its contents are invalid.
+    #[error(transparent)]
+    Invalid(#[from] SchemaError),
+}
+
+fn to_schema_error(file: &str, path: &str, err: serde_yaml_ng::Error) -> SchemaError {
+    let (line, column) = err
+        .location()
+        .map(|l| (l.line(), l.column()))
+        .unwrap_or((0, 0));
+    let mut message = err.to_string();
+    // serde_yaml_ng appends " at line L column C" and prefixes "path: "; we
+    // print both in our own shape, so strip them from its message.
+    if let Some(at) = message.rfind(" at line ") {
+        message.truncate(at);
+    }
+    let key = if path == "." {
+        String::new()
+    } else {
+        path.to_string()
+    };
+    // serde_yaml_ng's own path (of the enclosing mapping) may prefix it.
+    if let Some((prefix, rest)) = message.split_once(": ") {
+        if !prefix.contains(' ') && (key.starts_with(prefix) || prefix == ".") {
+            message = rest.to_string();
+        }
+    }
+    SchemaError {
+        file: file.to_string(),
+        line,
+        column,
+        key,
+        message,
+    }
+}
+
+/// Deserializes a mapping into `Raw` and then converts it with
+/// `TryFrom<Raw>`, reporting a conversion error at the mapping's own line and
+/// column (serde's `try_from` attribute would report it at the parent's).
+pub fn deserialize_checked<'de, D, Raw, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    Raw: Deserialize<'de>,
+    T: TryFrom<Raw, Error = String>,
+{
+    struct Checked<Raw, T>(PhantomData<(Raw, T)>);
+
+    impl<'de, Raw, T> Visitor<'de> for Checked<Raw, T>
+    where
+        Raw: Deserialize<'de>,
+        T: TryFrom<Raw, Error = String>,
+    {
+        type Value = T;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a mapping")
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+            let raw = Raw::deserialize(de::value::MapAccessDeserializer::new(map))?;
+            T::try_from(raw).map_err(de::Error::custom)
+        }
+    }
+
+    deserializer.deserialize_map(Checked(PhantomData))
+}
