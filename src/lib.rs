@@ -10,6 +10,7 @@
 //! * [`net`] — transports: TCP sockets and in-memory pipes behind one trait.
 //! * [`proxy`] — the fault-injecting proxy, TCP and HTTP, generic over the
 //!   transport.
+//! * [`target`] — the embedded fixture server (a built-in dependency).
 //! * [`cli`] — the command line; `main.rs` only parses, runs and exits.
 
 pub mod cli;
@@ -18,3 +19,4 @@ pub mod fault;
 pub mod net;
 pub mod proxy;
 pub mod schema;
+pub mod target;

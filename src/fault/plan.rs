@@ -91,6 +91,25 @@ impl FaultPlan {
         rng.random::<f64>() < p
     }
 
+    /// A uniform draw in `[0, 1)` from fault `index`'s stream (jitter,
+    /// slice sizes).
+    pub fn uniform(&self, index: usize) -> f64 {
+        let mut rng = self.rngs[index].lock().unwrap_or_else(|e| e.into_inner());
+        rng.random::<f64>()
+    }
+
+    /// The delay of a latency fault for one request or chunk: `delay`
+    /// plus a uniform jitter in `[-jitter, +jitter]`, never below zero.
+    pub fn latency_delay(&self, index: usize, latency: &super::spec::Latency) -> Duration {
+        let delay = latency.delay.get();
+        let jitter = latency.jitter.get();
+        if jitter.is_zero() {
+            return delay;
+        }
+        let offset = (self.uniform(index) * 2.0 - 1.0) * jitter.as_secs_f64();
+        Duration::from_secs_f64((delay.as_secs_f64() + offset).max(0.0))
+    }
+
     /// Counts one injection of fault `index` and logs it.
     pub fn record(&self, index: usize, target: &str) {
         self.injected[index].fetch_add(1, Ordering::Relaxed);

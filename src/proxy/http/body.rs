@@ -1,0 +1,173 @@
+//! Response and request bodies as the proxy streams them: boxed, optionally
+//! cut after N bytes (truncation faults) or paced (bandwidth).
+
+use std::future::Future as _;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
+use http_body_util::combinators::UnsyncBoxBody;
+
+use crate::clock::{self, Duration, Instant};
+
+/// Errors of proxied bodies.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The one body type the proxy passes around.
+pub type ProxyBody = UnsyncBoxBody<Bytes, BoxError>;
+
+/// A complete body from bytes.
+pub fn full(bytes: impl Into<Bytes>) -> ProxyBody {
+    http_body_util::Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
+}
+
+/// Boxes any body whose errors are standard errors.
+pub fn boxed<B>(body: B) -> ProxyBody
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    body.map_err(|e| -> BoxError { Box::new(e) }).boxed_unsync()
+}
+
+/// The error a cut body ends with; hyper then aborts the connection.
+#[derive(Debug, thiserror::Error)]
+#[error("body cut by fault after {0} bytes")]
+pub struct Cut(pub u64);
+
+pin_project_lite::pin_project! {
+    /// Passes `limit` bytes, then fails (so the connection is aborted); when
+    /// `reset` is given, the abort is an RST.
+    pub struct Truncated {
+        #[pin]
+        inner: ProxyBody,
+        limit: u64,
+        passed: u64,
+        reset: Option<Arc<AtomicBool>>,
+    }
+}
+
+impl Truncated {
+    /// Cuts `inner` after `limit` bytes.
+    pub fn new(inner: ProxyBody, limit: u64, reset: Option<Arc<AtomicBool>>) -> Truncated {
+        Truncated {
+            inner,
+            limit,
+            passed: 0,
+            reset,
+        }
+    }
+}
+
+impl Body for Truncated {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.project();
+        if *this.passed >= *this.limit {
+            if let Some(flag) = this.reset {
+                flag.store(true, Ordering::SeqCst);
+            }
+            return Poll::Ready(Some(Err(Box::new(Cut(*this.passed)))));
+        }
+        match ready!(this.inner.poll_frame(cx)) {
+            Some(Ok(frame)) => match frame.into_data() {
+                Ok(mut data) => {
+                    let room = (*this.limit - *this.passed) as usize;
+                    data.truncate(room);
+                    *this.passed += data.len() as u64;
+                    Poll::Ready(Some(Ok(Frame::data(data))))
+                }
+                Err(frame) => Poll::Ready(Some(Ok(frame))),
+            },
+            other => Poll::Ready(other),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Paces data to `rate` bytes per second, in pieces of 1/20 s.
+    pub struct Throttled {
+        #[pin]
+        inner: ProxyBody,
+        bytes_per_second: f64,
+        next_free: Instant,
+        held: Option<Bytes>,
+        sleep: Pin<Box<tokio::time::Sleep>>,
+        done: bool,
+    }
+}
+
+impl Throttled {
+    /// Paces `inner` to `bytes_per_second`.
+    pub fn new(inner: ProxyBody, bytes_per_second: f64) -> Throttled {
+        let now = clock::now();
+        Throttled {
+            inner,
+            bytes_per_second,
+            next_free: now,
+            held: None,
+            sleep: Box::pin(clock::sleep_until(now)),
+            done: false,
+        }
+    }
+}
+
+impl Body for Throttled {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let mut this = self.project();
+        loop {
+            if this.held.is_some() {
+                if clock::now() < *this.next_free {
+                    this.sleep.as_mut().reset(*this.next_free);
+                    ready!(this.sleep.as_mut().poll(cx));
+                }
+                let piece_len = ((*this.bytes_per_second / 20.0) as usize).max(1);
+                let held = this.held.as_mut().expect("checked above");
+                let piece = held.split_to(piece_len.min(held.len()));
+                if held.is_empty() {
+                    *this.held = None;
+                }
+                let cost = Duration::from_secs_f64(piece.len() as f64 / *this.bytes_per_second);
+                *this.next_free = (*this.next_free).max(clock::now()) + cost;
+                return Poll::Ready(Some(Ok(Frame::data(piece))));
+            }
+            if *this.done {
+                return Poll::Ready(None);
+            }
+            match ready!(this.inner.as_mut().poll_frame(cx)) {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) if data.is_empty() => continue,
+                    Ok(data) => *this.held = Some(data),
+                    Err(frame) => return Poll::Ready(Some(Ok(frame))),
+                },
+                Some(Err(e)) => return Poll::Ready(Some(Err(e))),
+                None => *this.done = true,
+            }
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

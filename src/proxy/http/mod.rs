@@ -1,0 +1,297 @@
+//! HTTP mode: a reverse proxy on hyper that applies faults per request
+//! (latency before the request or the response, status injection, reset,
+//! close, truncated bodies, blackhole, bandwidth) and otherwise streams
+//! requests and responses through untouched, keeping connections alive.
+
+pub mod body;
+mod io;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::sync::Mutex;
+
+use self::body::{BoxError, ProxyBody, Throttled, Truncated, boxed, full};
+use self::io::ResettableIo;
+use super::server::ShutdownSignal;
+use crate::clock::{self, Instant};
+use crate::fault::{Direction, FaultKind, FaultPlan};
+use crate::net::{Connector, Transport};
+
+/// Header on every response the proxy made up (injected status, gateway
+/// error), naming the fault or the error.
+pub const FAULT_HEADER: &str = "x-firedrill-fault";
+
+/// One client connection's state, shared by its requests.
+struct Conn<C: Connector> {
+    /// Opens upstream connections.
+    connector: Arc<C>,
+    /// The run's fault plan.
+    plan: Arc<FaultPlan>,
+    /// The upstream connection this client connection uses (HTTP/1: one
+    /// request at a time, so one upstream connection suffices).
+    upstream: Mutex<Option<SendRequest<ProxyBody>>>,
+    /// Set to make the client connection close with RST.
+    reset: Arc<AtomicBool>,
+}
+
+/// Handles one client connection in HTTP mode.
+pub async fn handle<S, C>(
+    client: S,
+    connector: Arc<C>,
+    plan: Arc<FaultPlan>,
+    mut shutdown: ShutdownSignal,
+) where
+    S: Transport,
+    C: Connector,
+{
+    let reset = Arc::new(AtomicBool::new(false));
+    let io = TokioIo::new(ResettableIo::new(client, reset.clone()));
+    let conn = Arc::new(Conn {
+        connector,
+        plan,
+        upstream: Mutex::new(None),
+        reset,
+    });
+    let service = hyper::service::service_fn(move |req| {
+        let conn = conn.clone();
+        async move { conn.forward(req).await }
+    });
+    let served = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .keep_alive(true)
+        .serve_connection(io, service);
+    tokio::pin!(served);
+    let result = tokio::select! {
+        biased;
+        r = served.as_mut() => r,
+        _ = shutdown.wait() => {
+            served.as_mut().graceful_shutdown();
+            served.await
+        }
+    };
+    if let Err(err) = result {
+        tracing::trace!(%err, "client connection ended with an error");
+    }
+}
+
+/// The decision of the request's faults, in file order.
+#[derive(Default)]
+struct Decision {
+    /// Hold the request until then (request latency).
+    request_at: Option<Instant>,
+    /// Hold the response this long after it arrived (response latency).
+    response_delay: Option<clock::Duration>,
+    /// Cut the response body after this many bytes; RST when true.
+    truncate: Option<(u64, bool)>,
+    /// Pace the request body (upstream) and the response body (downstream).
+    rate: [Option<f64>; 2],
+}
+
+impl<C: Connector> Conn<C> {
+    async fn forward(&self, req: Request<Incoming>) -> Result<Response<ProxyBody>, body::Cut> {
+        let arrival = clock::now();
+        let hits = self
+            .plan
+            .pick_request(req.method(), req.uri().path(), req.headers());
+        let mut decision = Decision::default();
+        for hit in &hits {
+            let plan = &self.plan;
+            match &hit.fault.kind {
+                FaultKind::Latency(l) => {
+                    let delay = plan.latency_delay(hit.index, l);
+                    match l.direction {
+                        Direction::Upstream => decision.request_at = Some(arrival + delay),
+                        Direction::Downstream => decision.response_delay = Some(delay),
+                    }
+                }
+                FaultKind::Bandwidth(b) => {
+                    let slot = &mut decision.rate[b.direction as usize];
+                    let rate = b.rate.bytes_per_second();
+                    *slot = Some(slot.map_or(rate, |r| r.min(rate)));
+                }
+                FaultKind::Reset(cut) | FaultKind::Close(cut) => {
+                    let reset = matches!(hit.fault.kind, FaultKind::Reset(_));
+                    match cut.after_bytes {
+                        Some(limit) => decision.truncate = Some((limit.0, reset)),
+                        None => {
+                            plan.record(hit.index, req.uri().path());
+                            if let Some(at) = decision.request_at {
+                                clock::sleep_until(at).await;
+                            }
+                            if let Some(after) = cut.after {
+                                clock::sleep(after.get()).await;
+                            }
+                            if reset {
+                                self.reset.store(true, Ordering::SeqCst);
+                            }
+                            return Err(body::Cut(0));
+                        }
+                    }
+                }
+                FaultKind::Status(s) => {
+                    plan.record(hit.index, req.uri().path());
+                    if let Some(at) = decision.request_at {
+                        clock::sleep_until(at).await;
+                    }
+                    let mut resp = Response::new(full(s.body.clone()));
+                    *resp.status_mut() =
+                        StatusCode::from_u16(s.code.0).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+                    for (k, v) in &s.headers {
+                        if let (Ok(k), Ok(v)) = (
+                            http::HeaderName::from_bytes(k.as_bytes()),
+                            HeaderValue::from_str(v),
+                        ) {
+                            resp.headers_mut().append(k, v);
+                        }
+                    }
+                    if let Ok(v) = HeaderValue::from_str(&hit.fault.name) {
+                        resp.headers_mut().insert(FAULT_HEADER, v);
+                    }
+                    return Ok(resp);
+                }
+                FaultKind::Blackhole => {
+                    plan.record(hit.index, req.uri().path());
+                    match plan.next_change(hit.index) {
+                        (_, Some(end)) => clock::sleep_until(end).await,
+                        (_, None) => std::future::pending::<()>().await,
+                    }
+                    return Err(body::Cut(0));
+                }
+                FaultKind::Refuse
+                | FaultKind::SlowClose(_)
+                | FaultKind::Slicer(_)
+                | FaultKind::LimitData(_) => {}
+            }
+        }
+        for hit in &hits {
+            if matches!(
+                hit.fault.kind,
+                FaultKind::Latency(_)
+                    | FaultKind::Bandwidth(_)
+                    | FaultKind::Reset(_)
+                    | FaultKind::Close(_)
+            ) {
+                self.plan.record(hit.index, req.uri().path());
+            }
+        }
+        if let Some(at) = decision.request_at {
+            clock::sleep_until(at).await;
+        }
+        let req = req.map(|b| match decision.rate[Direction::Upstream as usize] {
+            Some(rate) => Throttled::new(boxed(b), rate).boxed_unsync(),
+            None => boxed(b),
+        });
+        let response = match self.send(req).await {
+            Ok(r) => r,
+            Err(err) => return Ok(gateway_error(&err)),
+        };
+        let response_arrival = clock::now();
+        if let Some(delay) = decision.response_delay {
+            clock::sleep_until(response_arrival + delay).await;
+        }
+        Ok(response.map(|b| {
+            let mut body = boxed(b);
+            if let Some((limit, reset)) = decision.truncate {
+                body =
+                    Truncated::new(body, limit, reset.then(|| self.reset.clone())).boxed_unsync();
+            }
+            if let Some(rate) = decision.rate[Direction::Downstream as usize] {
+                body = Throttled::new(body, rate).boxed_unsync();
+            }
+            body
+        }))
+    }
+
+    /// Sends a request on this connection's upstream connection, opening
+    /// one when there is none or the last one closed. An idempotent request
+    /// without a body is sent again once on a fresh connection if the old
+    /// one closed under it (the keep-alive race).
+    async fn send(&self, req: Request<ProxyBody>) -> Result<Response<Incoming>, BoxError> {
+        let retry = (req.method().is_idempotent()
+            && http_body::Body::size_hint(req.body()).exact() == Some(0))
+        .then(|| {
+            (
+                req.method().clone(),
+                req.uri().clone(),
+                req.version(),
+                req.headers().clone(),
+            )
+        });
+        let mut upstream = self.upstream.lock().await;
+        match self.send_on(&mut upstream, req).await {
+            Ok(r) => Ok(r),
+            Err(err) => {
+                let Some((method, uri, version, headers)) = retry else {
+                    return Err(err);
+                };
+                let mut again = Request::new(full(Bytes::new()));
+                *again.method_mut() = method;
+                *again.uri_mut() = uri;
+                *again.version_mut() = version;
+                *again.headers_mut() = headers;
+                *upstream = None;
+                self.send_on(&mut upstream, again).await
+            }
+        }
+    }
+
+    async fn send_on(
+        &self,
+        slot: &mut Option<SendRequest<ProxyBody>>,
+        req: Request<ProxyBody>,
+    ) -> Result<Response<Incoming>, BoxError> {
+        if slot.as_ref().is_none_or(|s| s.is_closed()) {
+            let stream = self
+                .connector
+                .connect()
+                .await
+                .map_err(|e| boxed_error(UpstreamError::Connect(e)))?;
+            let (sender, connection) = hyper::client::conn::http1::Builder::new()
+                .handshake(TokioIo::new(stream))
+                .await
+                .map_err(boxed_error)?;
+            tokio::spawn(async move {
+                if let Err(err) = connection.await {
+                    tracing::trace!(%err, "upstream connection ended with an error");
+                }
+            });
+            *slot = Some(sender);
+        }
+        let sender = slot.as_mut().expect("set above");
+        sender.ready().await.map_err(boxed_error)?;
+        sender.send_request(req).await.map_err(boxed_error)
+    }
+}
+
+fn boxed_error<E: std::error::Error + Send + Sync + 'static>(err: E) -> BoxError {
+    Box::new(err)
+}
+
+/// Why the upstream could not be reached.
+#[derive(Debug, thiserror::Error)]
+enum UpstreamError {
+    /// The TCP connect failed.
+    #[error("upstream connect failed: {0}")]
+    Connect(std::io::Error),
+}
+
+/// 502 for an upstream that failed, with the reason in a header.
+fn gateway_error(err: &BoxError) -> Response<ProxyBody> {
+    let reason = if err.downcast_ref::<UpstreamError>().is_some() {
+        "upstream-connect"
+    } else {
+        "upstream-error"
+    };
+    let mut resp = Response::new(full(format!("firedrill: {err}\n")));
+    *resp.status_mut() = StatusCode::BAD_GATEWAY;
+    resp.headers_mut()
+        .insert(FAULT_HEADER, HeaderValue::from_static(reason));
+    resp
+}

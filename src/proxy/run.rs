@@ -1,0 +1,147 @@
+//! Starting a proxy on real sockets: bind, resolve, pick the mode, serve.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use super::server::{ShutdownSignal, serve};
+use crate::clock::Duration;
+use crate::fault::FaultPlan;
+use crate::net::{self, TcpAcceptor, TcpConnector};
+
+/// Which protocol the proxy speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProxyMode {
+    /// Byte streams.
+    Tcp,
+    /// HTTP/1.1 requests.
+    Http,
+}
+
+/// Why a proxy could not start (exit code 3).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The listen address could not be bound.
+    #[error("--listen {addr}: cannot bind: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The upstream address does not resolve.
+    #[error("--upstream {addr}: cannot resolve: {source}")]
+    Resolve {
+        /// The address asked for.
+        addr: String,
+        /// The resolver's error.
+        source: std::io::Error,
+    },
+}
+
+/// A proxy bound and ready to serve.
+#[derive(Debug)]
+pub struct BoundProxy {
+    /// The listening side.
+    acceptor: TcpAcceptor,
+    /// The upstream side.
+    connector: Arc<TcpConnector>,
+    /// Protocol.
+    mode: ProxyMode,
+}
+
+impl BoundProxy {
+    /// Resolves `upstream` and binds `listen`.
+    pub async fn bind(
+        listen: &str,
+        upstream: &str,
+        mode: ProxyMode,
+    ) -> Result<BoundProxy, StartError> {
+        let upstream_addr = net::resolve(upstream)
+            .await
+            .map_err(|source| StartError::Resolve {
+                addr: upstream.to_string(),
+                source,
+            })?;
+        let listen_addr: SocketAddr =
+            net::resolve(listen)
+                .await
+                .map_err(|source| StartError::Bind {
+                    addr: listen.to_string(),
+                    source,
+                })?;
+        let acceptor = TcpAcceptor::bind(listen_addr)
+            .await
+            .map_err(|source| StartError::Bind {
+                addr: listen.to_string(),
+                source,
+            })?;
+        Ok(BoundProxy {
+            acceptor,
+            connector: Arc::new(TcpConnector {
+                addr: upstream_addr,
+            }),
+            mode,
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.acceptor.local_addr()
+    }
+
+    /// Serves until `shutdown` fires, then drains for up to `grace`.
+    pub async fn serve(
+        self,
+        plan: Arc<FaultPlan>,
+        shutdown: ShutdownSignal,
+        grace: Duration,
+    ) -> std::io::Result<()> {
+        serve_mode(
+            self.acceptor,
+            self.connector,
+            plan,
+            self.mode,
+            shutdown,
+            grace,
+        )
+        .await
+    }
+}
+
+/// Serves `mode` over any transport pair.
+pub async fn serve_mode<A, C>(
+    acceptor: A,
+    connector: Arc<C>,
+    plan: Arc<FaultPlan>,
+    mode: ProxyMode,
+    shutdown: ShutdownSignal,
+    grace: Duration,
+) -> std::io::Result<()>
+where
+    A: net::Acceptor,
+    C: net::Connector,
+{
+    let handler_plan = plan.clone();
+    match mode {
+        ProxyMode::Tcp => {
+            serve(
+                acceptor,
+                plan,
+                move |s, sd| super::tcp::handle(s, connector.clone(), handler_plan.clone(), sd),
+                shutdown,
+                grace,
+            )
+            .await
+        }
+        ProxyMode::Http => {
+            serve(
+                acceptor,
+                plan,
+                move |s, sd| super::http::handle(s, connector.clone(), handler_plan.clone(), sd),
+                shutdown,
+                grace,
+            )
+            .await
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! The accept loop shared by both modes: refuses connections while a
+//! `refuse` fault is active, hands each connection to a handler task, and
+//! shuts down gracefully (in-flight connections get a grace period).
+
+use std::future::Future;
+use std::sync::Arc;
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::clock::{self, Duration};
+use crate::fault::FaultPlan;
+use crate::net::Acceptor;
+
+/// Tells connection handlers that the proxy is shutting down.
+#[derive(Debug, Clone)]
+pub struct ShutdownSignal(watch::Receiver<bool>);
+
+impl ShutdownSignal {
+    /// A signal and the trigger that fires it.
+    pub fn new() -> (watch::Sender<bool>, ShutdownSignal) {
+        let (tx, rx) = watch::channel(false);
+        (tx, ShutdownSignal(rx))
+    }
+
+    /// Waits until shutdown starts (at once if it already has, or if the
+    /// trigger is gone).
+    pub async fn wait(&mut self) {
+        let _ = self.0.wait_for(|stop| *stop).await;
+    }
+
+    /// Whether shutdown has started.
+    pub fn is_set(&self) -> bool {
+        *self.0.borrow()
+    }
+}
+
+/// Runs the accept loop until `shutdown` fires, then gives in-flight
+/// connections up to `grace` to finish and aborts the rest.
+///
+/// Returns an error only if the listener cannot be rebound after a `refuse`
+/// window.
+pub async fn serve<A, H, F>(
+    mut acceptor: A,
+    plan: Arc<FaultPlan>,
+    handler: H,
+    mut shutdown: ShutdownSignal,
+    grace: Duration,
+) -> std::io::Result<()>
+where
+    A: Acceptor,
+    H: Fn(A::Stream, ShutdownSignal) -> F,
+    F: Future<Output = ()> + Send + 'static,
+{
+    let mut connections = JoinSet::new();
+    loop {
+        while connections.try_join_next().is_some() {}
+        let (refusing, next_change) = plan.refusing();
+        if refusing {
+            acceptor.pause()?;
+        } else {
+            acceptor.resume()?;
+        }
+        let wake = async {
+            match next_change {
+                Some(at) => clock::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = shutdown.wait() => break,
+            _ = wake => continue,
+            accepted = acceptor.accept(), if !refusing => match accepted {
+                Ok(stream) => {
+                    connections.spawn(handler(stream, shutdown.clone()));
+                }
+                Err(err) => {
+                    // Out of file descriptors and the like: log, back off, go on.
+                    tracing::warn!(%err, "accept failed");
+                    clock::sleep(Duration::from_millis(10)).await;
+                }
+            },
+        }
+    }
+    drop(acceptor);
+    let drained = tokio::time::timeout(grace, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::info!(
+            remaining = connections.len(),
+            "grace period over; closing connections"
+        );
+        connections.abort_all();
+        while connections.join_next().await.is_some() {}
+    }
+    Ok(())
+}

@@ -1,0 +1,442 @@
+//! TCP mode: carries byte streams both ways and applies the connection
+//! faults to them (latency per chunk, bandwidth, slicer, limit_data,
+//! slow_close, reset, close, blackhole).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::sync::Notify;
+
+use super::server::ShutdownSignal;
+use crate::clock::{self, Duration, Instant};
+use crate::fault::{Direction, FaultKind, FaultPlan, Hit};
+use crate::net::{Connector, Transport};
+
+/// Size of one read from either side.
+const CHUNK: usize = 64 * 1024;
+
+/// Handles one client connection in TCP mode.
+pub async fn handle<S, C>(
+    client: S,
+    connector: Arc<C>,
+    plan: Arc<FaultPlan>,
+    _shutdown: ShutdownSignal,
+) where
+    S: Transport,
+    C: Connector,
+{
+    let hits = plan.pick_connection();
+    if hits.is_empty() {
+        let Ok(upstream) = connect(&*connector).await else {
+            return;
+        };
+        pass_through(client, upstream).await;
+        return;
+    }
+    // A cut that is active right now happens before anything is forwarded.
+    for hit in &hits {
+        if let FaultKind::Reset(cut) | FaultKind::Close(cut) = &hit.fault.kind {
+            if cut.after.is_none() && cut.after_bytes.is_none() && plan.is_active(hit.index) {
+                plan.record(hit.index, "connection");
+                return finish::<S, C::Stream>(client, None, Verdict::of(&hit.fault.kind));
+            }
+        }
+    }
+    let Ok(upstream) = connect(&*connector).await else {
+        return;
+    };
+    let conn = Conn {
+        plan: &plan,
+        hits: &hits,
+        cut: CutSignal::default(),
+        opened: clock::now(),
+    };
+    let (mut client_read, mut client_write) = tokio::io::split(client);
+    let (mut upstream_read, mut upstream_write) = tokio::io::split(upstream);
+    tokio::join!(
+        conn.pump(Direction::Upstream, &mut client_read, &mut upstream_write),
+        conn.pump(Direction::Downstream, &mut upstream_read, &mut client_write),
+        conn.cut_timers(),
+    );
+    let verdict = conn.cut.get();
+    finish(
+        client_read.unsplit(client_write),
+        Some(upstream_read.unsplit(upstream_write)),
+        verdict,
+    );
+}
+
+async fn connect<C: Connector>(connector: &C) -> std::io::Result<C::Stream> {
+    connector.connect().await.inspect_err(|err| {
+        tracing::warn!(%err, "upstream connect failed; closing the client connection");
+    })
+}
+
+/// Copies both ways until both sides have closed; a FIN from one side is
+/// passed on as a half-close to the other.
+async fn pass_through<S: Transport, U: Transport>(mut client: S, mut upstream: U) {
+    if let Err(err) =
+        tokio::io::copy_bidirectional_with_sizes(&mut client, &mut upstream, CHUNK, CHUNK).await
+    {
+        tracing::trace!(%err, "connection ended with an error");
+    }
+}
+
+/// How a connection ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Both sides closed normally.
+    Normal = 0,
+    /// Close both sides with FIN now.
+    Close = 1,
+    /// Close the client side with RST now.
+    Reset = 2,
+}
+
+impl Verdict {
+    fn of(kind: &FaultKind) -> Verdict {
+        if matches!(kind, FaultKind::Reset(_)) {
+            Verdict::Reset
+        } else {
+            Verdict::Close
+        }
+    }
+}
+
+fn finish<S: Transport, U: Transport>(client: S, upstream: Option<U>, verdict: Verdict) {
+    if verdict == Verdict::Reset {
+        client.reset_on_close();
+    }
+    drop(upstream);
+    drop(client);
+}
+
+/// The first cut decided by any part of a connection; wakes the others.
+#[derive(Debug, Default)]
+struct CutSignal {
+    /// A [`Verdict`] as a number, `Normal` until a fault cuts.
+    verdict: AtomicU8,
+    /// Wakes the pumps and timers when a cut is decided.
+    notify: Notify,
+}
+
+impl CutSignal {
+    fn cut(&self, verdict: Verdict) {
+        let _ = self
+            .verdict
+            .compare_exchange(0, verdict as u8, Ordering::SeqCst, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    fn get(&self) -> Verdict {
+        match self.verdict.load(Ordering::SeqCst) {
+            1 => Verdict::Close,
+            2 => Verdict::Reset,
+            _ => Verdict::Normal,
+        }
+    }
+
+    async fn cancelled(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.get() != Verdict::Normal {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// One faulted connection: the plan, the faults it rolled, and its cut.
+struct Conn<'a> {
+    /// The run's fault plan (windows, RNG, counters).
+    plan: &'a FaultPlan,
+    /// The faults this connection rolled at accept time.
+    hits: &'a [Hit<'a>],
+    /// The shared end of the connection.
+    cut: CutSignal,
+    /// When the connection was accepted (for `after` cuts).
+    opened: Instant,
+}
+
+/// What a pump does with one chunk, decided by the active faults.
+#[derive(Debug, Default)]
+struct ChunkPlan {
+    /// Hold the chunk until this instant (latency).
+    release_at: Option<Instant>,
+    /// Forward only this many bytes, then end the connection this way.
+    truncate: Option<(usize, Verdict)>,
+    /// Swallow the chunk (blackhole), until this instant if the window ends.
+    discard: Option<Option<Instant>>,
+    /// Bytes per second (bandwidth).
+    rate: Option<f64>,
+    /// Slicer parameters: (fault index, average, variation, pause).
+    slicer: Option<(usize, usize, usize, Duration)>,
+}
+
+impl Conn<'_> {
+    /// Faults of this connection active now that act in `dir`.
+    fn active(&self, dir: Direction) -> impl Iterator<Item = &Hit<'_>> {
+        self.hits
+            .iter()
+            .filter(move |h| acts_in(&h.fault.kind, dir) && self.plan.is_active(h.index))
+    }
+
+    /// Decides what happens to a chunk of `len` bytes that arrived at
+    /// `arrival`, `sent` bytes having gone this way before it.
+    fn plan_chunk(&self, dir: Direction, arrival: Instant, len: usize, sent: u64) -> ChunkPlan {
+        let mut chunk = ChunkPlan::default();
+        for hit in self.active(dir) {
+            match &hit.fault.kind {
+                FaultKind::Latency(l) => {
+                    let at = arrival + self.plan.latency_delay(hit.index, l);
+                    chunk.release_at = Some(chunk.release_at.map_or(at, |t| t.max(at)));
+                }
+                FaultKind::Bandwidth(b) => {
+                    let r = b.rate.bytes_per_second();
+                    chunk.rate = Some(chunk.rate.map_or(r, |x| x.min(r)));
+                }
+                FaultKind::Slicer(s) => {
+                    let s = &s.0;
+                    chunk.slicer = Some((
+                        hit.index,
+                        s.average_size.0 as usize,
+                        s.size_variation.0 as usize,
+                        s.delay.get(),
+                    ));
+                }
+                FaultKind::Blackhole => {
+                    let (_, end) = self.plan.next_change(hit.index);
+                    chunk.discard = Some(end);
+                }
+                FaultKind::Reset(cut) | FaultKind::Close(cut) => {
+                    let verdict = Verdict::of(&hit.fault.kind);
+                    match (cut.after_bytes, cut.after) {
+                        (Some(limit), _) => {
+                            if sent + len as u64 >= limit.0 {
+                                let keep = limit.0.saturating_sub(sent) as usize;
+                                chunk.truncate = Some((keep, verdict));
+                            }
+                        }
+                        (None, None) => chunk.truncate = Some((0, verdict)),
+                        (None, Some(_)) => {} // handled by the timers
+                    }
+                }
+                FaultKind::LimitData(l) => {
+                    if sent + len as u64 >= l.bytes.0 {
+                        let keep = l.bytes.0.saturating_sub(sent) as usize;
+                        chunk.truncate = Some((keep, Verdict::Close));
+                    }
+                }
+                _ => {}
+            }
+        }
+        if chunk.truncate.is_some() {
+            // Record once, where the cut happens.
+            self.record_kind(dir, |k| {
+                matches!(
+                    k,
+                    FaultKind::Reset(_) | FaultKind::Close(_) | FaultKind::LimitData(_)
+                )
+            });
+        }
+        chunk
+    }
+
+    /// Carries one direction until EOF, a cut, or a fault that ends it.
+    async fn pump<R, W>(&self, dir: Direction, reader: &mut R, writer: &mut W)
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        tokio::select! {
+            biased;
+            _ = self.cut.cancelled() => {}
+            verdict = self.pump_inner(dir, reader, writer) => {
+                if let Some(v) = verdict {
+                    self.cut.cut(v);
+                }
+            }
+        }
+    }
+
+    async fn pump_inner<R, W>(
+        &self,
+        dir: Direction,
+        reader: &mut R,
+        writer: &mut W,
+    ) -> Option<Verdict>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin,
+    {
+        let mut buf = BytesMut::with_capacity(CHUNK);
+        let mut sent: u64 = 0;
+        let mut discarded_until: Option<Option<Instant>> = None;
+        let mut next_free = clock::now();
+        loop {
+            buf.reserve(CHUNK);
+            let read = async { reader.read_buf(&mut buf).await };
+            let blackhole_end = async {
+                match discarded_until {
+                    Some(Some(end)) => clock::sleep_until(end).await,
+                    _ => std::future::pending().await,
+                }
+            };
+            let n = tokio::select! {
+                biased;
+                _ = blackhole_end => return Some(Verdict::Close),
+                r = read => match r { Ok(n) => n, Err(_) => return Some(Verdict::Close) },
+            };
+            if n == 0 {
+                self.slow_close(dir).await;
+                let _ = writer.shutdown().await;
+                return if discarded_until.is_some() {
+                    Some(Verdict::Close)
+                } else {
+                    None
+                };
+            }
+            let arrival = clock::now();
+            let mut data = buf.split().freeze();
+            let chunk = self.plan_chunk(dir, arrival, data.len(), sent);
+            if let Some(until) = chunk.discard {
+                if discarded_until.is_none() {
+                    self.record_kind(dir, |k| matches!(k, FaultKind::Blackhole));
+                }
+                discarded_until = Some(until);
+                continue;
+            }
+            if discarded_until.is_some() {
+                // The stream lost bytes in the blackhole: it cannot go on.
+                return Some(Verdict::Close);
+            }
+            if let Some(at) = chunk.release_at {
+                self.record_kind(dir, |k| matches!(k, FaultKind::Latency(_)));
+                clock::sleep_until(at).await;
+            }
+            if let Some((keep, _)) = chunk.truncate {
+                data.truncate(keep);
+            }
+            let ok = self
+                .write(writer, data.clone(), &chunk, &mut next_free)
+                .await;
+            sent += data.len() as u64;
+            if let Some((_, verdict)) = chunk.truncate {
+                let _ = writer.flush().await;
+                return Some(verdict);
+            }
+            if !ok {
+                return Some(Verdict::Close);
+            }
+        }
+    }
+
+    /// Writes a chunk, sliced and paced as the active faults say.
+    async fn write<W: AsyncWrite + Unpin>(
+        &self,
+        writer: &mut W,
+        mut data: Bytes,
+        chunk: &ChunkPlan,
+        next_free: &mut Instant,
+    ) -> bool {
+        if chunk.rate.is_none() && chunk.slicer.is_none() {
+            return writer.write_all(&data).await.is_ok();
+        }
+        while !data.is_empty() {
+            let piece_len = match chunk.slicer {
+                Some((index, average, variation, _)) => {
+                    let offset = (self.plan.uniform(index) * (2 * variation + 1) as f64) as usize;
+                    (average + offset).saturating_sub(variation).max(1)
+                }
+                // Pace in pieces of at most 1/20 s of the rate.
+                None => chunk
+                    .rate
+                    .map_or(CHUNK, |r| ((r / 20.0) as usize).clamp(1, CHUNK)),
+            };
+            let piece = data.split_to(piece_len.min(data.len()));
+            if let Some(rate) = chunk.rate {
+                clock::sleep_until(*next_free).await;
+                *next_free = (*next_free).max(clock::now())
+                    + Duration::from_secs_f64(piece.len() as f64 / rate);
+            }
+            if writer.write_all(&piece).await.is_err() {
+                return false;
+            }
+            if let Some((_, _, _, pause)) = chunk.slicer {
+                if !data.is_empty() && !pause.is_zero() {
+                    let _ = writer.flush().await;
+                    clock::sleep(pause).await;
+                }
+            }
+        }
+        true
+    }
+
+    /// Holds back a close while a `slow_close` fault is active.
+    async fn slow_close(&self, dir: Direction) {
+        let delay = self
+            .active(dir)
+            .filter_map(|h| match &h.fault.kind {
+                FaultKind::SlowClose(s) => Some(s.delay.get()),
+                _ => None,
+            })
+            .max();
+        if let Some(delay) = delay {
+            self.record_kind(dir, |k| matches!(k, FaultKind::SlowClose(_)));
+            clock::sleep(delay).await;
+        }
+    }
+
+    fn record_kind(&self, dir: Direction, pick: impl Fn(&FaultKind) -> bool) {
+        for hit in self.active(dir).filter(|h| pick(&h.fault.kind)) {
+            self.plan.record(hit.index, "connection");
+        }
+    }
+
+    /// Fires `reset`/`close` faults that cut `after` a delay.
+    async fn cut_timers(&self) {
+        let timers = self.hits.iter().filter_map(|h| match &h.fault.kind {
+            FaultKind::Reset(c) | FaultKind::Close(c) => c.after.map(|after| (h, after.get())),
+            _ => None,
+        });
+        let mut earliest: Option<(&Hit<'_>, Instant)> = None;
+        for (hit, after) in timers {
+            let at = self.opened + after;
+            if earliest.is_none_or(|(_, e)| at < e) {
+                earliest = Some((hit, at));
+            }
+        }
+        let Some((hit, at)) = earliest else { return };
+        tokio::select! {
+            biased;
+            _ = self.cut.cancelled() => {}
+            _ = clock::sleep_until(at) => {
+                if self.plan.is_active(hit.index) {
+                    self.plan.record(hit.index, "connection");
+                    self.cut.cut(Verdict::of(&hit.fault.kind));
+                }
+            }
+        }
+    }
+}
+
+/// Whether a fault kind acts on data flowing in `dir`.
+fn acts_in(kind: &FaultKind, dir: Direction) -> bool {
+    match kind {
+        FaultKind::Latency(l) => l.direction == dir,
+        FaultKind::Bandwidth(b) => b.direction == dir,
+        FaultKind::SlowClose(s) => s.direction == dir,
+        FaultKind::Slicer(s) => s.0.direction == dir,
+        FaultKind::LimitData(l) => l.direction == dir,
+        // Truncation counts response bytes; a cut before any byte acts on
+        // whichever side speaks first.
+        FaultKind::Reset(c) | FaultKind::Close(c) => {
+            c.after_bytes.is_none() || dir == Direction::Downstream
+        }
+        FaultKind::Blackhole => true,
+        FaultKind::Status(_) | FaultKind::Refuse => false,
+    }
+}

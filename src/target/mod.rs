@@ -1,0 +1,156 @@
+//! The embedded fixture server: a real HTTP target so that firedrill runs
+//! with nothing else installed. It counts every request it serves, which is
+//! what "calls that reached the dependency" are measured against.
+//!
+//! Routes: `GET /health` → 200; `/status/{code}` → that status;
+//! `/bytes/{n}` → `n` bytes, streamed; `/delay/{duration}` → 200 after the
+//! delay (`150ms`, `2s`); `/echo` → the request body, streamed back; any
+//! other path → 200 `ok`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+
+use crate::clock;
+use crate::net::Acceptor;
+use crate::proxy::ShutdownSignal;
+use crate::proxy::http::body::{ProxyBody, boxed, full};
+use crate::schema::units::Dur;
+
+/// Counters of the fixture server, shared with whoever started it.
+#[derive(Debug, Default)]
+pub struct TargetStats {
+    /// Requests received (whatever their answer).
+    requests: AtomicU64,
+}
+
+impl TargetStats {
+    /// Requests received so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::SeqCst)
+    }
+}
+
+/// Serves the fixture routes on `acceptor` until `shutdown` fires.
+pub async fn serve<A: Acceptor>(
+    acceptor: A,
+    stats: Arc<TargetStats>,
+    shutdown: ShutdownSignal,
+) -> std::io::Result<()> {
+    let plan = Arc::new(crate::fault::FaultPlan::empty());
+    crate::proxy::serve(
+        acceptor,
+        plan,
+        move |stream, mut shutdown| {
+            let stats = stats.clone();
+            async move {
+                let service = hyper::service::service_fn(move |req| respond(req, stats.clone()));
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .serve_connection(TokioIo::new(stream), service);
+                tokio::pin!(conn);
+                let _ = tokio::select! {
+                    biased;
+                    r = conn.as_mut() => r,
+                    _ = shutdown.wait() => { conn.as_mut().graceful_shutdown(); conn.await }
+                };
+            }
+        },
+        shutdown,
+        clock::Duration::from_secs(1),
+    )
+    .await
+}
+
+async fn respond(
+    req: Request<Incoming>,
+    stats: Arc<TargetStats>,
+) -> Result<Response<ProxyBody>, std::convert::Infallible> {
+    stats.requests.fetch_add(1, Ordering::SeqCst);
+    let path = req.uri().path().to_string();
+    let mut parts = path.trim_start_matches('/').splitn(2, '/');
+    let (head, arg) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+    let response = match head {
+        "health" => text(StatusCode::OK, "ok\n"),
+        "status" => match arg
+            .parse::<u16>()
+            .ok()
+            .and_then(|c| StatusCode::from_u16(c).ok())
+        {
+            Some(code) => text(code, &format!("status {}\n", code.as_u16())),
+            None => text(StatusCode::BAD_REQUEST, "expected /status/{code}\n"),
+        },
+        "bytes" => match arg.parse::<u64>() {
+            Ok(n) => {
+                let mut resp = Response::new(boxed(PatternBody { remaining: n }));
+                resp.headers_mut()
+                    .insert(http::header::CONTENT_LENGTH, n.into());
+                resp
+            }
+            Err(_) => text(StatusCode::BAD_REQUEST, "expected /bytes/{n}\n"),
+        },
+        "delay" => match arg.parse::<Dur>() {
+            Ok(d) => {
+                clock::sleep(d.get()).await;
+                text(StatusCode::OK, "ok\n")
+            }
+            Err(e) => text(StatusCode::BAD_REQUEST, &format!("{e}\n")),
+        },
+        "echo" => Response::new(boxed(req.into_body())),
+        _ => text(StatusCode::OK, "ok\n"),
+    };
+    Ok(response)
+}
+
+fn text(status: StatusCode, body: &str) -> Response<ProxyBody> {
+    let mut resp = Response::new(full(Bytes::copy_from_slice(body.as_bytes())));
+    *resp.status_mut() = status;
+    resp
+}
+
+/// `remaining` bytes of a repeating pattern, in 64 KiB frames.
+struct PatternBody {
+    /// Bytes still to send.
+    remaining: u64,
+}
+
+impl http_body::Body for PatternBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        static PATTERN: [u8; 65536] = {
+            let mut p = [0u8; 65536];
+            let mut i = 0;
+            while i < p.len() {
+                p[i] = (i % 251) as u8;
+                i += 1;
+            }
+            p
+        };
+        if self.remaining == 0 {
+            return std::task::Poll::Ready(None);
+        }
+        let n = self.remaining.min(PATTERN.len() as u64) as usize;
+        self.remaining -= n as u64;
+        std::task::Poll::Ready(Some(Ok(http_body::Frame::data(Bytes::from_static(
+            &PATTERN[..n],
+        )))))
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        http_body::SizeHint::with_exact(self.remaining)
+    }
+}
+
+/// The byte at offset `i` of a `/bytes/{n}` body, for checking it.
+pub fn pattern_byte(i: u64) -> u8 {
+    ((i % 65536) % 251) as u8
+}
