@@ -8,7 +8,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
+use crate::clock::Duration;
+use crate::fault::FaultPlan;
 use crate::fault::{FaultFile, FaultKind};
+use crate::proxy::{BoundProxy, ProxyMode, ShutdownSignal};
+use crate::schema::units::Dur;
 use crate::schema::{self, LoadError};
 
 /// Exit code: everything held.
@@ -35,6 +39,47 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run a fault-injecting proxy until Ctrl-C or SIGTERM.
+    Proxy {
+        /// Address to listen on, e.g. `127.0.0.1:8080` (`:0` picks a port).
+        #[arg(long)]
+        listen: String,
+        /// Address of the dependency, `host:port`.
+        #[arg(long)]
+        upstream: String,
+        /// `tcp` (byte streams) or `http` (per-request faults).
+        #[arg(long, value_enum, default_value = "tcp")]
+        mode: Mode,
+        /// YAML fault file (see `fixtures/faults/good/`); none: pass-through.
+        #[arg(long)]
+        faults: Option<PathBuf>,
+        /// Seed of every random decision (probabilities, jitter).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// How long in-flight connections may finish after a stop signal.
+        #[arg(long, default_value = "5s")]
+        grace: Dur,
+    },
+    /// Run the embedded fixture server (a built-in dependency).
+    Target {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:9000")]
+        listen: String,
+    },
+    /// A self-contained demo: the fixture target behind an HTTP fault proxy
+    /// with a sample fault timeline, load driven through it, results shown
+    /// each second.
+    Demo {
+        /// How long to run.
+        #[arg(long, default_value = "12s")]
+        duration: Dur,
+        /// Requests per second.
+        #[arg(long, default_value_t = 20)]
+        rate: u32,
+        /// Seed of every random decision.
+        #[arg(long, default_value_t = 7)]
+        seed: u64,
+    },
     /// Check a fault file without running anything.
     Validate {
         /// The YAML file.
@@ -85,6 +130,27 @@ impl From<LoadError> for CliError {
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Validate { file, mode } => validate(&file, mode),
+        Command::Proxy {
+            listen,
+            upstream,
+            mode,
+            faults,
+            seed,
+            grace,
+        } => proxy_command(
+            &listen,
+            &upstream,
+            mode,
+            faults.as_deref(),
+            seed,
+            grace.get(),
+        ),
+        Command::Target { listen } => target_command(&listen),
+        Command::Demo {
+            duration,
+            rate,
+            seed,
+        } => crate::demo::run(duration.get(), rate, seed),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -129,4 +195,108 @@ fn validate(path: &Path, mode: Option<Mode>) -> Result<u8, CliError> {
     let file = load_faults(path, mode)?;
     println!("ok: {}: {} fault(s)", path.display(), file.faults.len());
     Ok(EXIT_OK)
+}
+
+/// A multi-threaded tokio runtime (one worker per available core, so
+/// `taskset -c 0` gives one).
+pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Runtime(format!("cannot start the runtime: {e}")))
+}
+
+/// Sets up `tracing` on stderr; `RUST_LOG` overrides `default`.
+pub fn init_logging(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// Resolves when Ctrl-C or SIGTERM arrives.
+pub async fn stop_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(t) => t,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            biased;
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+fn proxy_command(
+    listen: &str,
+    upstream: &str,
+    mode: Mode,
+    faults: Option<&Path>,
+    seed: u64,
+    grace: Duration,
+) -> Result<u8, CliError> {
+    let faults = match faults {
+        Some(path) => load_faults(path, Some(mode))?.faults,
+        None => Vec::new(),
+    };
+    init_logging("info");
+    let proxy_mode = match mode {
+        Mode::Tcp => ProxyMode::Tcp,
+        Mode::Http => ProxyMode::Http,
+    };
+    runtime()?.block_on(async {
+        let bound = BoundProxy::bind(listen, upstream, proxy_mode)
+            .await
+            .map_err(|e| CliError::Runtime(e.to_string()))?;
+        tracing::info!(listen = %bound.local_addr(), %upstream, mode = ?mode, faults = faults.len(), seed, "proxy ready");
+        let plan = std::sync::Arc::new(FaultPlan::new(faults, seed, crate::clock::now()));
+        let (stop, shutdown) = ShutdownSignal::new();
+        tokio::spawn(async move {
+            stop_signal().await;
+            tracing::info!("stop signal: no new connections; draining");
+            let _ = stop.send(true);
+        });
+        bound
+            .serve(plan, shutdown, grace)
+            .await
+            .map_err(|e| CliError::Runtime(format!("--listen {listen}: {e}")))?;
+        tracing::info!("proxy stopped");
+        Ok(EXIT_OK)
+    })
+}
+
+fn target_command(listen: &str) -> Result<u8, CliError> {
+    init_logging("info");
+    runtime()?.block_on(async {
+        let addr = crate::net::resolve(listen)
+            .await
+            .map_err(|e| CliError::Runtime(format!("--listen {listen}: {e}")))?;
+        let acceptor = crate::net::TcpAcceptor::bind(addr)
+            .await
+            .map_err(|e| CliError::Runtime(format!("--listen {listen}: cannot bind: {e}")))?;
+        tracing::info!(listen = %acceptor.local_addr(), "fixture target ready");
+        let (stop, shutdown) = ShutdownSignal::new();
+        tokio::spawn(async move {
+            stop_signal().await;
+            let _ = stop.send(true);
+        });
+        let stats = std::sync::Arc::new(crate::target::TargetStats::default());
+        crate::target::serve(acceptor, stats.clone(), shutdown)
+            .await
+            .map_err(|e| CliError::Runtime(e.to_string()))?;
+        tracing::info!(requests = stats.requests(), "fixture target stopped");
+        Ok(EXIT_OK)
+    })
 }

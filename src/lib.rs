@@ -15,6 +15,7 @@
 
 pub mod cli;
 pub mod clock;
+pub mod demo;
 pub mod fault;
 pub mod net;
 pub mod proxy;
