@@ -26,12 +26,19 @@ use crate::schema::units::Dur;
 pub struct TargetStats {
     /// Requests received (whatever their answer).
     requests: AtomicU64,
+    /// Connections accepted.
+    connections: AtomicU64,
 }
 
 impl TargetStats {
     /// Requests received so far.
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::SeqCst)
+    }
+
+    /// Connections accepted so far.
+    pub fn connections(&self) -> u64 {
+        self.connections.load(Ordering::SeqCst)
     }
 }
 
@@ -47,6 +54,7 @@ pub async fn serve<A: Acceptor>(
         plan,
         move |stream, mut shutdown| {
             let stats = stats.clone();
+            stats.connections.fetch_add(1, Ordering::SeqCst);
             async move {
                 let service = hyper::service::service_fn(move |req| respond(req, stats.clone()));
                 let conn = hyper::server::conn::http1::Builder::new()

@@ -50,6 +50,7 @@ pin_project_lite::pin_project! {
         limit: u64,
         passed: u64,
         reset: Option<Arc<AtomicBool>>,
+        flushed: bool,
     }
 }
 
@@ -61,6 +62,7 @@ impl Truncated {
             limit,
             passed: 0,
             reset,
+            flushed: false,
         }
     }
 }
@@ -75,6 +77,13 @@ impl Body for Truncated {
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = self.project();
         if *this.passed >= *this.limit {
+            if !*this.flushed {
+                // hyper flushes what it buffered when the body is pending;
+                // pause once so the prefix reaches the wire before the cut.
+                *this.flushed = true;
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
             if let Some(flag) = this.reset {
                 flag.store(true, Ordering::SeqCst);
             }

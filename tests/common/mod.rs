@@ -1,0 +1,113 @@
+//! Test harness: the fixture target and a fault proxy on loopback, in
+//! process, with real sockets.
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use firedrill::clock::Duration;
+use firedrill::fault::{FaultFile, FaultPlan};
+use firedrill::net::TcpAcceptor;
+use firedrill::proxy::{BoundProxy, ProxyMode, ShutdownSignal};
+use firedrill::target::TargetStats;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// A running target and proxy; dropping it stops both.
+pub struct Rig {
+    pub target: SocketAddr,
+    pub proxy: SocketAddr,
+    pub stats: Arc<TargetStats>,
+    pub plan: Arc<FaultPlan>,
+    stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl Drop for Rig {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+    }
+}
+
+pub fn faults(yaml: &str) -> FaultFile {
+    firedrill::schema::from_yaml_str("test.yaml", yaml).expect("test fault file is valid")
+}
+
+/// Starts the fixture target and a proxy in `mode` with `yaml` faults.
+pub async fn rig(mode: ProxyMode, yaml: &str) -> Rig {
+    let (stop, shutdown) = ShutdownSignal::new();
+    let target = TcpAcceptor::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let target_addr = target.local_addr();
+    let stats = Arc::new(TargetStats::default());
+    tokio::spawn(firedrill::target::serve(
+        target,
+        stats.clone(),
+        shutdown.clone(),
+    ));
+    let (proxy_addr, plan) = start_proxy(mode, yaml, &target_addr.to_string(), shutdown).await;
+    Rig {
+        target: target_addr,
+        proxy: proxy_addr,
+        stats,
+        plan,
+        stop,
+    }
+}
+
+/// Starts a proxy in front of `upstream`; returns its address and plan.
+pub async fn start_proxy(
+    mode: ProxyMode,
+    yaml: &str,
+    upstream: &str,
+    shutdown: ShutdownSignal,
+) -> (SocketAddr, Arc<FaultPlan>) {
+    let file = if yaml.trim().is_empty() {
+        FaultFile { faults: vec![] }
+    } else {
+        faults(yaml)
+    };
+    let plan = Arc::new(FaultPlan::new(file.faults, 1, firedrill::clock::now()));
+    let bound = BoundProxy::bind("127.0.0.1:0", upstream, mode)
+        .await
+        .unwrap();
+    let addr = bound.local_addr();
+    tokio::spawn(bound.serve(plan.clone(), shutdown, Duration::from_secs(1)));
+    (addr, plan)
+}
+
+/// Sends one raw HTTP/1.1 request and reads until the peer closes or
+/// errors; returns the bytes read and how the read ended.
+pub async fn raw_exchange(addr: SocketAddr, request: &str) -> (Vec<u8>, std::io::Result<()>) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 16384];
+    loop {
+        match stream.read(&mut buf).await {
+            Ok(0) => return (got, Ok(())),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) => return (got, Err(e)),
+        }
+    }
+}
+
+pub fn get(path: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n")
+}
+
+/// Splits a raw response into head and body.
+pub fn split_response(raw: &[u8]) -> (String, &[u8]) {
+    let end = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a response head");
+    (
+        String::from_utf8_lossy(&raw[..end]).to_string(),
+        &raw[end + 4..],
+    )
+}
+
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder().no_proxy().build().unwrap()
+}
