@@ -1,0 +1,193 @@
+//! With no fault the proxy is invisible: byte-exact, half-close propagated,
+//! keep-alive kept, large bodies streamed without being buffered whole.
+
+mod common;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use bytes::Bytes;
+use common::{http_client, rig, start_proxy};
+use firedrill::proxy::{ProxyMode, ShutdownSignal};
+use http_body_util::StreamBody;
+use hyper::body::Frame;
+use rand::{RngCore, SeedableRng};
+use sha2::{Digest, Sha256};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+const SIXTY_FOUR_MIB: usize = 64 * 1024 * 1024;
+
+/// Writes `len` seeded random bytes to `w`, returning their SHA-256.
+async fn send_random<W: AsyncWriteExt + Unpin>(w: &mut W, len: usize, seed: u64) -> Vec<u8> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut hash = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(buf.len());
+        rng.fill_bytes(&mut buf[..n]);
+        hash.update(&buf[..n]);
+        w.write_all(&buf[..n]).await.unwrap();
+        left -= n;
+    }
+    w.shutdown().await.unwrap();
+    hash.finalize().to_vec()
+}
+
+/// Reads `r` to EOF, returning the byte count and SHA-256.
+async fn hash_to_eof<R: AsyncReadExt + Unpin>(r: &mut R) -> (usize, Vec<u8>) {
+    let mut hash = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut total = 0;
+    loop {
+        let n = r.read(&mut buf).await.unwrap();
+        if n == 0 {
+            return (total, hash.finalize().to_vec());
+        }
+        total += n;
+        hash.update(&buf[..n]);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_mode_carries_64_mib_each_way_byte_exact() {
+    let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream_addr = upstream.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (stream, _) = upstream.accept().await.unwrap();
+        let (mut r, mut w) = stream.into_split();
+        let sending = tokio::spawn(async move { send_random(&mut w, SIXTY_FOUR_MIB, 2).await });
+        let received = hash_to_eof(&mut r).await;
+        (received, sending.await.unwrap())
+    });
+    let (_stop, shutdown) = ShutdownSignal::new();
+    let (proxy, _) = start_proxy(ProxyMode::Tcp, "", &upstream_addr.to_string(), shutdown).await;
+    let client = TcpStream::connect(proxy).await.unwrap();
+    let (mut r, mut w) = client.into_split();
+    let sending = tokio::spawn(async move { send_random(&mut w, SIXTY_FOUR_MIB, 1).await });
+    let (client_got, client_hash) = hash_to_eof(&mut r).await;
+    let client_sent_hash = sending.await.unwrap();
+    let ((server_got, server_hash), server_sent_hash) = server.await.unwrap();
+    assert_eq!(server_got, SIXTY_FOUR_MIB);
+    assert_eq!(server_hash, client_sent_hash, "client → upstream bytes differ");
+    assert_eq!(client_got, SIXTY_FOUR_MIB);
+    assert_eq!(client_hash, server_sent_hash, "upstream → client bytes differ");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_mode_propagates_half_close_and_keeps_the_other_direction_open() {
+    let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream_addr = upstream.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (mut stream, _) = upstream.accept().await.unwrap();
+        let mut got = Vec::new();
+        stream.read_to_end(&mut got).await.unwrap(); // returns only on the client's FIN
+        stream.write_all(b"reply after your FIN").await.unwrap();
+        got
+    });
+    let (_stop, shutdown) = ShutdownSignal::new();
+    let (proxy, _) = start_proxy(ProxyMode::Tcp, "", &upstream_addr.to_string(), shutdown).await;
+    let mut client = TcpStream::connect(proxy).await.unwrap();
+    client.write_all(b"request").await.unwrap();
+    client.shutdown().await.unwrap();
+    let mut reply = Vec::new();
+    tokio::time::timeout(StdDuration::from_secs(10), client.read_to_end(&mut reply)).await.unwrap().unwrap();
+    assert_eq!(server.await.unwrap(), b"request");
+    assert_eq!(reply, b"reply after your FIN");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_mode_keeps_client_and_upstream_connections_alive() {
+    let rig = rig(ProxyMode::Http, "").await;
+    let mut stream = TcpStream::connect(rig.proxy).await.unwrap();
+    for i in 0..5 {
+        stream.write_all(format!("GET /r{i} HTTP/1.1\r\nhost: t\r\n\r\n").as_bytes()).await.unwrap();
+        let mut buf = vec![0u8; 4096];
+        let mut got = Vec::new();
+        while !got.ends_with(b"ok\n") {
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(n > 0, "the proxy closed a keep-alive connection after {i} responses");
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert!(got.starts_with(b"HTTP/1.1 200"));
+    }
+    assert_eq!(rig.stats.requests(), 5);
+    assert_eq!(rig.stats.connections(), 1, "five requests on one client connection use one upstream connection");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_mode_streams_a_response_before_the_upstream_has_finished_it() {
+    // The upstream sends 64 KiB, then waits until the client has seen them
+    // through the proxy before it sends the rest. A proxy that buffered the
+    // body whole would never deliver the first part: the test would time out.
+    let (seen_tx, seen_rx) = tokio::sync::oneshot::channel::<()>();
+    let seen_rx = Arc::new(tokio::sync::Mutex::new(Some(seen_rx)));
+    let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream_addr = upstream.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (stream, _) = upstream.accept().await.unwrap();
+        let service = hyper::service::service_fn(move |_req| {
+            let seen_rx = seen_rx.clone();
+            async move {
+                let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Infallible>>(2);
+                tokio::spawn(async move {
+                    tx.send(Ok(Frame::data(Bytes::from(vec![b'a'; 65536])))).await.unwrap();
+                    if let Some(rx) = seen_rx.lock().await.take() {
+                        let _ = rx.await;
+                    }
+                    tx.send(Ok(Frame::data(Bytes::from(vec![b'b'; 65536])))).await.unwrap();
+                });
+                let body = StreamBody::new(tokio_stream_from(rx));
+                Ok::<_, Infallible>(hyper::Response::new(body))
+            }
+        });
+        let _ = hyper::server::conn::http1::Builder::new()
+            .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+            .await;
+    });
+    let (_stop, shutdown) = ShutdownSignal::new();
+    let (proxy, _) = start_proxy(ProxyMode::Http, "", &upstream_addr.to_string(), shutdown).await;
+    let mut resp = http_client().get(format!("http://{proxy}/big")).send().await.unwrap();
+    let mut first = Vec::new();
+    while first.len() < 65536 {
+        let chunk = tokio::time::timeout(StdDuration::from_secs(10), resp.chunk())
+            .await
+            .expect("the first 64 KiB arrive while the upstream still holds the rest")
+            .unwrap()
+            .unwrap();
+        first.extend_from_slice(&chunk);
+    }
+    assert!(first[..65536].iter().all(|b| *b == b'a'));
+    seen_tx.send(()).unwrap();
+    let mut rest = first[65536..].to_vec();
+    while let Some(chunk) = resp.chunk().await.unwrap() {
+        rest.extend_from_slice(&chunk);
+    }
+    assert_eq!(rest.len(), 65536);
+    assert!(rest.iter().all(|b| *b == b'b'));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_mode_streams_large_request_bodies_intact() {
+    let rig = rig(ProxyMode::Http, "").await;
+    let body: Vec<u8> = (0..8 * 1024 * 1024u32).map(|i| (i % 253) as u8).collect();
+    let want = Sha256::digest(&body).to_vec();
+    let echoed = http_client()
+        .post(format!("http://{}/echo", rig.proxy))
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    assert_eq!(Sha256::digest(&echoed).to_vec(), want);
+}
+
+fn tokio_stream_from<T: Send + 'static>(
+    mut rx: tokio::sync::mpsc::Receiver<T>,
+) -> impl futures_util::Stream<Item = T> + Send {
+    futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
+}
