@@ -71,9 +71,15 @@ async fn tcp_mode_carries_64_mib_each_way_byte_exact() {
     let client_sent_hash = sending.await.unwrap();
     let ((server_got, server_hash), server_sent_hash) = server.await.unwrap();
     assert_eq!(server_got, SIXTY_FOUR_MIB);
-    assert_eq!(server_hash, client_sent_hash, "client → upstream bytes differ");
+    assert_eq!(
+        server_hash, client_sent_hash,
+        "client → upstream bytes differ"
+    );
     assert_eq!(client_got, SIXTY_FOUR_MIB);
-    assert_eq!(client_hash, server_sent_hash, "upstream → client bytes differ");
+    assert_eq!(
+        client_hash, server_sent_hash,
+        "upstream → client bytes differ"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -93,7 +99,10 @@ async fn tcp_mode_propagates_half_close_and_keeps_the_other_direction_open() {
     client.write_all(b"request").await.unwrap();
     client.shutdown().await.unwrap();
     let mut reply = Vec::new();
-    tokio::time::timeout(StdDuration::from_secs(10), client.read_to_end(&mut reply)).await.unwrap().unwrap();
+    tokio::time::timeout(StdDuration::from_secs(10), client.read_to_end(&mut reply))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(server.await.unwrap(), b"request");
     assert_eq!(reply, b"reply after your FIN");
 }
@@ -103,18 +112,28 @@ async fn http_mode_keeps_client_and_upstream_connections_alive() {
     let rig = rig(ProxyMode::Http, "").await;
     let mut stream = TcpStream::connect(rig.proxy).await.unwrap();
     for i in 0..5 {
-        stream.write_all(format!("GET /r{i} HTTP/1.1\r\nhost: t\r\n\r\n").as_bytes()).await.unwrap();
+        stream
+            .write_all(format!("GET /r{i} HTTP/1.1\r\nhost: t\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
         let mut buf = vec![0u8; 4096];
         let mut got = Vec::new();
         while !got.ends_with(b"ok\n") {
             let n = stream.read(&mut buf).await.unwrap();
-            assert!(n > 0, "the proxy closed a keep-alive connection after {i} responses");
+            assert!(
+                n > 0,
+                "the proxy closed a keep-alive connection after {i} responses"
+            );
             got.extend_from_slice(&buf[..n]);
         }
         assert!(got.starts_with(b"HTTP/1.1 200"));
     }
     assert_eq!(rig.stats.requests(), 5);
-    assert_eq!(rig.stats.connections(), 1, "five requests on one client connection use one upstream connection");
+    assert_eq!(
+        rig.stats.connections(),
+        1,
+        "five requests on one client connection use one upstream connection"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -133,11 +152,15 @@ async fn http_mode_streams_a_response_before_the_upstream_has_finished_it() {
             async move {
                 let (tx, rx) = tokio::sync::mpsc::channel::<Result<Frame<Bytes>, Infallible>>(2);
                 tokio::spawn(async move {
-                    tx.send(Ok(Frame::data(Bytes::from(vec![b'a'; 65536])))).await.unwrap();
+                    tx.send(Ok(Frame::data(Bytes::from(vec![b'a'; 65536]))))
+                        .await
+                        .unwrap();
                     if let Some(rx) = seen_rx.lock().await.take() {
                         let _ = rx.await;
                     }
-                    tx.send(Ok(Frame::data(Bytes::from(vec![b'b'; 65536])))).await.unwrap();
+                    tx.send(Ok(Frame::data(Bytes::from(vec![b'b'; 65536]))))
+                        .await
+                        .unwrap();
                 });
                 let body = StreamBody::new(tokio_stream_from(rx));
                 Ok::<_, Infallible>(hyper::Response::new(body))
@@ -149,7 +172,11 @@ async fn http_mode_streams_a_response_before_the_upstream_has_finished_it() {
     });
     let (_stop, shutdown) = ShutdownSignal::new();
     let (proxy, _) = start_proxy(ProxyMode::Http, "", &upstream_addr.to_string(), shutdown).await;
-    let mut resp = http_client().get(format!("http://{proxy}/big")).send().await.unwrap();
+    let mut resp = http_client()
+        .get(format!("http://{proxy}/big"))
+        .send()
+        .await
+        .unwrap();
     let mut first = Vec::new();
     while first.len() < 65536 {
         let chunk = tokio::time::timeout(StdDuration::from_secs(10), resp.chunk())

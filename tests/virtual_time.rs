@@ -17,14 +17,36 @@ use hyper_util::rt::TokioIo;
 
 /// Fixture target and HTTP proxy, both in memory; returns the connector a
 /// client uses to reach the proxy.
-async fn in_memory_rig(yaml: &str, seed: u64) -> (MemoryConnector, Arc<TargetStats>, tokio::sync::watch::Sender<bool>) {
+async fn in_memory_rig(
+    yaml: &str,
+    seed: u64,
+) -> (
+    MemoryConnector,
+    Arc<TargetStats>,
+    tokio::sync::watch::Sender<bool>,
+) {
     let (stop, shutdown) = ShutdownSignal::new();
     let (to_target, target_acceptor) = memory_pair(64 * 1024);
     let stats = Arc::new(TargetStats::default());
-    tokio::spawn(firedrill::target::serve(target_acceptor, stats.clone(), shutdown.clone()));
+    tokio::spawn(firedrill::target::serve(
+        target_acceptor,
+        stats.clone(),
+        shutdown.clone(),
+    ));
     let (to_proxy, proxy_acceptor) = memory_pair(64 * 1024);
-    let plan = Arc::new(FaultPlan::new(common::faults(yaml).faults, seed, firedrill::clock::now()));
-    tokio::spawn(serve_mode(proxy_acceptor, Arc::new(to_target), plan, ProxyMode::Http, shutdown.clone(), Duration::from_secs(1)));
+    let plan = Arc::new(FaultPlan::new(
+        common::faults(yaml).faults,
+        seed,
+        firedrill::clock::now(),
+    ));
+    tokio::spawn(serve_mode(
+        proxy_acceptor,
+        Arc::new(to_target),
+        plan,
+        ProxyMode::Http,
+        shutdown.clone(),
+        Duration::from_secs(1),
+    ));
     (to_proxy, stats, stop)
 }
 
@@ -32,14 +54,23 @@ type Sender = hyper::client::conn::http1::SendRequest<Empty<Bytes>>;
 
 async fn client(connector: &MemoryConnector) -> Sender {
     let stream = connector.connect().await.unwrap();
-    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.unwrap();
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .unwrap();
     tokio::spawn(conn);
     sender
 }
 
 async fn get(sender: &mut Sender, path: &str) -> hyper::Result<(u16, Bytes)> {
     sender.ready().await?;
-    let resp = sender.send_request(http::Request::get(path).header("host", "mem").body(Empty::new()).unwrap()).await?;
+    let resp = sender
+        .send_request(
+            http::Request::get(path)
+                .header("host", "mem")
+                .body(Empty::new())
+                .unwrap(),
+        )
+        .await?;
     let status = resp.status().as_u16();
     Ok((status, resp.into_body().collect().await?.to_bytes()))
 }
@@ -61,14 +92,18 @@ async fn blackhole_holds_until_the_client_timeout_fires() {
     let mut sender = client(&proxy).await;
     let started = Instant::now();
     let outcome = tokio::time::timeout(Duration::from_secs(10), get(&mut sender, "/x")).await;
-    assert!(outcome.is_err(), "the client's 10 s timeout fired, not an answer: {outcome:?}");
+    assert!(
+        outcome.is_err(),
+        "the client's 10 s timeout fired, not an answer: {outcome:?}"
+    );
     assert_eq!(started.elapsed(), Duration::from_secs(10));
     assert_eq!(stats.requests(), 0);
 }
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn blackhole_window_ends_by_closing_the_held_connection() {
-    let (proxy, _stats, _shutdown) = in_memory_rig("faults:\n  - { blackhole: {}, for: 4s }\n", 1).await;
+    let (proxy, _stats, _shutdown) =
+        in_memory_rig("faults:\n  - { blackhole: {}, for: 4s }\n", 1).await;
     let mut sender = client(&proxy).await;
     let started = Instant::now();
     let outcome = get(&mut sender, "/x").await;
@@ -78,7 +113,11 @@ async fn blackhole_window_ends_by_closing_the_held_connection() {
 
 /// The statuses of `n` requests through a proxy with a 30 % status fault.
 async fn statuses(seed: u64, n: usize) -> Vec<u16> {
-    let (proxy, _stats, _shutdown) = in_memory_rig("faults:\n  - { status: { code: 503 }, probability: 30% }\n", seed).await;
+    let (proxy, _stats, _shutdown) = in_memory_rig(
+        "faults:\n  - { status: { code: 503 }, probability: 30% }\n",
+        seed,
+    )
+    .await;
     let mut sender = client(&proxy).await;
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
@@ -91,10 +130,17 @@ async fn statuses(seed: u64, n: usize) -> Vec<u16> {
 async fn probability_30_percent_over_10000_requests_is_within_2_points_and_seeded() {
     let first = statuses(42, 10_000).await;
     let injected = first.iter().filter(|s| **s == 503).count() as f64 / 100.0;
-    assert!((28.0..=32.0).contains(&injected), "injected share {injected}%");
+    assert!(
+        (28.0..=32.0).contains(&injected),
+        "injected share {injected}%"
+    );
     assert!(first.iter().all(|s| *s == 503 || *s == 200));
     let again = statuses(42, 10_000).await;
     assert_eq!(first, again, "the same seed gives the same sequence");
     let other = statuses(43, 1_000).await;
-    assert_ne!(first[..1000], other[..], "another seed gives another sequence");
+    assert_ne!(
+        first[..1000],
+        other[..],
+        "another seed gives another sequence"
+    );
 }

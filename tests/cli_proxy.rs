@@ -1,0 +1,174 @@
+//! The `proxy` command as a user runs it: exit codes for bad input and
+//! runtime failures, and a graceful stop on SIGTERM.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use assert_cmd::cargo::CommandCargoExt;
+
+fn firedrill() -> Command {
+    Command::cargo_bin("firedrill").unwrap()
+}
+
+#[test]
+fn listen_port_in_use_exits_3_naming_the_flag() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = firedrill()
+        .args(["proxy", "--listen", &addr, "--upstream", "127.0.0.1:9"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("error: --listen {addr}: cannot bind")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn unresolvable_upstream_exits_3_naming_the_flag() {
+    let out = firedrill()
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "no-such-host.invalid:80",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("error: --upstream no-such-host.invalid:80: cannot resolve"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn unknown_mode_is_an_argument_error_with_exit_2() {
+    let out = firedrill()
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "127.0.0.1:9",
+            "--mode",
+            "udp",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--mode"));
+}
+
+#[test]
+fn http_only_fault_in_tcp_mode_is_rejected_before_listening() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f.yaml");
+    std::fs::write(&file, "faults:\n  - status: { code: 503 }\n").unwrap();
+    let out = firedrill()
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "127.0.0.1:9",
+            "--mode",
+            "tcp",
+            "--faults",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("faults[0].status") && stderr.contains("--mode"),
+        "{stderr}"
+    );
+}
+
+/// Starts `firedrill target` and `firedrill proxy` in front of it; returns
+/// the children and the proxy's address.
+fn start_pair(extra: &[&str]) -> (std::process::Child, std::process::Child, String) {
+    let port = |l: TcpListener| l.local_addr().unwrap().port();
+    let target_port = port(TcpListener::bind("127.0.0.1:0").unwrap());
+    let target = firedrill()
+        .args(["target", "--listen", &format!("127.0.0.1:{target_port}")])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let proxy_port = port(TcpListener::bind("127.0.0.1:0").unwrap());
+    let proxy_addr = format!("127.0.0.1:{proxy_port}");
+    let mut proxy = firedrill()
+        .args([
+            "proxy",
+            "--listen",
+            &proxy_addr,
+            "--upstream",
+            &format!("127.0.0.1:{target_port}"),
+            "--mode",
+            "http",
+        ])
+        .args(extra)
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the "proxy ready" log line (generous).
+    let mut lines = BufReader::new(proxy.stderr.take().unwrap()).lines();
+    loop {
+        let line = lines
+            .next()
+            .expect("proxy exited before it was ready")
+            .unwrap();
+        if line.contains("proxy ready") {
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    for _ in 0..200 {
+        if TcpStream::connect(format!("127.0.0.1:{target_port}")).is_ok() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (target, proxy, proxy_addr)
+}
+
+fn sigterm(child: &std::process::Child) {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn sigterm_lets_an_in_flight_request_finish_then_exits_0() {
+    let (mut target, mut proxy, proxy_addr) = start_pair(&["--grace", "20s"]);
+    // A request the target answers after 1 s: in flight when SIGTERM lands.
+    let mut stream = TcpStream::connect(&proxy_addr).unwrap();
+    stream
+        .write_all(b"GET /delay/1s HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    sigterm(&proxy);
+    let mut response = String::new();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream.read_to_string(&mut response).unwrap();
+    assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+    let status = proxy.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    // The listener is gone.
+    assert!(TcpStream::connect(&proxy_addr).is_err());
+    sigterm(&target);
+    assert_eq!(target.wait().unwrap().code(), Some(0));
+}
