@@ -37,11 +37,13 @@ pub async fn handle<S, C>(
     }
     // A cut that is active right now happens before anything is forwarded.
     for hit in &hits {
-        if let FaultKind::Reset(cut) | FaultKind::Close(cut) = &hit.fault.kind {
-            if cut.after.is_none() && cut.after_bytes.is_none() && plan.is_active(hit.index) {
-                plan.record(hit.index, "connection");
-                return finish::<S, C::Stream>(client, None, Verdict::of(&hit.fault.kind));
-            }
+        if let FaultKind::Reset(cut) | FaultKind::Close(cut) = &hit.fault.kind
+            && cut.after.is_none()
+            && cut.after_bytes.is_none()
+            && plan.is_active(hit.index)
+        {
+            plan.record(hit.index, "connection");
+            return finish::<S, C::Stream>(client, None, Verdict::of(&hit.fault.kind));
         }
     }
     let Ok(upstream) = connect(&*connector).await else {
@@ -224,11 +226,9 @@ impl Conn<'_> {
                         (None, Some(_)) => {} // handled by the timers
                     }
                 }
-                FaultKind::LimitData(l) => {
-                    if sent + len as u64 >= l.bytes.0 {
-                        let keep = l.bytes.0.saturating_sub(sent) as usize;
-                        chunk.truncate = Some((keep, Verdict::Close));
-                    }
+                FaultKind::LimitData(l) if sent + len as u64 >= l.bytes.0 => {
+                    let keep = l.bytes.0.saturating_sub(sent) as usize;
+                    chunk.truncate = Some((keep, Verdict::Close));
                 }
                 _ => {}
             }
@@ -365,11 +365,12 @@ impl Conn<'_> {
             if writer.write_all(&piece).await.is_err() {
                 return false;
             }
-            if let Some((_, _, _, pause)) = chunk.slicer {
-                if !data.is_empty() && !pause.is_zero() {
-                    let _ = writer.flush().await;
-                    clock::sleep(pause).await;
-                }
+            if let Some((_, _, _, pause)) = chunk.slicer
+                && !data.is_empty()
+                && !pause.is_zero()
+            {
+                let _ = writer.flush().await;
+                clock::sleep(pause).await;
             }
         }
         true

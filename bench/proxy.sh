@@ -1,0 +1,363 @@
+#!/usr/bin/env bash
+# Proxy overhead benchmark: firedrill vs haproxy vs direct, on ONE core.
+#
+# Usage: bash bench/proxy.sh            (about 4-5 minutes with the defaults)
+#
+# Every process (nginx, haproxy, firedrill, iperf3, wrk, curl) is pinned to
+# the same core, so a ratio to "direct" measures CPU spent per request, not
+# how many spare cores the machine has. Targets run interleaved
+# (A B C D E, A B C D E, ...) and the median of the rounds is reported.
+#
+# Environment (defaults in brackets):
+#   DUR [10]          seconds per wrk run
+#   ROUNDS [3]        interleaved rounds; the median is reported
+#   WARMUP [2]        seconds of wrk warm-up per target before the rounds
+#   CONNS [32]        wrk connections (-t1 -c$CONNS)
+#   BULK_DUR [5]      seconds per iperf3 run
+#   BULK_ROUNDS [3]   interleaved iperf3 rounds
+#   LAT_N [200]       requests per latency-fault measurement
+#   LAT_DELAY_MS [100]  injected latency
+#   CPU [0]           the core everything is pinned to
+#   PORT_BASE [18700] first of 12 consecutive loopback ports used
+#   FIREDRILL         path to the binary; if unset it is built with
+#                     `cargo build --release --locked` (CARGO_TARGET_DIR honoured)
+#   BUILD [1]         set to 0 to never run cargo
+#   OUT               result directory [bench/out/<UTC timestamp>]
+#   SKIP_INSTALL [0]  set to 1 to never run apt-get
+#
+# Firedrill rows are skipped (with a warning) when `firedrill proxy` does not
+# exist yet, so the baselines still run.
+set -euo pipefail
+
+DUR=${DUR:-10}
+ROUNDS=${ROUNDS:-3}
+WARMUP=${WARMUP:-2}
+CONNS=${CONNS:-32}
+BULK_DUR=${BULK_DUR:-5}
+BULK_ROUNDS=${BULK_ROUNDS:-3}
+LAT_N=${LAT_N:-200}
+LAT_DELAY_MS=${LAT_DELAY_MS:-100}
+CPU=${CPU:-0}
+PORT_BASE=${PORT_BASE:-18700}
+BUILD=${BUILD:-1}
+SKIP_INSTALL=${SKIP_INSTALL:-0}
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+OUT=${OUT:-$REPO/bench/out/$STAMP}
+mkdir -p "$OUT"
+ln -sfn "$OUT" "$REPO/bench/out/latest" 2>/dev/null || true
+
+log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+pin() { taskset -c "$CPU" "$@"; }
+
+# ---------------------------------------------------------------- tools
+need=()
+for t in wrk haproxy nginx iperf3; do
+    command -v "$t" >/dev/null 2>&1 || [[ -x /usr/sbin/$t ]] || need+=("$t")
+done
+if ((${#need[@]})); then
+    ((SKIP_INSTALL == 0)) || die "missing: ${need[*]} (SKIP_INSTALL=1)"
+    log "installing: ${need[*]}"
+    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y wrk haproxy nginx iperf3
+fi
+export PATH=$PATH:/usr/sbin
+for t in taskset curl awk sort ss; do command -v "$t" >/dev/null || die "need $t"; done
+
+# ---------------------------------------------------------------- firedrill
+HAVE_FD=0
+if [[ -z ${FIREDRILL:-} ]]; then
+    TGT=${CARGO_TARGET_DIR:-$REPO/target}
+    if ((BUILD)); then
+        log "building firedrill (release) into $TGT"
+        (cd "$REPO" && CARGO_TARGET_DIR=$TGT cargo build --release --locked) >"$OUT/build.log" 2>&1 ||
+            log "warning: cargo build failed, see $OUT/build.log"
+    fi
+    FIREDRILL=$TGT/release/firedrill
+fi
+if [[ -x $FIREDRILL ]] && "$FIREDRILL" proxy --help >/dev/null 2>&1; then
+    HAVE_FD=1
+    log "firedrill: $FIREDRILL"
+else
+    log "warning: '$FIREDRILL proxy' is not available; firedrill rows are skipped"
+fi
+
+# ---------------------------------------------------------------- processes
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/firedrill-bench.XXXXXX")
+PIDS=()
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+    for _ in $(seq 50); do
+        local alive=0
+        for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+        ((alive)) || break
+        sleep 0.1
+    done
+    for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    rm -rf "$TMP"
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# start NAME CMD... : pinned, in the background, logged to $OUT/NAME.log;
+# sets LAST_PID (no command substitution: PIDS must be updated in this shell)
+start() {
+    local name=$1; shift
+    taskset -c "$CPU" "$@" >"$OUT/$name.log" 2>&1 &
+    LAST_PID=$!
+    PIDS+=("$LAST_PID")
+}
+
+wait_port() {
+    local port=$1 pid=$2 name=$3
+    for _ in $(seq 100); do
+        kill -0 "$pid" 2>/dev/null || { cat "$OUT/$name.log" >&2; die "$name exited"; }
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    die "$name did not listen on $port"
+}
+
+P_NGINX=$PORT_BASE
+P_HA_TCP=$((PORT_BASE + 1))
+P_HA_HTTP=$((PORT_BASE + 2))
+P_FD_TCP=$((PORT_BASE + 3))
+P_FD_HTTP=$((PORT_BASE + 4))
+P_IPERF=$((PORT_BASE + 5))
+P_HA_BULK=$((PORT_BASE + 6))
+P_FD_BULK=$((PORT_BASE + 7))
+P_FD_LAG_TCP=$((PORT_BASE + 8))
+P_FD_LAG_HTTP=$((PORT_BASE + 9))
+for p in $(seq "$PORT_BASE" $((PORT_BASE + 11))); do
+    ss -Htln "sport = :$p" | grep -q . && die "port $p is in use (set PORT_BASE)"
+done
+
+cat >"$TMP/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $TMP/nginx.pid;
+error_log $TMP/nginx-error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    keepalive_timeout 300s;
+    keepalive_requests 100000000;
+    client_body_temp_path $TMP/nginx-body;
+    proxy_temp_path $TMP/nginx-proxy;
+    fastcgi_temp_path $TMP/nginx-fastcgi;
+    uwsgi_temp_path $TMP/nginx-uwsgi;
+    scgi_temp_path $TMP/nginx-scgi;
+    default_type text/plain;
+    server {
+        listen 127.0.0.1:$P_NGINX;
+        location / { return 200 "ok"; }
+    }
+}
+EOF
+
+cat >"$TMP/haproxy.cfg" <<EOF
+global
+    nbthread 1
+    maxconn 4096
+defaults
+    timeout connect 5s
+    timeout client 300s
+    timeout server 300s
+    timeout http-keep-alive 300s
+frontend ha_tcp
+    mode tcp
+    bind 127.0.0.1:$P_HA_TCP
+    default_backend be_nginx_tcp
+frontend ha_http
+    mode http
+    option http-keep-alive
+    bind 127.0.0.1:$P_HA_HTTP
+    default_backend be_nginx_http
+frontend ha_bulk
+    mode tcp
+    bind 127.0.0.1:$P_HA_BULK
+    default_backend be_iperf
+backend be_nginx_tcp
+    mode tcp
+    server nginx 127.0.0.1:$P_NGINX
+backend be_nginx_http
+    mode http
+    http-reuse always
+    server nginx 127.0.0.1:$P_NGINX
+backend be_iperf
+    mode tcp
+    server iperf 127.0.0.1:$P_IPERF
+EOF
+
+printf 'faults:\n  - { name: lag, latency: { delay: %sms } }\n' "$LAT_DELAY_MS" >"$TMP/lag.yaml"
+
+log "starting nginx, haproxy, iperf3 on core $CPU (ports $PORT_BASE..)"
+start nginx nginx -c "$TMP/nginx.conf" -p "$TMP"
+wait_port "$P_NGINX" "$LAST_PID" nginx
+curl -fsS "http://127.0.0.1:$P_NGINX/" | grep -qx ok || die "nginx does not answer ok"
+start haproxy haproxy -db -f "$TMP/haproxy.cfg"
+wait_port "$P_HA_HTTP" "$LAST_PID" haproxy
+start iperf3 iperf3 -s -B 127.0.0.1 -p "$P_IPERF"
+wait_port "$P_IPERF" "$LAST_PID" iperf3
+
+fd_start() { # name listen upstream mode [extra args]
+    local name=$1 listen=$2 up=$3 mode=$4; shift 4
+    start "$name" "$FIREDRILL" proxy --listen "127.0.0.1:$listen" \
+        --upstream "127.0.0.1:$up" --mode "$mode" --seed 1 "$@"
+    wait_port "$listen" "$LAST_PID" "$name"
+}
+if ((HAVE_FD)); then
+    log "starting firedrill proxies"
+    fd_start fd_tcp "$P_FD_TCP" "$P_NGINX" tcp
+    fd_start fd_http "$P_FD_HTTP" "$P_NGINX" http
+    fd_start fd_bulk "$P_FD_BULK" "$P_IPERF" tcp
+    fd_start fd_lag_tcp "$P_FD_LAG_TCP" "$P_NGINX" tcp --faults "$TMP/lag.yaml"
+    fd_start fd_lag_http "$P_FD_LAG_HTTP" "$P_NGINX" http --faults "$TMP/lag.yaml"
+fi
+
+# ---------------------------------------------------------------- helpers
+median() { sort -g | awk '{a[NR]=$1} END{if(NR==0){print "nan"; exit} if(NR%2)print a[(NR+1)/2]; else printf "%.6g\n",(a[NR/2]+a[NR/2+1])/2}'; }
+# percentile P (0-100) of a column of numbers, nearest-rank
+pctl() { sort -g | awk -v p="$1" '{a[NR]=$1} END{if(NR==0){print "nan";exit} i=int((p/100)*NR+0.999999); if(i<1)i=1; if(i>NR)i=NR; print a[i]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if(a=="nan"||b=="nan"||b==0) print "—"; else printf "%.2f", a/b }'; }
+# wrk duration to milliseconds (wrk prints us, ms, s)
+to_ms() { awk '{v=$1; if(v~/us$/){sub(/us$/,"",v);v/=1000} else if(v~/ms$/){sub(/ms$/,"",v)} else if(v~/m$/){sub(/m$/,"",v);v*=60000} else if(v~/s$/){sub(/s$/,"",v);v*=1000} printf "%.3f\n", v}'; }
+
+declare -A PORT=([direct]=$P_NGINX [haproxy_tcp]=$P_HA_TCP [haproxy_http]=$P_HA_HTTP
+    [firedrill_tcp]=$P_FD_TCP [firedrill_http]=$P_FD_HTTP)
+TARGETS=(direct haproxy_tcp haproxy_http)
+((HAVE_FD)) && TARGETS+=(firedrill_tcp firedrill_http)
+
+# Sanity: every target answers "ok" before anything is measured.
+for t in "${TARGETS[@]}"; do
+    body=$(curl -fsS --max-time 5 "http://127.0.0.1:${PORT[$t]}/") || die "$t: request failed"
+    [[ $body == ok ]] || die "$t: unexpected body '$body'"
+done
+
+RAW=$OUT/raw.tsv
+printf 'kind\ttarget\tround\tmetric\tvalue\n' >"$RAW"
+
+run_wrk() { # target round
+    local t=$1 r=$2 f="$OUT/wrk-$1-r$2.txt" rps p99 errs
+    pin wrk -t1 -c"$CONNS" -d"${DUR}s" --latency "http://127.0.0.1:${PORT[$t]}/" >"$f" 2>&1
+    rps=$(awk '/^Requests\/sec:/{print $2}' "$f")
+    p99=$(awk '$1=="99%"{print $2}' "$f" | to_ms)
+    errs=$(awk '/Non-2xx|Socket errors/' "$f" | tr '\n' ' ')
+    [[ -n $rps && -n $p99 ]] || die "could not parse $f"
+    [[ -z $errs ]] || log "warning: $t round $r: $errs"
+    printf 'wrk\t%s\t%s\trps\t%s\nwrk\t%s\t%s\tp99_ms\t%s\n' "$t" "$r" "$rps" "$t" "$r" "$p99" >>"$RAW"
+    log "wrk $t r$r: ${rps} req/s, p99 ${p99} ms"
+}
+
+# ---------------------------------------------------------------- 1. wrk
+log "wrk: ${#TARGETS[@]} targets x $ROUNDS rounds x ${DUR}s (-t1 -c$CONNS, keep-alive)"
+for t in "${TARGETS[@]}"; do
+    pin wrk -t1 -c"$CONNS" -d"${WARMUP}s" "http://127.0.0.1:${PORT[$t]}/" >/dev/null 2>&1
+done
+for r in $(seq "$ROUNDS"); do
+    for t in "${TARGETS[@]}"; do run_wrk "$t" "$r"; done
+done
+
+# ---------------------------------------------------------------- 2. iperf3
+declare -A BPORT=([direct]=$P_IPERF [haproxy_tcp]=$P_HA_BULK [firedrill_tcp]=$P_FD_BULK)
+BTARGETS=(direct haproxy_tcp)
+((HAVE_FD)) && BTARGETS+=(firedrill_tcp)
+log "iperf3: ${#BTARGETS[@]} targets x $BULK_ROUNDS rounds x ${BULK_DUR}s"
+for r in $(seq "$BULK_ROUNDS"); do
+    for t in "${BTARGETS[@]}"; do
+        f="$OUT/iperf-$t-r$r.txt"
+        pin iperf3 -c 127.0.0.1 -p "${BPORT[$t]}" -t "$BULK_DUR" -f g >"$f" 2>&1 ||
+            { cat "$f" >&2; die "iperf3 $t failed"; }
+        gbps=$(awk '/receiver/{for(i=1;i<=NF;i++) if($i=="Gbits/sec") print $(i-1)}' "$f" | tail -1)
+        [[ -n $gbps ]] || die "could not parse $f"
+        printf 'iperf\t%s\t%s\tgbps\t%s\n' "$t" "$r" "$gbps" >>"$RAW"
+        log "iperf3 $t r$r: $gbps Gbit/s"
+    done
+done
+
+# ---------------------------------------------------------------- 3. latency fault
+# One curl process per measurement, LAT_N sequential requests on one
+# keep-alive connection; time_total per request, in ms. The first request
+# (connection setup) is dropped.
+curl_times() { # port file
+    local port=$1 f=$2
+    pin curl -s -o /dev/null --max-time $((LAT_N * 2 + 60)) -w '%{time_total} %{num_connects}\n' \
+        "http://127.0.0.1:$port/[0-$LAT_N]" | tail -n +2 >"$f.raw"
+    awk '$2 != 0 {n++} END {if (n) printf "[bench] warning: %d requests opened a new connection\n", n > "/dev/stderr"}' "$f.raw"
+    awk '{printf "%.3f\n", $1*1000}' "$f.raw" >"$f"
+    [[ $(wc -l <"$f") -eq $LAT_N ]] || die "expected $LAT_N timings in $f"
+}
+declare -A LAT_P50 LAT_P99
+if ((HAVE_FD)); then
+    log "latency fault: ${LAT_DELAY_MS} ms, $LAT_N requests each (c=1)"
+    for t in direct firedrill_tcp firedrill_http; do
+        curl_times "${PORT[$t]}" "$OUT/lat-base-$t.txt"
+    done
+    declare -A LPORT=([firedrill_tcp]=$P_FD_LAG_TCP [firedrill_http]=$P_FD_LAG_HTTP)
+    for t in firedrill_tcp firedrill_http; do
+        curl_times "${LPORT[$t]}" "$OUT/lat-fault-$t.txt"
+    done
+    for f in "$OUT"/lat-base-*.txt "$OUT"/lat-fault-*.txt; do
+        k=$(basename "$f" .txt)
+        LAT_P50[$k]=$(median <"$f")
+        LAT_P99[$k]=$(pctl 99 <"$f")
+        printf 'lat\t%s\t-\tp50_ms\t%s\nlat\t%s\t-\tp99_ms\t%s\n' "$k" "${LAT_P50[$k]}" "$k" "${LAT_P99[$k]}" >>"$RAW"
+    done
+fi
+
+# ---------------------------------------------------------------- report
+med() { awk -F'\t' -v k="$1" -v t="$2" -v m="$3" '$1==k&&$2==t&&$4==m{print $5}' "$RAW" | median; }
+declare -A RPS P99 GBPS
+for t in "${TARGETS[@]}"; do RPS[$t]=$(med wrk "$t" rps); P99[$t]=$(med wrk "$t" p99_ms); done
+for t in "${BTARGETS[@]}"; do GBPS[$t]=$(med iperf "$t" gbps); done
+peer() { case $1 in *_tcp) echo haproxy_tcp ;; *_http) echo haproxy_http ;; *) echo "" ;; esac; }
+
+{
+    echo "### Run $STAMP"
+    echo
+    echo "$(nproc) CPUs, $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo); everything pinned to core $CPU."
+    echo "wrk -t1 -c$CONNS -d${DUR}s keep-alive, $ROUNDS interleaved rounds, median; iperf3 -t ${BULK_DUR}s, $BULK_ROUNDS rounds, median."
+    echo
+    echo "| target | req/s | ratio to direct | ratio to haproxy (same mode) | p99 ms | p99 vs haproxy |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    for t in "${TARGETS[@]}"; do
+        h=$(peer "$t")
+        if [[ -n $h && $t != "$h" ]]; then
+            rh=$(ratio "${RPS[$t]}" "${RPS[$h]}"); ph=$(ratio "${P99[$t]}" "${P99[$h]}")
+        else rh="—"; ph="—"; fi
+        printf '| %s | %.0f | %s | %s | %s | %s |\n' "$t" "${RPS[$t]}" "$(ratio "${RPS[$t]}" "${RPS[direct]}")" "$rh" "${P99[$t]}" "$ph"
+    done
+    echo
+    echo "| bulk (iperf3) | Gbit/s | ratio to direct | ratio to haproxy tcp |"
+    echo "|---|---:|---:|---:|"
+    for t in "${BTARGETS[@]}"; do
+        rh="—"; [[ $t == firedrill_tcp ]] && rh=$(ratio "${GBPS[$t]}" "${GBPS[haproxy_tcp]}")
+        printf '| %s | %s | %s | %s |\n' "$t" "${GBPS[$t]}" "$(ratio "${GBPS[$t]}" "${GBPS[direct]}")" "$rh"
+    done
+    if ((HAVE_FD)); then
+        echo
+        echo "Latency fault ${LAT_DELAY_MS} ms, $LAT_N sequential keep-alive requests (curl time_total)."
+        echo "Excess = measured − ${LAT_DELAY_MS} ms (raw, includes the proxy's own cost); the no-fault baseline of the same proxy is shown for reference."
+        echo
+        echo "| mode | no-fault p50 ms | no-fault p99 ms | fault p50 ms | fault p99 ms | excess p50 ms | excess p99 ms |"
+        echo "|---|---:|---:|---:|---:|---:|---:|"
+        for t in firedrill_tcp firedrill_http; do
+            b=lat-base-$t; f=lat-fault-$t
+            printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$t" "${LAT_P50[$b]}" "${LAT_P99[$b]}" \
+                "${LAT_P50[$f]}" "${LAT_P99[$f]}" \
+                "$(awk -v v="${LAT_P50[$f]}" -v d="$LAT_DELAY_MS" 'BEGIN{printf "%.3f", v-d}')" \
+                "$(awk -v v="${LAT_P99[$f]}" -v d="$LAT_DELAY_MS" 'BEGIN{printf "%.3f", v-d}')"
+        done
+        echo
+        echo "direct (nginx, no proxy) p50 ${LAT_P50[lat-base-direct]} ms, p99 ${LAT_P99[lat-base-direct]} ms."
+    else
+        echo
+        echo "firedrill rows skipped: \`firedrill proxy\` not available."
+    fi
+} | tee "$OUT/results.md"
+log "raw results in $OUT"
