@@ -5,6 +5,7 @@
 //! (`serde_yaml_ng`, a maintained fork of the archived `serde_yaml`): the rest
 //! of the crate sees plain `serde::Deserialize` types and [`SchemaError`].
 
+pub mod locate;
 pub mod units;
 
 use std::fmt;
@@ -12,6 +13,8 @@ use std::marker::PhantomData;
 use std::path::Path;
 
 use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, MapAccess, Visitor};
+
+pub use locate::{Segment, display_path, locate};
 
 /// One problem in an input file, located precisely.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -68,12 +71,32 @@ pub fn from_yaml_str<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, S
 
 /// Reads and parses the file at `path`.
 pub fn from_yaml_file<T: DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
-        file: file.clone(),
+    let text = read_text(path)?;
+    from_yaml_str(&path.display().to_string(), &text).map_err(LoadError::Invalid)
+}
+
+/// Reads the file at `path`, for callers that parse it and then check it
+/// further with [`SchemaError::at`].
+pub fn read_text(path: &Path) -> Result<String, LoadError> {
+    std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        file: path.display().to_string(),
         source,
-    })?;
-    from_yaml_str(&file, &text).map_err(LoadError::Invalid)
+    })
+}
+
+impl SchemaError {
+    /// A problem found after parsing, at the node `path` of `text` (the
+    /// contents of `file`); line and column are 0 if the node is not found.
+    pub fn at(file: &str, text: &str, path: &[Segment], message: impl Into<String>) -> Self {
+        let (line, column) = locate(text, path).unwrap_or((0, 0));
+        SchemaError {
+            file: file.to_string(),
+            line,
+            column,
+            key: display_path(path),
+            message: message.into(),
+        }
+    }
 }
 
 /// Why a file could not be loaded.
