@@ -45,10 +45,10 @@ impl HttpMatch {
         if !self.methods.is_empty() && !self.methods.contains(method) {
             return false;
         }
-        if let Some((_, glob)) = &self.path {
-            if !glob.is_match(path) {
-                return false;
-            }
+        if let Some((_, glob)) = &self.path
+            && !glob.is_match(path)
+        {
+            return false;
         }
         self.headers.iter().all(|(name, test)| {
             headers.get_all(name).iter().any(|value| {

@@ -50,10 +50,10 @@ impl Window {
                 "for: must be longer than 0s (leave it out for \"until the end\")".to_string(),
             );
         }
-        if let Some(p) = pattern {
-            if p.up.get().is_zero() || p.down.get().is_zero() {
-                return Err("pattern: up and down must both be longer than 0s".to_string());
-            }
+        if let Some(p) = pattern
+            && (p.up.get().is_zero() || p.down.get().is_zero())
+        {
+            return Err("pattern: up and down must both be longer than 0s".to_string());
         }
         Ok(Window {
             start,
@@ -78,10 +78,10 @@ impl Window {
         if elapsed < self.start {
             return (false, Some(self.start));
         }
-        if let Some(end) = self.end() {
-            if elapsed >= end {
-                return (false, None);
-            }
+        if let Some(end) = self.end()
+            && elapsed >= end
+        {
+            return (false, None);
         }
         let Some(p) = self.pattern else {
             return (true, self.end());

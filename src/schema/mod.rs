@@ -132,10 +132,11 @@ fn to_schema_error(file: &str, path: &str, err: serde_yaml_ng::Error) -> SchemaE
         path.to_string()
     };
     // serde_yaml_ng's own path (of the enclosing mapping) may prefix it.
-    if let Some((prefix, rest)) = message.split_once(": ") {
-        if !prefix.contains(' ') && (key.starts_with(prefix) || prefix == ".") {
-            message = rest.to_string();
-        }
+    if let Some((prefix, rest)) = message.split_once(": ")
+        && !prefix.contains(' ')
+        && (key.starts_with(prefix) || prefix == ".")
+    {
+        message = rest.to_string();
     }
     SchemaError {
         file: file.to_string(),

@@ -83,9 +83,9 @@ impl fmt::Display for Dur {
         let micros = self.0.as_micros();
         if micros == 0 {
             write!(f, "0s")
-        } else if micros % 1_000_000 == 0 {
+        } else if micros.is_multiple_of(1_000_000) {
             write!(f, "{}s", micros / 1_000_000)
-        } else if micros % 1_000 == 0 {
+        } else if micros.is_multiple_of(1_000) {
             write!(f, "{}ms", micros / 1_000)
         } else {
             write!(f, "{micros}us")
