@@ -5,6 +5,7 @@
 //! (`serde_yaml_ng`, a maintained fork of the archived `serde_yaml`): the rest
 //! of the crate sees plain `serde::Deserialize` types and [`SchemaError`].
 
+mod diagnose;
 pub mod locate;
 pub mod units;
 
@@ -21,9 +22,10 @@ pub use locate::{Segment, display_path, locate};
 pub struct SchemaError {
     /// The file as the user named it.
     pub file: String,
-    /// 1-based line of the offending value (0 when unknown).
+    /// 1-based line of the offending value (1 when the parser gives no
+    /// position; 0 only from [`SchemaError::at`] for a node not found).
     pub line: usize,
-    /// 1-based column of the offending value (0 when unknown).
+    /// 1-based column of the offending value (see `line`).
     pub column: usize,
     /// Dotted path of the key at fault, e.g. `faults[0].probability`; empty
     /// for the document itself.
@@ -63,10 +65,7 @@ pub fn from_yaml_str<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, S
         deserializer,
         &mut track,
     ));
-    result.map_err(|err| {
-        let path = track.path().to_string();
-        to_schema_error(file, &path, err)
-    })
+    result.map_err(|err| diagnose::to_schema_error(file, text, &track.path(), err))
 }
 
 /// Reads and parses the file at `path`.
@@ -113,38 +112,6 @@ pub enum LoadError {
     /// The file was read but its contents are invalid.
     #[error(transparent)]
     Invalid(#[from] SchemaError),
-}
-
-fn to_schema_error(file: &str, path: &str, err: serde_yaml_ng::Error) -> SchemaError {
-    let (line, column) = err
-        .location()
-        .map(|l| (l.line(), l.column()))
-        .unwrap_or((0, 0));
-    let mut message = err.to_string();
-    // serde_yaml_ng appends " at line L column C" and prefixes "path: "; we
-    // print both in our own shape, so strip them from its message.
-    if let Some(at) = message.rfind(" at line ") {
-        message.truncate(at);
-    }
-    let key = if path == "." {
-        String::new()
-    } else {
-        path.to_string()
-    };
-    // serde_yaml_ng's own path (of the enclosing mapping) may prefix it.
-    if let Some((prefix, rest)) = message.split_once(": ")
-        && !prefix.contains(' ')
-        && (key.starts_with(prefix) || prefix == ".")
-    {
-        message = rest.to_string();
-    }
-    SchemaError {
-        file: file.to_string(),
-        line,
-        column,
-        key,
-        message,
-    }
 }
 
 /// Deserializes a mapping into `Raw` and then converts it with
