@@ -117,6 +117,10 @@ pub enum LoadError {
 /// Deserializes a mapping into `Raw` and then converts it with
 /// `TryFrom<Raw>`, reporting a conversion error at the mapping's own line and
 /// column (serde's `try_from` attribute would report it at the parent's).
+///
+/// A conversion error that starts with a key of the mapping (`"probability:
+/// must be 100%"`, `"pattern.up: ..."`) is reported at that key's value
+/// instead, with the key added to the error's path.
 pub fn deserialize_checked<'de, D, Raw, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
