@@ -9,11 +9,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::clock::Duration;
-use crate::fault::FaultPlan;
-use crate::fault::{FaultFile, FaultKind};
+use crate::fault::{FaultFile, FaultPlan};
 use crate::proxy::{BoundProxy, ProxyMode, ShutdownSignal};
 use crate::schema::units::Dur;
-use crate::schema::{self, LoadError};
+use crate::schema::{self, LoadError, SchemaError, Segment};
 
 /// Exit code: everything held.
 pub const EXIT_OK: u8 = 0;
@@ -126,6 +125,12 @@ impl From<LoadError> for CliError {
     }
 }
 
+impl From<SchemaError> for CliError {
+    fn from(e: SchemaError) -> Self {
+        CliError::Invalid(e.to_string())
+    }
+}
+
 /// Runs the parsed command line and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
@@ -163,32 +168,29 @@ pub fn run(cli: Cli) -> ExitCode {
 
 /// Loads a fault file and checks every fault against `mode`.
 pub fn load_faults(path: &Path, mode: Option<Mode>) -> Result<FaultFile, CliError> {
-    let file: FaultFile = schema::from_yaml_file(path)?;
-    if let Some(mode) = mode {
-        for (i, fault) in file.faults.iter().enumerate() {
-            let ok = match mode {
-                Mode::Tcp => fault.kind.works_in_tcp(),
-                Mode::Http => fault.kind.works_in_http(),
-            };
-            if !ok {
-                let (mode_name, need) = match mode {
-                    Mode::Tcp => ("tcp", "http"),
-                    Mode::Http => ("http", "tcp"),
-                };
-                return Err(CliError::Invalid(format!(
-                    "{}: faults[{i}].{}: `{}` needs --mode {need}, but --mode is {mode_name}",
-                    path.display(),
-                    fault.kind.key(),
-                    kind_label(&fault.kind),
-                )));
-            }
+    let file = path.display().to_string();
+    let text = schema::read_text(path)?;
+    let faults: FaultFile = schema::from_yaml_str(&file, &text)?;
+    let Some(mode) = mode else {
+        return Ok(faults);
+    };
+    for (i, fault) in faults.faults.iter().enumerate() {
+        let (fits, mode_name, needed) = match mode {
+            Mode::Tcp => (fault.kind.works_in_tcp(), "tcp", "http"),
+            Mode::Http => (fault.kind.works_in_http(), "http", "tcp"),
+        };
+        if !fits {
+            let kind = fault.kind.key();
+            let at = [
+                Segment::Key("faults".to_string()),
+                Segment::Index(i),
+                Segment::Key(kind.to_string()),
+            ];
+            let message = format!("`{kind}` needs --mode {needed}, but --mode is {mode_name}");
+            return Err(SchemaError::at(&file, &text, &at, message).into());
         }
     }
-    Ok(file)
-}
-
-fn kind_label(kind: &FaultKind) -> &'static str {
-    kind.key()
+    Ok(faults)
 }
 
 fn validate(path: &Path, mode: Option<Mode>) -> Result<u8, CliError> {

@@ -88,8 +88,18 @@ fn compile_glob(glob: &str) -> Result<(String, GlobMatcher), String> {
             "invalid path glob `{glob}`: a path starts with `/`, e.g. `/inventory/*`"
         ));
     }
-    let compiled = Glob::new(glob).map_err(|e| format!("invalid path glob `{glob}`: {e}"))?;
+    let compiled =
+        Glob::new(glob).map_err(|e| format!("invalid path glob `{glob}`: {}", e.kind()))?;
     Ok((glob.to_string(), compiled.compile_matcher()))
+}
+
+/// The one-line reason of a regex error (`regex` writes syntax errors over
+/// several lines, with a caret under the problem).
+fn regex_problem(error: &regex::Error) -> String {
+    let text = error.to_string();
+    let last = text.lines().rev().find(|l| !l.trim().is_empty());
+    let last = last.unwrap_or(&text).trim();
+    last.strip_prefix("error: ").unwrap_or(last).to_string()
 }
 
 #[derive(Deserialize)]
@@ -134,7 +144,12 @@ impl TryFrom<RawMatch> for HttpMatch {
                     .map_err(|_| format!("method: invalid HTTP method `{m}`"))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let path = raw.path.as_deref().map(compile_glob).transpose()?;
+        let path = raw
+            .path
+            .as_deref()
+            .map(compile_glob)
+            .transpose()
+            .map_err(|e| format!("path: {e}"))?;
         let headers = raw
             .headers
             .into_iter()
@@ -143,10 +158,14 @@ impl TryFrom<RawMatch> for HttpMatch {
                     .map_err(|_| format!("headers: invalid header name `{name}`"))?;
                 let test = match test {
                     RawHeaderTest::Equals(v) => HeaderTest::Equals(v),
-                    RawHeaderTest::Regex { regex } => HeaderTest::Regex(
-                        Regex::new(&regex)
-                            .map_err(|e| format!("headers.{name}.regex: invalid regex: {e}"))?,
-                    ),
+                    RawHeaderTest::Regex { regex } => {
+                        HeaderTest::Regex(Regex::new(&regex).map_err(|e| {
+                            format!(
+                                "headers.{name}.regex: invalid regex `{regex}`: {}",
+                                regex_problem(&e)
+                            )
+                        })?)
+                    }
                 };
                 Ok((header, test))
             })

@@ -1,6 +1,9 @@
 //! The fault catalogue as data: what a fault does, which traffic it matches,
 //! how likely it is, and when it is active.
 
+use std::fmt;
+
+use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 
 use super::matcher::HttpMatch;
@@ -11,7 +14,7 @@ use crate::schema::units::{ByteSize, Dur, ErrorStatus, Percent, Rate};
 /// A fault file: the list of faults a proxy injects. Experiments reuse the
 /// same fault entries under their `faults:` key.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, expecting = "a mapping with a `faults:` list")]
 pub struct FaultFile {
     /// The faults, in the order they are evaluated.
     pub faults: Vec<Fault>,
@@ -103,7 +106,10 @@ impl FaultKind {
 
 /// Parameters of `latency`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping with delay, jitter, direction, e.g. `{ delay: 100ms }`"
+)]
 pub struct Latency {
     /// The fixed delay.
     pub delay: Dur,
@@ -117,7 +123,10 @@ pub struct Latency {
 
 /// Parameters of `status`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping with code, body, headers, e.g. `{ code: 503 }`"
+)]
 pub struct StatusFault {
     /// The HTTP status, 400 to 599.
     pub code: ErrorStatus,
@@ -140,7 +149,10 @@ pub struct Cut {
 
 /// `reset`/`close` as written.
 #[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping with after_bytes or after, or `{}`"
+)]
 pub struct CutFields {
     /// Cut after this many bytes of the response have gone through (a
     /// truncated body); absent: before the response.
@@ -154,7 +166,10 @@ pub struct CutFields {
 
 /// Parameters of `bandwidth`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping with rate, direction, e.g. `{ rate: 100KB/s }`"
+)]
 pub struct Bandwidth {
     /// The cap, e.g. `100KB/s` (1 KB = 1000 bytes).
     pub rate: Rate,
@@ -165,7 +180,10 @@ pub struct Bandwidth {
 
 /// Parameters of `slow_close`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping with delay, direction, e.g. `{ delay: 2s }`"
+)]
 pub struct SlowClose {
     /// How long to hold the close back.
     pub delay: Dur,
@@ -181,7 +199,10 @@ pub struct Slicer(pub SlicerFields);
 
 /// `slicer` as written.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping with average_size, size_variation, delay, direction"
+)]
 pub struct SlicerFields {
     /// Average slice size in bytes (must be at least 1).
     pub average_size: ByteSize,
@@ -198,7 +219,10 @@ pub struct SlicerFields {
 
 /// Parameters of `limit_data`.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping with bytes, direction, e.g. `{ bytes: 64KB }`"
+)]
 pub struct LimitData {
     /// Bytes let through before the connection is closed.
     pub bytes: ByteSize,
@@ -207,10 +231,44 @@ pub struct LimitData {
     pub direction: Direction,
 }
 
-/// An empty mapping (`blackhole: {}`), rejecting any key.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The parameters of a kind that takes none: `blackhole: {}`, or the key
+/// with no value (`- blackhole:`). Any key inside is rejected.
+#[derive(Debug, Clone, Default)]
 pub struct NoParameters {}
+
+/// `NoParameters` as a mapping, so serde reports an unknown key at the key.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoFields {}
+
+impl<'de> Deserialize<'de> for NoParameters {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = NoParameters;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("nothing or `{}`: this kind takes no parameters")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<NoParameters, E> {
+                Ok(NoParameters {})
+            }
+            fn visit_none<E: de::Error>(self) -> Result<NoParameters, E> {
+                Ok(NoParameters {})
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<NoParameters, A::Error> {
+                NoFields::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(NoParameters {})
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Reads a kind's parameters even when the key has no value, so `latency:`
+/// alone is reported as missing its `delay` instead of as no kind at all.
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
 
 /// A fault entry as written, before the one-kind check.
 #[derive(Debug, Deserialize)]
@@ -227,15 +285,25 @@ pub struct RawFault {
     for_: Option<Dur>,
     #[serde(default)]
     pattern: Option<super::window::Pattern>,
+    #[serde(default, deserialize_with = "present")]
     latency: Option<Latency>,
+    #[serde(default, deserialize_with = "present")]
     status: Option<StatusFault>,
+    #[serde(default, deserialize_with = "present")]
     reset: Option<Cut>,
+    #[serde(default, deserialize_with = "present")]
     close: Option<Cut>,
+    #[serde(default, deserialize_with = "present")]
     blackhole: Option<NoParameters>,
+    #[serde(default, deserialize_with = "present")]
     refuse: Option<NoParameters>,
+    #[serde(default, deserialize_with = "present")]
     bandwidth: Option<Bandwidth>,
+    #[serde(default, deserialize_with = "present")]
     slow_close: Option<SlowClose>,
+    #[serde(default, deserialize_with = "present")]
     slicer: Option<Slicer>,
+    #[serde(default, deserialize_with = "present")]
     limit_data: Option<LimitData>,
 }
 
@@ -271,14 +339,19 @@ impl TryFrom<RawFault> for Fault {
             }
             _ => {
                 let names: Vec<&str> = kinds.iter().map(FaultKind::key).collect();
+                // Reported at the second kind, the first one too many.
                 return Err(format!(
-                    "a fault has exactly one kind, found {}: split it into one fault per kind",
+                    "{}: a fault has exactly one kind, found {}: split it into one fault per kind",
+                    names[1],
                     names.join(" and ")
                 ));
             }
         };
         if kind == FaultKind::Refuse && raw.probability != Percent::ALL {
-            return Err("refuse acts on the listener, so its probability must be 100%".to_string());
+            return Err(
+                "probability: refuse acts on the listener, so its probability must be 100% (leave it out)"
+                    .to_string(),
+            );
         }
         let window = Window::new(raw.at.get(), raw.for_.map(Dur::get), raw.pattern)?;
         let name = raw.name.unwrap_or_else(|| kind.key().to_string());
@@ -299,7 +372,7 @@ impl TryFrom<CutFields> for Cut {
     type Error = String;
     fn try_from(raw: CutFields) -> Result<Self, String> {
         if raw.after_bytes.is_some() && raw.after.is_some() {
-            return Err("give either after_bytes or after, not both".to_string());
+            return Err("after: give either after_bytes or after, not both".to_string());
         }
         Ok(Cut {
             after_bytes: raw.after_bytes,
@@ -312,11 +385,14 @@ impl TryFrom<SlicerFields> for Slicer {
     type Error = String;
     fn try_from(raw: SlicerFields) -> Result<Self, String> {
         if raw.average_size.0 == 0 {
-            return Err("average_size must be at least 1 byte (Toxiproxy crashes on 0; firedrill refuses it)".to_string());
+            return Err(
+                "average_size: must be at least 1 byte (Toxiproxy crashes on 0; firedrill refuses it)"
+                    .to_string(),
+            );
         }
         if raw.size_variation.0 >= raw.average_size.0 {
             return Err(format!(
-                "size_variation must be smaller than average_size ({} bytes)",
+                "size_variation: must be smaller than average_size ({} bytes)",
                 raw.average_size.0
             ));
         }

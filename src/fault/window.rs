@@ -9,7 +9,10 @@ use crate::schema::units::Dur;
 /// A repeating pattern inside the window: the fault is active for `down`,
 /// then inactive for `up`, and again; each cycle starts with `down`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping with up and down, e.g. `{ up: 20s, down: 10s }`"
+)]
 pub struct Pattern {
     /// How long the dependency is healthy (fault inactive) in each cycle.
     pub up: Dur,
@@ -50,10 +53,13 @@ impl Window {
                 "for: must be longer than 0s (leave it out for \"until the end\")".to_string(),
             );
         }
-        if let Some(p) = pattern
-            && (p.up.get().is_zero() || p.down.get().is_zero())
-        {
-            return Err("pattern: up and down must both be longer than 0s".to_string());
+        if let Some(p) = pattern {
+            if p.up.get().is_zero() {
+                return Err("pattern.up: must be longer than 0s".to_string());
+            }
+            if p.down.get().is_zero() {
+                return Err("pattern.down: must be longer than 0s".to_string());
+            }
         }
         Ok(Window {
             start,

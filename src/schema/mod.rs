@@ -5,6 +5,8 @@
 //! (`serde_yaml_ng`, a maintained fork of the archived `serde_yaml`): the rest
 //! of the crate sees plain `serde::Deserialize` types and [`SchemaError`].
 
+mod diagnose;
+pub mod locate;
 pub mod units;
 
 use std::fmt;
@@ -13,14 +15,17 @@ use std::path::Path;
 
 use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, MapAccess, Visitor};
 
+pub use locate::{Segment, display_path, locate};
+
 /// One problem in an input file, located precisely.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct SchemaError {
     /// The file as the user named it.
     pub file: String,
-    /// 1-based line of the offending value (0 when unknown).
+    /// 1-based line of the offending value (1 when the parser gives no
+    /// position; 0 only from [`SchemaError::at`] for a node not found).
     pub line: usize,
-    /// 1-based column of the offending value (0 when unknown).
+    /// 1-based column of the offending value (see `line`).
     pub column: usize,
     /// Dotted path of the key at fault, e.g. `faults[0].probability`; empty
     /// for the document itself.
@@ -60,20 +65,37 @@ pub fn from_yaml_str<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, S
         deserializer,
         &mut track,
     ));
-    result.map_err(|err| {
-        let path = track.path().to_string();
-        to_schema_error(file, &path, err)
-    })
+    result.map_err(|err| diagnose::to_schema_error(file, text, &track.path(), err))
 }
 
 /// Reads and parses the file at `path`.
 pub fn from_yaml_file<T: DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
-    let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
-        file: file.clone(),
+    let text = read_text(path)?;
+    from_yaml_str(&path.display().to_string(), &text).map_err(LoadError::Invalid)
+}
+
+/// Reads the file at `path`, for callers that parse it and then check it
+/// further with [`SchemaError::at`].
+pub fn read_text(path: &Path) -> Result<String, LoadError> {
+    std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        file: path.display().to_string(),
         source,
-    })?;
-    from_yaml_str(&file, &text).map_err(LoadError::Invalid)
+    })
+}
+
+impl SchemaError {
+    /// A problem found after parsing, at the node `path` of `text` (the
+    /// contents of `file`); line and column are 0 if the node is not found.
+    pub fn at(file: &str, text: &str, path: &[Segment], message: impl Into<String>) -> Self {
+        let (line, column) = locate(text, path).unwrap_or((0, 0));
+        SchemaError {
+            file: file.to_string(),
+            line,
+            column,
+            key: display_path(path),
+            message: message.into(),
+        }
+    }
 }
 
 /// Why a file could not be loaded.
@@ -92,41 +114,13 @@ pub enum LoadError {
     Invalid(#[from] SchemaError),
 }
 
-fn to_schema_error(file: &str, path: &str, err: serde_yaml_ng::Error) -> SchemaError {
-    let (line, column) = err
-        .location()
-        .map(|l| (l.line(), l.column()))
-        .unwrap_or((0, 0));
-    let mut message = err.to_string();
-    // serde_yaml_ng appends " at line L column C" and prefixes "path: "; we
-    // print both in our own shape, so strip them from its message.
-    if let Some(at) = message.rfind(" at line ") {
-        message.truncate(at);
-    }
-    let key = if path == "." {
-        String::new()
-    } else {
-        path.to_string()
-    };
-    // serde_yaml_ng's own path (of the enclosing mapping) may prefix it.
-    if let Some((prefix, rest)) = message.split_once(": ")
-        && !prefix.contains(' ')
-        && (key.starts_with(prefix) || prefix == ".")
-    {
-        message = rest.to_string();
-    }
-    SchemaError {
-        file: file.to_string(),
-        line,
-        column,
-        key,
-        message,
-    }
-}
-
 /// Deserializes a mapping into `Raw` and then converts it with
 /// `TryFrom<Raw>`, reporting a conversion error at the mapping's own line and
 /// column (serde's `try_from` attribute would report it at the parent's).
+///
+/// A conversion error that starts with a key of the mapping (`"probability:
+/// must be 100%"`, `"pattern.up: ..."`) is reported at that key's value
+/// instead, with the key added to the error's path.
 pub fn deserialize_checked<'de, D, Raw, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,

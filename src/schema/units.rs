@@ -239,7 +239,7 @@ impl FromStr for ErrorStatus {
         match text.trim().parse::<i64>() {
             Ok(code @ 400..=599) => Ok(ErrorStatus(code as u16)),
             _ => Err(format!(
-                "invalid status {text}: expected an HTTP error status from 400 to 599"
+                "invalid status `{text}`: expected an HTTP error status from 400 to 599"
             )),
         }
     }

@@ -1,0 +1,220 @@
+//! Turning a `serde_yaml_ng` error into a [`SchemaError`] that points at the
+//! value at fault, names its key, and says what was expected — in one line.
+//!
+//! Conversions that check several fields at once (`TryFrom<Raw>` behind
+//! [`deserialize_checked`](super::deserialize_checked)) name the field at
+//! fault by starting their message with it: `"probability: ..."` or
+//! `"pattern.up: ..."`. The error is then moved from the enclosing mapping to
+//! that field's value, found with [`locate`].
+
+use super::SchemaError;
+use super::locate::{Segment, display_path, locate};
+
+/// Builds the error for `err`, raised while reading the node at `path` of
+/// `text` (the contents of `file`).
+pub(super) fn to_schema_error(
+    file: &str,
+    text: &str,
+    path: &serde_path_to_error::Path,
+    err: serde_yaml_ng::Error,
+) -> SchemaError {
+    let mut path = segments(path);
+    let mut message = strip_positions(&err.to_string());
+    // serde_yaml_ng prefixes messages with its own path (of the enclosing
+    // mapping); we print the key in our own place, so drop its copy.
+    let key = display_path(&path);
+    if let Some((prefix, rest)) = message.split_once(": ")
+        && !prefix.contains(' ')
+        && (key.starts_with(prefix) || prefix == ".")
+    {
+        message = rest.to_string();
+    }
+    let (mut line, mut column) = match err.location() {
+        Some(at) => (at.line(), at.column()),
+        None => unplaced(text, &mut message),
+    };
+    if let Some((field, rest)) = message.split_once(": ")
+        && is_field_path(field)
+    {
+        let mut deeper = path.clone();
+        deeper.extend(field.split('.').map(|k| Segment::Key(k.to_string())));
+        if let Some(at) = locate(text, &deeper) {
+            (line, column) = at;
+            path = deeper;
+            message = rest.to_string();
+        }
+    }
+    if let Some(hint) = suggestion(&message) {
+        message = hint;
+    }
+    message = plain_words(message);
+    if character_at(text, line, column) == Some('\t') {
+        message.push_str(" (a tab: YAML indents with spaces only)");
+    }
+    SchemaError {
+        file: file.to_string(),
+        line,
+        column,
+        key: display_path(&path),
+        message,
+    }
+}
+
+/// The path as our segments, up to the first one serde could not name (a
+/// mapping key that was being read when the error struck).
+fn segments(path: &serde_path_to_error::Path) -> Vec<Segment> {
+    use serde_path_to_error::Segment as S;
+    path.iter()
+        .map_while(|segment| match segment {
+            S::Seq { index } => Some(Segment::Index(*index)),
+            S::Map { key } => Some(Segment::Key(key.clone())),
+            S::Enum { variant } => Some(Segment::Key(variant.clone())),
+            S::Unknown => None,
+        })
+        .collect()
+}
+
+/// Removes the ` at line L column C` that serde_yaml_ng and libyaml write
+/// into messages: the position is printed in front, once.
+fn strip_positions(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(start) = rest.find(" at line ") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + " at line ".len()..];
+        let digits = |s: &str| s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+        let line_len = digits(after);
+        let column = after[line_len..].strip_prefix(" column ");
+        match column {
+            Some(column) if line_len > 0 && digits(column) > 0 => {
+                rest = &column[digits(column)..];
+            }
+            _ => {
+                out.push_str(" at line ");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Where to report an error the parser gave no position for, rewording the
+/// one such error a user can cause by hand (a second document).
+fn unplaced(text: &str, message: &mut String) -> (usize, usize) {
+    if message.contains("more than one document") {
+        *message = "a fault file holds one YAML document; found a second one after `---`: \
+                    put every fault under one `faults:` list"
+            .to_string();
+        return (second_document_line(text).unwrap_or(1), 1);
+    }
+    (1, 1)
+}
+
+/// The line of the `---` that starts the second document, if any.
+fn second_document_line(text: &str) -> Option<usize> {
+    let mut seen_content = false;
+    for (i, line) in text.lines().enumerate() {
+        let is_marker = line == "---" || line.starts_with("--- ") || line.starts_with("---\t");
+        if is_marker && seen_content {
+            return Some(i + 1);
+        }
+        let trimmed = line.trim();
+        if !is_marker && !trimmed.is_empty() && !trimmed.starts_with('#') {
+            seen_content = true;
+        }
+    }
+    None
+}
+
+/// Whether `field` looks like a key path (`probability`, `pattern.up`,
+/// `headers.x-tenant.regex`) rather than prose.
+fn is_field_path(field: &str) -> bool {
+    !field.is_empty()
+        && field
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+}
+
+/// serde's "unknown field `x`, expected one of `a`, `b`" with the closest
+/// known name added, when one is close: "unknown field `x` (did you mean
+/// `a`?), expected one of ...".
+fn suggestion(message: &str) -> Option<String> {
+    let rest = message
+        .strip_prefix("unknown field `")
+        .or_else(|| message.strip_prefix("unknown variant `"))?;
+    let (unknown, expected) = rest.split_once('`')?;
+    let known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    if known.len() < 2 {
+        return None;
+    }
+    let closest = known
+        .iter()
+        .map(|k| (strsim::damerau_levenshtein(unknown, k), *k))
+        .min()?;
+    if closest.0 == 0 || closest.0 > 2.max(unknown.len() / 3) {
+        return None;
+    }
+    let at = message.len() - expected.len();
+    Some(format!(
+        "{} (did you mean `{}`?){}",
+        &message[..at],
+        closest.1,
+        &message[at..]
+    ))
+}
+
+/// serde's words for Rust things, in the words of the file.
+fn plain_words(message: String) -> String {
+    if let Some(unknown) = message.strip_suffix(", there are no fields") {
+        return format!("{unknown}: this takes no parameters (write `{{}}` or nothing)");
+    }
+    match message.strip_prefix("unknown variant ") {
+        Some(rest) => format!("unknown value {rest}"),
+        None => message,
+    }
+}
+
+/// The character at a 1-based line and column.
+fn character_at(text: &str, line: usize, column: usize) -> Option<char> {
+    text.lines()
+        .nth(line.checked_sub(1)?)?
+        .chars()
+        .nth(column.checked_sub(1)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_inside_libyaml_messages_are_removed() {
+        assert_eq!(
+            strip_positions(
+                "did not find expected '-' indicator at line 3 column 4, while parsing a block collection at line 2 column 3"
+            ),
+            "did not find expected '-' indicator, while parsing a block collection"
+        );
+        assert_eq!(strip_positions("seen at line x"), "seen at line x");
+    }
+
+    #[test]
+    fn a_close_misspelling_gets_a_suggestion_and_a_far_one_does_not() {
+        assert_eq!(
+            suggestion("unknown field `latnecy`, expected one of `name`, `latency`").as_deref(),
+            Some(
+                "unknown field `latnecy` (did you mean `latency`?), expected one of `name`, `latency`"
+            )
+        );
+        assert_eq!(
+            suggestion("unknown field `colour`, expected one of `name`, `latency`"),
+            None
+        );
+    }
+
+    #[test]
+    fn the_second_document_marker_is_found_after_content_only() {
+        assert_eq!(second_document_line("---\na: 1\n---\nb: 2\n"), Some(3));
+        assert_eq!(second_document_line("# c\n---\na: 1\n"), None);
+    }
+}

@@ -1,0 +1,155 @@
+//! `firedrill validate` over the fixture corpus in `fixtures/faults/`.
+//!
+//! Every `bad/NAME.yaml` must fail with exit code 2 and print exactly
+//! `bad/NAME.expected` on stderr; every `good/NAME.yaml` must pass. A file
+//! whose name ends in `_in_http_mode` or `_in_tcp_mode` is validated with
+//! that `--mode`. The files are discovered, so a new fixture is a new case.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use assert_cmd::Command;
+use firedrill::fault::FaultFile;
+
+fn fixture_dir(which: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/faults")
+        .join(which)
+}
+
+/// The names (without `.yaml`) of the YAML files in `dir`, sorted.
+fn yaml_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+        .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Runs `firedrill validate NAME.yaml` inside `dir`, so messages name the
+/// file as the fixture's `.expected` does, wherever the checkout lives.
+fn validate(dir: &Path, name: &str) -> std::process::Output {
+    let mut cmd = Command::cargo_bin("firedrill").unwrap();
+    cmd.current_dir(dir)
+        .arg("validate")
+        .arg(format!("{name}.yaml"));
+    if name.ends_with("_in_http_mode") {
+        cmd.args(["--mode", "http"]);
+    } else if name.ends_with("_in_tcp_mode") {
+        cmd.args(["--mode", "tcp"]);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn every_bad_fixture_exits_2_with_exactly_its_expected_message() {
+    let dir = fixture_dir("bad");
+    let names = yaml_names(&dir);
+    assert!(names.len() >= 16, "only {} bad fixtures", names.len());
+    let mut failures = Vec::new();
+    for name in &names {
+        let expected_path = dir.join(format!("{name}.expected"));
+        let Ok(expected) = std::fs::read_to_string(&expected_path) else {
+            failures.push(format!("{name}: no {name}.expected next to it"));
+            continue;
+        };
+        let output = validate(&dir, name);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if output.status.code() != Some(2) {
+            failures.push(format!(
+                "{name}: exit code {:?}, expected 2 (stderr: {stderr})",
+                output.status.code()
+            ));
+        } else if stderr != expected {
+            failures.push(format!(
+                "{name}: stderr differs\n  expected: {expected:?}\n  actual:   {stderr:?}"
+            ));
+        } else if !output.stdout.is_empty() {
+            failures.push(format!("{name}: printed to stdout as well"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} bad fixtures failed:\n{}",
+        failures.len(),
+        names.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn every_expected_message_has_its_bad_fixture_and_is_one_located_line() {
+    let dir = fixture_dir("bad");
+    let names: BTreeSet<String> = yaml_names(&dir).into_iter().collect();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|ext| ext != "expected") {
+            continue;
+        }
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        assert!(names.contains(&name), "{name}.expected has no {name}.yaml");
+        let expected = std::fs::read_to_string(&path).unwrap();
+        let line = expected
+            .strip_suffix('\n')
+            .unwrap_or_else(|| panic!("{name}.expected must end with a newline"));
+        assert!(!line.contains('\n'), "{name}.expected is not one line");
+        let prefix = format!("error: {name}.yaml:");
+        let rest = line.strip_prefix(&prefix).unwrap_or_else(|| {
+            panic!("{name}.expected must start with `{prefix}`: {line}");
+        });
+        let mut parts = rest.splitn(3, ':');
+        for what in ["line", "column"] {
+            let n: usize = parts
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{name}.expected has no {what}: {line}"));
+            assert!(n >= 1, "{name}.expected has {what} 0: {line}");
+        }
+    }
+}
+
+#[test]
+fn every_good_fixture_is_accepted_and_its_faults_counted() {
+    let dir = fixture_dir("good");
+    let names = yaml_names(&dir);
+    assert!(!names.is_empty(), "no good fixtures");
+    for name in &names {
+        let output = validate(&dir, name);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{name}: {stderr}");
+        assert!(stderr.is_empty(), "{name}: stderr {stderr}");
+        let text = std::fs::read_to_string(dir.join(format!("{name}.yaml"))).unwrap();
+        let file: FaultFile = firedrill::schema::from_yaml_str(name, &text).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            format!("ok: {name}.yaml: {} fault(s)\n", file.faults.len()),
+        );
+    }
+}
+
+#[test]
+fn good_fixtures_cover_every_kind_in_block_and_flow_style() {
+    const KINDS: [&str; 10] = [
+        "latency",
+        "status",
+        "reset",
+        "close",
+        "blackhole",
+        "refuse",
+        "bandwidth",
+        "slow_close",
+        "slicer",
+        "limit_data",
+    ];
+    for name in ["every_kind_block", "every_kind_flow"] {
+        let path = fixture_dir("good").join(format!("{name}.yaml"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        let file: FaultFile = firedrill::schema::from_yaml_str(name, &text).unwrap();
+        let kinds: BTreeSet<&str> = file.faults.iter().map(|f| f.kind.key()).collect();
+        let missing: Vec<&str> = KINDS.into_iter().filter(|k| !kinds.contains(k)).collect();
+        assert!(missing.is_empty(), "{name} lacks {missing:?}");
+    }
+}
