@@ -144,3 +144,48 @@ async fn probability_30_percent_over_10000_requests_is_within_2_points_and_seede
         "another seed gives another sequence"
     );
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn tcp_latency_counts_from_arrival_so_chunks_sent_during_a_hold_are_not_delayed_twice() {
+    use firedrill::net::Acceptor;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let (_stop, shutdown) = ShutdownSignal::new();
+    let (to_upstream, mut upstream) = memory_pair(64 * 1024);
+    let (to_proxy, proxy_acceptor) = memory_pair(64 * 1024);
+    let plan = Arc::new(FaultPlan::new(
+        common::faults("faults:\n  - latency: { delay: 3s, direction: upstream }\n").faults,
+        1,
+        firedrill::clock::now(),
+    ));
+    tokio::spawn(serve_mode(
+        proxy_acceptor,
+        Arc::new(to_upstream),
+        plan,
+        ProxyMode::Tcp,
+        shutdown,
+        Duration::from_secs(1),
+    ));
+    let start = Instant::now();
+    let receiver = tokio::spawn(async move {
+        let mut stream = upstream.accept().await.unwrap();
+        let mut arrivals = Vec::new();
+        let mut buf = [0u8; 16];
+        while arrivals.len() < 2 {
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(n > 0);
+            arrivals.push((buf[..n].to_vec(), start.elapsed()));
+        }
+        arrivals
+    });
+    let mut client = to_proxy.connect().await.unwrap();
+    client.write_all(b"A").await.unwrap();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    client.write_all(b"B").await.unwrap();
+    let arrivals = receiver.await.unwrap();
+    assert_eq!(arrivals[0], (b"A".to_vec(), Duration::from_secs(3)));
+    assert_eq!(
+        arrivals[1],
+        (b"B".to_vec(), Duration::from_secs(4)),
+        "B was held 3 s from its own arrival"
+    );
+}

@@ -3,11 +3,11 @@
 //! slow_close, reset, close, blackhole).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 
 use super::server::ShutdownSignal;
 use crate::clock::{self, Duration, Instant};
@@ -16,6 +16,10 @@ use crate::net::{Connector, Transport};
 
 /// Size of one read from either side.
 const CHUNK: usize = 64 * 1024;
+
+/// Chunks read ahead of a held one (latency): bounds the memory a slow
+/// direction can take to this many chunks.
+const QUEUED_CHUNKS: usize = 32;
 
 /// Handles one client connection in TCP mode.
 pub async fn handle<S, C>(
@@ -262,6 +266,10 @@ impl Conn<'_> {
         }
     }
 
+    /// Two stages joined by a bounded queue: ingress reads and stamps each
+    /// chunk with its arrival time, egress applies the faults. So a latency
+    /// fault holds every chunk exactly `delay` from when it reached the
+    /// proxy, and chunks that arrive during a hold are not delayed twice.
     async fn pump_inner<R, W>(
         &self,
         dir: Direction,
@@ -272,64 +280,90 @@ impl Conn<'_> {
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,
     {
-        let mut buf = BytesMut::with_capacity(CHUNK);
-        let mut sent: u64 = 0;
-        let mut discarded_until: Option<Option<Instant>> = None;
-        let mut next_free = clock::now();
-        loop {
-            buf.reserve(CHUNK);
-            let read = async { reader.read_buf(&mut buf).await };
-            let blackhole_end = async {
-                match discarded_until {
-                    Some(Some(end)) => clock::sleep_until(end).await,
-                    _ => std::future::pending().await,
+        let (tx, mut rx) = mpsc::channel::<(Instant, Bytes)>(QUEUED_CHUNKS);
+        let read_failed = AtomicBool::new(false);
+        let ingress = async {
+            let mut buf = BytesMut::with_capacity(CHUNK);
+            loop {
+                buf.reserve(CHUNK);
+                match reader.read_buf(&mut buf).await {
+                    Ok(0) => break,
+                    Ok(_) => {
+                        let chunk = buf.split().freeze();
+                        if tx.send((clock::now(), chunk)).await.is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => {
+                        read_failed.store(true, Ordering::SeqCst);
+                        break;
+                    }
                 }
-            };
-            let n = tokio::select! {
-                biased;
-                _ = blackhole_end => return Some(Verdict::Close),
-                r = read => match r { Ok(n) => n, Err(_) => return Some(Verdict::Close) },
-            };
-            if n == 0 {
-                self.slow_close(dir).await;
-                let _ = writer.shutdown().await;
-                return if discarded_until.is_some() {
-                    Some(Verdict::Close)
-                } else {
-                    None
+            }
+            drop(tx);
+        };
+        let egress = async {
+            let mut sent: u64 = 0;
+            let mut discarded_until: Option<Option<Instant>> = None;
+            let mut next_free = clock::now();
+            loop {
+                let blackhole_end = async {
+                    match discarded_until {
+                        Some(Some(end)) => clock::sleep_until(end).await,
+                        _ => std::future::pending().await,
+                    }
                 };
-            }
-            let arrival = clock::now();
-            let mut data = buf.split().freeze();
-            let chunk = self.plan_chunk(dir, arrival, data.len(), sent);
-            if let Some(until) = chunk.discard {
-                if discarded_until.is_none() {
-                    self.record_kind(dir, |k| matches!(k, FaultKind::Blackhole));
+                let next = tokio::select! {
+                    biased;
+                    _ = blackhole_end => return Some(Verdict::Close),
+                    next = rx.recv() => next,
+                };
+                let Some((arrival, mut data)) = next else {
+                    if read_failed.load(Ordering::SeqCst) {
+                        return Some(Verdict::Close);
+                    }
+                    self.slow_close(dir).await;
+                    let _ = writer.shutdown().await;
+                    return discarded_until.map(|_| Verdict::Close);
+                };
+                let chunk = self.plan_chunk(dir, arrival, data.len(), sent);
+                if let Some(until) = chunk.discard {
+                    if discarded_until.is_none() {
+                        self.record_kind(dir, |k| matches!(k, FaultKind::Blackhole));
+                    }
+                    discarded_until = Some(until);
+                    continue;
                 }
-                discarded_until = Some(until);
-                continue;
+                if discarded_until.is_some() {
+                    // The stream lost bytes in the blackhole: it cannot go on.
+                    return Some(Verdict::Close);
+                }
+                if let Some(at) = chunk.release_at {
+                    self.record_kind(dir, |k| matches!(k, FaultKind::Latency(_)));
+                    clock::sleep_until(at).await;
+                }
+                if let Some((keep, _)) = chunk.truncate {
+                    data.truncate(keep);
+                }
+                let len = data.len() as u64;
+                let ok = self.write(writer, data, &chunk, &mut next_free).await;
+                sent += len;
+                if let Some((_, verdict)) = chunk.truncate {
+                    let _ = writer.flush().await;
+                    return Some(verdict);
+                }
+                if !ok {
+                    return Some(Verdict::Close);
+                }
             }
-            if discarded_until.is_some() {
-                // The stream lost bytes in the blackhole: it cannot go on.
-                return Some(Verdict::Close);
-            }
-            if let Some(at) = chunk.release_at {
-                self.record_kind(dir, |k| matches!(k, FaultKind::Latency(_)));
-                clock::sleep_until(at).await;
-            }
-            if let Some((keep, _)) = chunk.truncate {
-                data.truncate(keep);
-            }
-            let ok = self
-                .write(writer, data.clone(), &chunk, &mut next_free)
-                .await;
-            sent += data.len() as u64;
-            if let Some((_, verdict)) = chunk.truncate {
-                let _ = writer.flush().await;
-                return Some(verdict);
-            }
-            if !ok {
-                return Some(Verdict::Close);
+        };
+        tokio::pin!(ingress, egress);
+        let mut ingress_done = false;
+        loop {
+            tokio::select! {
+                biased;
+                verdict = &mut egress => return verdict,
+                _ = &mut ingress, if !ingress_done => ingress_done = true,
             }
         }
     }

@@ -79,8 +79,15 @@ pub async fn start_proxy(
 /// Sends one raw HTTP/1.1 request and reads until the peer closes or
 /// errors; returns the bytes read and how the read ended.
 pub async fn raw_exchange(addr: SocketAddr, request: &str) -> (Vec<u8>, std::io::Result<()>) {
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.write_all(request.as_bytes()).await.unwrap();
+    // A reset fault may land before connect() returns or the request is
+    // written: that is the reset, seen early.
+    let mut stream = match TcpStream::connect(addr).await {
+        Ok(s) => s,
+        Err(e) => return (Vec::new(), Err(e)),
+    };
+    if let Err(e) = stream.write_all(request.as_bytes()).await {
+        return (Vec::new(), Err(e));
+    }
     let mut got = Vec::new();
     let mut buf = [0u8; 16384];
     loop {
