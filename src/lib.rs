@@ -10,10 +10,13 @@
 //! * [`net`] — transports: TCP sockets and in-memory pipes behind one trait.
 //! * [`proxy`] — the fault-injecting proxy, TCP and HTTP, generic over the
 //!   transport.
+//! * [`defense`] — the defense line: the circuit breaker as a pure state
+//!   machine with its journal (bulkhead, timeout, retry, fallback follow).
 //! * [`cli`] — the command line; `main.rs` only parses, runs and exits.
 
 pub mod cli;
 pub mod clock;
+pub mod defense;
 pub mod fault;
 pub mod net;
 pub mod proxy;
