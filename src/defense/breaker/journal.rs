@@ -113,6 +113,15 @@ pub(crate) fn pct(value: f64) -> String {
     }
 }
 
+/// `1 call`, `3 calls`.
+fn count(n: u32, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 impl fmt::Display for Reason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -120,35 +129,34 @@ impl fmt::Display for Reason {
                 rate,
                 threshold,
                 calls,
-            } => {
-                write!(
-                    f,
-                    "failure_rate {} >= {} over {calls} calls",
-                    pct(*rate),
-                    pct(*threshold)
-                )
-            }
+            } => write!(
+                f,
+                "failure_rate {} >= {} over {}",
+                pct(*rate),
+                pct(*threshold),
+                count(*calls, "call")
+            ),
             Reason::SlowCallRate {
                 rate,
                 threshold,
                 calls,
-            } => {
-                write!(
-                    f,
-                    "slow_call_rate {} >= {} over {calls} calls",
-                    pct(*rate),
-                    pct(*threshold)
-                )
-            }
+            } => write!(
+                f,
+                "slow_call_rate {} >= {} over {}",
+                pct(*rate),
+                pct(*threshold),
+                count(*calls, "call")
+            ),
             Reason::RatesBelow {
                 failure_rate,
                 slow_call_rate,
                 calls,
             } => write!(
                 f,
-                "failure_rate {} and slow_call_rate {} below thresholds over {calls} calls",
+                "failure_rate {} and slow_call_rate {} below thresholds over {}",
                 pct(*failure_rate),
-                pct(*slow_call_rate)
+                pct(*slow_call_rate),
+                count(*calls, "call")
             ),
             Reason::ConsecutiveFailures {
                 failures,
@@ -162,11 +170,14 @@ impl fmt::Display for Reason {
                 threshold,
                 requests,
             } => {
+                // Sentinel opens above the threshold, or at it when it is 100 %.
+                let op = if ratio > threshold { ">" } else { ">=" };
                 write!(
                     f,
-                    "{metric} {} > {} over {requests} requests",
+                    "{metric} {} {op} {} over {}",
                     pct(*ratio),
-                    pct(*threshold)
+                    pct(*threshold),
+                    count(*requests, "request")
                 )
             }
             Reason::ProbesOk { ok, needed } => write!(f, "probes {ok}/{needed} ok"),

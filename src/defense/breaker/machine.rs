@@ -91,6 +91,12 @@ impl Breaker {
         }
     }
 
+    /// The current episode: bumped by every transition and progressive
+    /// stage; a [`Permit`] from another episode is a straggler.
+    pub fn episode(&self) -> u64 {
+        self.episode
+    }
+
     /// The classifier configured for this breaker.
     pub fn classifier(&self) -> &Classifier {
         &self.classifier

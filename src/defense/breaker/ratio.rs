@@ -58,7 +58,7 @@ impl RatioModel {
         let threshold = self.config.threshold.percent();
         let ratio = t.failure_rate();
         let over = ratio > threshold || (threshold >= 100.0 && ratio >= 100.0);
-        over.then(|| Reason::Ratio {
+        over.then_some(Reason::Ratio {
             metric: match self.config.threshold_type {
                 ThresholdType::ErrorRatio => "error_ratio",
                 ThresholdType::SlowRatio { .. } => "slow_ratio",

@@ -313,13 +313,13 @@ impl RawBreaker {
                 phase_duration: prog.phase_duration.map_or(stat_window, Dur::get),
             },
         };
-        if let Recovery::Progressive { phase_duration, .. } = recovery {
-            if phase_duration.is_zero() {
-                p.add(
-                    "recovery.progressive.phase_duration",
-                    "must be greater than 0s",
-                );
-            }
+        if let Recovery::Progressive { phase_duration, .. } = recovery
+            && phase_duration.is_zero()
+        {
+            p.add(
+                "recovery.progressive.phase_duration",
+                "must be greater than 0s",
+            );
         }
         RatioConfig {
             threshold_type,

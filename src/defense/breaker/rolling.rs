@@ -79,10 +79,10 @@ impl CountWindow {
 
     /// Adds a call, evicting the oldest when full; returns the new total.
     pub(crate) fn record(&mut self, call: Tally) -> Tally {
-        if self.ring.len() == self.size {
-            if let Some(old) = self.ring.pop_front() {
-                self.total.sub(old);
-            }
+        if self.ring.len() == self.size
+            && let Some(old) = self.ring.pop_front()
+        {
+            self.total.sub(old);
         }
         self.ring.push_back(call);
         self.total.add(call);
