@@ -11,10 +11,13 @@
 //! * [`proxy`] — the fault-injecting proxy, TCP and HTTP, generic over the
 //!   transport.
 //! * [`target`] — the embedded fixture server (a built-in dependency).
+//! * [`defense`] — the defense line: circuit breaker (a pure state machine
+//!   with its journal), bulkhead, timeout, retry, rate limit, fallback.
 //! * [`cli`] — the command line; `main.rs` only parses, runs and exits.
 
 pub mod cli;
 pub mod clock;
+pub mod defense;
 pub mod demo;
 pub mod fault;
 pub mod net;

@@ -1,0 +1,236 @@
+//! A breaker's validated configuration: the model it runs, its parameters
+//! and what counts as a failure. Defaults live here and nowhere else.
+
+use serde::{Deserialize, Deserializer};
+
+use super::outcome::Classifier;
+use super::raw::RawBreaker;
+use crate::clock::Duration;
+use crate::schema::units::Percent;
+use crate::schema::{SchemaError, deserialize_checked, from_yaml_str};
+
+/// The starting values practitioners use (spec 4.1); resilience4j's own
+/// library defaults (100 / 100 / 50 % / 60 s / 60 s / 10) are larger.
+pub mod defaults {
+    use crate::clock::Duration;
+
+    /// `sliding_window_size`: the last 10 calls (or seconds).
+    pub const SLIDING_WINDOW_SIZE: u32 = 10;
+    /// `minimum_calls` before the window model decides anything.
+    pub const MINIMUM_CALLS: u32 = 5;
+    /// `failure_rate_threshold` and the ratio model's `threshold`, percent.
+    pub const FAILURE_RATE_THRESHOLD: f64 = 50.0;
+    /// `slow_call_rate_threshold`, percent: only an all-slow window opens.
+    pub const SLOW_CALL_RATE_THRESHOLD: f64 = 100.0;
+    /// `slow_call_duration` (and the ratio model's `max_rt`).
+    pub const SLOW_CALL_DURATION: Duration = Duration::from_secs(3);
+    /// `wait_in_open` (and the ratio model's `breaker_duration`).
+    pub const WAIT_IN_OPEN: Duration = Duration::from_secs(30);
+    /// `permitted_calls_in_half_open`: 3 is the minimum that avoids flapping.
+    pub const PERMITTED_CALLS_IN_HALF_OPEN: u32 = 3;
+    /// `failure_threshold` of the consecutive model.
+    pub const FAILURE_THRESHOLD: u32 = 5;
+    /// `success_threshold` of the consecutive model.
+    pub const SUCCESS_THRESHOLD: u32 = 3;
+    /// `stat_window` of the ratio model.
+    pub const STAT_WINDOW: Duration = Duration::from_secs(10);
+    /// `minimum_requests` of the ratio model.
+    pub const MINIMUM_REQUESTS: u32 = 5;
+    /// `phases` of progressive recovery.
+    pub const PHASES: u32 = 3;
+    /// `min_passes_per_phase` of progressive recovery.
+    pub const MIN_PASSES_PER_PHASE: u32 = 5;
+}
+
+/// One circuit breaker as configured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BreakerConfig {
+    /// Name in the journal, the logs and the metrics.
+    pub name: String,
+    /// The decision model and its parameters.
+    pub model: ModelConfig,
+    /// Which results count as failures.
+    pub classifier: Classifier,
+}
+
+/// The decision model of a breaker (YAML `model:`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelConfig {
+    /// `window`: failure and slow-call rates over a sliding window
+    /// (resilience4j semantics).
+    Window(WindowConfig),
+    /// `consecutive`: N failures in a row.
+    Consecutive(ConsecutiveConfig),
+    /// `ratio`: Sentinel / MSE error or slow ratio over a time window.
+    Ratio(RatioConfig),
+}
+
+/// The sliding window of the `window` model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SlidingWindow {
+    /// The last N calls (a ring).
+    Count(u32),
+    /// The calls of the last N seconds (per-second buckets).
+    Time(u32),
+}
+
+/// Growth of `wait_in_open` when the breaker opens again without having
+/// closed in between.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Backoff {
+    /// Factor applied per repeated open (>= 1).
+    pub multiplier: f64,
+    /// Ceiling of the grown wait.
+    pub max: Duration,
+}
+
+/// Parameters of the `window` model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowConfig {
+    /// Count or time window and its size.
+    pub sliding_window: SlidingWindow,
+    /// Calls the window must hold before a verdict (a count window uses
+    /// `min(minimum_calls, size)`).
+    pub minimum_calls: u32,
+    /// Open when the failure rate reaches this (>=).
+    pub failure_rate_threshold: Percent,
+    /// Open when the slow-call rate reaches this (>=).
+    pub slow_call_rate_threshold: Percent,
+    /// A call is slow when it takes strictly longer than this.
+    pub slow_call_duration: Duration,
+    /// How long open rejects before half-open.
+    pub wait_in_open: Duration,
+    /// Optional exponential growth of `wait_in_open` on repeated opens.
+    pub wait_in_open_backoff: Option<Backoff>,
+    /// Move to half-open by timer rather than on the next call.
+    pub automatic_half_open: bool,
+    /// Trial calls per half-open episode; their rates decide.
+    pub permitted_calls_in_half_open: u32,
+    /// Back to open when the trial calls do not finish within this.
+    pub max_wait_in_half_open: Option<Duration>,
+}
+
+/// Parameters of the `consecutive` model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsecutiveConfig {
+    /// Failures in a row that open the breaker.
+    pub failure_threshold: u32,
+    /// Successful probes in a row that close it again.
+    pub success_threshold: u32,
+    /// How long open rejects before half-open.
+    pub wait_in_open: Duration,
+}
+
+/// What the `ratio` model measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThresholdType {
+    /// Share of failed requests.
+    ErrorRatio,
+    /// Share of requests slower than `max_rt` (strictly).
+    SlowRatio {
+        /// The response time above which a request is slow.
+        max_rt: Duration,
+    },
+}
+
+/// How the `ratio` model comes back after `breaker_duration`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recovery {
+    /// One request passes: good closes, bad reopens for a full duration.
+    SingleProbe,
+    /// Stage k of `phases` admits k/phases of the traffic.
+    Progressive {
+        /// Number of stages (the last admits everything).
+        phases: u32,
+        /// Requests a stage must see before it is judged.
+        min_passes_per_phase: u32,
+        /// How long a stage waits for its minimum before moving on anyway.
+        phase_duration: Duration,
+    },
+}
+
+/// Parameters of the `ratio` model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RatioConfig {
+    /// Error ratio or slow ratio.
+    pub threshold_type: ThresholdType,
+    /// Open when the ratio exceeds this (Sentinel: strictly greater, or
+    /// equal when the threshold is 100 %).
+    pub threshold: Percent,
+    /// Statistics window, whole seconds from 1 s to 120 min.
+    pub stat_window: Duration,
+    /// Requests in the window before a verdict.
+    pub minimum_requests: u32,
+    /// How long open rejects before recovery starts.
+    pub breaker_duration: Duration,
+    /// Single probe or progressive stages.
+    pub recovery: Recovery,
+}
+
+impl Default for WindowConfig {
+    fn default() -> Self {
+        WindowConfig {
+            sliding_window: SlidingWindow::Count(defaults::SLIDING_WINDOW_SIZE),
+            minimum_calls: defaults::MINIMUM_CALLS,
+            failure_rate_threshold: percent(defaults::FAILURE_RATE_THRESHOLD),
+            slow_call_rate_threshold: percent(defaults::SLOW_CALL_RATE_THRESHOLD),
+            slow_call_duration: defaults::SLOW_CALL_DURATION,
+            wait_in_open: defaults::WAIT_IN_OPEN,
+            wait_in_open_backoff: None,
+            automatic_half_open: false,
+            permitted_calls_in_half_open: defaults::PERMITTED_CALLS_IN_HALF_OPEN,
+            max_wait_in_half_open: None,
+        }
+    }
+}
+
+impl Default for ConsecutiveConfig {
+    fn default() -> Self {
+        ConsecutiveConfig {
+            failure_threshold: defaults::FAILURE_THRESHOLD,
+            success_threshold: defaults::SUCCESS_THRESHOLD,
+            wait_in_open: defaults::WAIT_IN_OPEN,
+        }
+    }
+}
+
+impl Default for RatioConfig {
+    fn default() -> Self {
+        RatioConfig {
+            threshold_type: ThresholdType::ErrorRatio,
+            threshold: percent(defaults::FAILURE_RATE_THRESHOLD),
+            stat_window: defaults::STAT_WINDOW,
+            minimum_requests: defaults::MINIMUM_REQUESTS,
+            breaker_duration: defaults::WAIT_IN_OPEN,
+            recovery: Recovery::SingleProbe,
+        }
+    }
+}
+
+/// A percentage known to be in range (the defaults above).
+pub(crate) fn percent(value: f64) -> Percent {
+    Percent::new(value).unwrap_or(Percent::ALL)
+}
+
+impl BreakerConfig {
+    /// A breaker called `name` running `model` with the default classifier.
+    pub fn new(name: impl Into<String>, model: ModelConfig) -> Self {
+        BreakerConfig {
+            name: name.into(),
+            model,
+            classifier: Classifier::default(),
+        }
+    }
+
+    /// Parses and validates one breaker from YAML (`file` names the source
+    /// in errors).
+    pub fn from_yaml(file: &str, text: &str) -> Result<Self, SchemaError> {
+        from_yaml_str(file, text)
+    }
+}
+
+impl<'de> Deserialize<'de> for BreakerConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked::<D, RawBreaker, BreakerConfig>(d)
+    }
+}

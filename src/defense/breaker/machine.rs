@@ -1,0 +1,306 @@
+//! The circuit breaker as a pure state machine: no I/O, no clock of its
+//! own; every entry point takes `now`, so virtual time drives it exactly.
+
+use super::config::{BreakerConfig, ModelConfig};
+use super::consecutive::ConsecutiveModel;
+use super::journal::{Counters, Reason, Transition};
+use super::model::{Call, Model, Verdict};
+use super::outcome::{Classifier, Outcome};
+use super::ratio::RatioModel;
+use super::state::{Permit, Rejected, State};
+use super::window::WindowModel;
+use crate::clock::{Duration, Instant};
+
+/// The state with the data only that state needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Closed,
+    Open {
+        /// When the wait ends.
+        until: Instant,
+        /// The wait, after any backoff growth (for the reason).
+        wait: Duration,
+    },
+    HalfOpen,
+    ForcedOpen,
+    Disabled,
+}
+
+/// One circuit breaker.
+///
+/// Cancellation policy: [`Breaker::release_without_outcome`] counts the call
+/// as neither success nor failure (like an ignored 4xx) — a client that
+/// hangs up says nothing about the dependency — and frees its half-open
+/// slot, so another trial call can take it and half-open never gets stuck.
+#[derive(Debug)]
+pub struct Breaker {
+    /// Name written into every transition.
+    name: String,
+    /// The instant journal times are measured from.
+    run_start: Instant,
+    /// What counts as failure; kept here so the middleware asks the breaker.
+    classifier: Classifier,
+    /// The decision model.
+    model: Box<dyn Model>,
+    /// Current state.
+    phase: Phase,
+    /// Bumped on every transition and progressive stage; permits carry it.
+    episode: u64,
+    /// Opens since the breaker last closed (drives wait backoff).
+    opens_in_a_row: u32,
+    /// Every transition so far, oldest first.
+    journal: Vec<Transition>,
+    /// Admissions, rejections and outcomes.
+    counters: Counters,
+}
+
+impl Breaker {
+    /// A closed breaker; journal times count from `run_start`.
+    pub fn new(config: &BreakerConfig, run_start: Instant) -> Self {
+        let model: Box<dyn Model> = match &config.model {
+            ModelConfig::Window(c) => Box::new(WindowModel::new(c.clone(), run_start)),
+            ModelConfig::Consecutive(c) => Box::new(ConsecutiveModel::new(c.clone())),
+            ModelConfig::Ratio(c) => Box::new(RatioModel::new(c.clone(), run_start)),
+        };
+        Breaker {
+            name: config.name.clone(),
+            run_start,
+            classifier: config.classifier.clone(),
+            model,
+            phase: Phase::Closed,
+            episode: 0,
+            opens_in_a_row: 0,
+            journal: Vec::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    /// The breaker's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The current state (as of the last call into the machine).
+    pub fn state(&self) -> State {
+        match self.phase {
+            Phase::Closed => State::Closed,
+            Phase::Open { .. } => State::Open,
+            Phase::HalfOpen => State::HalfOpen,
+            Phase::ForcedOpen => State::ForcedOpen,
+            Phase::Disabled => State::Disabled,
+        }
+    }
+
+    /// The current episode: bumped by every transition and progressive
+    /// stage; a [`Permit`] from another episode is a straggler.
+    pub fn episode(&self) -> u64 {
+        self.episode
+    }
+
+    /// The classifier configured for this breaker.
+    pub fn classifier(&self) -> &Classifier {
+        &self.classifier
+    }
+
+    /// Every transition so far, oldest first.
+    pub fn journal(&self) -> &[Transition] {
+        &self.journal
+    }
+
+    /// Takes the transitions recorded since the last call (for writing them
+    /// out as they happen).
+    pub fn take_journal(&mut self) -> Vec<Transition> {
+        std::mem::take(&mut self.journal)
+    }
+
+    /// Admissions, rejections and outcomes so far.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Admits or rejects a call at `now`. Open moves to half-open here once
+    /// the wait has passed (the call that finds it so is the first trial).
+    pub fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejected> {
+        self.advance(now);
+        if let Phase::Open { until, wait } = self.phase {
+            if now < until {
+                return Err(self.reject(State::Open, Some(until - now)));
+            }
+            let key = self.model.wait_key();
+            self.transition(State::HalfOpen, now, Reason::WaitElapsed { key, wait });
+        }
+        match self.phase {
+            Phase::Closed | Phase::Disabled => Ok(self.admit()),
+            Phase::HalfOpen if self.model.admit_half_open() => Ok(self.admit()),
+            Phase::HalfOpen => Err(self.reject(State::HalfOpen, None)),
+            Phase::ForcedOpen | Phase::Open { .. } => Err(self.reject(self.state(), None)),
+        }
+    }
+
+    /// Records the outcome of an admitted call that took `duration`.
+    /// An outcome from an earlier episode is counted as a straggler and
+    /// kept out of the current statistics.
+    pub fn record(&mut self, permit: Permit, outcome: Outcome, duration: Duration, now: Instant) {
+        self.advance(now);
+        match outcome {
+            Outcome::Success => self.counters.successes += 1,
+            Outcome::Failure(_) => self.counters.failures += 1,
+            Outcome::Ignored => self.counters.ignored += 1,
+        }
+        if permit.episode != self.episode {
+            self.counters.stragglers += 1;
+            return;
+        }
+        let call = Call {
+            failed: matches!(outcome, Outcome::Failure(_)),
+            duration,
+        };
+        match (self.phase, outcome) {
+            (Phase::HalfOpen, Outcome::Ignored) => self.model.release_half_open(),
+            (Phase::HalfOpen, _) => {
+                let verdict = self.model.record_half_open(call, now);
+                self.apply(verdict, now);
+            }
+            (Phase::Closed, Outcome::Success | Outcome::Failure(_)) => {
+                if let Some(reason) = self.model.record_closed(call, now) {
+                    self.transition(State::Open, now, reason);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Releases an admitted call that ended without an outcome (cancelled,
+    /// client gone): neither success nor failure; frees a half-open slot.
+    pub fn release_without_outcome(&mut self, permit: Permit, now: Instant) {
+        self.advance(now);
+        self.counters.cancelled += 1;
+        if permit.episode == self.episode && self.phase == Phase::HalfOpen {
+            self.model.release_half_open();
+        }
+    }
+
+    /// Operator override: reject everything until [`Breaker::reset`].
+    pub fn force_open(&mut self, now: Instant) {
+        self.manual(State::ForcedOpen, "force_open", now);
+    }
+
+    /// Operator override: admit everything and count nothing until
+    /// [`Breaker::reset`].
+    pub fn disable(&mut self, now: Instant) {
+        self.manual(State::Disabled, "disable", now);
+    }
+
+    /// Back to closed with empty statistics, from any state.
+    pub fn reset(&mut self, now: Instant) {
+        if self.phase == Phase::Closed {
+            self.model.enter_closed();
+            self.opens_in_a_row = 0;
+            self.episode += 1;
+        } else {
+            self.manual(State::Closed, "reset", now);
+        }
+    }
+
+    /// When the machine next changes state on its own (automatic half-open,
+    /// half-open deadlines); the driver calls [`Breaker::on_timer`] then.
+    pub fn next_timer(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::Open { until, .. } if self.model.automatic_half_open() => Some(until),
+            Phase::HalfOpen => self.model.half_open_deadline(),
+            _ => None,
+        }
+    }
+
+    /// Applies every timed transition due by `now`.
+    pub fn on_timer(&mut self, now: Instant) {
+        self.advance(now);
+    }
+
+    /// Applies due timed transitions, each stamped at its own deadline, so
+    /// the journal is exact however late the machine is next called.
+    fn advance(&mut self, now: Instant) {
+        loop {
+            match self.phase {
+                Phase::Open { until, wait } if self.model.automatic_half_open() && now >= until => {
+                    let key = self.model.wait_key();
+                    self.transition(State::HalfOpen, until, Reason::WaitElapsed { key, wait });
+                }
+                Phase::HalfOpen => match self.model.half_open_deadline() {
+                    Some(deadline) if now >= deadline => {
+                        let verdict = self.model.half_open_deadline_passed(deadline);
+                        self.apply(verdict, deadline);
+                    }
+                    _ => return,
+                },
+                _ => return,
+            }
+        }
+    }
+
+    fn apply(&mut self, verdict: Verdict, at: Instant) {
+        match verdict {
+            Verdict::Pending => {}
+            Verdict::NextStage => self.episode += 1,
+            Verdict::Close(reason) => self.transition(State::Closed, at, reason),
+            Verdict::Open(reason) => self.transition(State::Open, at, reason),
+        }
+    }
+
+    fn manual(&mut self, to: State, action: &'static str, now: Instant) {
+        self.advance(now);
+        if self.state() != to {
+            self.transition(to, now, Reason::Manual { action });
+        }
+    }
+
+    fn admit(&mut self) -> Permit {
+        let state = self.state();
+        self.counters.admitted.bump(state);
+        tracing::trace!(breaker = %self.name, %state, "call admitted");
+        Permit {
+            episode: self.episode,
+            state,
+        }
+    }
+
+    fn reject(&mut self, state: State, retry_after: Option<Duration>) -> Rejected {
+        self.counters.rejected.bump(state);
+        tracing::trace!(breaker = %self.name, %state, "call rejected");
+        Rejected { state, retry_after }
+    }
+
+    fn transition(&mut self, to: State, at: Instant, reason: Reason) {
+        let from = self.state();
+        tracing::info!(breaker = %self.name, %from, %to, %reason, "breaker transition");
+        self.episode += 1;
+        self.phase = match to {
+            State::Closed => {
+                self.opens_in_a_row = 0;
+                self.model.enter_closed();
+                Phase::Closed
+            }
+            State::Open => {
+                self.opens_in_a_row = self.opens_in_a_row.saturating_add(1);
+                let wait = self.model.open_wait(self.opens_in_a_row);
+                Phase::Open {
+                    until: at + wait,
+                    wait,
+                }
+            }
+            State::HalfOpen => {
+                self.model.enter_half_open(at);
+                Phase::HalfOpen
+            }
+            State::ForcedOpen => Phase::ForcedOpen,
+            State::Disabled => Phase::Disabled,
+        };
+        self.journal.push(Transition {
+            at: at.saturating_duration_since(self.run_start),
+            breaker: self.name.clone(),
+            from,
+            to,
+            reason,
+        });
+    }
+}

@@ -1,0 +1,72 @@
+//! The seam between the common state machine and a decision model: the
+//! machine owns states, episodes, timers and the journal; a model only
+//! counts calls and says when to move.
+
+use std::fmt;
+
+use super::journal::Reason;
+use crate::clock::{Duration, Instant};
+
+/// One judged call (success or failure; ignored outcomes never reach a
+/// model's statistics).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Call {
+    /// Whether the outcome was a failure.
+    pub(crate) failed: bool,
+    /// How long the call took (feeds the slow-call rules).
+    pub(crate) duration: Duration,
+}
+
+/// What a model decides after a half-open event.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Verdict {
+    /// Keep probing.
+    Pending,
+    /// Same state, next progressive stage: calls of the previous stage
+    /// become stragglers.
+    NextStage,
+    /// Recovered.
+    Close(Reason),
+    /// Still broken.
+    Open(Reason),
+}
+
+/// A decision model (`window`, `consecutive`, `ratio`).
+pub(crate) trait Model: fmt::Debug + Send {
+    /// The configuration key of the wait in open, for reasons.
+    fn wait_key(&self) -> &'static str;
+
+    /// How long to stay open after the `opens_in_a_row`-th open (1-based)
+    /// since the breaker last closed.
+    fn open_wait(&self, opens_in_a_row: u32) -> Duration;
+
+    /// Whether open moves to half-open by timer instead of on the next call.
+    fn automatic_half_open(&self) -> bool {
+        false
+    }
+
+    /// Forget the closed-state statistics (entering closed).
+    fn enter_closed(&mut self);
+
+    /// Counts a call made in closed; `Some` opens the breaker.
+    fn record_closed(&mut self, call: Call, now: Instant) -> Option<Reason>;
+
+    /// Starts a half-open episode at `now`.
+    fn enter_half_open(&mut self, now: Instant);
+
+    /// Whether one more trial call may pass now (takes its slot if so).
+    fn admit_half_open(&mut self) -> bool;
+
+    /// A trial call ended without a verdict (ignored or cancelled): free
+    /// its slot so half-open cannot get stuck.
+    fn release_half_open(&mut self);
+
+    /// Counts a trial call.
+    fn record_half_open(&mut self, call: Call, now: Instant) -> Verdict;
+
+    /// When half-open must decide without further calls, if ever.
+    fn half_open_deadline(&self) -> Option<Instant>;
+
+    /// The half-open deadline passed at `at`.
+    fn half_open_deadline_passed(&mut self, at: Instant) -> Verdict;
+}

@@ -1,0 +1,209 @@
+//! What one call produced, and which of those results count as failures.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::de::{self, Deserializer, Visitor};
+use serde::{Deserialize, Serialize};
+
+/// Why a call failed, as the breaker sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    /// The dependency answered with a status the classifier counts as a
+    /// failure (every 5xx by default).
+    Status(u16),
+    /// No answer within the caller's timeout.
+    Timeout,
+    /// The connection could not be established (refused, unreachable).
+    Connect,
+    /// The connection was reset or closed before a complete answer.
+    Reset,
+    /// Any other transport or protocol error.
+    Other,
+}
+
+/// The verdict on one admitted call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The dependency did its job.
+    Success,
+    /// The dependency failed; counts against it.
+    Failure(FailureKind),
+    /// Neither success nor failure (4xx by default): the caller's fault, so
+    /// it must not move the breaker either way.
+    Ignored,
+}
+
+/// An HTTP status or a whole class of them, as written in `failure_statuses`
+/// and `ignore_statuses`: `429`, `"503"`, `"5xx"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StatusPattern {
+    /// One status code (100 to 599).
+    Exact(u16),
+    /// Every status of a class: `4` for `4xx`.
+    Class(u8),
+}
+
+impl StatusPattern {
+    /// Whether `status` matches.
+    pub fn matches(self, status: u16) -> bool {
+        match self {
+            StatusPattern::Exact(code) => code == status,
+            StatusPattern::Class(class) => status / 100 == u16::from(class),
+        }
+    }
+}
+
+impl FromStr for StatusPattern {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        let s = text.trim();
+        let bad = || {
+            format!(
+                "invalid status `{text}`: expected a code from 100 to 599 or a class such as `5xx`"
+            )
+        };
+        if let Some(class) = s.strip_suffix("xx").or_else(|| s.strip_suffix("XX")) {
+            return match class.parse::<u8>() {
+                Ok(c @ 1..=5) => Ok(StatusPattern::Class(c)),
+                _ => Err(bad()),
+            };
+        }
+        match s.parse::<u16>() {
+            Ok(code @ 100..=599) => Ok(StatusPattern::Exact(code)),
+            _ => Err(bad()),
+        }
+    }
+}
+
+impl fmt::Display for StatusPattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StatusPattern::Exact(code) => write!(f, "{code}"),
+            StatusPattern::Class(class) => write!(f, "{class}xx"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for StatusPattern {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct PatternVisitor;
+        impl Visitor<'_> for PatternVisitor {
+            type Value = StatusPattern;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an HTTP status such as 429 or a class such as \"5xx\"")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<StatusPattern, E> {
+                v.parse().map_err(E::custom)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<StatusPattern, E> {
+                self.visit_str(&v.to_string())
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<StatusPattern, E> {
+                self.visit_str(&v.to_string())
+            }
+        }
+        d.deserialize_any(PatternVisitor)
+    }
+}
+
+/// Which HTTP statuses count as failures for one breaker.
+///
+/// Order of the rules: `ignore_statuses` first, then `failure_statuses`, then
+/// other 4xx (ignored unless `count_4xx`), then everything else is a success
+/// (a 5xx left out of `failure_statuses` is a deliberate "this is fine").
+/// Transport errors (timeout, connect, reset) are always failures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Classifier {
+    /// Statuses that count against the dependency (default `["5xx"]`).
+    pub failure_statuses: Vec<StatusPattern>,
+    /// Statuses that are neither success nor failure, whatever else says.
+    pub ignore_statuses: Vec<StatusPattern>,
+    /// Count 4xx not listed elsewhere as failures (off by default: a 400 for
+    /// one bad product must not open the breaker for every product).
+    pub count_4xx: bool,
+}
+
+impl Default for Classifier {
+    fn default() -> Self {
+        Classifier {
+            failure_statuses: vec![StatusPattern::Class(5)],
+            ignore_statuses: Vec::new(),
+            count_4xx: false,
+        }
+    }
+}
+
+impl Classifier {
+    /// The outcome of a call that got an HTTP answer with `status`.
+    pub fn classify_status(&self, status: u16) -> Outcome {
+        let any = |list: &[StatusPattern]| list.iter().any(|p| p.matches(status));
+        if any(&self.ignore_statuses) {
+            Outcome::Ignored
+        } else if any(&self.failure_statuses) || (self.count_4xx && status / 100 == 4) {
+            Outcome::Failure(FailureKind::Status(status))
+        } else if status / 100 == 4 {
+            Outcome::Ignored
+        } else {
+            Outcome::Success
+        }
+    }
+
+    /// The outcome of a call that got no HTTP answer: always a failure.
+    pub fn classify_error(&self, kind: FailureKind) -> Outcome {
+        Outcome::Failure(kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_classifier_fails_5xx_ignores_4xx_and_passes_2xx_3xx() {
+        let c = Classifier::default();
+        assert_eq!(
+            c.classify_status(503),
+            Outcome::Failure(FailureKind::Status(503))
+        );
+        assert_eq!(c.classify_status(400), Outcome::Ignored);
+        assert_eq!(c.classify_status(429), Outcome::Ignored);
+        assert_eq!(c.classify_status(200), Outcome::Success);
+        assert_eq!(c.classify_status(302), Outcome::Success);
+        assert_eq!(
+            c.classify_error(FailureKind::Timeout),
+            Outcome::Failure(FailureKind::Timeout)
+        );
+    }
+
+    #[test]
+    fn ignore_list_beats_failure_list_and_count_4xx() {
+        let c = Classifier {
+            failure_statuses: vec![StatusPattern::Class(5), StatusPattern::Exact(429)],
+            ignore_statuses: vec![StatusPattern::Exact(503), StatusPattern::Exact(404)],
+            count_4xx: true,
+        };
+        assert_eq!(c.classify_status(503), Outcome::Ignored);
+        assert_eq!(c.classify_status(404), Outcome::Ignored);
+        assert_eq!(
+            c.classify_status(429),
+            Outcome::Failure(FailureKind::Status(429))
+        );
+        assert_eq!(
+            c.classify_status(400),
+            Outcome::Failure(FailureKind::Status(400))
+        );
+    }
+
+    #[test]
+    fn status_patterns_parse_codes_and_classes_and_reject_the_rest() {
+        assert_eq!("5xx".parse(), Ok(StatusPattern::Class(5)));
+        assert_eq!("429".parse(), Ok(StatusPattern::Exact(429)));
+        for bad in ["6xx", "0xx", "99", "600", "five"] {
+            assert!(bad.parse::<StatusPattern>().is_err(), "{bad}");
+        }
+    }
+}

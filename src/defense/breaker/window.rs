@@ -1,0 +1,173 @@
+//! The `window` model (resilience4j semantics): failure and slow-call rates
+//! over a count or time sliding window; a fixed number of half-open trial
+//! calls decide on the same rates.
+
+use super::config::{SlidingWindow, WindowConfig};
+use super::journal::Reason;
+use super::model::{Call, Model, Verdict};
+use super::rolling::{CountWindow, SecondBuckets, Tally};
+use crate::clock::{Duration, Instant};
+
+/// The closed-state statistics.
+#[derive(Debug, Clone)]
+enum Rolling {
+    Count(CountWindow),
+    Time(SecondBuckets),
+}
+
+/// State of the window model.
+#[derive(Debug)]
+pub(crate) struct WindowModel {
+    /// Parameters.
+    config: WindowConfig,
+    /// Calls of the sliding window (closed only).
+    rolling: Rolling,
+    /// Calls needed before a verdict: `min(minimum_calls, size)` for a count
+    /// window (a ring of 10 can never hold 100 calls), `minimum_calls` for
+    /// a time window.
+    minimum_calls: u32,
+    /// Trial calls admitted and not yet finished.
+    in_flight: u32,
+    /// Finished trial calls of this half-open episode.
+    trials: Tally,
+    /// When this half-open episode started.
+    half_open_since: Option<Instant>,
+}
+
+impl WindowModel {
+    pub(crate) fn new(config: WindowConfig, base: Instant) -> Self {
+        let (rolling, minimum_calls) = match config.sliding_window {
+            SlidingWindow::Count(size) => (
+                Rolling::Count(CountWindow::new(size)),
+                config.minimum_calls.min(size),
+            ),
+            SlidingWindow::Time(seconds) => (
+                Rolling::Time(SecondBuckets::new(u64::from(seconds), base)),
+                config.minimum_calls,
+            ),
+        };
+        WindowModel {
+            config,
+            rolling,
+            minimum_calls,
+            in_flight: 0,
+            trials: Tally::default(),
+            half_open_since: None,
+        }
+    }
+
+    fn tally(&self, call: Call) -> Tally {
+        // Slow means strictly longer than slow_call_duration.
+        Tally::one(call.failed, call.duration > self.config.slow_call_duration)
+    }
+
+    /// Why the rates of `t` open the breaker (>= either threshold), if so.
+    fn over_threshold(&self, t: Tally) -> Option<Reason> {
+        let failure = self.config.failure_rate_threshold.percent();
+        let slow = self.config.slow_call_rate_threshold.percent();
+        if t.failure_rate() >= failure {
+            Some(Reason::FailureRate {
+                rate: t.failure_rate(),
+                threshold: failure,
+                calls: t.calls,
+            })
+        } else if t.slow_rate() >= slow {
+            Some(Reason::SlowCallRate {
+                rate: t.slow_rate(),
+                threshold: slow,
+                calls: t.calls,
+            })
+        } else {
+            None
+        }
+    }
+}
+
+impl Model for WindowModel {
+    fn wait_key(&self) -> &'static str {
+        "wait_in_open"
+    }
+
+    fn open_wait(&self, opens_in_a_row: u32) -> Duration {
+        let base = self.config.wait_in_open;
+        let Some(backoff) = self.config.wait_in_open_backoff else {
+            return base;
+        };
+        let exponent = i32::try_from(opens_in_a_row.saturating_sub(1)).unwrap_or(i32::MAX);
+        let secs = base.as_secs_f64() * backoff.multiplier.powi(exponent);
+        if secs.is_finite() && secs < backoff.max.as_secs_f64() {
+            Duration::from_secs_f64(secs)
+        } else {
+            backoff.max
+        }
+    }
+
+    fn automatic_half_open(&self) -> bool {
+        self.config.automatic_half_open
+    }
+
+    fn enter_closed(&mut self) {
+        match &mut self.rolling {
+            Rolling::Count(w) => w.clear(),
+            Rolling::Time(w) => w.clear(),
+        }
+    }
+
+    fn record_closed(&mut self, call: Call, now: Instant) -> Option<Reason> {
+        let one = self.tally(call);
+        let total = match &mut self.rolling {
+            Rolling::Count(w) => w.record(one),
+            Rolling::Time(w) => w.record(one, now),
+        };
+        if total.calls < self.minimum_calls {
+            return None;
+        }
+        self.over_threshold(total)
+    }
+
+    fn enter_half_open(&mut self, now: Instant) {
+        self.in_flight = 0;
+        self.trials = Tally::default();
+        self.half_open_since = Some(now);
+    }
+
+    fn admit_half_open(&mut self) -> bool {
+        let taken = self.in_flight + self.trials.calls;
+        let free = taken < self.config.permitted_calls_in_half_open;
+        if free {
+            self.in_flight += 1;
+        }
+        free
+    }
+
+    fn release_half_open(&mut self) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+    }
+
+    fn record_half_open(&mut self, call: Call, _now: Instant) -> Verdict {
+        self.release_half_open();
+        let one = self.tally(call);
+        self.trials.add(one);
+        let t = self.trials;
+        if t.calls < self.config.permitted_calls_in_half_open {
+            return Verdict::Pending;
+        }
+        match self.over_threshold(t) {
+            Some(reason) => Verdict::Open(reason),
+            None => Verdict::Close(Reason::RatesBelow {
+                failure_rate: t.failure_rate(),
+                slow_call_rate: t.slow_rate(),
+                calls: t.calls,
+            }),
+        }
+    }
+
+    fn half_open_deadline(&self) -> Option<Instant> {
+        Some(self.half_open_since? + self.config.max_wait_in_half_open?)
+    }
+
+    fn half_open_deadline_passed(&mut self, _at: Instant) -> Verdict {
+        let wait = self.config.max_wait_in_half_open.unwrap_or_default();
+        Verdict::Open(Reason::MaxWaitInHalfOpen { wait })
+    }
+}
