@@ -121,6 +121,9 @@ impl<'de> Deserialize<'de> for RawRecovery {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawBreaker {
+    /// Optional where the breaker is nested under a named route, which
+    /// gives it its name.
+    #[serde(default)]
     name: String,
     #[serde(default)]
     model: ModelName,
@@ -391,8 +394,8 @@ impl TryFrom<RawBreaker> for BreakerConfig {
 
     fn try_from(raw: RawBreaker) -> Result<Self, String> {
         let mut p = Problems::default();
-        if raw.name.trim().is_empty() {
-            p.add("name", "a breaker name cannot be empty");
+        if !raw.name.is_empty() && raw.name.trim().is_empty() {
+            p.add("name", "a breaker name cannot be blank");
         }
         for key in raw.foreign_keys() {
             p.add(key, format!("is not a key of model {}", raw.model.key()));

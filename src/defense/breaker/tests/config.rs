@@ -163,7 +163,7 @@ fn each_invalid_value_is_rejected_with_its_key_named() {
         ("model: ratio\nrecovery: bounce", "recovery"),
         ("failure_statuses: [\"7xx\"]", "failure_statuses"),
         ("wait_in_opne: 3s", "wait_in_opne"),
-        ("name: \"\"", "name"),
+        ("name: \" \"", "name"),
     ];
     for (extra, key) in cases {
         let yaml = if extra.starts_with("name:") {
