@@ -59,6 +59,27 @@ pub enum Command {
         #[arg(long, default_value = "5s")]
         grace: Dur,
     },
+    /// Run the defense line as a reverse proxy in front of a dependency.
+    Defend {
+        /// YAML file holding the defense section (routes, breakers, ...).
+        #[arg(long)]
+        config: PathBuf,
+        /// Address to listen on.
+        #[arg(long)]
+        listen: String,
+        /// The dependency: `host:port` or `http://host:port`.
+        #[arg(long)]
+        upstream: String,
+        /// Write breaker transitions here as JSON lines.
+        #[arg(long)]
+        journal: Option<PathBuf>,
+        /// Seed of every random decision (retry jitter).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// How long in-flight requests may finish after a stop signal.
+        #[arg(long, default_value = "5s")]
+        grace: Dur,
+    },
     /// Run the embedded fixture server (a built-in dependency).
     Target {
         /// Address to listen on.
@@ -151,6 +172,21 @@ pub fn run(cli: Cli) -> ExitCode {
             grace.get(),
         ),
         Command::Target { listen } => target_command(&listen),
+        Command::Defend {
+            config,
+            listen,
+            upstream,
+            journal,
+            seed,
+            grace,
+        } => crate::defense::serve::defend_command(
+            &config,
+            &listen,
+            &upstream,
+            journal.as_deref(),
+            seed,
+            grace.get(),
+        ),
         Command::Demo {
             duration,
             rate,

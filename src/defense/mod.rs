@@ -1,5 +1,26 @@
-//! The defense line: the protections a call passes through before it reaches
-//! the dependency (circuit breaker first; bulkhead, timeout, retry and
-//! fallback follow).
+//! The defense line: the protections a call passes through before it
+//! reaches the dependency — rate limit, workers, bulkhead, retry, circuit
+//! breaker, timeout — and the fallbacks that answer when they turn it away.
+//!
+//! * [`config`] — the `defense:` YAML section, validated.
+//! * [`breaker`] — the circuit breaker, a pure state machine.
+//! * [`bulkhead`], [`rate_limit`], [`retry`], [`fallback`] — one concept each.
+//! * [`upstream`] — the pooled client towards the dependency.
+//! * [`line`] — the pipeline for one request.
+//! * [`report`] — what observers (experiments, the journal) are told.
+//! * [`serve`] — the line as a standalone reverse proxy (`firedrill defend`).
 
 pub mod breaker;
+pub mod bulkhead;
+pub mod config;
+pub mod fallback;
+pub mod line;
+pub mod rate_limit;
+pub mod report;
+pub mod retry;
+pub mod serve;
+pub mod upstream;
+
+pub use config::DefenseConfig;
+pub use line::DefenseLine;
+pub use report::{CallReport, Observer};

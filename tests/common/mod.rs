@@ -118,3 +118,82 @@ pub fn split_response(raw: &[u8]) -> (String, &[u8]) {
 pub fn http_client() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().build().unwrap()
 }
+
+/// target → fault proxy (HTTP) → defense line, all on loopback.
+pub struct DefenseRig {
+    pub rig: Rig,
+    pub defense: SocketAddr,
+    pub line: Arc<firedrill::defense::DefenseLine>,
+    pub recorder: Arc<firedrill::defense::report::Recorder>,
+    /// Stops the defense server when the rig is dropped.
+    _stop: tokio::sync::watch::Sender<bool>,
+}
+
+impl DefenseRig {
+    /// Requests that reached the dependency: answered by the target or by
+    /// a fault the proxy injected in its place.
+    pub fn dependency_calls(&self) -> u64 {
+        let injected: u64 = (0..self.rig.plan.faults().len())
+            .map(|i| self.rig.plan.injected(i))
+            .sum();
+        self.rig.stats.requests() + injected
+    }
+
+    pub fn breaker_state(&self, name: &str) -> firedrill::defense::breaker::State {
+        self.line
+            .breakers()
+            .find(|(n, _)| *n == name)
+            .expect("breaker exists")
+            .1
+            .state()
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.defense)
+    }
+}
+
+pub async fn defense_rig(faults_yaml: &str, defense_yaml: &str) -> DefenseRig {
+    use firedrill::defense::upstream::{HttpUpstream, Upstream};
+    let rig = rig(ProxyMode::Http, faults_yaml).await;
+    let config: firedrill::defense::DefenseConfig =
+        firedrill::schema::from_yaml_str("defense.yaml", defense_yaml)
+            .expect("test defense config is valid");
+    let recorder = Arc::new(firedrill::defense::report::Recorder::default());
+    let connector = Arc::new(firedrill::net::TcpConnector { addr: rig.proxy });
+    let upstream: Arc<dyn Upstream> =
+        Arc::new(HttpUpstream::new(connector, &rig.proxy.to_string()));
+    let target = rig.target;
+    let backup = move |_: &str| -> Arc<dyn Upstream> {
+        Arc::new(HttpUpstream::new(
+            Arc::new(firedrill::net::TcpConnector { addr: target }),
+            &target.to_string(),
+        ))
+    };
+    let line = firedrill::defense::DefenseLine::new(
+        &config,
+        upstream,
+        &backup,
+        1,
+        firedrill::clock::now(),
+        recorder.clone(),
+    );
+    let acceptor = TcpAcceptor::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let defense = acceptor.local_addr();
+    let (stop, shutdown) = ShutdownSignal::new();
+    tokio::spawn(firedrill::defense::serve::serve(
+        acceptor,
+        line.clone(),
+        shutdown,
+        Duration::from_secs(1),
+    ));
+    DefenseRig {
+        rig,
+        defense,
+        line,
+        recorder,
+        _stop: stop,
+    }
+}

@@ -1,0 +1,388 @@
+//! The `defense:` section: the same YAML for `firedrill defend --config`
+//! and for experiments. Routes group the protections of the requests they
+//! match; defaults live here and nowhere else.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Deserializer};
+
+use super::breaker::BreakerConfig;
+use crate::clock::Duration;
+use crate::fault::HttpMatch;
+use crate::schema::deserialize_checked;
+use crate::schema::units::{Dur, Percent};
+
+/// The whole defense line.
+#[derive(Debug, Clone, Default)]
+pub struct DefenseConfig {
+    /// Per-attempt timeout for routes that set none.
+    pub timeout: Option<Duration>,
+    /// Outer deadline of one client request, retries included.
+    pub request_timeout: Option<Duration>,
+    /// Calls in flight across all routes (a server's workers); full: reject
+    /// at once with 503.
+    pub max_concurrent: Option<u32>,
+    /// Token bucket in front of everything.
+    pub rate_limit: Option<RateLimitConfig>,
+    /// Routes, first match wins.
+    pub routes: IndexMap<String, RouteConfig>,
+}
+
+/// The protections of one route (partition).
+#[derive(Debug, Clone)]
+pub struct RouteConfig {
+    /// Which requests belong to the route.
+    pub matcher: HttpMatch,
+    /// Per-attempt timeout (overrides the line's).
+    pub timeout: Option<Duration>,
+    /// Concurrent calls of this route.
+    pub bulkhead: Option<BulkheadConfig>,
+    /// The route's circuit breaker, named after the route.
+    pub breaker: Option<BreakerConfig>,
+    /// Retries of idempotent requests.
+    pub retry: Option<RetryConfig>,
+    /// What the caller gets when a call is rejected or fails.
+    pub fallback: Option<FallbackConfig>,
+    /// Token bucket of this route.
+    pub rate_limit: Option<RateLimitConfig>,
+}
+
+/// A counting limit on concurrent calls.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BulkheadConfig {
+    /// Calls in flight at most.
+    pub max_concurrent: u32,
+    /// How long a call may wait for a slot; `0s` (default) rejects at once.
+    #[serde(default)]
+    pub max_wait: Dur,
+}
+
+/// Token bucket: `rate` tokens per second, up to `burst` saved.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimitConfig {
+    /// Requests per second.
+    pub per_second: f64,
+    /// Bucket size.
+    pub burst: u32,
+}
+
+/// Retries with exponential backoff and seeded jitter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetryConfig {
+    /// Attempts in all, the first included (>= 1).
+    pub attempts: u32,
+    /// Wait before the second attempt; doubles each time.
+    pub backoff: Duration,
+    /// Ceiling of the wait.
+    pub max_backoff: Duration,
+    /// Share of the wait that is random (full jitter at 100 %).
+    pub jitter: Percent,
+    /// Methods that may be retried.
+    pub methods: Vec<http::Method>,
+}
+
+/// Fallbacks, tried in order: stale, backup, static; without any, a 503
+/// with the reason.
+#[derive(Debug, Clone, Default)]
+pub struct FallbackConfig {
+    /// Serve the last good response for the same request if younger than
+    /// this.
+    pub stale: Option<Duration>,
+    /// Another upstream, `host:port` or `http://host:port`.
+    pub backup: Option<String>,
+    /// A canned degraded response.
+    pub static_response: Option<StaticResponse>,
+}
+
+/// A configured response.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticResponse {
+    /// Status (default 200: a degraded but successful answer).
+    #[serde(default = "ok_status")]
+    pub status: u16,
+    /// Headers, in order.
+    #[serde(default)]
+    pub headers: IndexMap<String, String>,
+    /// Body.
+    #[serde(default)]
+    pub body: String,
+}
+
+fn ok_status() -> u16 {
+    200
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDefense {
+    #[serde(default)]
+    timeout: Option<Dur>,
+    #[serde(default)]
+    request_timeout: Option<Dur>,
+    #[serde(default)]
+    max_concurrent: Option<u32>,
+    #[serde(default)]
+    rate_limit: Option<RateLimitConfig>,
+    #[serde(default)]
+    routes: IndexMap<String, RawRoute>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRoute {
+    #[serde(rename = "match", default)]
+    matcher: HttpMatch,
+    #[serde(default)]
+    timeout: Option<Dur>,
+    #[serde(default)]
+    bulkhead: Option<BulkheadConfig>,
+    #[serde(default)]
+    breaker: Option<BreakerConfig>,
+    #[serde(default)]
+    retry: Option<RetryConfig>,
+    #[serde(default)]
+    fallback: Option<FallbackConfig>,
+    #[serde(default)]
+    rate_limit: Option<RateLimitConfig>,
+}
+
+impl TryFrom<RawDefense> for DefenseConfig {
+    type Error = String;
+
+    fn try_from(raw: RawDefense) -> Result<Self, String> {
+        if raw.max_concurrent == Some(0) {
+            return Err("max_concurrent: must be at least 1".to_string());
+        }
+        let outer = raw.request_timeout.map(Dur::get);
+        if outer == Some(Duration::ZERO) {
+            return Err("request_timeout: must be longer than 0s".to_string());
+        }
+        let line_timeout = raw.timeout.map(Dur::get);
+        check_inner_timeout("timeout", line_timeout, outer)?;
+        let mut routes = IndexMap::new();
+        for (name, route) in raw.routes {
+            let key = format!("routes.{name}");
+            check_inner_timeout(
+                &format!("{key}.timeout"),
+                route.timeout.map(Dur::get),
+                outer,
+            )?;
+            if let Some(b) = route.bulkhead
+                && b.max_concurrent == 0
+            {
+                return Err(format!("{key}.bulkhead.max_concurrent: must be at least 1"));
+            }
+            let breaker = route.breaker.map(|mut b| {
+                if b.name.is_empty() {
+                    b.name = name.clone();
+                }
+                b
+            });
+            routes.insert(
+                name,
+                RouteConfig {
+                    matcher: route.matcher,
+                    timeout: route.timeout.map(Dur::get),
+                    bulkhead: route.bulkhead,
+                    breaker,
+                    retry: route.retry,
+                    fallback: route.fallback,
+                    rate_limit: route.rate_limit,
+                },
+            );
+        }
+        Ok(DefenseConfig {
+            timeout: line_timeout,
+            request_timeout: outer,
+            max_concurrent: raw.max_concurrent,
+            rate_limit: raw.rate_limit,
+            routes,
+        })
+    }
+}
+
+/// An inner (per-attempt) timeout must be shorter than the outer deadline,
+/// or the inner work is wasted.
+fn check_inner_timeout(
+    key: &str,
+    inner: Option<Duration>,
+    outer: Option<Duration>,
+) -> Result<(), String> {
+    if inner == Some(Duration::ZERO) {
+        return Err(format!("{key}: must be longer than 0s"));
+    }
+    if let (Some(inner), Some(outer)) = (inner, outer)
+        && inner >= outer
+    {
+        return Err(format!(
+            "{key}: the per-attempt timeout ({}) must be shorter than request_timeout ({}), or the inner work is wasted",
+            Dur(inner),
+            Dur(outer)
+        ));
+    }
+    Ok(())
+}
+
+impl<'de> Deserialize<'de> for DefenseConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked::<D, RawDefense, DefenseConfig>(d)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRateLimit {
+    rate: String,
+    #[serde(default)]
+    burst: Option<u32>,
+}
+
+impl TryFrom<RawRateLimit> for RateLimitConfig {
+    type Error = String;
+
+    fn try_from(raw: RawRateLimit) -> Result<Self, String> {
+        let number = raw
+            .rate
+            .trim()
+            .strip_suffix("/s")
+            .unwrap_or(raw.rate.trim());
+        let per_second: f64 = number
+            .trim()
+            .parse()
+            .ok()
+            .filter(|r: &f64| *r > 0.0 && r.is_finite())
+            .ok_or_else(|| {
+                format!(
+                    "rate: invalid rate `{}`: expected requests per second such as `100/s`",
+                    raw.rate
+                )
+            })?;
+        let burst = raw.burst.unwrap_or(per_second.ceil() as u32).max(1);
+        Ok(RateLimitConfig { per_second, burst })
+    }
+}
+
+impl<'de> Deserialize<'de> for RateLimitConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked::<D, RawRateLimit, RateLimitConfig>(d)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRetry {
+    #[serde(default = "three")]
+    attempts: u32,
+    #[serde(default = "hundred_ms")]
+    backoff: Dur,
+    #[serde(default)]
+    max_backoff: Option<Dur>,
+    #[serde(default)]
+    jitter: Option<Percent>,
+    #[serde(default)]
+    methods: Option<Vec<String>>,
+    #[serde(default)]
+    allow_non_idempotent: bool,
+}
+
+fn three() -> u32 {
+    3
+}
+
+fn hundred_ms() -> Dur {
+    Dur(Duration::from_millis(100))
+}
+
+impl TryFrom<RawRetry> for RetryConfig {
+    type Error = String;
+
+    fn try_from(raw: RawRetry) -> Result<Self, String> {
+        if raw.attempts == 0 {
+            return Err("attempts: must be at least 1 (1 = no retry)".to_string());
+        }
+        let names = raw.methods.unwrap_or_else(|| {
+            ["GET", "HEAD", "OPTIONS", "PUT", "DELETE"]
+                .map(String::from)
+                .to_vec()
+        });
+        let mut methods = Vec::new();
+        for name in names {
+            let method = http::Method::from_bytes(name.to_ascii_uppercase().as_bytes())
+                .map_err(|_| format!("methods: invalid HTTP method `{name}`"))?;
+            if !method.is_idempotent() && !raw.allow_non_idempotent {
+                return Err(format!(
+                    "methods: {method} is not idempotent, so a retry may apply it twice; \
+                     set allow_non_idempotent: true if the dependency deduplicates"
+                ));
+            }
+            methods.push(method);
+        }
+        let max_backoff = raw
+            .max_backoff
+            .map(Dur::get)
+            .unwrap_or(Duration::from_secs(10));
+        if max_backoff < raw.backoff.get() {
+            return Err("max_backoff: must not be shorter than backoff".to_string());
+        }
+        Ok(RetryConfig {
+            attempts: raw.attempts,
+            backoff: raw.backoff.get(),
+            max_backoff,
+            jitter: raw.jitter.unwrap_or(Percent::new(50.0).expect("in range")),
+            methods,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for RetryConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked::<D, RawRetry, RetryConfig>(d)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFallback {
+    #[serde(default)]
+    stale: Option<RawStale>,
+    #[serde(default)]
+    backup: Option<String>,
+    #[serde(default, rename = "static")]
+    static_response: Option<StaticResponse>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStale {
+    max_stale: Dur,
+}
+
+impl TryFrom<RawFallback> for FallbackConfig {
+    type Error = String;
+
+    fn try_from(raw: RawFallback) -> Result<Self, String> {
+        if let Some(s) = &raw.static_response
+            && !(100..=599).contains(&s.status)
+        {
+            return Err(format!(
+                "static.status: invalid status {}: expected 100 to 599",
+                s.status
+            ));
+        }
+        if raw.stale.is_none() && raw.backup.is_none() && raw.static_response.is_none() {
+            return Err("give at least one of stale, backup, static".to_string());
+        }
+        Ok(FallbackConfig {
+            stale: raw.stale.map(|s| s.max_stale.get()),
+            backup: raw.backup,
+            static_response: raw.static_response,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for FallbackConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked::<D, RawFallback, FallbackConfig>(d)
+    }
+}

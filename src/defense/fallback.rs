@@ -1,0 +1,203 @@
+//! Fallbacks: the last good response (stale), a canned response (static),
+//! and the clear error when there is none. Every fallback is marked.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
+
+use super::config::StaticResponse;
+use crate::clock::{Duration, Instant};
+use crate::proxy::http::body::{ProxyBody, full};
+
+/// Header naming the fallback that answered: `stale`, `static`, `backup`.
+pub const FALLBACK_HEADER: &str = "x-firedrill-fallback";
+/// Header naming why the defense answered instead of the dependency.
+pub const REASON_HEADER: &str = "x-firedrill-reason";
+
+/// Which fallback served a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FallbackKind {
+    /// The last good response for the same request.
+    Stale,
+    /// The backup upstream.
+    Backup,
+    /// The configured static response.
+    Static,
+}
+
+impl FallbackKind {
+    /// The header value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FallbackKind::Stale => "stale",
+            FallbackKind::Backup => "backup",
+            FallbackKind::Static => "static",
+        }
+    }
+}
+
+/// A response kept for serving stale.
+#[derive(Debug, Clone)]
+struct Cached {
+    /// When it was stored.
+    at: Instant,
+    /// Its status.
+    status: StatusCode,
+    /// Its headers.
+    headers: HeaderMap,
+    /// Its body.
+    body: Bytes,
+}
+
+/// Last good response per request key, bounded in entries.
+#[derive(Debug)]
+pub struct StaleCache {
+    /// How old a response may be and still be served.
+    max_stale: Duration,
+    /// Entries by request key (method and path with query).
+    entries: Mutex<BTreeMap<String, Cached>>,
+}
+
+/// Entries kept at most; the oldest go first.
+const MAX_ENTRIES: usize = 10_000;
+
+/// Largest body kept for serving stale.
+pub const MAX_CACHED_BODY: usize = 1024 * 1024;
+
+impl StaleCache {
+    /// An empty cache.
+    pub fn new(max_stale: Duration) -> StaleCache {
+        StaleCache {
+            max_stale,
+            entries: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// Stores a good response.
+    pub fn store(
+        &self,
+        key: &str,
+        now: Instant,
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: Bytes,
+    ) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() >= MAX_ENTRIES && !entries.contains_key(key) {
+            let oldest = entries
+                .iter()
+                .min_by_key(|(_, c)| c.at)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                entries.remove(&k);
+            }
+        }
+        entries.insert(
+            key.to_string(),
+            Cached {
+                at: now,
+                status,
+                headers: headers.clone(),
+                body,
+            },
+        );
+    }
+
+    /// The stored response for `key` if younger than `max_stale`, marked.
+    pub fn serve(&self, key: &str, now: Instant) -> Option<Response<ProxyBody>> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let cached = entries.get(key)?;
+        let age = now.saturating_duration_since(cached.at);
+        if age > self.max_stale {
+            return None;
+        }
+        let mut resp = Response::new(full(cached.body.clone()));
+        *resp.status_mut() = cached.status;
+        *resp.headers_mut() = cached.headers.clone();
+        resp.headers_mut()
+            .insert(FALLBACK_HEADER, HeaderValue::from_static("stale"));
+        resp.headers_mut()
+            .insert(http::header::AGE, HeaderValue::from(age.as_secs()));
+        Some(resp)
+    }
+}
+
+/// The configured static response, marked.
+pub fn static_response(config: &StaticResponse) -> Response<ProxyBody> {
+    let mut resp = Response::new(full(config.body.clone()));
+    *resp.status_mut() = StatusCode::from_u16(config.status).unwrap_or(StatusCode::OK);
+    for (k, v) in &config.headers {
+        if let (Ok(k), Ok(v)) = (
+            http::HeaderName::from_bytes(k.as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
+            resp.headers_mut().append(k, v);
+        }
+    }
+    resp.headers_mut()
+        .insert(FALLBACK_HEADER, HeaderValue::from_static("static"));
+    resp
+}
+
+/// The answer when nothing else can be served: never an empty success.
+pub fn error_response(
+    status: StatusCode,
+    reason: &'static str,
+    retry_after: Option<Duration>,
+) -> Response<ProxyBody> {
+    let mut resp = Response::new(full(format!("firedrill defense: {reason}\n")));
+    *resp.status_mut() = status;
+    resp.headers_mut()
+        .insert(REASON_HEADER, HeaderValue::from_static(reason));
+    if let Some(wait) = retry_after {
+        resp.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            HeaderValue::from(wait.as_secs().max(1)),
+        );
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stale_serves_the_last_good_response_until_it_is_too_old() {
+        let t0 = Instant::now();
+        let cache = StaleCache::new(Duration::from_secs(60));
+        assert!(cache.serve("GET /a", t0).is_none());
+        cache.store(
+            "GET /a",
+            t0,
+            StatusCode::OK,
+            &HeaderMap::new(),
+            Bytes::from_static(b"items"),
+        );
+        let resp = cache.serve("GET /a", t0 + Duration::from_secs(30)).unwrap();
+        assert_eq!(resp.headers()[FALLBACK_HEADER], "stale");
+        assert_eq!(resp.headers()[http::header::AGE], "30");
+        assert!(cache.serve("GET /b", t0).is_none(), "another request key");
+        assert!(
+            cache
+                .serve("GET /a", t0 + Duration::from_secs(61))
+                .is_none(),
+            "too old"
+        );
+    }
+
+    #[test]
+    fn error_response_names_the_reason_and_is_not_a_success() {
+        let resp = error_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "breaker-open",
+            Some(Duration::from_millis(2500)),
+        );
+        assert_eq!(resp.status(), 503);
+        assert_eq!(resp.headers()[REASON_HEADER], "breaker-open");
+        assert_eq!(resp.headers()[http::header::RETRY_AFTER], "2");
+    }
+}

@@ -1,0 +1,639 @@
+//! The defense line itself: rate limit → workers → bulkhead → (retry →
+//! breaker → timeout → dependency) → fallback, for one client request.
+//! Every permit and every breaker admission is an RAII guard, so each is
+//! released (and each admitted call records exactly one outcome) on every
+//! path, including a client that hangs up mid-call.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::{Request, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use rand::Rng;
+use tokio::sync::Notify;
+
+use super::breaker::{Breaker, CallGuard, FailureKind, Outcome, SharedBreaker, State};
+use super::bulkhead::Bulkhead;
+use super::config::{DefenseConfig, FallbackConfig, RetryConfig};
+use super::fallback::{self, FALLBACK_HEADER, FallbackKind, MAX_CACHED_BODY, StaleCache};
+use super::rate_limit::TokenBucket;
+use super::report::{CallError, CallReport, Observer, Rejection};
+use super::retry;
+use super::upstream::Upstream;
+use crate::clock::{self, Duration, Instant, RunRng};
+use crate::fault::HttpMatch;
+use crate::proxy::http::body::{ProxyBody, boxed, full};
+
+/// Header a caller may set to find its request in the reports.
+pub const REQUEST_ID_HEADER: &str = "x-firedrill-request-id";
+
+/// One route's protections.
+struct Route {
+    /// Name in reports, journal and metrics.
+    name: String,
+    /// Which requests belong here.
+    matcher: HttpMatch,
+    /// Per-attempt timeout.
+    timeout: Option<Duration>,
+    /// Concurrent calls of the route.
+    bulkhead: Option<Bulkhead>,
+    /// The route's breaker.
+    breaker: Option<SharedBreaker>,
+    /// Woken after every breaker step, so the timer task re-reads its
+    /// next deadline.
+    breaker_stepped: Arc<Notify>,
+    /// Retries.
+    retry: Option<RetryConfig>,
+    /// Fallbacks.
+    fallback: Option<FallbackConfig>,
+    /// Last good responses, when `fallback.stale` is set.
+    stale: Option<StaleCache>,
+    /// The backup upstream, when `fallback.backup` is set.
+    backup: Option<Arc<dyn Upstream>>,
+    /// The route's token bucket.
+    rate_limit: Option<TokenBucket>,
+}
+
+/// The whole line, shared by every connection (`Arc`).
+pub struct DefenseLine {
+    /// Routes, first match wins; the last one is the catch-all `default`.
+    routes: Vec<Route>,
+    /// All calls in flight (`max_concurrent`).
+    workers: Option<Bulkhead>,
+    /// The line's token bucket.
+    rate_limit: Option<TokenBucket>,
+    /// Outer deadline per client request.
+    request_timeout: Option<Duration>,
+    /// The dependency.
+    upstream: Arc<dyn Upstream>,
+    /// Jitter of retry backoffs.
+    rng: Mutex<RunRng>,
+    /// Who hears about calls and transitions.
+    observer: Arc<dyn Observer>,
+    /// Client requests handled.
+    requests: AtomicU64,
+    /// Attempts sent to the dependency (retry amplification = this / requests).
+    attempts: AtomicU64,
+}
+
+impl std::fmt::Debug for DefenseLine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DefenseLine")
+            .field(
+                "routes",
+                &self.routes.iter().map(|r| &r.name).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+impl DefenseLine {
+    /// Builds the line. `backup` opens an upstream for a fallback's backup
+    /// address; `run_start` is time zero of the journal.
+    pub fn new(
+        config: &DefenseConfig,
+        upstream: Arc<dyn Upstream>,
+        backup: &dyn Fn(&str) -> Arc<dyn Upstream>,
+        seed: u64,
+        run_start: Instant,
+        observer: Arc<dyn Observer>,
+    ) -> Arc<DefenseLine> {
+        let now = clock::now();
+        let mut routes: Vec<Route> = config
+            .routes
+            .iter()
+            .map(|(name, r)| Route {
+                name: name.clone(),
+                matcher: r.matcher.clone(),
+                timeout: r.timeout.or(config.timeout),
+                bulkhead: r
+                    .bulkhead
+                    .map(|b| Bulkhead::new(b.max_concurrent, b.max_wait.get())),
+                breaker: r
+                    .breaker
+                    .as_ref()
+                    .map(|b| SharedBreaker::new(Breaker::new(b, run_start))),
+                breaker_stepped: Arc::new(Notify::new()),
+                retry: r.retry.clone(),
+                fallback: r.fallback.clone(),
+                stale: r
+                    .fallback
+                    .as_ref()
+                    .and_then(|f| f.stale)
+                    .map(StaleCache::new),
+                backup: r
+                    .fallback
+                    .as_ref()
+                    .and_then(|f| f.backup.as_deref())
+                    .map(backup),
+                rate_limit: r.rate_limit.map(|c| TokenBucket::new(c, now)),
+            })
+            .collect();
+        routes.push(Route {
+            name: "default".to_string(),
+            matcher: HttpMatch::default(),
+            timeout: config.timeout,
+            bulkhead: None,
+            breaker: None,
+            breaker_stepped: Arc::new(Notify::new()),
+            retry: None,
+            fallback: None,
+            stale: None,
+            backup: None,
+            rate_limit: None,
+        });
+        let line = Arc::new(DefenseLine {
+            routes,
+            workers: config
+                .max_concurrent
+                .map(|n| Bulkhead::new(n, Duration::ZERO)),
+            rate_limit: config.rate_limit.map(|c| TokenBucket::new(c, now)),
+            request_timeout: config.request_timeout,
+            upstream,
+            rng: Mutex::new(clock::seeded_rng(seed, 0xdefe)),
+            observer,
+            requests: AtomicU64::new(0),
+            attempts: AtomicU64::new(0),
+        });
+        for index in 0..line.routes.len() {
+            if line.routes[index].breaker.is_some() {
+                tokio::spawn(breaker_timers(Arc::downgrade(&line), index));
+            }
+        }
+        line
+    }
+
+    /// The breakers, by route name.
+    pub fn breakers(&self) -> impl Iterator<Item = (&str, &SharedBreaker)> {
+        self.routes
+            .iter()
+            .filter_map(|r| r.breaker.as_ref().map(|b| (r.name.as_str(), b)))
+    }
+
+    /// The bulkheads, by route name (`workers` for `max_concurrent`).
+    pub fn bulkheads(&self) -> impl Iterator<Item = (&str, &Bulkhead)> {
+        let workers = self.workers.as_ref().map(|b| ("workers", b));
+        workers.into_iter().chain(
+            self.routes
+                .iter()
+                .filter_map(|r| r.bulkhead.as_ref().map(|b| (r.name.as_str(), b))),
+        )
+    }
+
+    /// Client requests handled so far.
+    pub fn requests(&self) -> u64 {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Attempts sent to the dependency so far.
+    pub fn attempts(&self) -> u64 {
+        self.attempts.load(Ordering::Relaxed)
+    }
+
+    /// Handles one client request.
+    pub async fn handle(&self, req: Request<Incoming>) -> Response<ProxyBody> {
+        let arrival = clock::now();
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let route = self
+            .routes
+            .iter()
+            .find(|r| {
+                r.matcher
+                    .matches(req.method(), req.uri().path(), req.headers())
+            })
+            .expect("the default route matches everything");
+        let mut report = CallReport {
+            route: route.name.clone(),
+            request_id: req
+                .headers()
+                .get(REQUEST_ID_HEADER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string),
+            status: 0,
+            latency: Duration::ZERO,
+            breaker_state: None,
+            rejected_by: None,
+            error: None,
+            fallback: None,
+            attempts: 0,
+        };
+        let response = self.protect(route, req, &mut report).await;
+        report.status = response.status().as_u16();
+        report.latency = clock::now() - arrival;
+        report.fallback =
+            response
+                .headers()
+                .get(FALLBACK_HEADER)
+                .and_then(|v| match v.as_bytes() {
+                    b"stale" => Some(FallbackKind::Stale),
+                    b"backup" => Some(FallbackKind::Backup),
+                    b"static" => Some(FallbackKind::Static),
+                    _ => None,
+                });
+        self.observer.call(&report);
+        response
+    }
+
+    async fn protect(
+        &self,
+        route: &Route,
+        req: Request<Incoming>,
+        report: &mut CallReport,
+    ) -> Response<ProxyBody> {
+        let key = format!(
+            "{} {}",
+            req.method(),
+            req.uri()
+                .path_and_query()
+                .map(|p| p.as_str())
+                .unwrap_or("/")
+        );
+        let now = clock::now();
+        let limited = [&self.rate_limit, &route.rate_limit]
+            .into_iter()
+            .flatten()
+            .any(|b| !b.try_take(now));
+        if limited {
+            report.rejected_by = Some(Rejection::RateLimit);
+            return fallback::error_response(StatusCode::SERVICE_UNAVAILABLE, "rate-limited", None);
+        }
+        let _worker = match &self.workers {
+            Some(w) => match w.acquire().await {
+                Ok(p) => Some(p),
+                Err(_) => {
+                    report.rejected_by = Some(Rejection::Workers);
+                    return self
+                        .fall_back(route, &key, None, "workers-exhausted", None)
+                        .await;
+                }
+            },
+            None => None,
+        };
+        let _slot = match &route.bulkhead {
+            Some(b) => match b.acquire().await {
+                Ok(p) => Some(p),
+                Err(_) => {
+                    report.rejected_by = Some(Rejection::Bulkhead);
+                    return self
+                        .fall_back(route, &key, None, "bulkhead-full", None)
+                        .await;
+                }
+            },
+            None => None,
+        };
+        let attempts = self.try_attempts(route, req, &key, report);
+        let result = match self.request_timeout {
+            Some(deadline) => match tokio::time::timeout(deadline, attempts).await {
+                Ok(r) => r,
+                Err(_) => {
+                    report.error = Some(CallError::Deadline);
+                    Failed::Deadline
+                }
+            },
+            None => attempts.await,
+        };
+        match result {
+            Failed::Answered(resp) => resp,
+            Failed::Rejected { state, retry_after } => {
+                report.rejected_by = Some(Rejection::Breaker);
+                let reason = if state == State::HalfOpen {
+                    "breaker-half-open"
+                } else {
+                    "breaker-open"
+                };
+                self.fall_back(route, &key, None, reason, retry_after).await
+            }
+            Failed::Status(resp) => {
+                self.fall_back(route, &key, Some(resp), "upstream-status", None)
+                    .await
+            }
+            Failed::Timeout => self.fall_back(route, &key, None, "timeout", None).await,
+            Failed::Deadline => {
+                self.fall_back(route, &key, None, "request-timeout", None)
+                    .await
+            }
+            Failed::Connect => {
+                self.fall_back(route, &key, None, "upstream-connect", None)
+                    .await
+            }
+            Failed::Broken => {
+                self.fall_back(route, &key, None, "upstream-error", None)
+                    .await
+            }
+        }
+    }
+
+    /// The attempt loop: retries, each through the breaker and the timeout.
+    async fn try_attempts(
+        &self,
+        route: &Route,
+        req: Request<Incoming>,
+        key: &str,
+        report: &mut CallReport,
+    ) -> Failed {
+        let (parts, body) = req.into_parts();
+        let retry = route
+            .retry
+            .as_ref()
+            .filter(|r| retry::may_retry(r, &parts.method));
+        // A retried request is sent again, so its body is kept (small bodies
+        // only); any other request streams its body once.
+        let small = http_body::Body::size_hint(&body)
+            .upper()
+            .is_some_and(|n| n <= MAX_CACHED_BODY as u64);
+        let (mut streaming, kept) = match (retry, small) {
+            (Some(_), true) => match body.collect().await {
+                Ok(b) => (None, Some(b.to_bytes())),
+                Err(_) => return Failed::Broken,
+            },
+            _ => (Some(body), None),
+        };
+        let max_attempts = if kept.is_some() {
+            retry.map_or(1, |r| r.attempts)
+        } else {
+            1
+        };
+        let mut last = Failed::Broken;
+        for attempt in 1..=max_attempts {
+            if attempt > 1 {
+                let draw = self
+                    .rng
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .random::<f64>();
+                clock::sleep(retry::backoff(retry.expect("retrying"), attempt, draw)).await;
+            }
+            let guard = match &route.breaker {
+                Some(b) => {
+                    let admitted = b.try_acquire(clock::now());
+                    route.stepped(self);
+                    match admitted {
+                        Ok(g) => {
+                            report
+                                .breaker_state
+                                .get_or_insert(g.admitted_in().unwrap_or(State::Closed));
+                            Some(g)
+                        }
+                        Err(rejected) => {
+                            report.breaker_state.get_or_insert(rejected.state);
+                            return Failed::Rejected {
+                                state: rejected.state,
+                                retry_after: rejected.retry_after,
+                            };
+                        }
+                    }
+                }
+                None => None,
+            };
+            let body = match (&kept, streaming.take()) {
+                (Some(bytes), _) => full(bytes.clone()),
+                (None, Some(b)) => boxed(b),
+                (None, None) => return last,
+            };
+            let request = Request::from_parts(parts.clone(), body);
+            self.attempts.fetch_add(1, Ordering::Relaxed);
+            report.attempts += 1;
+            let sent = clock::now();
+            let outcome = match route.timeout {
+                Some(t) => tokio::time::timeout(t, self.upstream.send(request))
+                    .await
+                    .ok(),
+                None => Some(self.upstream.send(request).await),
+            };
+            let took = clock::now() - sent;
+            let (verdict, failed) = match outcome {
+                None => (
+                    Outcome::Failure(FailureKind::Timeout),
+                    Some((Failed::Timeout, CallError::Timeout)),
+                ),
+                Some(Err(err)) => {
+                    let connect = err.is_connect();
+                    let kind = if connect {
+                        FailureKind::Connect
+                    } else {
+                        FailureKind::Reset
+                    };
+                    let call_error = if connect {
+                        CallError::Connect
+                    } else {
+                        CallError::Broken
+                    };
+                    let failed = if connect {
+                        Failed::Connect
+                    } else {
+                        Failed::Broken
+                    };
+                    (Outcome::Failure(kind), Some((failed, call_error)))
+                }
+                Some(Ok(resp)) => {
+                    let status = resp.status().as_u16();
+                    let verdict = match &route.breaker {
+                        Some(b) => b.lock().classifier().classify_status(status),
+                        None if status >= 500 => Outcome::Failure(FailureKind::Status(status)),
+                        None => Outcome::Success,
+                    };
+                    match verdict {
+                        Outcome::Failure(_) => (
+                            verdict,
+                            Some((Failed::Status(resp.map(boxed)), CallError::Status)),
+                        ),
+                        _ => {
+                            record(route, self, guard, verdict, took);
+                            report.error = None;
+                            return Failed::Answered(self.deliver(route, key, resp).await);
+                        }
+                    }
+                }
+            };
+            record(route, self, guard, verdict, took);
+            let (failed, call_error) = failed.expect("failures only reach here");
+            report.error = Some(call_error);
+            last = failed;
+        }
+        last
+    }
+
+    /// Passes a good response on, keeping a copy for stale serving.
+    async fn deliver(
+        &self,
+        route: &Route,
+        key: &str,
+        resp: Response<Incoming>,
+    ) -> Response<ProxyBody> {
+        let Some(cache) = route.stale.as_ref().filter(|_| resp.status().is_success()) else {
+            return resp.map(boxed);
+        };
+        let small = http_body::Body::size_hint(resp.body())
+            .upper()
+            .is_some_and(|n| n <= MAX_CACHED_BODY as u64);
+        if !small {
+            return resp.map(boxed);
+        }
+        let (parts, body) = resp.into_parts();
+        match body.collect().await {
+            Ok(collected) => {
+                let bytes: Bytes = collected.to_bytes();
+                cache.store(
+                    key,
+                    clock::now(),
+                    parts.status,
+                    &parts.headers,
+                    bytes.clone(),
+                );
+                Response::from_parts(parts, full(bytes))
+            }
+            Err(_) => fallback::error_response(StatusCode::BAD_GATEWAY, "upstream-error", None),
+        }
+    }
+
+    /// What the caller gets instead: stale, backup, static, the failed
+    /// response itself, or a clear error.
+    async fn fall_back(
+        &self,
+        route: &Route,
+        key: &str,
+        failed: Option<Response<ProxyBody>>,
+        reason: &'static str,
+        retry_after: Option<Duration>,
+    ) -> Response<ProxyBody> {
+        if let Some(resp) = route
+            .stale
+            .as_ref()
+            .and_then(|c| c.serve(key, clock::now()))
+        {
+            return resp;
+        }
+        if let Some(backup) = &route.backup
+            && let Some(resp) = self.call_backup(route, backup, key).await
+        {
+            return resp;
+        }
+        if let Some(s) = route
+            .fallback
+            .as_ref()
+            .and_then(|f| f.static_response.as_ref())
+        {
+            return fallback::static_response(s);
+        }
+        match failed {
+            Some(resp) => resp,
+            None => {
+                let status = if reason == "timeout" || reason == "request-timeout" {
+                    StatusCode::GATEWAY_TIMEOUT
+                } else {
+                    StatusCode::SERVICE_UNAVAILABLE
+                };
+                fallback::error_response(status, reason, retry_after)
+            }
+        }
+    }
+
+    async fn call_backup(
+        &self,
+        route: &Route,
+        backup: &Arc<dyn Upstream>,
+        key: &str,
+    ) -> Option<Response<ProxyBody>> {
+        let (method, path) = key.split_once(' ')?;
+        let req = Request::builder()
+            .method(method)
+            .uri(path)
+            .body(full(Bytes::new()))
+            .ok()?;
+        let sent = backup.send(req);
+        let resp = match route.timeout {
+            Some(t) => tokio::time::timeout(t, sent).await.ok()?.ok()?,
+            None => sent.await.ok()?,
+        };
+        if resp.status().is_server_error() {
+            return None;
+        }
+        let mut resp = resp.map(boxed);
+        resp.headers_mut()
+            .insert(FALLBACK_HEADER, http::HeaderValue::from_static("backup"));
+        Some(resp)
+    }
+}
+
+/// Records an attempt's outcome with its breaker and publishes transitions.
+fn record(
+    route: &Route,
+    line: &DefenseLine,
+    guard: Option<CallGuard>,
+    outcome: Outcome,
+    took: Duration,
+) {
+    if let Some(g) = guard {
+        g.record(outcome, took, clock::now());
+        route.stepped(line);
+    }
+}
+
+impl Route {
+    /// Publishes the breaker's new transitions and wakes its timer task.
+    fn stepped(&self, line: &DefenseLine) {
+        if let Some(b) = &self.breaker {
+            for t in b.take_journal() {
+                tracing::info!(breaker = %t.breaker, from = %t.from, to = %t.to, reason = %t.reason, "breaker transition");
+                line.observer.transition(&t);
+            }
+            self.breaker_stepped.notify_one();
+        }
+    }
+}
+
+/// Runs a breaker's timed transitions (automatic half-open, max wait in
+/// half-open, progressive stage deadlines) when no call comes to run them.
+async fn breaker_timers(line: std::sync::Weak<DefenseLine>, index: usize) {
+    loop {
+        let (next, stepped) = {
+            let Some(line) = line.upgrade() else { return };
+            let route = &line.routes[index];
+            let breaker = route.breaker.as_ref().expect("spawned for a breaker");
+            let next = breaker.lock().next_timer();
+            (next, route.breaker_stepped.clone())
+        };
+        let timer = async {
+            match next {
+                Some(at) => clock::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = stepped.notified() => continue,
+            _ = timer => {}
+        }
+        let Some(line) = line.upgrade() else { return };
+        let route = &line.routes[index];
+        if let Some(b) = &route.breaker {
+            b.lock().on_timer(clock::now());
+            route.stepped(&line);
+        }
+    }
+}
+
+/// How the attempts ended.
+enum Failed {
+    /// A response to pass on (success or ignored status).
+    Answered(Response<ProxyBody>),
+    /// The breaker turned the call away.
+    Rejected {
+        /// The state that rejected.
+        state: State,
+        /// When a trial call will be let through.
+        retry_after: Option<Duration>,
+    },
+    /// The last attempt got a failure status.
+    Status(Response<ProxyBody>),
+    /// The last attempt timed out.
+    Timeout,
+    /// The outer deadline passed.
+    Deadline,
+    /// The last attempt could not connect.
+    Connect,
+    /// The last attempt's connection broke.
+    Broken,
+}

@@ -1,0 +1,143 @@
+//! What the defense line tells its observers: one report per client
+//! request, and every breaker transition as it happens.
+
+use serde::Serialize;
+
+use super::breaker::{State, Transition};
+use super::fallback::FallbackKind;
+use crate::clock::Duration;
+
+/// Why the defense line answered without calling the dependency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rejection {
+    /// The token bucket was empty.
+    RateLimit,
+    /// Every worker (`max_concurrent`) was busy.
+    Workers,
+    /// The route's bulkhead was full.
+    Bulkhead,
+    /// The route's breaker did not admit the call.
+    Breaker,
+}
+
+/// How the last attempt failed, when it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallError {
+    /// The dependency answered with a status that counts as a failure.
+    Status,
+    /// No answer within the attempt's timeout.
+    Timeout,
+    /// The connection could not be made.
+    Connect,
+    /// The connection broke (reset, closed early, protocol error).
+    Broken,
+    /// The request's outer deadline (`request_timeout`) passed.
+    Deadline,
+}
+
+/// One client request as the defense line saw it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallReport {
+    /// The route it matched (`default` when none did).
+    pub route: String,
+    /// The caller's `x-firedrill-request-id`, if it sent one.
+    pub request_id: Option<String>,
+    /// The status returned to the caller.
+    pub status: u16,
+    /// Time from arrival to the response head.
+    pub latency: Duration,
+    /// The breaker's state when the first attempt asked it.
+    pub breaker_state: Option<State>,
+    /// What turned the request away, if anything did.
+    pub rejected_by: Option<Rejection>,
+    /// How the last attempt failed, if it did.
+    pub error: Option<CallError>,
+    /// The fallback that answered, if one did.
+    pub fallback: Option<FallbackKind>,
+    /// Attempts sent to the dependency (retries included).
+    pub attempts: u32,
+}
+
+/// Receives reports and transitions (experiments record them, `defend`
+/// writes the journal). Called inline: keep it cheap.
+pub trait Observer: Send + Sync + 'static {
+    /// A breaker changed state.
+    fn transition(&self, _transition: &Transition) {}
+    /// A client request finished (its response head was produced).
+    fn call(&self, _report: &CallReport) {}
+}
+
+/// An observer that ignores everything.
+#[derive(Debug, Default)]
+pub struct NoObserver;
+
+impl Observer for NoObserver {}
+
+/// Writes every transition as one JSON line to a file (the transition
+/// journal), flushing each line so an interrupted run keeps them all.
+#[derive(Debug)]
+pub struct JournalFile {
+    /// The open file.
+    file: std::sync::Mutex<std::fs::File>,
+}
+
+impl JournalFile {
+    /// Creates (truncates) `path`.
+    pub fn create(path: &std::path::Path) -> std::io::Result<JournalFile> {
+        Ok(JournalFile {
+            file: std::sync::Mutex::new(std::fs::File::create(path)?),
+        })
+    }
+}
+
+impl Observer for JournalFile {
+    fn transition(&self, transition: &Transition) {
+        use std::io::Write;
+        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(err) = writeln!(file, "{}", transition.to_json_line()) {
+            tracing::warn!(%err, "cannot write the transition journal");
+        }
+    }
+}
+
+/// Keeps every transition and report in memory (experiments, tests).
+#[derive(Debug, Default)]
+pub struct Recorder {
+    /// Transitions in the order they happened.
+    transitions: std::sync::Mutex<Vec<Transition>>,
+    /// Reports in the order requests finished.
+    calls: std::sync::Mutex<Vec<CallReport>>,
+}
+
+impl Recorder {
+    /// The transitions so far.
+    pub fn transitions(&self) -> Vec<Transition> {
+        self.transitions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The reports so far.
+    pub fn calls(&self) -> Vec<CallReport> {
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Observer for Recorder {
+    fn transition(&self, transition: &Transition) {
+        self.transitions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(transition.clone());
+    }
+
+    fn call(&self, report: &CallReport) {
+        self.calls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(report.clone());
+    }
+}

@@ -1,0 +1,119 @@
+//! The defense line as a standalone reverse proxy: hyper on the client
+//! side, the line's pooled client towards the dependency.
+
+use std::sync::Arc;
+
+use hyper_util::rt::{TokioIo, TokioTimer};
+
+use super::config::DefenseConfig;
+use super::line::DefenseLine;
+use super::report::{JournalFile, NoObserver, Observer};
+use super::upstream::{HttpUpstream, Upstream};
+use crate::cli::CliError;
+use crate::clock::Duration;
+use crate::fault::FaultPlan;
+use crate::net::Acceptor;
+use crate::net::{self, TcpAcceptor, TcpConnector};
+use crate::proxy::ShutdownSignal;
+
+/// Serves `line` on `acceptor` until `shutdown`, then drains for `grace`.
+pub async fn serve<A: Acceptor>(
+    acceptor: A,
+    line: Arc<DefenseLine>,
+    shutdown: ShutdownSignal,
+    grace: Duration,
+) -> std::io::Result<()> {
+    crate::proxy::serve(
+        acceptor,
+        Arc::new(FaultPlan::empty()),
+        move |stream, mut shutdown| {
+            let line = line.clone();
+            async move {
+                let service = hyper::service::service_fn(move |req| {
+                    let line = line.clone();
+                    async move { Ok::<_, std::convert::Infallible>(line.handle(req).await) }
+                });
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .serve_connection(TokioIo::new(stream), service);
+                tokio::pin!(conn);
+                let _ = tokio::select! {
+                    biased;
+                    r = conn.as_mut() => r,
+                    _ = shutdown.wait() => { conn.as_mut().graceful_shutdown(); conn.await }
+                };
+            }
+        },
+        shutdown,
+        grace,
+    )
+    .await
+}
+
+/// `host:port` from `host:port` or `http://host:port[/]`.
+pub fn authority(upstream: &str) -> &str {
+    upstream
+        .strip_prefix("http://")
+        .unwrap_or(upstream)
+        .trim_end_matches('/')
+}
+
+/// `firedrill defend`: loads the config, binds, serves until a stop signal.
+pub fn defend_command(
+    config: &std::path::Path,
+    listen: &str,
+    upstream: &str,
+    journal: Option<&std::path::Path>,
+    seed: u64,
+    grace: Duration,
+) -> Result<u8, CliError> {
+    let config: DefenseConfig = crate::schema::from_yaml_file(config)?;
+    if upstream.starts_with("https://") {
+        return Err(CliError::Invalid(format!(
+            "--upstream {upstream}: https is not supported; give host:port or http://host:port"
+        )));
+    }
+    let observer: Arc<dyn Observer> = match journal {
+        Some(path) => Arc::new(
+            JournalFile::create(path)
+                .map_err(|e| CliError::Runtime(format!("--journal {}: {e}", path.display())))?,
+        ),
+        None => Arc::new(NoObserver),
+    };
+    crate::cli::init_logging("info");
+    crate::cli::runtime()?.block_on(async {
+        let dial = |addr: &str| {
+            let authority = authority(addr).to_string();
+            async move {
+                let resolved = net::resolve(&authority)
+                    .await
+                    .map_err(|e| CliError::Runtime(format!("--upstream {authority}: cannot resolve: {e}")))?;
+                Ok::<_, CliError>(Arc::new(HttpUpstream::new(Arc::new(TcpConnector { addr: resolved }), &authority)) as Arc<dyn Upstream>)
+            }
+        };
+        let primary = dial(upstream).await?;
+        let mut backups = std::collections::BTreeMap::new();
+        for route in config.routes.values() {
+            if let Some(addr) = route.fallback.as_ref().and_then(|f| f.backup.as_deref()) {
+                backups.insert(addr.to_string(), dial(addr).await?);
+            }
+        }
+        let backup = |addr: &str| backups.get(addr).cloned().expect("every backup was dialled above");
+        let line = DefenseLine::new(&config, primary, &backup, seed, crate::clock::now(), observer);
+        let addr = net::resolve(listen).await.map_err(|e| CliError::Runtime(format!("--listen {listen}: {e}")))?;
+        let acceptor = TcpAcceptor::bind(addr)
+            .await
+            .map_err(|e| CliError::Runtime(format!("--listen {listen}: cannot bind: {e}")))?;
+        tracing::info!(listen = %acceptor.local_addr(), %upstream, routes = config.routes.len(), "defense line ready");
+        let (stop, shutdown) = ShutdownSignal::new();
+        tokio::spawn(async move {
+            crate::cli::stop_signal().await;
+            let _ = stop.send(true);
+        });
+        serve(acceptor, line.clone(), shutdown, grace)
+            .await
+            .map_err(|e| CliError::Runtime(format!("--listen {listen}: {e}")))?;
+        tracing::info!(requests = line.requests(), attempts = line.attempts(), "defense line stopped");
+        Ok(crate::cli::EXIT_OK)
+    })
+}

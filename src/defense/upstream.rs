@@ -1,0 +1,144 @@
+//! The defense line's side towards the dependency: an HTTP client with a
+//! connection pool over any [`Connector`], so the same code calls real
+//! sockets and in-memory pipes.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http::{Request, Response, Uri};
+use hyper::body::Incoming;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::{Connected, Connection};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+use crate::net::{Connector, Transport};
+use crate::proxy::http::body::{BoxError, ProxyBody};
+
+/// A boxed future, for the object-safe [`Upstream`].
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Sends requests to one dependency.
+pub trait Upstream: Send + Sync + 'static {
+    /// Sends `req` (origin-form URI) and returns the response head.
+    fn send(
+        &self,
+        req: Request<ProxyBody>,
+    ) -> BoxFuture<'_, Result<Response<Incoming>, hyper_util::client::legacy::Error>>;
+}
+
+/// A pooled HTTP/1.1 client that always dials through one connector.
+pub struct HttpUpstream<C: Connector> {
+    /// The pooled client.
+    client: Client<Dial<C>, ProxyBody>,
+    /// `scheme://authority` put in front of each request's path.
+    base: String,
+}
+
+impl<C: Connector> std::fmt::Debug for HttpUpstream<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpUpstream")
+            .field("base", &self.base)
+            .finish()
+    }
+}
+
+impl<C: Connector> HttpUpstream<C> {
+    /// A client for the dependency reached through `connector`; `authority`
+    /// is what goes in the `Host` header.
+    pub fn new(connector: Arc<C>, authority: &str) -> HttpUpstream<C> {
+        let client = Client::builder(TokioExecutor::new())
+            .timer(TokioTimer::new())
+            .pool_timer(TokioTimer::new())
+            .pool_max_idle_per_host(usize::MAX)
+            .build(Dial(connector));
+        HttpUpstream {
+            client,
+            base: format!("http://{authority}"),
+        }
+    }
+}
+
+impl<C: Connector> Upstream for HttpUpstream<C> {
+    fn send(
+        &self,
+        mut req: Request<ProxyBody>,
+    ) -> BoxFuture<'_, Result<Response<Incoming>, hyper_util::client::legacy::Error>> {
+        let path = req
+            .uri()
+            .path_and_query()
+            .map(|p| p.as_str())
+            .unwrap_or("/");
+        if let Ok(uri) = format!("{}{}", self.base, path).parse::<Uri>() {
+            *req.uri_mut() = uri;
+        }
+        Box::pin(self.client.request(req))
+    }
+}
+
+/// The connector as a `tower::Service<Uri>` for hyper-util's client.
+struct Dial<C>(Arc<C>);
+
+impl<C> Clone for Dial<C> {
+    fn clone(&self) -> Self {
+        Dial(self.0.clone())
+    }
+}
+
+impl<C: Connector> tower_service::Service<Uri> for Dial<C> {
+    type Response = TokioIo<Pooled<C::Stream>>;
+    type Error = BoxError;
+    type Future = BoxFuture<'static, Result<Self::Response, BoxError>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _uri: Uri) -> Self::Future {
+        let connector = self.0.clone();
+        Box::pin(async move {
+            let stream = connector
+                .connect()
+                .await
+                .map_err(|e| -> BoxError { Box::new(e) })?;
+            Ok(TokioIo::new(Pooled(stream)))
+        })
+    }
+}
+
+/// A pooled stream: any transport, told to hyper-util as a plain connection.
+struct Pooled<S>(S);
+
+impl<S: Transport> Connection for Pooled<S> {
+    fn connected(&self) -> Connected {
+        Connected::new()
+    }
+}
+
+impl<S: Transport> AsyncRead for Pooled<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl<S: Transport> AsyncWrite for Pooled<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+}

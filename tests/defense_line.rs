@@ -1,0 +1,206 @@
+//! The defense line through real proxies over loopback: client → defense
+//! line → fault proxy → fixture target. Decisions are waited for by state,
+//! with generous limits, never by fixed sleeps alone.
+
+mod common;
+
+use std::time::Duration as StdDuration;
+
+use common::{DefenseRig, defense_rig, http_client};
+use firedrill::defense::breaker::State;
+use tokio::time::Instant;
+
+const INVENTORY_BREAKER: &str = "
+routes:
+  inventory:
+    match: /inventory/*
+    timeout: 2s
+    breaker:
+      sliding_window_size: 10
+      minimum_calls: 5
+      failure_rate_threshold: 50%
+      wait_in_open: 1500ms
+      permitted_calls_in_half_open: 3
+    fallback:
+      static: { status: 200, body: '{\"items\":[]}' }
+";
+
+async fn get(rig: &DefenseRig, path: &str) -> reqwest::Response {
+    http_client().get(rig.url(path)).send().await.unwrap()
+}
+
+/// Sends requests every 20 ms until the breaker is in `state` (at most `limit`).
+async fn drive_until(rig: &DefenseRig, path: &str, state: State, limit: StdDuration) {
+    let deadline = Instant::now() + limit;
+    while rig.breaker_state("inventory") != state {
+        assert!(
+            Instant::now() < deadline,
+            "breaker never reached {state} (now {})",
+            rig.breaker_state("inventory")
+        );
+        let _ = get(rig, path).await;
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dependency_503s_open_the_breaker_nothing_reaches_it_while_open_and_it_closes_after_recovery()
+ {
+    let rig = defense_rig(
+        "faults:\n  - { name: down, match: /inventory/*, status: { code: 503 }, for: 3s }\n",
+        INVENTORY_BREAKER,
+    )
+    .await;
+    drive_until(
+        &rig,
+        "/inventory/sku-1",
+        State::Open,
+        StdDuration::from_secs(10),
+    )
+    .await;
+
+    // While open: fail fast with the marked fallback; the dependency's own
+    // counter does not move.
+    let before = rig.dependency_calls();
+    for _ in 0..20 {
+        let resp = get(&rig, "/inventory/sku-1").await;
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["x-firedrill-fallback"], "static");
+        assert_eq!(resp.text().await.unwrap(), r#"{"items":[]}"#);
+    }
+    // wait_in_open (1.5 s) is far longer than 20 loopback requests take.
+    assert_eq!(rig.breaker_state("inventory"), State::Open);
+    assert_eq!(
+        rig.dependency_calls(),
+        before,
+        "an open breaker sent calls to the dependency"
+    );
+
+    // After the fault window (3 s) the half-open probes succeed and it closes.
+    drive_until(
+        &rig,
+        "/inventory/sku-1",
+        State::Closed,
+        StdDuration::from_secs(20),
+    )
+    .await;
+    let journal = rig.recorder.transitions();
+    let first = &journal[0];
+    let last = journal.last().unwrap();
+    assert_eq!(
+        (first.from, first.to),
+        (State::Closed, State::Open),
+        "{journal:#?}"
+    );
+    assert_eq!(
+        (last.from, last.to),
+        (State::HalfOpen, State::Closed),
+        "{journal:#?}"
+    );
+    for pair in journal.windows(2) {
+        assert_eq!(pair[0].to, pair[1].from, "journal is a connected sequence");
+    }
+    let resp = get(&rig, "/inventory/sku-1").await;
+    assert!(
+        resp.headers().get("x-firedrill-fallback").is_none(),
+        "closed: the real answer again"
+    );
+    // The breaker's own proof: nothing was admitted while open.
+    let counters = rig.line.breakers().next().unwrap().1.counters();
+    assert_eq!(counters.admitted.get(State::Open), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_400s_do_not_open_the_breaker_by_default() {
+    let rig = defense_rig(
+        "",
+        INVENTORY_BREAKER
+            .replace("/inventory/*", "/status/*")
+            .as_str(),
+    )
+    .await;
+    for _ in 0..30 {
+        assert_eq!(get(&rig, "/status/400").await.status(), 400);
+    }
+    assert_eq!(rig.breaker_state("inventory"), State::Closed);
+    assert!(rig.recorder.transitions().is_empty());
+    assert_eq!(
+        rig.rig.stats.requests(),
+        30,
+        "every 400 came from the dependency"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_400s_open_the_breaker_when_configured_to_count() {
+    let config = INVENTORY_BREAKER
+        .replace("/inventory/*", "/status/*")
+        .replace(
+            "wait_in_open: 1500ms",
+            "wait_in_open: 1500ms\n      count_4xx: true",
+        );
+    let rig = defense_rig("", &config).await;
+    for _ in 0..10 {
+        get(&rig, "/status/400").await;
+    }
+    assert_eq!(rig.breaker_state("inventory"), State::Open);
+    let t = &rig.recorder.transitions()[0];
+    assert!(
+        t.reason.to_string().contains("failure_rate"),
+        "{}",
+        t.reason
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_hanging_up_on_a_half_open_probe_does_not_leave_the_breaker_stuck() {
+    let config = INVENTORY_BREAKER
+        .replace(
+            "permitted_calls_in_half_open: 3",
+            "permitted_calls_in_half_open: 1",
+        )
+        .replace("timeout: 2s", "timeout: 20s");
+    let rig = defense_rig(
+        "faults:\n  - { match: /inventory/fail, status: { code: 503 } }\n  - { match: /inventory/slow, latency: { delay: 10s } }\n",
+        &config,
+    )
+    .await;
+    drive_until(
+        &rig,
+        "/inventory/fail",
+        State::Open,
+        StdDuration::from_secs(10),
+    )
+    .await;
+    tokio::time::sleep(StdDuration::from_millis(1600)).await; // past wait_in_open
+    // The one permitted probe: a slow call whose client gives up.
+    let impatient = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(StdDuration::from_millis(300))
+        .build()
+        .unwrap();
+    let err = impatient
+        .get(rig.url("/inventory/slow"))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(err.is_timeout());
+    assert_eq!(rig.breaker_state("inventory"), State::HalfOpen);
+    // The abandoned probe released its slot: the next call is admitted as
+    // the probe (not rejected as half-open-full) and closes the breaker.
+    let deadline = Instant::now() + StdDuration::from_secs(10);
+    loop {
+        let resp = get(&rig, "/inventory/ok").await;
+        if rig.breaker_state("inventory") == State::Closed {
+            assert!(resp.headers().get("x-firedrill-fallback").is_none());
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "stuck in {}",
+            rig.breaker_state("inventory")
+        );
+        tokio::time::sleep(StdDuration::from_millis(20)).await;
+    }
+    assert!(rig.line.breakers().next().unwrap().1.counters().cancelled >= 1);
+}
