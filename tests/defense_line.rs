@@ -204,3 +204,167 @@ async fn client_hanging_up_on_a_half_open_probe_does_not_leave_the_breaker_stuck
     }
     assert!(rig.line.breakers().next().unwrap().1.counters().cancelled >= 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_fallback_serves_the_last_good_response_marked_when_the_dependency_fails() {
+    let config = "
+routes:
+  items:
+    match: /items/*
+    fallback: { stale: { max_stale: 5m } }
+";
+    let rig = defense_rig(
+        "faults:\n  - { match: /items/*, status: { code: 503 }, at: 1s }\n",
+        config,
+    )
+    .await;
+    let fresh = get(&rig, "/items/1").await;
+    assert_eq!(fresh.status(), 200);
+    assert!(fresh.headers().get("x-firedrill-fallback").is_none());
+    assert_eq!(fresh.text().await.unwrap(), "ok\n");
+    tokio::time::sleep(StdDuration::from_millis(1200)).await; // the 503s start at 1 s
+    let stale = get(&rig, "/items/1").await;
+    assert_eq!(stale.status(), 200);
+    assert_eq!(stale.headers()["x-firedrill-fallback"], "stale");
+    assert_eq!(stale.text().await.unwrap(), "ok\n");
+    // Nothing cached for another key: the dependency's 503 passes through.
+    let uncached = get(&rig, "/items/2").await;
+    assert_eq!(uncached.status(), 503);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backup_fallback_answers_from_the_backup_upstream_marked() {
+    let config = "
+routes:
+  ads:
+    match: /ads/*
+    fallback: { backup: backup-ads:80 }
+";
+    let rig = defense_rig(
+        "faults:\n  - { match: /ads/*, status: { code: 500 } }\n",
+        config,
+    )
+    .await;
+    let resp = get(&rig, "/ads/personal").await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["x-firedrill-fallback"], "backup");
+    assert_eq!(
+        rig.rig.stats.requests(),
+        1,
+        "the backup (the target directly) answered"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_fallback_gives_a_clear_503_with_the_reason_never_an_empty_success() {
+    let config = "
+routes:
+  inventory:
+    match: /inventory/*
+    breaker: { minimum_calls: 2, sliding_window_size: 2, wait_in_open: 1m }
+";
+    let rig = defense_rig("faults:\n  - { match: /inventory/*, reset: {} }\n", config).await;
+    for _ in 0..2 {
+        let resp = get(&rig, "/inventory/x").await;
+        assert_eq!(resp.status(), 503);
+        assert_eq!(resp.headers()["x-firedrill-reason"], "upstream-error");
+    }
+    let rejected = get(&rig, "/inventory/x").await;
+    assert_eq!(rejected.status(), 503);
+    assert_eq!(rejected.headers()["x-firedrill-reason"], "breaker-open");
+    assert!(rejected.headers().contains_key("retry-after"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_attempts_against_a_failing_dependency_amplify_calls_threefold() {
+    let config = "
+routes:
+  all:
+    match: /*
+    retry: { attempts: 3, backoff: 10ms }
+";
+    let rig = defense_rig("faults:\n  - { status: { code: 503 } }\n", config).await;
+    for _ in 0..10 {
+        assert_eq!(get(&rig, "/x").await.status(), 503);
+    }
+    assert_eq!(
+        rig.dependency_calls(),
+        30,
+        "10 requests × 3 attempts reached the dependency"
+    );
+    assert_eq!(rig.line.attempts(), 30);
+    assert!(rig.recorder.calls().iter().all(|c| c.attempts == 3));
+    // POST is not idempotent: sent once.
+    let post = http_client()
+        .post(rig.url("/x"))
+        .body("order")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(post.status(), 503);
+    assert_eq!(rig.dependency_calls(), 31);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bulkhead_rejects_calls_beyond_its_limit_at_once_and_other_routes_keep_working() {
+    let config = "
+routes:
+  slow:
+    match: /slow/*
+    bulkhead: { max_concurrent: 2 }
+    fallback: { static: { status: 200, body: degraded } }
+";
+    let rig = defense_rig(
+        "faults:\n  - { match: /slow/*, latency: { delay: 1s } }\n",
+        config,
+    )
+    .await;
+    let client = http_client();
+    let held: Vec<_> = (0..2)
+        .map(|_| {
+            let (client, url) = (client.clone(), rig.url("/slow/1"));
+            tokio::spawn(async move { client.get(url).send().await.unwrap().status() })
+        })
+        .collect();
+    // Wait until both slots are taken.
+    let deadline = Instant::now() + StdDuration::from_secs(10);
+    while rig.line.bulkheads().next().unwrap().1.available() > 0 {
+        assert!(Instant::now() < deadline);
+        tokio::time::sleep(StdDuration::from_millis(5)).await;
+    }
+    let third = get(&rig, "/slow/1").await;
+    assert_eq!(third.headers()["x-firedrill-fallback"], "static");
+    assert!(
+        held.iter().all(|h| !h.is_finished()),
+        "rejected at once, while the two 1 s calls still hold their slots"
+    );
+    assert_eq!(
+        get(&rig, "/other").await.status(),
+        200,
+        "another route is not affected"
+    );
+    for h in held {
+        assert_eq!(h.await.unwrap(), 200);
+    }
+    assert_eq!(rig.line.bulkheads().next().unwrap().1.rejected(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limit_answers_excess_with_503() {
+    let rig = defense_rig("", "rate_limit: { rate: 1/s, burst: 3 }\n").await;
+    let statuses: Vec<u16> = futures_util::future::join_all((0..6).map(|_| get(&rig, "/x")))
+        .await
+        .iter()
+        .map(|r| r.status().as_u16())
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        3,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 503).count(),
+        3,
+        "{statuses:?}"
+    );
+}
