@@ -100,7 +100,8 @@ pub enum Command {
         #[arg(long, default_value_t = 7)]
         seed: u64,
     },
-    /// Check a fault file without running anything.
+    /// Check a fault file or a defense config without running anything (the
+    /// kind is told by the top-level keys).
     Validate {
         /// The YAML file.
         file: PathBuf,
@@ -229,9 +230,46 @@ pub fn load_faults(path: &Path, mode: Option<Mode>) -> Result<FaultFile, CliErro
     Ok(faults)
 }
 
+/// What kind of file `validate` was given, told by its top-level keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FileKind {
+    /// `faults:` only.
+    Faults,
+    /// The `defense:` section's keys (`routes`, `timeout`, ...).
+    Defense,
+}
+
+fn detect_kind(text: &str) -> FileKind {
+    const DEFENSE_KEYS: [&str; 5] = [
+        "routes",
+        "timeout",
+        "request_timeout",
+        "max_concurrent",
+        "rate_limit",
+    ];
+    match schema::top_level_keys(text) {
+        Some(keys) if keys.iter().any(|k| DEFENSE_KEYS.contains(&k.as_str())) => FileKind::Defense,
+        _ => FileKind::Faults,
+    }
+}
+
 fn validate(path: &Path, mode: Option<Mode>) -> Result<u8, CliError> {
-    let file = load_faults(path, mode)?;
-    println!("ok: {}: {} fault(s)", path.display(), file.faults.len());
+    let text = schema::read_text(path)?;
+    match detect_kind(&text) {
+        FileKind::Faults => {
+            let file = load_faults(path, mode)?;
+            println!("ok: {}: {} fault(s)", path.display(), file.faults.len());
+        }
+        FileKind::Defense => {
+            let config: crate::defense::DefenseConfig =
+                schema::from_yaml_str(&path.display().to_string(), &text)?;
+            println!(
+                "ok: {}: defense line with {} route(s)",
+                path.display(),
+                config.routes.len()
+            );
+        }
+    }
     Ok(EXIT_OK)
 }
 

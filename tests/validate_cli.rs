@@ -1,6 +1,7 @@
-//! `firedrill validate` over the fixture corpus in `fixtures/faults/`.
+//! `firedrill validate` over the fixture corpora in `fixtures/faults/` and
+//! `fixtures/defense/`.
 //!
-//! Every `bad/NAME.yaml` must fail with exit code 2 and print exactly
+//! In each corpus every `bad/NAME.yaml` must fail with exit code 2 and print exactly
 //! `bad/NAME.expected` on stderr; every `good/NAME.yaml` must pass. A file
 //! whose name ends in `_in_http_mode` or `_in_tcp_mode` is validated with
 //! that `--mode`. The files are discovered, so a new fixture is a new case.
@@ -11,10 +12,18 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use firedrill::fault::FaultFile;
 
-fn fixture_dir(which: &str) -> PathBuf {
+/// The corpora and how many bad files each must hold at least.
+const CORPORA: [(&str, usize); 2] = [("faults", 16), ("defense", 12)];
+
+fn corpus_dir(corpus: &str, which: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/faults")
+        .join("fixtures")
+        .join(corpus)
         .join(which)
+}
+
+fn fixture_dir(which: &str) -> PathBuf {
+    corpus_dir("faults", which)
 }
 
 /// The names (without `.yaml`) of the YAML files in `dir`, sorted.
@@ -46,9 +55,19 @@ fn validate(dir: &Path, name: &str) -> std::process::Output {
 
 #[test]
 fn every_bad_fixture_exits_2_with_exactly_its_expected_message() {
-    let dir = fixture_dir("bad");
+    for (corpus, minimum) in CORPORA {
+        bad_corpus_fails_with_expected_messages(corpus, minimum);
+    }
+}
+
+fn bad_corpus_fails_with_expected_messages(corpus: &str, minimum: usize) {
+    let dir = corpus_dir(corpus, "bad");
     let names = yaml_names(&dir);
-    assert!(names.len() >= 16, "only {} bad fixtures", names.len());
+    assert!(
+        names.len() >= minimum,
+        "only {} bad {corpus} fixtures",
+        names.len()
+    );
     let mut failures = Vec::new();
     for name in &names {
         let expected_path = dir.join(format!("{name}.expected"));
@@ -82,7 +101,13 @@ fn every_bad_fixture_exits_2_with_exactly_its_expected_message() {
 
 #[test]
 fn every_expected_message_has_its_bad_fixture_and_is_one_located_line() {
-    let dir = fixture_dir("bad");
+    for (corpus, _) in CORPORA {
+        expected_messages_are_located_lines(corpus);
+    }
+}
+
+fn expected_messages_are_located_lines(corpus: &str) {
+    let dir = corpus_dir(corpus, "bad");
     let names: BTreeSet<String> = yaml_names(&dir).into_iter().collect();
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -151,5 +176,31 @@ fn good_fixtures_cover_every_kind_in_block_and_flow_style() {
         let kinds: BTreeSet<&str> = file.faults.iter().map(|f| f.kind.key()).collect();
         let missing: Vec<&str> = KINDS.into_iter().filter(|k| !kinds.contains(k)).collect();
         assert!(missing.is_empty(), "{name} lacks {missing:?}");
+    }
+}
+
+#[test]
+fn every_good_defense_config_is_accepted_with_its_routes_counted() {
+    let dir = corpus_dir("defense", "good");
+    let names = yaml_names(&dir);
+    assert!(!names.is_empty(), "no good defense fixtures");
+    for name in &names {
+        let output = validate(&dir, name);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{name}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let text = std::fs::read_to_string(dir.join(format!("{name}.yaml"))).unwrap();
+        let config: firedrill::defense::DefenseConfig =
+            firedrill::schema::from_yaml_str(name, &text).unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            format!(
+                "ok: {name}.yaml: defense line with {} route(s)\n",
+                config.routes.len()
+            ),
+        );
     }
 }

@@ -68,6 +68,19 @@ pub fn from_yaml_str<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, S
     result.map_err(|err| diagnose::to_schema_error(file, text, &track.path(), err))
 }
 
+/// The keys of a document's top-level mapping, in order; `None` when the
+/// text is not a YAML mapping (the real parse then reports why). Used to
+/// tell a fault file from a defense config or an experiment.
+pub fn top_level_keys(text: &str) -> Option<Vec<String>> {
+    let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).ok()?;
+    let map = value.as_mapping()?;
+    Some(
+        map.keys()
+            .filter_map(|k| k.as_str().map(str::to_string))
+            .collect(),
+    )
+}
+
 /// Reads and parses the file at `path`.
 pub fn from_yaml_file<T: DeserializeOwned>(path: &Path) -> Result<T, LoadError> {
     let text = read_text(path)?;
