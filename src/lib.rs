@@ -19,6 +19,7 @@ pub mod cli;
 pub mod clock;
 pub mod defense;
 pub mod demo;
+pub mod experiment;
 pub mod fault;
 pub mod net;
 pub mod proxy;

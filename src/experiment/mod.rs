@@ -1,0 +1,7 @@
+//! Experiments: a YAML drill (target, defense, load, fault timeline,
+//! expectations), run in virtual or real time, recorded as a timeline, and
+//! judged.
+//!
+//! * [`timeline`] — what a run recorded; everything after the run reads it.
+
+pub mod timeline;

@@ -1,0 +1,162 @@
+//! What a run recorded: every request as the load generator saw it (joined
+//! with the defense line's report of it), every request that reached the
+//! target, every breaker transition, and the fault windows. Expectations
+//! and reports read only this, so they are pure functions of a run.
+
+use serde::Serialize;
+
+use crate::clock::Duration;
+use crate::defense::breaker::{State, Transition};
+use crate::defense::fallback::FallbackKind;
+use crate::defense::report::{CallError, Rejection};
+
+/// Everything a run recorded; times are offsets from the run's start.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Timeline {
+    /// How long the run lasted (shorter than planned when halted).
+    pub duration: Duration,
+    /// Client requests, in the order they were sent.
+    pub requests: Vec<RequestRecord>,
+    /// Requests that reached the target, in arrival order (a retried
+    /// request arrives more than once).
+    pub target_hits: Vec<TargetHit>,
+    /// Breaker transitions, in order.
+    pub transitions: Vec<Transition>,
+    /// The faults and when each was active.
+    pub faults: Vec<FaultWindows>,
+    /// The breakers of the defense line.
+    pub breakers: Vec<BreakerInfo>,
+    /// Named phases of the run.
+    pub phases: Vec<Phase>,
+}
+
+/// One client request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RequestRecord {
+    /// Sequence number, also sent as `x-firedrill-request-id`.
+    pub id: u64,
+    /// The load route (`load[].name`) that sent it.
+    pub route: String,
+    /// The request path.
+    pub path: String,
+    /// When it was sent.
+    pub sent: Duration,
+    /// Time to the response head; `None` when no response came.
+    pub latency: Option<Duration>,
+    /// The status the client got.
+    pub status: Option<u16>,
+    /// Why the client got no response, if it did not.
+    pub client_error: Option<ClientError>,
+    /// The fallback that answered, if one did.
+    pub fallback: Option<FallbackKind>,
+    /// What in the defense line turned it away, if anything.
+    pub rejected_by: Option<Rejection>,
+    /// How the defense line's last attempt failed, if it did.
+    pub defense_error: Option<CallError>,
+    /// The breaker's state when the request asked it.
+    pub breaker_state: Option<State>,
+    /// Attempts the defense line sent to the dependency.
+    pub attempts: u32,
+}
+
+impl RequestRecord {
+    /// The client got a 2xx or 3xx answer (a fallback answer included).
+    pub fn succeeded(&self) -> bool {
+        self.status.is_some_and(|s| (200..400).contains(&s))
+    }
+
+    /// The request timed out somewhere: at the client or at the defense line.
+    pub fn timed_out(&self) -> bool {
+        self.client_error == Some(ClientError::Timeout)
+            || matches!(
+                self.defense_error,
+                Some(CallError::Timeout) | Some(CallError::Deadline)
+            )
+    }
+}
+
+/// Why the load generator got no response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientError {
+    /// The load route's own timeout fired.
+    Timeout,
+    /// The connection could not be made.
+    Connect,
+    /// The connection broke before a complete response head.
+    Broken,
+    /// The in-flight cap was hit; the request was not sent.
+    Shed,
+}
+
+/// One request that reached the target.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TargetHit {
+    /// When it arrived at the target.
+    pub at: Duration,
+    /// Its path.
+    pub path: String,
+    /// The client request it belongs to, from `x-firedrill-request-id`.
+    pub request_id: Option<u64>,
+}
+
+/// A fault and the intervals it was active, clipped to the run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FaultWindows {
+    /// The fault's name.
+    pub name: String,
+    /// Its kind (`latency`, `status`, ...).
+    pub kind: String,
+    /// `[start, end)` intervals.
+    pub windows: Vec<(Duration, Duration)>,
+}
+
+impl FaultWindows {
+    /// The first start and the last end: the fault's whole window.
+    pub fn span(&self) -> Option<(Duration, Duration)> {
+        Some((self.windows.first()?.0, self.windows.last()?.1))
+    }
+}
+
+/// A breaker of the defense line and the settings expectations refer to.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BreakerInfo {
+    /// Its name (the route's).
+    pub name: String,
+    /// The wait in open (`wait_in_open` or `breaker_duration`).
+    pub wait_in_open: Duration,
+    /// The path glob of its route, if it has one.
+    pub path_glob: Option<String>,
+}
+
+/// A named span of the run (`phases:` in the experiment).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Phase {
+    /// Its name.
+    pub name: String,
+    /// Start.
+    pub from: Duration,
+    /// End.
+    pub to: Duration,
+}
+
+impl Timeline {
+    /// The intervals during which breaker `name` was in `state`, from the
+    /// journal (every breaker starts closed at 0).
+    pub fn intervals_in_state(&self, name: &str, state: State) -> Vec<(Duration, Duration)> {
+        let mut out = Vec::new();
+        let mut current = State::Closed;
+        let mut since = Duration::ZERO;
+        for t in self.transitions.iter().filter(|t| t.breaker == name) {
+            if current == state && t.at > since {
+                out.push((since, t.at));
+            }
+            current = t.to;
+            since = t.at;
+        }
+        if current == state && self.duration > since {
+            out.push((since, self.duration));
+        }
+        out
+    }
+}
