@@ -29,6 +29,16 @@ pub enum FallbackKind {
 }
 
 impl FallbackKind {
+    /// The kind a `x-firedrill-fallback` header value names.
+    pub fn from_header(value: &str) -> Option<FallbackKind> {
+        match value {
+            "stale" => Some(FallbackKind::Stale),
+            "backup" => Some(FallbackKind::Backup),
+            "static" => Some(FallbackKind::Static),
+            _ => None,
+        }
+    }
+
     /// The header value.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -4,4 +4,9 @@
 //!
 //! * [`timeline`] — what a run recorded; everything after the run reads it.
 
+pub mod config;
+pub mod halt;
+pub mod load;
+pub mod network;
+pub mod run;
 pub mod timeline;

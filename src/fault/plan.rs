@@ -2,7 +2,7 @@
 //! traffic they match, and the seeded probability roll.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rand::Rng;
 
@@ -21,6 +21,8 @@ pub struct FaultPlan {
     rngs: Vec<Mutex<RunRng>>,
     /// How many times each fault was injected.
     injected: Vec<AtomicU64>,
+    /// Set when a run is interrupted or halted: every fault is off.
+    removed: AtomicBool,
 }
 
 /// One fault chosen for a connection or request.
@@ -44,6 +46,7 @@ impl FaultPlan {
             start,
             rngs,
             injected,
+            removed: AtomicBool::new(false),
         }
     }
 
@@ -67,13 +70,29 @@ impl FaultPlan {
         self.start
     }
 
+    /// Turns every fault off for good (interrupt, halt): from now on the
+    /// proxy is invisible, connections held by a blackhole are released at
+    /// their next check.
+    pub fn remove_all(&self) {
+        self.removed.store(true, Ordering::SeqCst);
+        tracing::info!("every fault removed");
+    }
+
+    /// Whether [`FaultPlan::remove_all`] was called.
+    pub fn is_removed(&self) -> bool {
+        self.removed.load(Ordering::SeqCst)
+    }
+
     /// Whether fault `index` is active now.
     pub fn is_active(&self, index: usize) -> bool {
-        self.faults[index].window.is_active(self.elapsed())
+        !self.is_removed() && self.faults[index].window.is_active(self.elapsed())
     }
 
     /// When fault `index`'s activity next changes, as an instant.
     pub fn next_change(&self, index: usize) -> (bool, Option<Instant>) {
+        if self.is_removed() {
+            return (false, None);
+        }
         let (active, at) = self.faults[index].window.next_change(self.elapsed());
         (active, at.map(|d| self.start + d))
     }
@@ -150,6 +169,9 @@ impl FaultPlan {
         headers: &http::HeaderMap,
     ) -> Vec<Hit<'_>> {
         let elapsed = self.elapsed();
+        if self.is_removed() {
+            return Vec::new();
+        }
         (0..self.faults.len())
             .filter(|&i| {
                 let f = &self.faults[i];

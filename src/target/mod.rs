@@ -21,16 +21,80 @@ use crate::proxy::ShutdownSignal;
 use crate::proxy::http::body::{ProxyBody, boxed, full};
 use crate::schema::units::Dur;
 
-/// Counters of the fixture server, shared with whoever started it.
+/// Counters and configured routes of the fixture server, shared with
+/// whoever started it.
 #[derive(Debug, Default)]
 pub struct TargetStats {
     /// Requests received (whatever their answer).
     requests: AtomicU64,
     /// Connections accepted.
     connections: AtomicU64,
+    /// Routes configured by an experiment, tried before the fixed ones.
+    routes: Vec<TargetRoute>,
+    /// Every request's arrival, when a run records them.
+    log: Option<HitLog>,
 }
 
+/// A configured route: requests whose path matches `path` are answered
+/// with `status` and `body` after `latency`.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetRoute {
+    /// Path glob, e.g. `/inventory/*`.
+    pub path: crate::fault::HttpMatch,
+    /// Time the route takes to answer.
+    #[serde(default)]
+    pub latency: Dur,
+    /// Status of the answer (default 200).
+    #[serde(default = "ok_status")]
+    pub status: u16,
+    /// Body of the answer (default `ok`).
+    #[serde(default = "ok_body")]
+    pub body: String,
+}
+
+fn ok_status() -> u16 {
+    200
+}
+
+fn ok_body() -> String {
+    "ok\n".to_string()
+}
+
+/// Arrivals recorded for a run's timeline.
+#[derive(Debug)]
+struct HitLog {
+    /// Time zero of the run.
+    start: clock::Instant,
+    /// (offset, path, request id) per request, in arrival order.
+    hits: std::sync::Mutex<Vec<(clock::Duration, String, Option<u64>)>>,
+}
+
+/// The header that carries a load generator's request id.
+const REQUEST_ID: &str = "x-firedrill-request-id";
+
 impl TargetStats {
+    /// A target with configured routes that records every arrival relative
+    /// to `start`.
+    pub fn recording(routes: Vec<TargetRoute>, start: clock::Instant) -> TargetStats {
+        TargetStats {
+            routes,
+            log: Some(HitLog {
+                start,
+                hits: std::sync::Mutex::new(Vec::new()),
+            }),
+            ..TargetStats::default()
+        }
+    }
+
+    /// The recorded arrivals: (offset from start, path, request id).
+    pub fn hits(&self) -> Vec<(clock::Duration, String, Option<u64>)> {
+        match &self.log {
+            Some(log) => log.hits.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            None => Vec::new(),
+        }
+    }
+
     /// Requests received so far.
     pub fn requests(&self) -> u64 {
         self.requests.load(Ordering::SeqCst)
@@ -80,6 +144,27 @@ async fn respond(
 ) -> Result<Response<ProxyBody>, std::convert::Infallible> {
     stats.requests.fetch_add(1, Ordering::SeqCst);
     let path = req.uri().path().to_string();
+    if let Some(log) = &stats.log {
+        let id = req
+            .headers()
+            .get(REQUEST_ID)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        let at = clock::now().saturating_duration_since(log.start);
+        log.hits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((at, path.clone(), id));
+    }
+    let route = stats
+        .routes
+        .iter()
+        .find(|r| r.path.matches(req.method(), &path, req.headers()));
+    if let Some(route) = route {
+        clock::sleep(route.latency.get()).await;
+        let status = StatusCode::from_u16(route.status).unwrap_or(StatusCode::OK);
+        return Ok(text(status, &route.body));
+    }
     let mut parts = path.trim_start_matches('/').splitn(2, '/');
     let (head, arg) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
     let response = match head {

@@ -1,0 +1,323 @@
+//! The experiment file: name, seed, duration, clock, target, defense, load,
+//! fault timeline, expectations, halt conditions, phases. Unknown keys are
+//! errors; defaults live here.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Deserializer};
+
+use crate::clock::Duration;
+use crate::defense::DefenseConfig;
+use crate::fault::Fault;
+use crate::schema::deserialize_checked;
+use crate::schema::units::Dur;
+use crate::target::TargetRoute;
+
+/// A parsed experiment; the expectations are still text here (see
+/// [`super::load`] for the checked form).
+#[derive(Debug, Clone)]
+pub struct Experiment {
+    /// Shown in reports; also the JUnit suite name.
+    pub name: String,
+    /// What the drill proves, for people reading the report.
+    pub description: Option<String>,
+    /// Seed of every random decision of the run.
+    pub seed: u64,
+    /// How long load is sent.
+    pub duration: Duration,
+    /// Virtual (in-memory, paused time) or real (sockets, wall time).
+    pub clock: ClockKind,
+    /// What the faults and the defense line stand in front of.
+    pub target: TargetSpec,
+    /// The built-in defense line, or none.
+    pub defense: Option<DefenseConfig>,
+    /// Load routes.
+    pub load: Vec<LoadRoute>,
+    /// The fault timeline.
+    pub faults: Vec<Fault>,
+    /// Expectations, as written.
+    pub expect: Vec<String>,
+    /// Halt conditions, as written.
+    pub halt: Vec<String>,
+    /// Named spans of the run.
+    pub phases: Vec<PhaseSpec>,
+    /// Requests in flight at most; beyond it requests are shed and counted.
+    pub max_in_flight: u32,
+}
+
+/// Which clock a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClockKind {
+    /// In-memory transports, paused auto-advancing time: fast, deterministic.
+    #[default]
+    Virtual,
+    /// Real sockets on loopback (or a real target), wall time.
+    Real,
+}
+
+/// The dependency.
+#[derive(Debug, Clone)]
+pub enum TargetSpec {
+    /// The embedded fixture server with configured routes.
+    Builtin(Vec<TargetRoute>),
+    /// A real HTTP service, `http://host:port` (real clock only).
+    Url(String),
+}
+
+/// One load route: a request sent open-loop at a rate.
+#[derive(Debug, Clone)]
+pub struct LoadRoute {
+    /// Name in expectations and reports.
+    pub name: String,
+    /// Method.
+    pub method: http::Method,
+    /// Path with query.
+    pub path: String,
+    /// Extra headers.
+    pub headers: IndexMap<String, String>,
+    /// Body.
+    pub body: String,
+    /// Requests per second.
+    pub rate: f64,
+    /// Arrival process.
+    pub arrivals: Arrivals,
+    /// Linear ramp from 0 to `rate` over this long.
+    pub ramp: Duration,
+    /// The client's own timeout per request.
+    pub timeout: Duration,
+    /// When the route starts sending.
+    pub from: Duration,
+    /// How long it sends (default: to the end).
+    pub length: Option<Duration>,
+}
+
+/// How arrivals are spaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    /// Exponential gaps (seeded).
+    #[default]
+    Poisson,
+    /// Evenly spaced.
+    Constant,
+}
+
+/// A named span of the run.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhaseSpec {
+    /// Its name.
+    pub name: String,
+    /// Start.
+    pub from: Dur,
+    /// End.
+    pub to: Dur,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExperiment {
+    name: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default = "one")]
+    seed: u64,
+    duration: Dur,
+    #[serde(default)]
+    clock: ClockKind,
+    #[serde(default)]
+    target: Option<RawTarget>,
+    #[serde(default)]
+    defense: Option<DefenseConfig>,
+    load: Vec<RawLoad>,
+    #[serde(default)]
+    faults: Vec<Fault>,
+    #[serde(default)]
+    expect: Vec<String>,
+    #[serde(default)]
+    halt: Vec<String>,
+    #[serde(default)]
+    phases: Vec<PhaseSpec>,
+    #[serde(default)]
+    max_in_flight: Option<u32>,
+}
+
+fn one() -> u64 {
+    1
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTarget {
+    #[serde(default)]
+    builtin: Option<RawBuiltin>,
+    #[serde(default)]
+    url: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBuiltin {
+    #[serde(default)]
+    routes: Vec<TargetRoute>,
+}
+
+impl TryFrom<RawExperiment> for Experiment {
+    type Error = String;
+
+    fn try_from(raw: RawExperiment) -> Result<Self, String> {
+        if raw.name.trim().is_empty() {
+            return Err("name: an experiment needs a name".to_string());
+        }
+        if raw.duration.get().is_zero() {
+            return Err("duration: must be longer than 0s".to_string());
+        }
+        let target = match raw.target {
+            None => TargetSpec::Builtin(Vec::new()),
+            Some(RawTarget {
+                builtin: Some(b),
+                url: None,
+            }) => TargetSpec::Builtin(b.routes),
+            Some(RawTarget {
+                builtin: None,
+                url: Some(u),
+            }) => {
+                if !u.starts_with("http://") {
+                    return Err(format!("target.url: `{u}`: expected http://host:port"));
+                }
+                if raw.clock == ClockKind::Virtual {
+                    return Err("clock: a real target (target.url) needs `clock: real`".to_string());
+                }
+                TargetSpec::Url(u)
+            }
+            Some(_) => return Err("target: give exactly one of builtin, url".to_string()),
+        };
+        if raw.load.is_empty() {
+            return Err("load: an experiment needs at least one load route".to_string());
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for (i, l) in raw.load.iter().enumerate() {
+            if !names.insert(l.0.name.clone()) {
+                return Err(format!(
+                    "load[{i}].name: `{}` is used by another load route",
+                    l.0.name
+                ));
+            }
+        }
+        let mut fault_names = std::collections::BTreeSet::new();
+        for (i, f) in raw.faults.iter().enumerate() {
+            if !fault_names.insert(f.name.clone()) {
+                return Err(format!(
+                    "faults[{i}].name: `{}` is used by another fault; give each a name",
+                    f.name
+                ));
+            }
+        }
+        for (i, p) in raw.phases.iter().enumerate() {
+            if p.to.get() <= p.from.get() {
+                return Err(format!("phases[{i}].to: must be after from"));
+            }
+        }
+        Ok(Experiment {
+            name: raw.name,
+            description: raw.description,
+            seed: raw.seed,
+            duration: raw.duration.get(),
+            clock: raw.clock,
+            target,
+            defense: raw.defense,
+            load: raw.load.into_iter().map(|l| l.0).collect(),
+            faults: raw.faults,
+            expect: raw.expect,
+            halt: raw.halt,
+            phases: raw.phases,
+            max_in_flight: raw.max_in_flight.unwrap_or(10_000).max(1),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Experiment {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked::<D, RawExperiment, Experiment>(d)
+    }
+}
+
+/// A load route as read, checked.
+struct RawLoad(LoadRoute);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LoadFields {
+    name: String,
+    request: String,
+    rate: String,
+    #[serde(default)]
+    arrivals: Arrivals,
+    #[serde(default)]
+    ramp: Dur,
+    #[serde(default)]
+    timeout: Option<Dur>,
+    #[serde(default)]
+    headers: IndexMap<String, String>,
+    #[serde(default)]
+    body: String,
+    #[serde(default)]
+    from: Dur,
+    #[serde(default, rename = "for")]
+    length: Option<Dur>,
+}
+
+impl TryFrom<LoadFields> for RawLoad {
+    type Error = String;
+
+    fn try_from(raw: LoadFields) -> Result<Self, String> {
+        let (method, path) = raw.request.split_once(' ').ok_or_else(|| {
+            format!(
+                "request: `{}`: expected METHOD /path, e.g. `GET /inventory/sku-1`",
+                raw.request
+            )
+        })?;
+        let method = http::Method::from_bytes(method.as_bytes())
+            .map_err(|_| format!("request: invalid method `{method}`"))?;
+        let path = path.trim();
+        if !path.starts_with('/') || path.parse::<http::uri::PathAndQuery>().is_err() {
+            return Err(format!(
+                "request: invalid path `{path}`: expected /path[?query]"
+            ));
+        }
+        let number = raw
+            .rate
+            .trim()
+            .strip_suffix("/s")
+            .unwrap_or(raw.rate.trim())
+            .trim();
+        let rate: f64 = number
+            .parse()
+            .ok()
+            .filter(|r: &f64| *r > 0.0 && *r <= 100_000.0)
+            .ok_or_else(|| format!("rate: invalid rate `{}`: expected requests per second from >0 to 100000, e.g. `50/s`", raw.rate))?;
+        for name in raw.headers.keys() {
+            http::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("headers: invalid header name `{name}`"))?;
+        }
+        Ok(RawLoad(LoadRoute {
+            name: raw.name,
+            method,
+            path: path.to_string(),
+            headers: raw.headers,
+            body: raw.body,
+            rate,
+            arrivals: raw.arrivals,
+            ramp: raw.ramp.get(),
+            timeout: raw.timeout.map(Dur::get).unwrap_or(Duration::from_secs(10)),
+            from: raw.from.get(),
+            length: raw.length.map(Dur::get),
+        }))
+    }
+}
+
+impl<'de> Deserialize<'de> for RawLoad {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked::<D, LoadFields, RawLoad>(d)
+    }
+}

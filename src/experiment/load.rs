@@ -1,0 +1,215 @@
+//! The open-loop load generator: arrivals on a schedule (Poisson or
+//! constant, seeded, optionally ramped) that never wait for responses, so a
+//! slow dependency cannot slow the offered load (no coordinated omission).
+//! A cap on requests in flight sheds and counts what exceeds it.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::Request;
+use http_body_util::BodyExt;
+use rand::Rng;
+use tokio::sync::Semaphore;
+
+use super::config::{Arrivals, LoadRoute};
+use super::timeline::{ClientError, RequestRecord};
+use crate::clock::{self, Duration, Instant};
+use crate::defense::fallback::{FALLBACK_HEADER, FallbackKind};
+use crate::defense::line::REQUEST_ID_HEADER;
+use crate::defense::upstream::Upstream;
+use crate::proxy::ShutdownSignal;
+use crate::proxy::http::body::full;
+
+/// The generator's shared state.
+pub struct Load {
+    /// Sends requests (to the defense line or straight to the proxy).
+    client: Arc<dyn Upstream>,
+    /// Time zero of the run.
+    start: Instant,
+    /// Requests by id, completed or not.
+    records: Mutex<BTreeMap<u64, RequestRecord>>,
+    /// Next request id.
+    next_id: AtomicU64,
+    /// Requests in flight at most.
+    in_flight: Arc<Semaphore>,
+    /// The cap, to tell when every request has finished.
+    max_in_flight: u32,
+    /// Requests shed by the cap.
+    shed: AtomicU64,
+}
+
+impl std::fmt::Debug for Load {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Load")
+            .field("next_id", &self.next_id)
+            .finish()
+    }
+}
+
+impl Load {
+    /// A generator sending through `client`, with times counted from `start`.
+    pub fn new(client: Arc<dyn Upstream>, start: Instant, max_in_flight: u32) -> Arc<Load> {
+        Arc::new(Load {
+            client,
+            start,
+            records: Mutex::new(BTreeMap::new()),
+            next_id: AtomicU64::new(0),
+            in_flight: Arc::new(Semaphore::new(max_in_flight as usize)),
+            max_in_flight,
+            shed: AtomicU64::new(0),
+        })
+    }
+
+    /// Sends every route's arrivals until `until` (offset from the start) or
+    /// until `stop` fires.
+    pub async fn drive(
+        self: &Arc<Self>,
+        routes: &[LoadRoute],
+        seed: u64,
+        until: Duration,
+        stop: ShutdownSignal,
+    ) {
+        let schedules = routes.iter().enumerate().map(|(i, route)| {
+            let load = self.clone();
+            let mut stop = stop.clone();
+            let route = route.clone();
+            async move {
+                tokio::select! {
+                    biased;
+                    _ = stop.wait() => {}
+                    _ = load.schedule(&route, seed, i as u64, until) => {}
+                }
+            }
+        });
+        futures_util::future::join_all(schedules).await;
+    }
+
+    async fn schedule(self: &Arc<Self>, route: &LoadRoute, seed: u64, index: u64, until: Duration) {
+        let mut rng = clock::seeded_rng(seed, 1000 + index);
+        let end = route.length.map_or(until, |l| (route.from + l).min(until));
+        let mut t = route.from;
+        loop {
+            let rate = ramped_rate(route, t);
+            let gap = match route.arrivals {
+                Arrivals::Constant => 1.0 / rate,
+                Arrivals::Poisson => -(1.0 - rng.random::<f64>()).ln() / rate,
+            };
+            t += Duration::from_secs_f64(gap);
+            if t >= end {
+                return;
+            }
+            clock::sleep_until(self.start + t).await;
+            self.send(route);
+        }
+    }
+
+    /// Starts one request without waiting for it.
+    fn send(self: &Arc<Self>, route: &LoadRoute) {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let sent_at = clock::now();
+        let mut record = RequestRecord {
+            id,
+            route: route.name.clone(),
+            path: route.path.clone(),
+            sent: sent_at.saturating_duration_since(self.start),
+            latency: None,
+            status: None,
+            client_error: None,
+            fallback: None,
+            rejected_by: None,
+            defense_error: None,
+            breaker_state: None,
+            attempts: 0,
+        };
+        let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
+            self.shed.fetch_add(1, Ordering::Relaxed);
+            record.client_error = Some(ClientError::Shed);
+            self.store(record);
+            return;
+        };
+        let mut builder = Request::builder()
+            .method(route.method.clone())
+            .uri(route.path.as_str());
+        for (k, v) in &route.headers {
+            builder = builder.header(k.as_str(), v.as_str());
+        }
+        let request = builder
+            .header(REQUEST_ID_HEADER, id.to_string())
+            .body(full(Bytes::from(route.body.clone())))
+            .expect("method, path and headers were validated");
+        let load = self.clone();
+        let timeout = route.timeout;
+        tokio::spawn(async move {
+            let _permit = permit;
+            let exchange = async {
+                let resp = load.client.send(request).await?;
+                let head_at = clock::now();
+                let status = resp.status().as_u16();
+                let fallback = resp
+                    .headers()
+                    .get(FALLBACK_HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_string);
+                // Read the body through; a body cut short still leaves the
+                // status the client saw.
+                let _ = resp.into_body().collect().await;
+                Ok::<_, hyper_util::client::legacy::Error>((head_at, status, fallback))
+            };
+            match tokio::time::timeout(timeout, exchange).await {
+                Ok(Ok((head_at, status, fallback))) => {
+                    record.latency = Some(head_at - sent_at);
+                    record.status = Some(status);
+                    record.fallback = fallback.as_deref().and_then(FallbackKind::from_header);
+                }
+                Ok(Err(err)) => {
+                    record.client_error = Some(if err.is_connect() {
+                        ClientError::Connect
+                    } else {
+                        ClientError::Broken
+                    });
+                }
+                Err(_) => record.client_error = Some(ClientError::Timeout),
+            }
+            load.store(record);
+        });
+    }
+
+    fn store(&self, record: RequestRecord) {
+        self.records
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(record.id, record);
+    }
+
+    /// Waits until no request is in flight.
+    pub async fn settle(&self) {
+        let _all = self.in_flight.acquire_many(self.max_in_flight).await;
+    }
+
+    /// The records so far, by id.
+    pub fn records(&self) -> Vec<RequestRecord> {
+        self.records
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Requests shed by the in-flight cap.
+    pub fn shed(&self) -> u64 {
+        self.shed.load(Ordering::Relaxed)
+    }
+}
+
+/// The route's rate at offset `t`, ramped linearly over `ramp` from its
+/// start (never below 1 % of the rate, so the schedule always moves on).
+fn ramped_rate(route: &LoadRoute, t: Duration) -> f64 {
+    if route.ramp.is_zero() {
+        return route.rate;
+    }
+    let into = t.saturating_sub(route.from).as_secs_f64() / route.ramp.as_secs_f64();
+    route.rate * into.clamp(0.01, 1.0)
+}

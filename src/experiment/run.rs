@@ -1,0 +1,343 @@
+//! Running an experiment: stand up target, fault proxy and defense line on
+//! a network, drive the load, watch the halt conditions, and collect the
+//! timeline. The same code runs in virtual time (in memory, paused clock)
+//! and in real time (loopback sockets, wall clock).
+
+use std::sync::Arc;
+
+use super::config::{ClockKind, Experiment, TargetSpec};
+use super::halt::HaltCondition;
+use super::load::Load;
+use super::network::{LoopbackNetwork, MemoryNetwork, Network};
+use super::timeline::{BreakerInfo, FaultWindows, Phase, TargetHit, Timeline};
+use crate::clock::{self, Duration};
+use crate::defense::DefenseLine;
+use crate::defense::breaker::ModelConfig;
+use crate::defense::report::Recorder;
+use crate::defense::upstream::{HttpUpstream, Upstream};
+use crate::fault::FaultPlan;
+use crate::net::{self, Connector, TcpConnector};
+use crate::proxy::{ProxyMode, ShutdownSignal, serve_mode};
+use crate::target::TargetStats;
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Ending {
+    /// Ran its whole duration.
+    Completed,
+    /// A halt condition held; faults were removed and load stopped.
+    Halted {
+        /// The condition, as written.
+        condition: String,
+        /// What it saw.
+        seen: String,
+    },
+    /// Ctrl-C or SIGTERM; faults were removed and load stopped.
+    Interrupted,
+}
+
+/// A finished run.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// What was recorded.
+    pub timeline: Timeline,
+    /// How it ended.
+    pub ending: Ending,
+    /// Requests shed by the in-flight cap.
+    pub shed: u64,
+}
+
+/// Why a run could not start (exit 3).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct RunError(pub String);
+
+/// Runs `experiment` with its clock (or `clock` when given), stopping
+/// early when `interrupt` resolves.
+pub fn run(
+    experiment: &Experiment,
+    clock: ClockKind,
+    halts: &[HaltCondition],
+    interrupt: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<RunResult, RunError> {
+    match clock {
+        ClockKind::Virtual => {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .start_paused(true)
+                .build()
+                .map_err(|e| RunError(format!("cannot start the runtime: {e}")))?;
+            runtime.block_on(execute(
+                experiment,
+                MemoryNetwork::default(),
+                halts,
+                interrupt,
+            ))
+        }
+        ClockKind::Real => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| RunError(format!("cannot start the runtime: {e}")))?;
+            runtime.block_on(execute(experiment, LoopbackNetwork, halts, interrupt))
+        }
+    }
+}
+
+async fn execute<N: Network>(
+    experiment: &Experiment,
+    network: N,
+    halts: &[HaltCondition],
+    interrupt: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<RunResult, RunError> {
+    let listen = || async {
+        network
+            .listen()
+            .await
+            .map_err(|e| RunError(format!("cannot listen: {e}")))
+    };
+    let start = clock::now();
+    let (stop_servers, servers) = ShutdownSignal::new();
+    let grace = Duration::from_millis(100);
+
+    // The target: the embedded fixture server, or a real service.
+    let routes = match &experiment.target {
+        TargetSpec::Builtin(routes) => routes.clone(),
+        TargetSpec::Url(_) => Vec::new(),
+    };
+    let stats = Arc::new(TargetStats::recording(routes, start));
+    let plan = Arc::new(FaultPlan::new(
+        experiment.faults.clone(),
+        experiment.seed,
+        start,
+    ));
+    let (proxy_acceptor, proxy_connector, proxy_authority) = listen().await?;
+    match &experiment.target {
+        TargetSpec::Builtin(_) => {
+            let (acceptor, connector, _) = listen().await?;
+            tokio::spawn(crate::target::serve(
+                acceptor,
+                stats.clone(),
+                servers.clone(),
+            ));
+            tokio::spawn(serve_mode(
+                proxy_acceptor,
+                Arc::new(connector),
+                plan.clone(),
+                ProxyMode::Http,
+                servers.clone(),
+                grace,
+            ));
+        }
+        TargetSpec::Url(url) => {
+            let authority = crate::defense::serve::authority(url);
+            let addr = net::resolve(authority)
+                .await
+                .map_err(|e| RunError(format!("target.url {url}: cannot resolve: {e}")))?;
+            let connector = TcpConnector { addr };
+            connector
+                .connect()
+                .await
+                .map_err(|e| RunError(format!("target.url {url}: unreachable at start: {e}")))?;
+            tokio::spawn(serve_mode(
+                proxy_acceptor,
+                Arc::new(connector),
+                plan.clone(),
+                ProxyMode::Http,
+                servers.clone(),
+                grace,
+            ));
+        }
+    }
+    let to_proxy: Arc<dyn Upstream> = Arc::new(HttpUpstream::new(
+        Arc::new(proxy_connector),
+        &proxy_authority,
+    ));
+
+    // The defense line, if any, in front of the fault proxy.
+    let recorder = Arc::new(Recorder::default());
+    let (client, line): (Arc<dyn Upstream>, Option<Arc<DefenseLine>>) = match &experiment.defense {
+        Some(config) => {
+            let backup = |_: &str| to_proxy.clone();
+            let line = DefenseLine::new(
+                config,
+                to_proxy.clone(),
+                &backup,
+                experiment.seed,
+                start,
+                recorder.clone(),
+            );
+            let (acceptor, connector, authority) = listen().await?;
+            tokio::spawn(crate::defense::serve::serve(
+                acceptor,
+                line.clone(),
+                servers.clone(),
+                grace,
+            ));
+            (
+                Arc::new(HttpUpstream::new(Arc::new(connector), &authority)),
+                Some(line),
+            )
+        }
+        None => (to_proxy.clone(), None),
+    };
+
+    // Load, halt watch and interrupt.
+    let load = Load::new(client, start, experiment.max_in_flight);
+    let (stop_load, load_stop) = ShutdownSignal::new();
+    let ending = {
+        let drive = load.drive(
+            &experiment.load,
+            experiment.seed,
+            experiment.duration,
+            load_stop,
+        );
+        let watch = super::halt::watch(halts, &load, start);
+        tokio::pin!(drive, watch, interrupt);
+        tokio::select! {
+            biased;
+            _ = &mut interrupt => Ending::Interrupted,
+            (condition, seen) = &mut watch => Ending::Halted { condition, seen },
+            _ = &mut drive => Ending::Completed,
+        }
+    };
+    let ended_at = clock::now().saturating_duration_since(start);
+    if ending != Ending::Completed {
+        // Faults first, then the load.
+        plan.remove_all();
+        let _ = stop_load.send(true);
+    }
+    // Every request in flight ends by its own timeout at the latest.
+    let longest = experiment
+        .load
+        .iter()
+        .map(|l| l.timeout)
+        .max()
+        .unwrap_or_default();
+    let _ = tokio::time::timeout(longest + Duration::from_secs(1), load.settle()).await;
+    let _ = stop_servers.send(true);
+
+    let duration = if ending == Ending::Completed {
+        experiment.duration
+    } else {
+        ended_at
+    };
+    let timeline = collect(
+        experiment,
+        &load,
+        &stats,
+        &plan,
+        &recorder,
+        line.as_deref(),
+        duration,
+    );
+    Ok(RunResult {
+        timeline,
+        ending,
+        shed: load.shed(),
+    })
+}
+
+fn collect(
+    experiment: &Experiment,
+    load: &Load,
+    stats: &TargetStats,
+    plan: &FaultPlan,
+    recorder: &Recorder,
+    line: Option<&DefenseLine>,
+    duration: Duration,
+) -> Timeline {
+    let reports: std::collections::BTreeMap<u64, crate::defense::CallReport> = recorder
+        .calls()
+        .into_iter()
+        .filter_map(|c| Some((c.request_id.as_deref()?.parse().ok()?, c)))
+        .collect();
+    let requests = load
+        .records()
+        .into_iter()
+        .map(|mut r| {
+            if let Some(c) = reports.get(&r.id) {
+                r.rejected_by = c.rejected_by;
+                r.defense_error = c.error;
+                r.breaker_state = c.breaker_state;
+                r.attempts = c.attempts;
+                r.fallback = r.fallback.or(c.fallback);
+            }
+            r
+        })
+        .collect();
+    let target_hits = stats
+        .hits()
+        .into_iter()
+        .map(|(at, path, request_id)| TargetHit {
+            at,
+            path,
+            request_id,
+        })
+        .collect();
+    let faults = plan
+        .faults()
+        .iter()
+        .map(|f| FaultWindows {
+            name: f.name.clone(),
+            kind: f.kind.key().to_string(),
+            windows: windows_of(&f.window, duration),
+        })
+        .collect();
+    let breakers = match (&experiment.defense, line) {
+        (Some(config), Some(_)) => config
+            .routes
+            .iter()
+            .filter_map(|(name, route)| {
+                let b = route.breaker.as_ref()?;
+                let wait = match &b.model {
+                    ModelConfig::Window(w) => w.wait_in_open,
+                    ModelConfig::Consecutive(c) => c.wait_in_open,
+                    ModelConfig::Ratio(r) => r.breaker_duration,
+                };
+                Some(BreakerInfo {
+                    name: name.clone(),
+                    wait_in_open: wait,
+                    path_glob: route.matcher.path_glob().map(str::to_string),
+                })
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Timeline {
+        duration,
+        requests,
+        target_hits,
+        transitions: recorder.transitions(),
+        faults,
+        breakers,
+        phases: experiment
+            .phases
+            .iter()
+            .map(|p| Phase {
+                name: p.name.clone(),
+                from: p.from.get(),
+                to: p.to.get(),
+            })
+            .collect(),
+    }
+}
+
+/// The `[start, end)` intervals a window is active within `[0, duration)`.
+pub fn windows_of(window: &crate::fault::Window, duration: Duration) -> Vec<(Duration, Duration)> {
+    let mut out = Vec::new();
+    let mut t = Duration::ZERO;
+    while t < duration {
+        let (active, next) = window.next_change(t);
+        let end = next.unwrap_or(duration).min(duration);
+        if active {
+            out.push((t, end));
+        }
+        match next {
+            Some(n) if n > t => t = n,
+            _ => break,
+        }
+    }
+    out
+}
