@@ -3,5 +3,7 @@
 //! judged.
 //!
 //! * [`timeline`] — what a run recorded; everything after the run reads it.
+//! * [`expect`] — the expectation sentences, parsed, checked and judged.
 
+pub mod expect;
 pub mod timeline;

@@ -1,0 +1,43 @@
+//! The expectation language: a lexer, a recursive-descent parser over its
+//! tokens, and errors that say what was expected, where, and which word was
+//! probably meant.
+//!
+//! * [`lex`] — tokens with columns.
+//! * [`parse`] — the sentences about breakers and target calls.
+//! * [`clause`] — the parts sentences share: windows, bounds, values.
+
+pub(crate) mod clause;
+pub(crate) mod lex;
+pub(crate) mod parse;
+
+use std::fmt;
+
+pub use parse::parse;
+
+/// Why a sentence is not an expectation.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct ParseError {
+    /// 1-based column (in characters) in the sentence of the token at
+    /// fault; one past the end when the sentence stops too early.
+    pub column: usize,
+    /// What was expected and what was found.
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "column {}: {}", self.column, self.message)
+    }
+}
+
+/// The candidate closest to `word` when it is plausibly a typo of it.
+pub(crate) fn closest<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let (distance, best) = candidates
+        .into_iter()
+        .map(|c| (strsim::damerau_levenshtein(word, c), c))
+        .min()?;
+    (distance > 0 && distance <= 2.max(word.chars().count() / 3)).then_some(best)
+}
