@@ -37,13 +37,8 @@ impl Names {
 /// Every name in `expectation` that `names` does not define, each with its
 /// column and the closest known name, joined with `; `.
 pub fn check(expectation: &Expectation, names: &Names) -> Result<(), String> {
-    let mut refs: Vec<(&str, &Name, &BTreeSet<String>)> = Vec::new();
-    let window = |w: &Window| match w {
-        Window::Run | Window::Between(..) => None,
-        Window::During(f) => Some(("fault", f, &names.faults)),
-        Window::While { breaker, .. } => Some(("breaker", breaker, &names.breakers)),
-        Window::Phase(p) => Some(("phase", p, &names.phases)),
-    };
+    let mut refs: Vec<Reference<'_>> = Vec::new();
+    let window = |w| window_name(w, names);
     match &expectation.rule {
         Rule::Sequence { breaker, .. } | Rule::WaitInOpen { breaker, .. } => {
             refs.push(("breaker", breaker, &names.breakers));
@@ -84,6 +79,19 @@ pub fn check(expectation: &Expectation, names: &Names) -> Result<(), String> {
         Err(problems.join("; "))
     }
 }
+
+/// The name a window refers to, its kind and the names it must be among.
+fn window_name<'a>(window: &'a Window, names: &'a Names) -> Option<Reference<'a>> {
+    match window {
+        Window::Run | Window::Between(..) => None,
+        Window::During(f) => Some(("fault", f, &names.faults)),
+        Window::While { breaker, .. } => Some(("breaker", breaker, &names.breakers)),
+        Window::Phase(p) => Some(("phase", p, &names.phases)),
+    }
+}
+
+/// A name referred to: its kind, the name, and the known names of its kind.
+type Reference<'a> = (&'static str, &'a Name, &'a BTreeSet<String>);
 
 /// `unknown breaker "inventori" at column 9 (did you mean "inventory"?);
 /// the breakers are: inventory`.

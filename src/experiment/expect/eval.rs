@@ -248,7 +248,7 @@ fn wait_in_open(timeline: &Timeline, breaker: &Name, wait: Wait, tolerance: Dura
         } else if t.from == State::Open && t.to == State::HalfOpen {
             let Some(open) = opened_at else { continue };
             let gap = t.at - open;
-            let off = if gap > wait { gap - wait } else { wait - gap };
+            let off = gap.abs_diff(wait);
             if off > tolerance {
                 let seen = format!(
                     "half_open at {}, {} after opening at {}",
@@ -299,7 +299,9 @@ fn count(
         CountBound::AtLeast(n) => {
             format!("{} at least {} {where_}", event.verb(), times(n as usize))
         }
-        CountBound::Exactly(n) => format!("{} exactly {} {where_}", event.verb(), times(n as usize)),
+        CountBound::Exactly(n) => {
+            format!("{} exactly {} {where_}", event.verb(), times(n as usize))
+        }
     };
     let intervals = match resolve(window, timeline) {
         Ok(i) => i,

@@ -69,8 +69,8 @@ pub(crate) fn calls(
                 .map(|id| format!(" (request {id})"))
                 .unwrap_or_default();
             format!(
-                "{} calls to {} {where_}: first at {}{request}",
-                hits.len(),
+                "{} to {} {where_}: first at {}{request}",
+                plural(hits.len(), "call"),
                 glob.as_str(),
                 secs(first.at)
             )
@@ -88,6 +88,15 @@ pub(crate) fn calls(
         .map(|h| h.at)
         .or(intervals.first().map(|i| i.0));
     (passed, expected, seen, at)
+}
+
+/// `1 call`, `3 calls`.
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// A figure and the words that explain it (`(612 of 998)`); `None` when it
@@ -110,7 +119,10 @@ fn share(requests: &[&RequestRecord], pick: impl Fn(&RequestRecord) -> bool) -> 
 /// A count of `requests` satisfying `pick`.
 fn count(requests: &[&RequestRecord], pick: impl Fn(&RequestRecord) -> bool) -> Figure {
     let k = requests.iter().filter(|r| pick(r)).count();
-    Some((k as f64, format!("{k} (of {} requests)", requests.len())))
+    Some((
+        k as f64,
+        format!("{k} (of {})", plural(requests.len(), "request")),
+    ))
 }
 
 /// A latency statistic of the requests that got a response: nearest rank

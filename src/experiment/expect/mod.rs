@@ -61,10 +61,7 @@ use super::timeline::Timeline;
 
 /// Judges every expectation on `timeline`, in order.
 pub fn evaluate_all(expectations: &[Expectation], timeline: &Timeline) -> Vec<Verdict> {
-    expectations
-        .iter()
-        .map(|e| evaluate(e, timeline))
-        .collect()
+    expectations.iter().map(|e| evaluate(e, timeline)).collect()
 }
 
 impl FromStr for Expectation {

@@ -69,7 +69,6 @@ pub(crate) fn state_at(timeline: &Timeline, name: &str, t: Duration) -> State {
     timeline
         .transitions
         .iter()
-        .filter(|tr| tr.breaker == name && tr.at <= t)
-        .next_back()
+        .rfind(|tr| tr.breaker == name && tr.at <= t)
         .map_or(State::Closed, |tr| tr.to)
 }

@@ -1,17 +1,15 @@
 //! The parts sentences share: the optional window, the bound and its typed
 //! value, and the `route` sentence built from them.
 
-use super::ParseError;
 use super::lex::Kind;
 use super::parse::Parser;
+use super::{ParseError, closest};
 use crate::defense::fallback::FallbackKind;
-use crate::experiment::expect::ast::{
-    Bound, LatencyStat, Metric, Rule, Value, ValueKind, Window,
-};
+use crate::experiment::expect::ast::{Bound, LatencyStat, Metric, Rule, Value, ValueKind, Window};
 use crate::schema::units::{Dur, Percent};
 
 /// The words that start a window.
-const WINDOW_WORDS: [&str; 4] = ["during", "while", "between", "in"];
+pub(crate) const WINDOW_WORDS: [&str; 4] = ["during", "while", "between", "in"];
 
 /// An optional window: `during FAULT`, `while BREAKER is STATE`, `between
 /// T and T`, `in phase NAME`; [`Window::Run`] when none is written.
@@ -61,7 +59,10 @@ pub(crate) fn bound(
         return value(p, kind).map(|v| Bound::Cmp(op, v));
     }
     if p.eat("within") {
-        let tolerance = match p.peek_word().map(|w| (w.ends_with('%'), w.parse::<Percent>())) {
+        let tolerance = match p
+            .peek_word()
+            .map(|w| (w.ends_with('%'), w.parse::<Percent>()))
+        {
             Some((true, Ok(t))) => t.percent(),
             _ => return Err(p.error("a tolerance such as \"5%\"", &[])),
         };
@@ -72,14 +73,14 @@ pub(crate) fn bound(
     }
     let comparison = "a comparison (>=, <=, ==, >, <, within)";
     if window_allowed {
-        let mut candidates = vec![">=", "<=", "==", "within"];
+        let mut candidates = vec!["==", ">=", "<=", "within"];
         candidates.extend(WINDOW_WORDS);
         Err(p.error(
             &format!("a window (during, while, between, in phase) or {comparison}"),
             &candidates,
         ))
     } else {
-        Err(p.error(comparison, &[">=", "<=", "==", "within"]))
+        Err(p.error(comparison, &["==", ">=", "<=", "within"]))
     }
 }
 
@@ -179,9 +180,21 @@ fn metric(p: &mut Parser) -> Result<Metric, ParseError> {
     p.advance();
     Ok(match metric {
         Metric::Fallback(_) => {
-            let kind = [FallbackKind::Stale, FallbackKind::Static, FallbackKind::Backup]
-                .into_iter()
-                .find(|k| p.eat(k.as_str()));
+            const KINDS: [FallbackKind; 3] = [
+                FallbackKind::Stale,
+                FallbackKind::Static,
+                FallbackKind::Backup,
+            ];
+            let kind = KINDS.into_iter().find(|k| p.eat(k.as_str()));
+            let misspelt = p.peek_word().is_some_and(|w| {
+                !WINDOW_WORDS.contains(&w) && closest(w, KINDS.map(FallbackKind::as_str)).is_some()
+            });
+            if kind.is_none() && misspelt {
+                return Err(p.error(
+                    "a fallback kind (stale, static, backup), a window or a comparison",
+                    &KINDS.map(FallbackKind::as_str),
+                ));
+            }
             Metric::Fallback(kind)
         }
         Metric::Latency(_) => {

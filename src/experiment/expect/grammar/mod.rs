@@ -30,14 +30,21 @@ impl fmt::Display for ParseError {
     }
 }
 
-/// The candidate closest to `word` when it is plausibly a typo of it.
+/// The candidate closest to `word` when it is plausibly a typo of it: at
+/// most one edit per three characters (one edit at least, two at most),
+/// and not a rewrite of the whole word unless the candidate contains it
+/// (`=` → `==`, but not `C` → `A`).
 pub(crate) fn closest<'a>(
     word: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
+    let len = word.chars().count();
+    let limit = (len / 3).clamp(1, 2);
+    // On a tie the first candidate wins: callers list the likeliest first.
     let (distance, best) = candidates
         .into_iter()
         .map(|c| (strsim::damerau_levenshtein(word, c), c))
-        .min()?;
-    (distance > 0 && distance <= 2.max(word.chars().count() / 3)).then_some(best)
+        .min_by_key(|(d, _)| *d)?;
+    let plausible = distance < len || best.contains(word);
+    (distance > 0 && distance <= limit && plausible).then_some(best)
 }

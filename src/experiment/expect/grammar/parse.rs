@@ -1,6 +1,7 @@
 //! The parser: a cursor over the tokens with error helpers, and the three
 //! kinds of sentence (`breaker ...`, `calls to ...`, `route ...`).
 
+use super::clause::WINDOW_WORDS;
 use super::lex::{Kind, Token, tokens};
 use super::{ParseError, closest};
 use crate::clock::Duration;
@@ -34,7 +35,17 @@ pub fn parse(sentence: &str) -> Result<Expectation, ParseError> {
             ));
         }
     };
-    p.finish()?;
+    let window_may_follow = matches!(
+        rule,
+        Rule::Count {
+            window: Window::Run,
+            ..
+        } | Rule::Stays {
+            window: Window::Run,
+            ..
+        }
+    );
+    p.finish(window_may_follow)?;
     Ok(Expectation {
         text: text.to_string(),
         rule,
@@ -187,10 +198,14 @@ impl Parser {
         }
     }
 
-    /// The end of the sentence.
-    fn finish(&self) -> Result<(), ParseError> {
+    /// The end of the sentence (or a window, when one could still come).
+    fn finish(&self, window_may_follow: bool) -> Result<(), ParseError> {
         match self.peek() {
             None => Ok(()),
+            Some(_) if window_may_follow => Err(self.error(
+                "a window (during, while, between, in phase) or the end of the sentence",
+                &WINDOW_WORDS,
+            )),
             Some(_) => Err(self.error("the end of the sentence", &[])),
         }
     }
