@@ -1,11 +1,14 @@
-//! The parts sentences share: the optional window, the bound and its typed
-//! value, and the `route` sentence built from them.
+//! The parts sentences share — the optional window, the bound and its typed
+//! value — and the two sentences about figures built from them: `calls to`
+//! and `route`.
 
 use super::lex::Kind;
 use super::parse::Parser;
 use super::{ParseError, closest};
 use crate::defense::fallback::FallbackKind;
-use crate::experiment::expect::ast::{Bound, LatencyStat, Metric, Rule, Value, ValueKind, Window};
+use crate::experiment::expect::ast::{
+    Bound, LatencyStat, Metric, PathGlob, Rule, Value, ValueKind, Window,
+};
 use crate::schema::units::{Dur, Percent};
 
 /// The words that start a window.
@@ -202,5 +205,25 @@ fn metric(p: &mut Parser) -> Result<Metric, ParseError> {
             metric
         }
         other => other,
+    })
+}
+
+/// After `calls`: `to GLOB [WINDOW] BOUND`.
+pub(crate) fn calls(p: &mut Parser) -> Result<Rule, ParseError> {
+    p.keyword("to")?;
+    let glob = match p.peek_word() {
+        Some(word) => PathGlob::new(word).map_err(|message| ParseError {
+            column: p.peek().map_or(1, |t| t.column),
+            message,
+        })?,
+        None => return Err(p.error("a path glob such as \"/inventory/*\"", &[])),
+    };
+    p.advance();
+    let window = window(p)?;
+    let bound = bound(p, ValueKind::Count, window == Window::Run)?;
+    Ok(Rule::Calls {
+        glob,
+        window,
+        bound,
     })
 }

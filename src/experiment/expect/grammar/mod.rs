@@ -2,10 +2,13 @@
 //! tokens, and errors that say what was expected, where, and which word was
 //! probably meant.
 //!
-//! * [`lex`] — tokens with columns.
-//! * [`parse`] — the sentences about breakers and target calls.
-//! * [`clause`] — the parts sentences share: windows, bounds, values.
+//! * `lex` — tokens with columns.
+//! * `parse` — the cursor over tokens, its error helpers, the entry point.
+//! * `breaker` — the sentences about one breaker.
+//! * `clause` — windows, bounds, values, and the `calls to` and `route`
+//!   sentences.
 
+pub(crate) mod breaker;
 pub(crate) mod clause;
 pub(crate) mod lex;
 pub(crate) mod parse;
