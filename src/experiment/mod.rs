@@ -3,8 +3,10 @@
 //! judged.
 //!
 //! * [`timeline`] — what a run recorded; everything after the run reads it.
+//! * [`expect`] — the expectation sentences, parsed, checked and judged.
 
 pub mod config;
+pub mod expect;
 pub mod halt;
 pub mod load;
 pub mod network;

@@ -1,0 +1,420 @@
+//! What a parsed expectation says: the rule, the names it refers to (with
+//! their columns, so `check` can point at them) and the bound it asserts.
+
+use std::fmt;
+
+use crate::clock::Duration;
+use crate::defense::breaker::State;
+use crate::defense::fallback::FallbackKind;
+use crate::fault::matcher::HttpMatch;
+
+/// One expectation: the sentence as written and what it means.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expectation {
+    /// The sentence as written (trimmed); verdicts and reports quote it.
+    pub text: String,
+    /// What it asserts.
+    pub rule: Rule,
+}
+
+/// A name the sentence refers to (a breaker, fault, route or phase).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Name {
+    /// The name as written.
+    pub text: String,
+    /// 1-based column in the sentence, so an unknown name can be pointed at.
+    pub column: usize,
+}
+
+impl fmt::Display for Name {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// The assertion of an expectation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rule {
+    /// `breaker B goes [through] S -> S -> ...`: the states the breaker
+    /// visited, starting at closed.
+    Sequence {
+        /// The breaker.
+        breaker: Name,
+        /// The states as written.
+        states: Vec<State>,
+        /// `true`: exactly this sequence; `false` (`through`): these states
+        /// in this order, others allowed in between.
+        exact: bool,
+    },
+    /// `breaker B opens within 3s of ANCHOR`: the first such transition at
+    /// or after the anchor comes no later than `within` after it.
+    Reaches {
+        /// The breaker.
+        breaker: Name,
+        /// The transition awaited.
+        event: Event,
+        /// The longest acceptable delay after the anchor (inclusive).
+        within: Duration,
+        /// What the delay is measured from.
+        anchor: Anchor,
+    },
+    /// `breaker B half_opens within wait_in_open ± 500ms after opening`:
+    /// every open → half_open gap is the wait, give or take the tolerance.
+    WaitInOpen {
+        /// The breaker.
+        breaker: Name,
+        /// The wait expected: the breaker's own, or one written out.
+        wait: Wait,
+        /// How far a gap may be from the wait (inclusive).
+        tolerance: Duration,
+    },
+    /// `breaker B opens at most 2 times [WINDOW]`, `breaker B never opens
+    /// [WINDOW]`: how many such transitions happened in the window.
+    Count {
+        /// The breaker.
+        breaker: Name,
+        /// The transition counted.
+        event: Event,
+        /// The bound on the count (`never` is at most 0).
+        bound: CountBound,
+        /// Where transitions are counted.
+        window: Window,
+    },
+    /// `breaker B stays closed [WINDOW]`: the breaker is in the state for
+    /// the whole window.
+    Stays {
+        /// The breaker.
+        breaker: Name,
+        /// The state it must keep.
+        state: State,
+        /// Where it must keep it.
+        window: Window,
+    },
+    /// `calls to GLOB [WINDOW] OP N`: target hits on matching paths that
+    /// arrived inside the window (the counter proof with `while B is open`).
+    Calls {
+        /// The paths counted.
+        glob: PathGlob,
+        /// Where hits are counted, by arrival time.
+        window: Window,
+        /// The bound on the count.
+        bound: Bound,
+    },
+    /// `route R METRIC [WINDOW] OP VALUE`: a figure of one load route over
+    /// the requests it sent inside the window.
+    Route {
+        /// The load route (`load[].name`).
+        route: Name,
+        /// The figure.
+        metric: Metric,
+        /// Which requests count, by send time.
+        window: Window,
+        /// The bound on the figure.
+        bound: Bound,
+    },
+}
+
+/// A breaker transition, named by the state it enters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// Into `open` (from closed or half_open).
+    Opens,
+    /// Into `closed`.
+    Closes,
+    /// Into `half_open`.
+    HalfOpens,
+}
+
+impl Event {
+    /// The state the transition enters.
+    pub fn state(self) -> State {
+        match self {
+            Event::Opens => State::Open,
+            Event::Closes => State::Closed,
+            Event::HalfOpens => State::HalfOpen,
+        }
+    }
+
+    /// The verb as written: `opens`, `closes`, `half_opens`.
+    pub fn verb(self) -> &'static str {
+        match self {
+            Event::Opens => "opens",
+            Event::Closes => "closes",
+            Event::HalfOpens => "half_opens",
+        }
+    }
+
+    /// The verb in the past: `opened`, `closed`, `half-opened`.
+    pub fn past(self) -> &'static str {
+        match self {
+            Event::Opens => "opened",
+            Event::Closes => "closed",
+            Event::HalfOpens => "half-opened",
+        }
+    }
+}
+
+/// What a timing is measured from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Anchor {
+    /// `FAULT.start` or `fault FAULT`: the first start of the fault.
+    FaultStart(Name),
+    /// `FAULT.end`: the last end of the fault.
+    FaultEnd(Name),
+    /// `10s`: a time since the run started.
+    At(Duration),
+}
+
+/// The wait an open → half_open gap is compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// `wait_in_open`: the breaker's configured wait.
+    Configured,
+    /// A duration written in the sentence.
+    Fixed(Duration),
+}
+
+/// A bound on a count of transitions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CountBound {
+    /// `at most N times` (`never` is at most 0).
+    AtMost(u32),
+    /// `at least N times`.
+    AtLeast(u32),
+    /// `exactly N times`.
+    Exactly(u32),
+}
+
+impl CountBound {
+    /// Whether `count` satisfies the bound.
+    pub fn holds(self, count: usize) -> bool {
+        match self {
+            CountBound::AtMost(n) => count <= n as usize,
+            CountBound::AtLeast(n) => count >= n as usize,
+            CountBound::Exactly(n) => count == n as usize,
+        }
+    }
+}
+
+/// A part of the run; requests belong to it by send time, transitions and
+/// target hits by their time. Intervals are `[start, end)`, clipped to the
+/// run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Window {
+    /// No window written: the whole run.
+    Run,
+    /// `during FAULT`: the fault's whole span, first start to last end.
+    During(Name),
+    /// `while BREAKER is STATE`: every interval the breaker spent in it.
+    While {
+        /// The breaker.
+        breaker: Name,
+        /// The state.
+        state: State,
+    },
+    /// `between 10s and 40s`.
+    Between(Duration, Duration),
+    /// `in phase NAME`.
+    Phase(Name),
+}
+
+/// A figure of a load route.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Metric {
+    /// Share of requests answered 2xx/3xx (fallback answers included).
+    Success,
+    /// Share served by a fallback: any (`None`) or one kind.
+    Fallback(Option<FallbackKind>),
+    /// Share turned away by the defense line (`rejected_by` set).
+    Rejected,
+    /// Share not answered 2xx/3xx.
+    Errors,
+    /// Number of requests that timed out (client or defense line).
+    Timeouts,
+    /// Number of requests sent.
+    Requests,
+    /// A latency statistic of the requests that got a response.
+    Latency(LatencyStat),
+    /// Target hits carrying the route's request ids, per request.
+    Amplification,
+}
+
+/// Which latency statistic.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LatencyStat {
+    /// `p50`, `p99`, `p99.9`: nearest-rank percentile (0 < p <= 100).
+    Percentile(f64),
+    /// `max`.
+    Max,
+}
+
+/// What kind of value a metric is compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ValueKind {
+    /// A share, written `99%`.
+    Share,
+    /// A duration, written `5ms`.
+    Duration,
+    /// A whole number of things.
+    Count,
+    /// A ratio, any non-negative number.
+    Ratio,
+}
+
+impl Metric {
+    /// The kind of value the metric is compared with.
+    pub fn kind(self) -> ValueKind {
+        match self {
+            Metric::Success | Metric::Fallback(_) | Metric::Rejected | Metric::Errors => {
+                ValueKind::Share
+            }
+            Metric::Timeouts | Metric::Requests => ValueKind::Count,
+            Metric::Latency(_) => ValueKind::Duration,
+            Metric::Amplification => ValueKind::Ratio,
+        }
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Metric::Success => f.write_str("success"),
+            Metric::Fallback(None) => f.write_str("fallback"),
+            Metric::Fallback(Some(kind)) => write!(f, "fallback {}", kind.as_str()),
+            Metric::Rejected => f.write_str("rejected"),
+            Metric::Errors => f.write_str("errors"),
+            Metric::Timeouts => f.write_str("timeouts"),
+            Metric::Requests => f.write_str("requests"),
+            Metric::Latency(LatencyStat::Percentile(p)) => write!(f, "p{p} latency"),
+            Metric::Latency(LatencyStat::Max) => f.write_str("max latency"),
+            Metric::Amplification => f.write_str("amplification"),
+        }
+    }
+}
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// `>=` (or `≥`).
+    Ge,
+    /// `<=` (or `≤`).
+    Le,
+    /// `==`.
+    Eq,
+    /// `>`.
+    Gt,
+    /// `<`.
+    Lt,
+}
+
+impl Op {
+    /// The operator as written.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Op::Ge => ">=",
+            Op::Le => "<=",
+            Op::Eq => "==",
+            Op::Gt => ">",
+            Op::Lt => "<",
+        }
+    }
+}
+
+/// A value in a sentence, typed by the metric it is compared with.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value {
+    /// `99%`, in percent.
+    Percent(f64),
+    /// `5ms`.
+    Duration(Duration),
+    /// `0`, `600`.
+    Count(u64),
+    /// `3`, `2.5`.
+    Number(f64),
+}
+
+impl Value {
+    /// The value on the scale figures are compared on: percent, seconds,
+    /// or the number itself.
+    pub fn scalar(self) -> f64 {
+        match self {
+            Value::Percent(p) => p,
+            Value::Duration(d) => d.as_secs_f64(),
+            Value::Count(n) => n as f64,
+            Value::Number(x) => x,
+        }
+    }
+}
+
+/// A bound on a figure.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Bound {
+    /// `OP VALUE`.
+    Cmp(Op, Value),
+    /// `within P% of VALUE`: |seen − value| <= P% of value.
+    Within {
+        /// The relative tolerance, in percent.
+        tolerance: f64,
+        /// The value aimed at.
+        of: Value,
+    },
+}
+
+impl Bound {
+    /// Whether `seen` (on the scale of [`Value::scalar`]) satisfies it.
+    pub fn holds(self, seen: f64) -> bool {
+        match self {
+            Bound::Cmp(op, value) => {
+                let v = value.scalar();
+                match op {
+                    Op::Ge => seen >= v,
+                    Op::Le => seen <= v,
+                    Op::Eq => seen == v,
+                    Op::Gt => seen > v,
+                    Op::Lt => seen < v,
+                }
+            }
+            Bound::Within { tolerance, of } => {
+                let v = of.scalar();
+                // `tolerance * v / 100` keeps whole figures exact (5% of 600 is 30).
+                (seen - v).abs() <= tolerance * v.abs() / 100.0
+            }
+        }
+    }
+
+    /// An upper bound (`<=`, `<`): it holds vacuously when nothing was seen.
+    pub fn is_upper(self) -> bool {
+        matches!(self, Bound::Cmp(Op::Le | Op::Lt, _))
+    }
+}
+
+/// A path glob (`/inventory/*`) with the same syntax as a fault's `match`.
+#[derive(Debug, Clone)]
+pub struct PathGlob {
+    /// The compiled matcher (a path-only [`HttpMatch`]).
+    matcher: HttpMatch,
+}
+
+impl PathGlob {
+    /// Compiles `glob`; the error says why it is not a path glob.
+    pub fn new(glob: &str) -> Result<PathGlob, String> {
+        HttpMatch::path(glob).map(|matcher| PathGlob { matcher })
+    }
+
+    /// The glob as written.
+    pub fn as_str(&self) -> &str {
+        self.matcher.path_glob().unwrap_or_default()
+    }
+
+    /// Whether `path` matches.
+    pub fn is_match(&self, path: &str) -> bool {
+        self.matcher
+            .matches(&http::Method::GET, path, &http::HeaderMap::new())
+    }
+}
+
+impl PartialEq for PathGlob {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}

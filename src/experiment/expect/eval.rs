@@ -1,0 +1,360 @@
+//! Judging the breaker expectations on a timeline: sequences, timing, the
+//! wait in open, counts and absence, staying in a state.
+
+use crate::clock::Duration;
+use crate::defense::breaker::{State, Transition};
+use crate::experiment::timeline::Timeline;
+
+use super::ast::{Anchor, CountBound, Event, Expectation, Name, Rule, Wait, Window};
+use super::verdict::{Verdict, latency, list_times, secs, times};
+use super::window::{contains, describe, resolve, state_at};
+
+/// Judges `expectation` on `timeline`.
+pub fn evaluate(expectation: &Expectation, timeline: &Timeline) -> Verdict {
+    let (passed, expected, seen, at) = match &expectation.rule {
+        Rule::Sequence {
+            breaker,
+            states,
+            exact,
+        } => sequence(timeline, breaker, states, *exact),
+        Rule::Reaches {
+            breaker,
+            event,
+            within,
+            anchor,
+        } => reaches(timeline, breaker, *event, *within, anchor),
+        Rule::WaitInOpen {
+            breaker,
+            wait,
+            tolerance,
+        } => wait_in_open(timeline, breaker, *wait, *tolerance),
+        Rule::Count {
+            breaker,
+            event,
+            bound,
+            window,
+        } => count(timeline, breaker, *event, *bound, window),
+        Rule::Stays {
+            breaker,
+            state,
+            window,
+        } => stays(timeline, breaker, *state, window),
+        Rule::Calls {
+            glob,
+            window,
+            bound,
+        } => super::metrics::calls(timeline, glob, window, *bound),
+        Rule::Route {
+            route,
+            metric,
+            window,
+            bound,
+        } => super::metrics::route(timeline, route, *metric, window, *bound),
+    };
+    Verdict {
+        expectation: expectation.text.clone(),
+        passed,
+        expected,
+        seen,
+        at,
+    }
+}
+
+/// What a judge returns: passed, expected, seen, where.
+pub(crate) type Judgement = (bool, String, String, Option<Duration>);
+
+/// The transitions of one breaker, in order.
+fn of<'a>(timeline: &'a Timeline, breaker: &Name) -> impl Iterator<Item = &'a Transition> {
+    timeline
+        .transitions
+        .iter()
+        .filter(move |t| t.breaker == breaker.text)
+}
+
+/// `closed -> open -> ...`, at most `limit` states, then `... (N in all)`.
+fn arrows(states: &[State], limit: usize) -> String {
+    let mut text = states
+        .iter()
+        .take(limit)
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(" -> ");
+    if states.len() > limit {
+        text.push_str(&format!(" -> ... ({} states in all)", states.len()));
+    }
+    text
+}
+
+fn sequence(timeline: &Timeline, breaker: &Name, want: &[State], exact: bool) -> Judgement {
+    let steps: Vec<&Transition> = of(timeline, breaker).collect();
+    let visited: Vec<State> = std::iter::once(State::Closed)
+        .chain(steps.iter().map(|t| t.to))
+        .collect();
+    // The time at which visited[i] was entered (None for the initial closed).
+    let entered = |i: usize| i.checked_sub(1).map(|j| steps[j].at);
+    let expected = format!(
+        "{}{}",
+        if exact { "" } else { "through " },
+        arrows(want, usize::MAX)
+    );
+    let shown = arrows(&visited, 16);
+    if exact {
+        let diverges = visited
+            .iter()
+            .zip(want)
+            .position(|(a, b)| a != b)
+            .unwrap_or(visited.len().min(want.len()));
+        if diverges == visited.len() && diverges == want.len() {
+            let at = entered(visited.len() - 1);
+            return (true, expected, shown, at);
+        }
+        let seen = match (visited.get(diverges), want.get(diverges)) {
+            (Some(got), _) => format!(
+                "{shown}; went {got} at {} where {} was expected",
+                secs(entered(diverges).unwrap_or_default()),
+                want.get(diverges)
+                    .map_or("no further transition".to_string(), |s| s.to_string())
+            ),
+            (None, _) => format!(
+                "{shown}; stayed {} to the end ({}) without reaching {}",
+                visited[visited.len() - 1],
+                secs(timeline.duration),
+                want[diverges]
+            ),
+        };
+        let at = entered(diverges.min(visited.len() - 1));
+        return (false, expected, seen, at);
+    }
+    let mut matched = 0;
+    let mut last = None;
+    for (i, state) in visited.iter().enumerate() {
+        if matched < want.len() && *state == want[matched] {
+            matched += 1;
+            last = entered(i);
+        }
+    }
+    if matched == want.len() {
+        (true, expected, shown, last)
+    } else {
+        let seen = format!(
+            "{shown}; never reached {} after {}",
+            want[matched],
+            arrows(&want[..matched], usize::MAX).if_empty("the start")
+        );
+        (false, expected, seen, last)
+    }
+}
+
+/// A string, or `other` when it is empty.
+trait IfEmpty {
+    fn if_empty(self, other: &str) -> String;
+}
+
+impl IfEmpty for String {
+    fn if_empty(self, other: &str) -> String {
+        if self.is_empty() {
+            other.to_string()
+        } else {
+            self
+        }
+    }
+}
+
+/// The time an anchor stands for and how to name it; an error (the seen
+/// text) when the fault is unknown or never active.
+fn anchor_time(timeline: &Timeline, anchor: &Anchor) -> Result<(Duration, String), String> {
+    let (fault, end) = match anchor {
+        Anchor::At(t) => return Ok((*t, secs(*t))),
+        Anchor::FaultStart(f) => (f, false),
+        Anchor::FaultEnd(f) => (f, true),
+    };
+    let windows = timeline
+        .faults
+        .iter()
+        .find(|f| f.name == fault.text)
+        .ok_or_else(|| format!("the run has no fault named \"{fault}\""))?;
+    let (start, stop) = windows
+        .span()
+        .ok_or_else(|| format!("fault {fault} was never active"))?;
+    Ok(if end {
+        (stop, format!("{fault}.end"))
+    } else {
+        (start, format!("{fault}.start"))
+    })
+}
+
+fn reaches(
+    timeline: &Timeline,
+    breaker: &Name,
+    event: Event,
+    within: Duration,
+    anchor: &Anchor,
+) -> Judgement {
+    let target = event.state();
+    let (from, label) = match anchor_time(timeline, anchor) {
+        Ok(found) => found,
+        Err(seen) => {
+            let expected = format!("{target} within {}", latency(within));
+            return (false, expected, seen, None);
+        }
+    };
+    let expected = format!("{target} within {} of {label}", latency(within));
+    let first = of(timeline, breaker).find(|t| t.to == target && t.at >= from);
+    match first {
+        Some(t) => {
+            let delay = t.at - from;
+            let seen = format!(
+                "{target} at {}, {} after {label}",
+                secs(t.at),
+                latency(delay)
+            );
+            (delay <= within, expected, seen, Some(t.at))
+        }
+        None => {
+            let seen = format!(
+                "no transition to {target} at or after {label} ({}); the breaker was {} then and \
+                 the run ended at {}",
+                secs(from),
+                state_at(timeline, &breaker.text, from),
+                secs(timeline.duration)
+            );
+            (false, expected, seen, Some(from))
+        }
+    }
+}
+
+fn wait_in_open(timeline: &Timeline, breaker: &Name, wait: Wait, tolerance: Duration) -> Judgement {
+    let configured = timeline.breakers.iter().find(|b| b.name == breaker.text);
+    let (wait, label) = match (wait, configured) {
+        (Wait::Fixed(d), _) => (d, latency(d)),
+        (Wait::Configured, Some(b)) => (
+            b.wait_in_open,
+            format!("wait_in_open {}", latency(b.wait_in_open)),
+        ),
+        (Wait::Configured, None) => {
+            let seen = format!("the run has no breaker named \"{breaker}\"");
+            return (false, "wait_in_open".to_string(), seen, None);
+        }
+    };
+    let expected = format!(
+        "every open -> half_open after {label} ± {}",
+        latency(tolerance)
+    );
+    let mut opened_at = None;
+    let mut gaps = Vec::new();
+    for t in of(timeline, breaker) {
+        if t.to == State::Open {
+            opened_at = Some(t.at);
+        } else if t.from == State::Open && t.to == State::HalfOpen {
+            let Some(open) = opened_at else { continue };
+            let gap = t.at - open;
+            let off = gap.abs_diff(wait);
+            if off > tolerance {
+                let seen = format!(
+                    "half_open at {}, {} after opening at {}",
+                    secs(t.at),
+                    latency(gap),
+                    secs(open)
+                );
+                return (false, expected, seen, Some(t.at));
+            }
+            gaps.push(gap);
+        }
+    }
+    match (gaps.iter().min(), gaps.iter().max()) {
+        (Some(lo), Some(hi)) => {
+            let seen = format!(
+                "{} from open to half_open, gaps {} to {}",
+                times(gaps.len()),
+                latency(*lo),
+                latency(*hi)
+            );
+            (true, expected, seen, None)
+        }
+        _ => {
+            let seen = match opened_at {
+                Some(open) => format!(
+                    "opened at {} and never half-opened before the run ended at {}",
+                    secs(open),
+                    secs(timeline.duration)
+                ),
+                None => "never opened, so never half-opened".to_string(),
+            };
+            (false, expected, seen, opened_at)
+        }
+    }
+}
+
+fn count(
+    timeline: &Timeline,
+    breaker: &Name,
+    event: Event,
+    bound: CountBound,
+    window: &Window,
+) -> Judgement {
+    let where_ = describe(window);
+    let expected = match bound {
+        CountBound::AtMost(0) => format!("never {} {where_}", event.verb()),
+        CountBound::AtMost(n) => format!("{} at most {} {where_}", event.verb(), times(n as usize)),
+        CountBound::AtLeast(n) => {
+            format!("{} at least {} {where_}", event.verb(), times(n as usize))
+        }
+        CountBound::Exactly(n) => {
+            format!("{} exactly {} {where_}", event.verb(), times(n as usize))
+        }
+    };
+    let intervals = match resolve(window, timeline) {
+        Ok(i) => i,
+        Err(seen) => return (false, expected, seen, None),
+    };
+    let hits: Vec<Duration> = of(timeline, breaker)
+        .filter(|t| t.to == event.state() && contains(&intervals, t.at))
+        .map(|t| t.at)
+        .collect();
+    let passed = bound.holds(hits.len());
+    let seen = if hits.is_empty() {
+        format!("{} 0 times {where_}", event.past())
+    } else {
+        format!(
+            "{} {} {where_}: at {}",
+            event.past(),
+            times(hits.len()),
+            list_times(&hits, 8)
+        )
+    };
+    // Where to look: the first transition beyond an upper bound, else the
+    // first transition or the window's start.
+    let at = match bound {
+        CountBound::AtMost(n) | CountBound::Exactly(n) if hits.len() > n as usize => {
+            Some(hits[n as usize])
+        }
+        _ => hits.first().copied().or(intervals.first().map(|i| i.0)),
+    };
+    (passed, expected, seen, at)
+}
+
+fn stays(timeline: &Timeline, breaker: &Name, state: State, window: &Window) -> Judgement {
+    let where_ = describe(window);
+    let expected = format!("{state} throughout, {where_}");
+    let intervals = match resolve(window, timeline) {
+        Ok(i) => i,
+        Err(seen) => return (false, expected, seen, None),
+    };
+    if intervals.is_empty() {
+        let seen = format!("nothing to judge: no time {where_} (holds vacuously)");
+        return (true, expected, seen, None);
+    }
+    for (start, end) in &intervals {
+        let at_start = state_at(timeline, &breaker.text, *start);
+        if at_start != state {
+            let seen = format!("{at_start} at {} {where_}", secs(*start));
+            return (false, expected, seen, Some(*start));
+        }
+        if let Some(t) = of(timeline, breaker).find(|t| t.at > *start && t.at < *end) {
+            let seen = format!("left {state} at {} (to {}) {where_}", secs(t.at), t.to);
+            return (false, expected, seen, Some(t.at));
+        }
+    }
+    let seen = format!("{state} throughout, {where_}");
+    (true, expected, seen, intervals.first().map(|i| i.0))
+}

@@ -1,0 +1,9 @@
+//! Tests of the expectation language: parsing (valid forms and exact error
+//! messages), the name check, and the judges on hand-built timelines.
+
+mod check;
+mod eval_breaker;
+mod eval_route;
+mod fixture;
+mod parse_err;
+mod parse_ok;

@@ -1,0 +1,74 @@
+//! Turning a [`Window`] into `[start, end)` intervals of a timeline, and
+//! the words that describe it in a verdict.
+
+use crate::clock::Duration;
+use crate::defense::breaker::State;
+use crate::experiment::timeline::Timeline;
+
+use super::ast::Window;
+use super::verdict::secs;
+
+/// Sorted, disjoint `[start, end)` intervals, clipped to the run.
+pub(crate) type Intervals = Vec<(Duration, Duration)>;
+
+/// The intervals of `window` in `timeline`; an error (the verdict's seen
+/// text) when it names a fault or phase the run does not have.
+pub(crate) fn resolve(window: &Window, timeline: &Timeline) -> Result<Intervals, String> {
+    let raw = match window {
+        Window::Run => vec![(Duration::ZERO, timeline.duration)],
+        Window::During(fault) => {
+            let f = timeline
+                .faults
+                .iter()
+                .find(|f| f.name == fault.text)
+                .ok_or_else(|| format!("the run has no fault named \"{fault}\""))?;
+            f.span().into_iter().collect()
+        }
+        Window::While { breaker, state } => timeline.intervals_in_state(&breaker.text, *state),
+        Window::Between(from, to) => vec![(*from, *to)],
+        Window::Phase(phase) => {
+            let p = timeline
+                .phases
+                .iter()
+                .find(|p| p.name == phase.text)
+                .ok_or_else(|| format!("the run has no phase named \"{phase}\""))?;
+            vec![(p.from, p.to)]
+        }
+    };
+    Ok(raw
+        .into_iter()
+        .map(|(a, b)| (a.min(timeline.duration), b.min(timeline.duration)))
+        .filter(|(a, b)| a < b)
+        .collect())
+}
+
+/// Whether `t` lies in one of the intervals.
+pub(crate) fn contains(intervals: &Intervals, t: Duration) -> bool {
+    intervals.iter().any(|(a, b)| *a <= t && t < *b)
+}
+
+/// Their total length.
+pub(crate) fn total(intervals: &Intervals) -> Duration {
+    intervals.iter().map(|(a, b)| *b - *a).sum()
+}
+
+/// The words after a figure: `during inventory-down`, `while inventory is
+/// open`, `between 10s and 40s`, `in phase recovery`, `over the run`.
+pub(crate) fn describe(window: &Window) -> String {
+    match window {
+        Window::Run => "over the run".to_string(),
+        Window::During(fault) => format!("during {fault}"),
+        Window::While { breaker, state } => format!("while {breaker} is {state}"),
+        Window::Between(a, b) => format!("between {} and {}", secs(*a), secs(*b)),
+        Window::Phase(phase) => format!("in phase {phase}"),
+    }
+}
+
+/// The state of breaker `name` at `t` (after any transition at `t`).
+pub(crate) fn state_at(timeline: &Timeline, name: &str, t: Duration) -> State {
+    timeline
+        .transitions
+        .iter()
+        .rfind(|tr| tr.breaker == name && tr.at <= t)
+        .map_or(State::Closed, |tr| tr.to)
+}
