@@ -14,7 +14,11 @@ use firedrill::defense::breaker::{Breaker, BreakerConfig, Outcome, SharedBreaker
 const CALLS: u64 = 5_000_000;
 
 fn config() -> BreakerConfig {
-    BreakerConfig::from_yaml("bench", "name: bench\nsliding_window_size: 100\nminimum_calls: 100\n").unwrap()
+    BreakerConfig::from_yaml(
+        "bench",
+        "name: bench\nsliding_window_size: 100\nminimum_calls: 100\n",
+    )
+    .unwrap()
 }
 
 /// Nanoseconds per call of `f` over `calls` calls, best of 5 runs.
@@ -37,7 +41,9 @@ fn main() {
     let mut machine = Breaker::new(&config(), t0);
     let pure = per_call(CALLS, |i| {
         let now = t0 + tick * (i as u32 % 1_000_000);
-        let permit = machine.try_acquire(now).expect("stays closed: every call succeeds");
+        let permit = machine
+            .try_acquire(now)
+            .expect("stays closed: every call succeeds");
         machine.record(permit, Outcome::Success, Duration::from_millis(1), now);
         black_box(&machine);
     });
@@ -68,9 +74,21 @@ fn main() {
         started.elapsed().as_nanos() as f64 / CALLS as f64
     };
 
-    let mut open = Breaker::new(&BreakerConfig::from_yaml("bench", "name: open\nminimum_calls: 1\nsliding_window_size: 1\nwait_in_open: 1h\n").unwrap(), t0);
+    let mut open = Breaker::new(
+        &BreakerConfig::from_yaml(
+            "bench",
+            "name: open\nminimum_calls: 1\nsliding_window_size: 1\nwait_in_open: 1h\n",
+        )
+        .unwrap(),
+        t0,
+    );
     let permit = open.try_acquire(t0).unwrap();
-    open.record(permit, Outcome::Failure(firedrill::defense::breaker::FailureKind::Timeout), Duration::ZERO, t0);
+    open.record(
+        permit,
+        Outcome::Failure(firedrill::defense::breaker::FailureKind::Timeout),
+        Duration::ZERO,
+        t0,
+    );
     let rejected = per_call(CALLS, |i| {
         let now = t0 + tick * (i as u32 % 1_000_000);
         black_box(open.try_acquire(now).is_err());

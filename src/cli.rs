@@ -100,6 +100,31 @@ pub enum Command {
         #[arg(long, default_value_t = 7)]
         seed: u64,
     },
+    /// Run an experiment: stand up target, fault proxy and defense line,
+    /// drive the load, play the fault timeline, judge the expectations.
+    Run {
+        /// The experiment file.
+        file: PathBuf,
+        /// `virtual` (in memory, paused time) or `real` (loopback sockets,
+        /// wall time); overrides the file's `clock`.
+        #[arg(long, value_enum)]
+        clock: Option<ClockArg>,
+        /// Overrides the file's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Write report.json, junit.xml and journal.jsonl into this folder.
+        #[arg(long)]
+        report_dir: Option<PathBuf>,
+        /// Write the JUnit XML report here.
+        #[arg(long)]
+        junit: Option<PathBuf>,
+        /// Write the JSON report here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// No progress bar and no summary (exit code and files only).
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Check a fault file or a defense config without running anything (the
     /// kind is told by the top-level keys).
     Validate {
@@ -109,6 +134,15 @@ pub enum Command {
         #[arg(long, value_enum)]
         mode: Option<Mode>,
     },
+}
+
+/// `--clock`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClockArg {
+    /// In-memory transports, paused auto-advancing time.
+    Virtual,
+    /// Real sockets on loopback, wall time.
+    Real,
 }
 
 /// Proxy mode.
@@ -157,6 +191,28 @@ impl From<SchemaError> for CliError {
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Validate { file, mode } => validate(&file, mode),
+        Command::Run {
+            file,
+            clock,
+            seed,
+            report_dir,
+            junit,
+            json,
+            quiet,
+        } => {
+            let options = crate::experiment::command::RunOptions {
+                clock: clock.map(|c| match c {
+                    ClockArg::Virtual => crate::experiment::config::ClockKind::Virtual,
+                    ClockArg::Real => crate::experiment::config::ClockKind::Real,
+                }),
+                seed,
+                report_dir,
+                junit,
+                json,
+                quiet,
+            };
+            crate::experiment::command::run_command(&file, &options)
+        }
         Command::Proxy {
             listen,
             upstream,

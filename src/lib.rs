@@ -23,5 +23,6 @@ pub mod experiment;
 pub mod fault;
 pub mod net;
 pub mod proxy;
+pub mod report;
 pub mod schema;
 pub mod target;

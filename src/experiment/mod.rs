@@ -2,13 +2,26 @@
 //! expectations), run in virtual or real time, recorded as a timeline, and
 //! judged.
 //!
+//! * [`config`] — the experiment file, validated.
+//! * [`network`] — in-memory (virtual clock) or loopback (real clock).
+//! * [`load`] — the open-loop load generator.
+//! * [`run`] — stands everything up, drives the load, collects the timeline.
+//! * [`halt`] — halt conditions, watched during the run.
+//! * [`progress`] — the live progress bar of a real-time drill.
 //! * [`timeline`] — what a run recorded; everything after the run reads it.
 //! * [`expect`] — the expectation sentences, parsed, checked and judged.
+//! * [`judge`] — joins the expectations to an experiment and its run.
+//! * [`command`] — `firedrill run`.
 
+pub mod command;
 pub mod config;
 pub mod expect;
 pub mod halt;
+pub mod judge;
 pub mod load;
 pub mod network;
+pub mod progress;
 pub mod run;
 pub mod timeline;
+
+pub use expect::Verdict;

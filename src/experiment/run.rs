@@ -60,6 +60,7 @@ pub fn run(
     clock: ClockKind,
     halts: &[HaltCondition],
     interrupt: impl std::future::Future<Output = ()> + Send + 'static,
+    progress: bool,
 ) -> Result<RunResult, RunError> {
     match clock {
         ClockKind::Virtual => {
@@ -73,6 +74,7 @@ pub fn run(
                 MemoryNetwork::default(),
                 halts,
                 interrupt,
+                false,
             ))
         }
         ClockKind::Real => {
@@ -80,7 +82,13 @@ pub fn run(
                 .enable_all()
                 .build()
                 .map_err(|e| RunError(format!("cannot start the runtime: {e}")))?;
-            runtime.block_on(execute(experiment, LoopbackNetwork, halts, interrupt))
+            runtime.block_on(execute(
+                experiment,
+                LoopbackNetwork,
+                halts,
+                interrupt,
+                progress,
+            ))
         }
     }
 }
@@ -90,6 +98,7 @@ async fn execute<N: Network>(
     network: N,
     halts: &[HaltCondition],
     interrupt: impl std::future::Future<Output = ()> + Send + 'static,
+    progress: bool,
 ) -> Result<RunResult, RunError> {
     let listen = || async {
         network
@@ -194,12 +203,14 @@ async fn execute<N: Network>(
             load_stop,
         );
         let watch = super::halt::watch(halts, &load, start);
-        tokio::pin!(drive, watch, interrupt);
+        let bar = super::progress::show(progress, experiment, &load, line.clone(), start);
+        tokio::pin!(drive, watch, interrupt, bar);
         tokio::select! {
             biased;
             _ = &mut interrupt => Ending::Interrupted,
             (condition, seen) = &mut watch => Ending::Halted { condition, seen },
             _ = &mut drive => Ending::Completed,
+            _ = &mut bar => unreachable!("the progress bar never ends by itself"),
         }
     };
     let ended_at = clock::now().saturating_duration_since(start);

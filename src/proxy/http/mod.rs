@@ -157,12 +157,12 @@ impl<C: Connector> Conn<C> {
                     return Ok(resp);
                 }
                 FaultKind::Blackhole => {
+                    // Accepted and never answered, like a hung server: a
+                    // request that fell in stays unanswered after the
+                    // window ends, until the client gives up (or the proxy
+                    // shuts down). Requests after the window pass through.
                     plan.record(hit.index, req.uri().path());
-                    match plan.next_change(hit.index) {
-                        (_, Some(end)) => clock::sleep_until(end).await,
-                        (_, None) => std::future::pending::<()>().await,
-                    }
-                    return Err(body::Cut(0));
+                    return std::future::pending().await;
                 }
                 FaultKind::Refuse
                 | FaultKind::SlowClose(_)

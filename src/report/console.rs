@@ -1,0 +1,83 @@
+//! The summary printed at the end of a run: routes, breakers, verdicts.
+
+use std::fmt::Write;
+
+use super::RunReport;
+use crate::experiment::run::Ending;
+
+/// The summary as text.
+pub fn render(report: &RunReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "\n{} (seed {}, {:?} clock, {:.1}s)",
+        report.experiment,
+        report.seed,
+        report.clock,
+        report.duration_ms / 1000.0
+    );
+    let _ = writeln!(
+        out,
+        "\n  {:<12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>7}",
+        "route", "requests", "success", "fallback", "rejected", "timeouts", "p50", "p99", "ampl."
+    );
+    for r in &report.routes {
+        let _ = writeln!(
+            out,
+            "  {:<12} {:>8} {:>8.1}% {:>8.1}% {:>8.1}% {:>9} {:>8.1}ms {:>8.1}ms {:>7.2}",
+            r.route,
+            r.requests,
+            r.success_pct,
+            r.fallback_pct,
+            r.rejected_pct,
+            r.timeouts,
+            r.latency_ms.p50,
+            r.latency_ms.p99,
+            r.amplification
+        );
+    }
+    for b in &report.breakers {
+        let _ = writeln!(out, "\n  breaker {} (now {})", b.name, b.final_state);
+        for t in &b.transitions {
+            let _ = writeln!(
+                out,
+                "    {:>9.3}s  {} -> {}  ({})",
+                t.at_ms / 1000.0,
+                t.from,
+                t.to,
+                t.reason
+            );
+        }
+    }
+    match &report.ending {
+        Ending::Completed => {}
+        Ending::Halted { condition, seen } => {
+            let _ = writeln!(out, "\n  HALTED: {condition} ({seen}); every fault removed");
+        }
+        Ending::Interrupted => {
+            let _ = writeln!(out, "\n  INTERRUPTED: every fault removed; partial report");
+        }
+    }
+    if !report.verdicts.is_empty() {
+        let _ = writeln!(out, "\n  expectations:");
+    }
+    for v in &report.verdicts {
+        let mark = if v.passed { "ok  " } else { "FAIL" };
+        let _ = writeln!(out, "  {mark} {}", v.expectation);
+        if !v.passed {
+            let _ = writeln!(out, "         expected: {}", v.expected);
+            let _ = writeln!(out, "         seen:     {}", v.seen);
+            if let Some(at) = v.at {
+                let _ = writeln!(out, "         at:       {:.3}s", at.as_secs_f64());
+            }
+        }
+    }
+    let held = report.verdicts.iter().filter(|v| v.passed).count();
+    let _ = writeln!(
+        out,
+        "\n  {}: {held} of {} expectations held",
+        if report.passed { "PASSED" } else { "FAILED" },
+        report.verdicts.len()
+    );
+    out
+}

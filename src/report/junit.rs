@@ -1,0 +1,54 @@
+//! JUnit XML: one test suite per experiment, one test case per expectation
+//! (what CI systems consume), plus a case for a run that did not complete.
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+use super::{Exporter, RunReport};
+use crate::experiment::run::Ending;
+
+/// `junit.xml`.
+#[derive(Debug)]
+pub struct Junit;
+
+impl Exporter for Junit {
+    fn file_name(&self) -> &'static str {
+        "junit.xml"
+    }
+
+    fn render(&self, report: &RunReport) -> std::io::Result<Vec<u8>> {
+        let mut suite = TestSuite::new(report.experiment.as_str());
+        for v in &report.verdicts {
+            let status = if v.passed {
+                TestCaseStatus::success()
+            } else {
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+                s.set_message(format!("expected {}; seen {}", v.expected, v.seen));
+                s.set_type("expectation");
+                if let Some(at) = v.at {
+                    s.set_description(format!("at {:.3}s in the timeline", at.as_secs_f64()));
+                }
+                s
+            };
+            let mut case = TestCase::new(v.expectation.as_str(), status);
+            case.set_classname(format!("firedrill.{}", report.experiment));
+            suite.add_test_case(case);
+        }
+        if report.ending != Ending::Completed {
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+            s.set_message(match &report.ending {
+                Ending::Halted { condition, seen } => format!("halted: {condition} ({seen})"),
+                Ending::Interrupted => "interrupted".to_string(),
+                Ending::Completed => unreachable!("checked above"),
+            });
+            let mut case = TestCase::new("run completes", s);
+            case.set_classname(format!("firedrill.{}", report.experiment));
+            suite.add_test_case(case);
+        }
+        let mut junit = Report::new("firedrill");
+        junit.add_test_suite(suite);
+        junit
+            .to_string()
+            .map(String::into_bytes)
+            .map_err(std::io::Error::other)
+    }
+}

@@ -1,0 +1,175 @@
+//! Reports of a run: the data every format shares ([`RunReport`]), and one
+//! exporter per format behind a small trait, as hyperfine does it.
+//!
+//! * [`summary`] — figures per load route.
+//! * [`json`], [`junit`], [`journal`] — file formats.
+//! * [`console`] — the summary printed at the end of a run.
+
+pub mod console;
+pub mod journal;
+pub mod json;
+pub mod junit;
+pub mod summary;
+
+use serde::Serialize;
+
+use crate::clock::Duration;
+use crate::experiment::Verdict;
+use crate::experiment::config::{ClockKind, Experiment};
+use crate::experiment::run::{Ending, RunResult};
+use crate::experiment::timeline::Timeline;
+
+/// Everything a report shows. Deterministic: no wall-clock time, stable
+/// order, so the same seed gives the same bytes.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// The experiment's name.
+    pub experiment: String,
+    /// Its description.
+    pub description: Option<String>,
+    /// The seed used.
+    pub seed: u64,
+    /// The clock used.
+    pub clock: ClockKind,
+    /// How long the run lasted, in milliseconds.
+    pub duration_ms: f64,
+    /// How it ended.
+    pub ending: Ending,
+    /// Whether every expectation held and the run completed.
+    pub passed: bool,
+    /// One per expectation.
+    pub verdicts: Vec<Verdict>,
+    /// Figures per load route.
+    pub routes: Vec<summary::RouteSummary>,
+    /// Breaker transitions and final states.
+    pub breakers: Vec<BreakerReport>,
+    /// Fault windows, in milliseconds.
+    pub faults: Vec<FaultReport>,
+    /// Requests that reached the target.
+    pub target_hits: usize,
+    /// Requests shed by the in-flight cap.
+    pub shed: u64,
+    /// The recorded timeline, for tools that want every request.
+    #[serde(skip)]
+    pub timeline: Timeline,
+}
+
+/// One breaker's story.
+#[derive(Debug, Clone, Serialize)]
+pub struct BreakerReport {
+    /// Its name.
+    pub name: String,
+    /// Its state at the end.
+    pub final_state: String,
+    /// Its transitions.
+    pub transitions: Vec<TransitionReport>,
+}
+
+/// One transition, for reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct TransitionReport {
+    /// Milliseconds since the start.
+    pub at_ms: f64,
+    /// From.
+    pub from: String,
+    /// To.
+    pub to: String,
+    /// Why, with figures.
+    pub reason: String,
+}
+
+/// One fault's windows.
+#[derive(Debug, Clone, Serialize)]
+pub struct FaultReport {
+    /// Its name.
+    pub name: String,
+    /// Its kind.
+    pub kind: String,
+    /// `[start, end)` in milliseconds.
+    pub windows_ms: Vec<(f64, f64)>,
+}
+
+/// Milliseconds with microsecond precision.
+pub fn ms(d: Duration) -> f64 {
+    d.as_micros() as f64 / 1000.0
+}
+
+impl RunReport {
+    /// Builds the report of a finished run.
+    pub fn new(
+        experiment: &Experiment,
+        clock: ClockKind,
+        result: &RunResult,
+        verdicts: Vec<Verdict>,
+    ) -> RunReport {
+        let t = &result.timeline;
+        let breakers = t
+            .breakers
+            .iter()
+            .map(|b| {
+                let transitions: Vec<TransitionReport> = t
+                    .transitions
+                    .iter()
+                    .filter(|x| x.breaker == b.name)
+                    .map(|x| TransitionReport {
+                        at_ms: ms(x.at),
+                        from: x.from.to_string(),
+                        to: x.to.to_string(),
+                        reason: x.reason.to_string(),
+                    })
+                    .collect();
+                let final_state = transitions
+                    .last()
+                    .map_or("closed".to_string(), |x| x.to.clone());
+                BreakerReport {
+                    name: b.name.clone(),
+                    final_state,
+                    transitions,
+                }
+            })
+            .collect();
+        let faults = t
+            .faults
+            .iter()
+            .map(|f| FaultReport {
+                name: f.name.clone(),
+                kind: f.kind.clone(),
+                windows_ms: f.windows.iter().map(|(a, b)| (ms(*a), ms(*b))).collect(),
+            })
+            .collect();
+        let passed = result.ending == Ending::Completed && verdicts.iter().all(|v| v.passed);
+        RunReport {
+            experiment: experiment.name.clone(),
+            description: experiment.description.clone(),
+            seed: experiment.seed,
+            clock,
+            duration_ms: ms(t.duration),
+            ending: result.ending.clone(),
+            passed,
+            verdicts,
+            routes: summary::routes(t),
+            breakers,
+            faults,
+            target_hits: t.target_hits.len(),
+            shed: result.shed,
+            timeline: t.clone(),
+        }
+    }
+}
+
+/// A report file format.
+pub trait Exporter {
+    /// The file name it is written to inside a report directory.
+    fn file_name(&self) -> &'static str;
+    /// The file's bytes.
+    fn render(&self, report: &RunReport) -> std::io::Result<Vec<u8>>;
+}
+
+/// Every file format, for `--report-dir`.
+pub fn exporters() -> Vec<Box<dyn Exporter>> {
+    vec![
+        Box::new(json::Json),
+        Box::new(junit::Junit),
+        Box::new(journal::Journal),
+    ]
+}
