@@ -103,9 +103,9 @@ impl<C: Connector> Conn<C> {
         let mut decision = Decision::default();
         for hit in &hits {
             let plan = &self.plan;
-            match &hit.fault.kind {
+            match &hit.fault().kind {
                 FaultKind::Latency(l) => {
-                    let delay = plan.latency_delay(hit.index, l);
+                    let delay = plan.hit_delay(hit, l);
                     match l.direction {
                         Direction::Upstream => decision.request_at = Some(arrival + delay),
                         Direction::Downstream => decision.response_delay = Some(delay),
@@ -117,11 +117,11 @@ impl<C: Connector> Conn<C> {
                     *slot = Some(slot.map_or(rate, |r| r.min(rate)));
                 }
                 FaultKind::Reset(cut) | FaultKind::Close(cut) => {
-                    let reset = matches!(hit.fault.kind, FaultKind::Reset(_));
+                    let reset = matches!(hit.fault().kind, FaultKind::Reset(_));
                     match cut.after_bytes {
                         Some(limit) => decision.truncate = Some((limit.0, reset)),
                         None => {
-                            plan.record(hit.index, req.uri().path());
+                            plan.record_hit(hit, req.uri().path());
                             if let Some(at) = decision.request_at {
                                 clock::sleep_until(at).await;
                             }
@@ -136,7 +136,7 @@ impl<C: Connector> Conn<C> {
                     }
                 }
                 FaultKind::Status(s) => {
-                    plan.record(hit.index, req.uri().path());
+                    plan.record_hit(hit, req.uri().path());
                     if let Some(at) = decision.request_at {
                         clock::sleep_until(at).await;
                     }
@@ -151,14 +151,14 @@ impl<C: Connector> Conn<C> {
                             resp.headers_mut().append(k, v);
                         }
                     }
-                    if let Ok(v) = HeaderValue::from_str(&hit.fault.name) {
+                    if let Ok(v) = HeaderValue::from_str(&hit.fault().name) {
                         resp.headers_mut().insert(FAULT_HEADER, v);
                     }
                     return Ok(resp);
                 }
                 FaultKind::Blackhole => {
-                    plan.record(hit.index, req.uri().path());
-                    match plan.next_change(hit.index) {
+                    plan.record_hit(hit, req.uri().path());
+                    match plan.hit_next_change(hit) {
                         (_, Some(end)) => clock::sleep_until(end).await,
                         (_, None) => std::future::pending::<()>().await,
                     }
@@ -172,13 +172,13 @@ impl<C: Connector> Conn<C> {
         }
         for hit in &hits {
             if matches!(
-                hit.fault.kind,
+                hit.fault().kind,
                 FaultKind::Latency(_)
                     | FaultKind::Bandwidth(_)
                     | FaultKind::Reset(_)
                     | FaultKind::Close(_)
             ) {
-                self.plan.record(hit.index, req.uri().path());
+                self.plan.record_hit(hit, req.uri().path());
             }
         }
         if let Some(at) = decision.request_at {
