@@ -125,6 +125,25 @@ pub enum Command {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Serve a Toxiproxy-compatible REST API that manages named proxies
+    /// and their toxics at runtime, plus Prometheus /metrics.
+    Server {
+        /// Address of the API. Anything but loopback needs --api-token.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// Port of the API (0 picks a free one, printed at start).
+        #[arg(long, default_value_t = 8474)]
+        port: u16,
+        /// JSON array of proxies to create at start, as Toxiproxy's -config.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Require `Authorization: Bearer <token>` on every request.
+        #[arg(long, env = "FIREDRILL_API_TOKEN", hide_env_values = true)]
+        api_token: Option<String>,
+        /// Seed of every random decision (toxicity, jitter).
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// Check a fault file or a defense config without running anything (the
     /// kind is told by the top-level keys).
     Validate {
@@ -244,6 +263,19 @@ pub fn run(cli: Cli) -> ExitCode {
             seed,
             grace.get(),
         ),
+        Command::Server {
+            host,
+            port,
+            config,
+            api_token,
+            seed,
+        } => crate::api::command::run(crate::api::command::ServerArgs {
+            host,
+            port,
+            config,
+            api_token,
+            seed,
+        }),
         Command::Demo {
             duration,
             rate,

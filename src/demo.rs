@@ -130,8 +130,8 @@ fn print_second(second: u64, outcomes: &[Outcome], plan: &FaultPlan) {
     };
     let count = |f: fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
     let at = Duration::from_secs(second) + Duration::from_millis(500);
-    let active: Vec<&str> = plan
-        .faults()
+    let faults = plan.faults();
+    let active: Vec<&str> = faults
         .iter()
         .filter(|f| f.window.is_active(at))
         .map(|f| f.name.as_str())

@@ -13,8 +13,11 @@
 //! * [`target`] — the embedded fixture server (a built-in dependency).
 //! * [`defense`] — the defense line: circuit breaker (a pure state machine
 //!   with its journal), bulkhead, timeout, retry, rate limit, fallback.
+//! * [`api`] — the control plane: a Toxiproxy-compatible REST API over
+//!   named proxies, and Prometheus `/metrics`.
 //! * [`cli`] — the command line; `main.rs` only parses, runs and exits.
 
+pub mod api;
 pub mod cli;
 pub mod clock;
 pub mod defense;

@@ -115,12 +115,10 @@ async fn execute<N: Network>(
         TargetSpec::Builtin(routes) => routes.clone(),
         TargetSpec::Url(_) => Vec::new(),
     };
-    let stats = Arc::new(TargetStats::recording(routes, start));
-    let plan = Arc::new(FaultPlan::new(
-        experiment.faults.clone(),
-        experiment.seed,
-        start,
-    ));
+    let stats = Arc::new(TargetStats::with_routes(routes));
+    let plan = Arc::new(
+        FaultPlan::new(experiment.faults.clone(), experiment.seed, start).recording_arrivals(),
+    );
     let (proxy_acceptor, proxy_connector, proxy_authority) = listen().await?;
     match &experiment.target {
         TargetSpec::Builtin(_) => {
@@ -237,7 +235,6 @@ async fn execute<N: Network>(
     let timeline = collect(
         experiment,
         &load,
-        &stats,
         &plan,
         &recorder,
         line.as_deref(),
@@ -253,7 +250,6 @@ async fn execute<N: Network>(
 fn collect(
     experiment: &Experiment,
     load: &Load,
-    stats: &TargetStats,
     plan: &FaultPlan,
     recorder: &Recorder,
     line: Option<&DefenseLine>,
@@ -278,17 +274,21 @@ fn collect(
             r
         })
         .collect();
-    let target_hits = stats
-        .hits()
+    // The dependency is the fault proxy and the target behind it: a call
+    // answered by a fault in the target's place reached it too.
+    let target_hits = plan
+        .arrivals()
         .into_iter()
-        .map(|(at, path, request_id)| TargetHit {
-            at,
-            path,
-            request_id,
+        .map(|a| TargetHit {
+            at: a.at,
+            path: a.path,
+            request_id: a.request_id,
         })
         .collect();
-    let faults = plan
-        .faults()
+    // From the experiment, not the plan: a halt empties the plan, and the
+    // windows end at the halt anyway (the run's duration).
+    let faults = experiment
+        .faults
         .iter()
         .map(|f| FaultWindows {
             name: f.name.clone(),

@@ -7,6 +7,6 @@ pub mod spec;
 pub mod window;
 
 pub use matcher::HttpMatch;
-pub use plan::{FaultPlan, Hit};
+pub use plan::{ConnectionRolls, FaultPlan, Hit, Snapshot};
 pub use spec::{Direction, Fault, FaultFile, FaultKind};
 pub use window::{Pattern, Window};

@@ -1,53 +1,204 @@
 //! The runtime side of a fault list: which faults are active now, which
 //! traffic they match, and the seeded probability roll.
+//!
+//! The list can be replaced while traffic runs (the control plane adds and
+//! removes toxics): readers take an immutable [`Snapshot`] once per
+//! connection, chunk or request, and a replace publishes a new one. Each
+//! fault keeps its RNG stream and injection counter across replaces, keyed by
+//! its name, so editing one fault does not shift the sequence another sees.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use rand::Rng;
+use tokio::sync::watch;
 
 use super::spec::{Fault, FaultKind};
 use crate::clock::{self, Duration, Instant, RunRng};
 
-/// A fault list bound to a start instant and a seed.
+/// A fault list bound to a start instant and a seed, replaceable at runtime.
 #[derive(Debug)]
 pub struct FaultPlan {
-    /// The faults, in file order; indices are stable for the run.
-    faults: Vec<Fault>,
+    /// The current list; replaced whole, never edited in place.
+    current: RwLock<Arc<Snapshot>>,
+    /// The version of `current`, readable without the lock (checked once
+    /// per chunk by running connections).
+    version: AtomicU64,
+    /// Wakes listeners and idle connections when the list is replaced.
+    changes: watch::Sender<u64>,
     /// Time zero of every fault window.
     start: Instant,
-    /// One RNG stream per fault, so adding a fault does not shift the
-    /// sequence another one sees.
-    rngs: Vec<Mutex<RunRng>>,
-    /// How many times each fault was injected.
-    injected: Vec<AtomicU64>,
-    /// Set when a run is interrupted or halted: every fault is off.
-    removed: AtomicBool,
+    /// Seed of every fault's RNG stream.
+    seed: u64,
+    /// Every HTTP request that entered the proxy, when a run records them:
+    /// these are the calls that reached the dependency (answered by the
+    /// target or by a fault in its place).
+    arrivals: Option<Mutex<Vec<Arrival>>>,
 }
 
-/// One fault chosen for a connection or request.
-#[derive(Debug, Clone, Copy)]
-pub struct Hit<'a> {
-    /// Index of the fault in the plan.
+/// One HTTP request that entered the proxy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arrival {
+    /// Offset from the plan's start.
+    pub at: Duration,
+    /// Request path.
+    pub path: String,
+    /// The load generator's `x-firedrill-request-id`, if present.
+    pub request_id: Option<u64>,
+}
+
+/// One published fault list: the faults in order, each with its state.
+#[derive(Debug)]
+pub struct Snapshot {
+    /// Which publication this is (0 for the list the plan started with).
+    version: u64,
+    /// The faults, in evaluation order.
+    faults: Vec<Fault>,
+    /// Per fault: RNG stream and counter, shared with earlier snapshots that
+    /// held a fault of the same name.
+    states: Vec<Arc<FaultState>>,
+}
+
+/// What a fault carries across replaces of the list.
+#[derive(Debug)]
+struct FaultState {
+    /// This fault's own random stream (probability, jitter, slice sizes).
+    rng: Mutex<RunRng>,
+    /// How many times the fault was injected.
+    injected: AtomicU64,
+}
+
+/// One fault chosen for a connection or request. Owns its snapshot, so it
+/// stays valid when the list is replaced under it.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    /// Index of the fault in its snapshot.
     pub index: usize,
+    /// The snapshot the fault was chosen from.
+    snapshot: Arc<Snapshot>,
+}
+
+impl Hit {
     /// The fault.
-    pub fault: &'a Fault,
+    pub fn fault(&self) -> &Fault {
+        &self.snapshot.faults[self.index]
+    }
+
+    fn state(&self) -> &FaultState {
+        &self.snapshot.states[self.index]
+    }
+}
+
+/// A connection's probability rolls against one snapshot. When the list is
+/// replaced, [`FaultPlan::roll_connection`] keeps the rolls of faults that
+/// did not change and rolls only new or edited ones (as Toxiproxy applies a
+/// new toxic to open connections).
+#[derive(Debug, Clone)]
+pub struct ConnectionRolls {
+    /// The snapshot rolled against.
+    snapshot: Arc<Snapshot>,
+    /// Per fault of the snapshot: whether it hit this connection.
+    rolled: Vec<bool>,
+}
+
+impl ConnectionRolls {
+    /// The version of the snapshot these rolls belong to.
+    pub fn version(&self) -> u64 {
+        self.snapshot.version
+    }
+
+    /// The faults that hit the connection.
+    pub fn hits(&self) -> impl Iterator<Item = Hit> + '_ {
+        self.rolled
+            .iter()
+            .enumerate()
+            .filter(|(_, hit)| **hit)
+            .map(|(index, _)| Hit {
+                index,
+                snapshot: self.snapshot.clone(),
+            })
+    }
+
+    /// Whether no fault hit the connection (the fast path).
+    pub fn is_clean(&self) -> bool {
+        !self.rolled.iter().any(|h| *h)
+    }
+}
+
+impl Deref for Snapshot {
+    type Target = [Fault];
+    fn deref(&self) -> &[Fault] {
+        &self.faults
+    }
+}
+
+/// The RNG stream of the `occurrence`-th fault named `name` (FNV-1a), so a
+/// fault's sequence depends on its name, not on its position in the list.
+fn stream_of(name: &str, occurrence: usize) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in name.bytes().chain((occurrence as u64).to_le_bytes()) {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
+
+/// Names with their occurrence number (two faults may share a name: the
+/// default name is the kind).
+fn keys(faults: &[Fault]) -> Vec<(String, usize)> {
+    let mut seen: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    faults
+        .iter()
+        .map(|f| {
+            let n = seen.entry(f.name.as_str()).or_insert(0);
+            *n += 1;
+            (f.name.clone(), *n - 1)
+        })
+        .collect()
 }
 
 impl FaultPlan {
     /// A plan whose windows count from `start`, rolling with `seed`.
     pub fn new(faults: Vec<Fault>, seed: u64, start: Instant) -> FaultPlan {
-        let rngs = (0..faults.len())
-            .map(|i| Mutex::new(clock::seeded_rng(seed, i as u64)))
-            .collect();
-        let injected = faults.iter().map(|_| AtomicU64::new(0)).collect();
+        let snapshot = Self::build(faults, seed, 0, None);
         FaultPlan {
-            faults,
+            current: RwLock::new(Arc::new(snapshot)),
+            version: AtomicU64::new(0),
+            changes: watch::Sender::new(0),
             start,
-            rngs,
-            injected,
-            removed: AtomicBool::new(false),
+            seed,
+            arrivals: None,
         }
+    }
+
+    /// The same plan, recording every HTTP request that enters the proxy.
+    pub fn recording_arrivals(mut self) -> FaultPlan {
+        self.arrivals = Some(Mutex::new(Vec::new()));
+        self
+    }
+
+    /// Notes an HTTP request entering the proxy (when recording).
+    pub fn note_arrival(&self, path: &str, headers: &http::HeaderMap) {
+        if let Some(log) = &self.arrivals {
+            let request_id = headers
+                .get("x-firedrill-request-id")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok());
+            let at = self.elapsed();
+            log.lock().unwrap_or_else(|e| e.into_inner()).push(Arrival {
+                at,
+                path: path.to_string(),
+                request_id,
+            });
+        }
+    }
+
+    /// The requests recorded so far, in arrival order.
+    pub fn arrivals(&self) -> Vec<Arrival> {
+        self.arrivals.as_ref().map_or_else(Vec::new, |log| {
+            log.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        })
     }
 
     /// A plan with no faults: the proxy is invisible.
@@ -55,9 +206,70 @@ impl FaultPlan {
         FaultPlan::new(Vec::new(), 0, clock::now())
     }
 
-    /// The faults of the plan.
-    pub fn faults(&self) -> &[Fault] {
-        &self.faults
+    fn build(faults: Vec<Fault>, seed: u64, version: u64, old: Option<&Snapshot>) -> Snapshot {
+        let old_keys = old.map(|o| keys(&o.faults)).unwrap_or_default();
+        let states = keys(&faults)
+            .into_iter()
+            .map(|key| {
+                let kept = old_keys
+                    .iter()
+                    .position(|k| *k == key)
+                    .and_then(|i| old.map(|o| o.states[i].clone()));
+                kept.unwrap_or_else(|| {
+                    Arc::new(FaultState {
+                        rng: Mutex::new(clock::seeded_rng(seed, stream_of(&key.0, key.1))),
+                        injected: AtomicU64::new(0),
+                    })
+                })
+            })
+            .collect();
+        Snapshot {
+            version,
+            faults,
+            states,
+        }
+    }
+
+    /// Replaces the fault list. Open connections and the listener pick the
+    /// new list up at their next chunk, request or accept; a fault that keeps
+    /// its name keeps its RNG stream and counter.
+    pub fn replace(&self, faults: Vec<Fault>) {
+        let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
+        let version = current.version + 1;
+        *current = Arc::new(Self::build(faults, self.seed, version, Some(&current)));
+        self.version.store(version, Ordering::Release);
+        drop(current);
+        self.changes.send_replace(version);
+    }
+
+    /// Removes every fault (interrupt, halt): the proxy is invisible from
+    /// the next chunk, request or accept on.
+    pub fn remove_all(&self) {
+        self.replace(Vec::new());
+        tracing::info!("every fault removed");
+    }
+
+    /// The current fault list.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The version of the current list (cheap: one atomic load).
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// A receiver that wakes when the list is replaced.
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// The faults of the plan, as of now.
+    pub fn faults(&self) -> Arc<Snapshot> {
+        self.snapshot()
     }
 
     /// Time since the plan's start.
@@ -70,94 +282,137 @@ impl FaultPlan {
         self.start
     }
 
-    /// Turns every fault off for good (interrupt, halt): from now on the
-    /// proxy is invisible, connections held by a blackhole are released at
-    /// their next check.
-    pub fn remove_all(&self) {
-        self.removed.store(true, Ordering::SeqCst);
-        tracing::info!("every fault removed");
+    /// Fault `index` of the current list, as a hit.
+    pub fn hit(&self, index: usize) -> Hit {
+        Hit {
+            index,
+            snapshot: self.snapshot(),
+        }
     }
 
-    /// Whether [`FaultPlan::remove_all`] was called.
-    pub fn is_removed(&self) -> bool {
-        self.removed.load(Ordering::SeqCst)
-    }
-
-    /// Whether fault `index` is active now.
+    /// Whether fault `index` of the current list is active now.
     pub fn is_active(&self, index: usize) -> bool {
-        !self.is_removed() && self.faults[index].window.is_active(self.elapsed())
+        self.hit_active(&self.hit(index))
+    }
+
+    /// Whether a hit's fault is active now.
+    pub fn hit_active(&self, hit: &Hit) -> bool {
+        hit.fault().window.is_active(self.elapsed())
     }
 
     /// When fault `index`'s activity next changes, as an instant.
     pub fn next_change(&self, index: usize) -> (bool, Option<Instant>) {
-        if self.is_removed() {
-            return (false, None);
-        }
-        let (active, at) = self.faults[index].window.next_change(self.elapsed());
+        self.hit_next_change(&self.hit(index))
+    }
+
+    /// When a hit's fault activity next changes, as an instant.
+    pub fn hit_next_change(&self, hit: &Hit) -> (bool, Option<Instant>) {
+        let (active, at) = hit.fault().window.next_change(self.elapsed());
         (active, at.map(|d| self.start + d))
     }
 
     /// Rolls fault `index`'s probability (always true at 100 %).
     pub fn roll(&self, index: usize) -> bool {
-        let p = self.faults[index].probability.fraction();
+        Self::roll_hit(&self.hit(index))
+    }
+
+    fn roll_hit(hit: &Hit) -> bool {
+        let p = hit.fault().probability.fraction();
         if p >= 1.0 {
             return true;
         }
         if p <= 0.0 {
             return false;
         }
-        let mut rng = self.rngs[index].lock().unwrap_or_else(|e| e.into_inner());
-        rng.random::<f64>() < p
+        Self::draw(hit) < p
+    }
+
+    fn draw(hit: &Hit) -> f64 {
+        let mut rng = hit.state().rng.lock().unwrap_or_else(|e| e.into_inner());
+        rng.random::<f64>()
     }
 
     /// A uniform draw in `[0, 1)` from fault `index`'s stream (jitter,
     /// slice sizes).
     pub fn uniform(&self, index: usize) -> f64 {
-        let mut rng = self.rngs[index].lock().unwrap_or_else(|e| e.into_inner());
-        rng.random::<f64>()
+        Self::draw(&self.hit(index))
+    }
+
+    /// A uniform draw in `[0, 1)` from a hit's fault stream.
+    pub fn hit_uniform(&self, hit: &Hit) -> f64 {
+        Self::draw(hit)
     }
 
     /// The delay of a latency fault for one request or chunk: `delay`
     /// plus a uniform jitter in `[-jitter, +jitter]`, never below zero.
     pub fn latency_delay(&self, index: usize, latency: &super::spec::Latency) -> Duration {
+        self.hit_delay(&self.hit(index), latency)
+    }
+
+    /// [`FaultPlan::latency_delay`] for a hit.
+    pub fn hit_delay(&self, hit: &Hit, latency: &super::spec::Latency) -> Duration {
         let delay = latency.delay.get();
         let jitter = latency.jitter.get();
         if jitter.is_zero() {
             return delay;
         }
-        let offset = (self.uniform(index) * 2.0 - 1.0) * jitter.as_secs_f64();
+        let offset = (Self::draw(hit) * 2.0 - 1.0) * jitter.as_secs_f64();
         Duration::from_secs_f64((delay.as_secs_f64() + offset).max(0.0))
     }
 
     /// Counts one injection of fault `index` and logs it.
     pub fn record(&self, index: usize, target: &str) {
-        self.injected[index].fetch_add(1, Ordering::Relaxed);
-        let fault = &self.faults[index];
+        self.record_hit(&self.hit(index), target);
+    }
+
+    /// Counts one injection of a hit's fault and logs it.
+    pub fn record_hit(&self, hit: &Hit, target: &str) {
+        hit.state().injected.fetch_add(1, Ordering::Relaxed);
+        let fault = hit.fault();
         tracing::info!(fault = %fault.name, kind = fault.kind.key(), %target, "fault injected");
     }
 
-    /// How many times fault `index` was injected.
+    /// How many times fault `index` of the current list was injected.
     pub fn injected(&self, index: usize) -> u64 {
-        self.injected[index].load(Ordering::Relaxed)
+        self.hit(index).state().injected.load(Ordering::Relaxed)
+    }
+
+    /// Rolls a connection against the current list. With `previous`, faults
+    /// unchanged since then keep their roll; new or edited ones roll now.
+    pub fn roll_connection(&self, previous: Option<&ConnectionRolls>) -> ConnectionRolls {
+        let snapshot = self.snapshot();
+        let rolled = (0..snapshot.faults.len())
+            .map(|index| {
+                let fault = &snapshot.faults[index];
+                if matches!(fault.kind, FaultKind::Refuse | FaultKind::Status(_)) {
+                    return false;
+                }
+                let kept = previous.and_then(|p| {
+                    let old = &p.snapshot;
+                    (0..old.faults.len())
+                        .find(|&i| {
+                            Arc::ptr_eq(&old.states[i], &snapshot.states[index])
+                                && old.faults[i].kind == fault.kind
+                                && old.faults[i].probability == fault.probability
+                        })
+                        .map(|i| p.rolled[i])
+                });
+                kept.unwrap_or_else(|| {
+                    Self::roll_hit(&Hit {
+                        index,
+                        snapshot: snapshot.clone(),
+                    })
+                })
+            })
+            .collect();
+        ConnectionRolls { snapshot, rolled }
     }
 
     /// The faults that hit a new TCP connection: every connection-level
     /// fault whose roll succeeds, active now or later (its window is checked
     /// as data flows).
-    pub fn pick_connection(&self) -> Vec<Hit<'_>> {
-        (0..self.faults.len())
-            .filter(|&i| {
-                !matches!(
-                    self.faults[i].kind,
-                    FaultKind::Refuse | FaultKind::Status(_)
-                )
-            })
-            .filter(|&i| self.roll(i))
-            .map(|index| Hit {
-                index,
-                fault: &self.faults[index],
-            })
-            .collect()
+    pub fn pick_connection(&self) -> Vec<Hit> {
+        self.roll_connection(None).hits().collect()
     }
 
     /// The faults that hit one HTTP request now: active, matching, and
@@ -167,45 +422,46 @@ impl FaultPlan {
         method: &http::Method,
         path: &str,
         headers: &http::HeaderMap,
-    ) -> Vec<Hit<'_>> {
-        let elapsed = self.elapsed();
-        if self.is_removed() {
+    ) -> Vec<Hit> {
+        let snapshot = self.snapshot();
+        if snapshot.faults.is_empty() {
             return Vec::new();
         }
-        (0..self.faults.len())
+        let elapsed = self.elapsed();
+        (0..snapshot.faults.len())
             .filter(|&i| {
-                let f = &self.faults[i];
+                let f = &snapshot.faults[i];
                 !matches!(f.kind, FaultKind::Refuse)
                     && f.window.is_active(elapsed)
                     && f.matcher.matches(method, path, headers)
             })
-            .filter(|&i| self.roll(i))
             .map(|index| Hit {
                 index,
-                fault: &self.faults[index],
+                snapshot: snapshot.clone(),
             })
+            .filter(Self::roll_hit)
             .collect()
     }
 
     /// Whether the listener must refuse connections now, and when that next
     /// changes.
     pub fn refusing(&self) -> (bool, Option<Instant>) {
+        let snapshot = self.snapshot();
         let mut refusing = false;
         let mut next: Option<Instant> = None;
-        for (i, f) in self.faults.iter().enumerate() {
+        for f in snapshot.faults.iter() {
             if f.kind != FaultKind::Refuse {
                 continue;
             }
-            let (active, change) = self.next_change(i);
+            let (active, change) = f.window.next_change(self.elapsed());
             refusing |= active;
-            if let Some(c) = change {
+            if let Some(c) = change.map(|d| self.start + d) {
                 next = Some(next.map_or(c, |n| n.min(c)));
             }
         }
         (refusing, next)
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,5 +508,44 @@ mod tests {
         let (refusing, next) = p.refusing();
         assert!(refusing);
         assert_eq!(next, Some(p.start() + Duration::from_secs(5)));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn replacing_the_list_keeps_a_kept_faults_stream_and_does_not_shift_it() {
+        let alone = plan(THIRTY, 3);
+        let expected = sequence(&alone, 200);
+        let edited = plan(THIRTY, 3);
+        let first = sequence(&edited, 100);
+        // Add a fault before it: the kept fault (same name) goes on where it was.
+        let mut faults = plan(
+            "faults:\n  - { name: other, latency: { delay: 1ms }, probability: 50% }\n",
+            3,
+        )
+        .faults()
+        .to_vec();
+        faults.extend(edited.faults().iter().cloned());
+        edited.replace(faults);
+        let h = http::HeaderMap::new();
+        let rest: Vec<bool> = (0..100)
+            .map(|_| {
+                edited
+                    .pick_request(&http::Method::GET, "/", &h)
+                    .iter()
+                    .any(|hit| hit.fault().name == "status")
+            })
+            .collect();
+        assert_eq!([first, rest].concat(), expected);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_rerolled_after_a_replace_keeps_rolls_of_unchanged_faults() {
+        let p = plan(THIRTY, 11);
+        let rolls: Vec<ConnectionRolls> = (0..50).map(|_| p.roll_connection(None)).collect();
+        p.replace(p.faults().to_vec());
+        for r in &rolls {
+            let again = p.roll_connection(Some(r));
+            assert_eq!(again.version(), 1);
+            assert_eq!(again.is_clean(), r.is_clean());
+        }
     }
 }

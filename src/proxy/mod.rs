@@ -5,6 +5,8 @@ pub mod http;
 pub mod run;
 pub mod server;
 pub mod tcp;
+pub mod traffic;
 
-pub use run::{BoundProxy, ProxyMode, serve_mode};
+pub use run::{BoundProxy, ProxyMode, serve_mode, serve_mode_counted};
 pub use server::{ShutdownSignal, serve};
+pub use traffic::Traffic;

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::server::{ShutdownSignal, serve};
+use super::traffic::Traffic;
 use crate::clock::Duration;
 use crate::fault::FaultPlan;
 use crate::net::{self, TcpAcceptor, TcpConnector};
@@ -96,13 +97,26 @@ impl BoundProxy {
         shutdown: ShutdownSignal,
         grace: Duration,
     ) -> std::io::Result<()> {
-        serve_mode(
+        self.serve_counted(plan, Arc::new(Traffic::default()), shutdown, grace)
+            .await
+    }
+
+    /// [`BoundProxy::serve`], counting bytes in `traffic`.
+    pub async fn serve_counted(
+        self,
+        plan: Arc<FaultPlan>,
+        traffic: Arc<Traffic>,
+        shutdown: ShutdownSignal,
+        grace: Duration,
+    ) -> std::io::Result<()> {
+        serve_mode_counted(
             self.acceptor,
             self.connector,
             plan,
             self.mode,
             shutdown,
             grace,
+            traffic,
         )
         .await
     }
@@ -121,13 +135,40 @@ where
     A: net::Acceptor,
     C: net::Connector,
 {
+    let traffic = Arc::new(Traffic::default());
+    serve_mode_counted(acceptor, connector, plan, mode, shutdown, grace, traffic).await
+}
+
+/// [`serve_mode`], counting TCP bytes in `traffic` (HTTP mode does not
+/// count yet).
+pub async fn serve_mode_counted<A, C>(
+    acceptor: A,
+    connector: Arc<C>,
+    plan: Arc<FaultPlan>,
+    mode: ProxyMode,
+    shutdown: ShutdownSignal,
+    grace: Duration,
+    traffic: Arc<Traffic>,
+) -> std::io::Result<()>
+where
+    A: net::Acceptor,
+    C: net::Connector,
+{
     let handler_plan = plan.clone();
     match mode {
         ProxyMode::Tcp => {
             serve(
                 acceptor,
                 plan,
-                move |s, sd| super::tcp::handle(s, connector.clone(), handler_plan.clone(), sd),
+                move |s, sd| {
+                    super::tcp::handle(
+                        s,
+                        connector.clone(),
+                        handler_plan.clone(),
+                        sd,
+                        traffic.clone(),
+                    )
+                },
                 shutdown,
                 grace,
             )

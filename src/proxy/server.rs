@@ -1,5 +1,5 @@
 //! The accept loop shared by both modes: refuses connections while a
-//! `refuse` fault is active, hands each connection to a handler task, and
+//! `refuse` fault is active (re-checked when the fault list is replaced), hands each connection to a handler task, and
 //! shuts down gracefully (in-flight connections get a grace period).
 
 use std::future::Future;
@@ -53,6 +53,8 @@ where
     F: Future<Output = ()> + Send + 'static,
 {
     let mut connections = JoinSet::new();
+    // The fault list may be replaced at runtime (a `refuse` added).
+    let mut changes = plan.subscribe();
     loop {
         while connections.try_join_next().is_some() {}
         let (refusing, next_change) = plan.refusing();
@@ -71,6 +73,7 @@ where
             biased;
             _ = shutdown.wait() => break,
             _ = wake => continue,
+            _ = changes.changed() => continue,
             accepted = acceptor.accept(), if !refusing => match accepted {
                 Ok(stream) => {
                     connections.spawn(handler(stream, shutdown.clone()));

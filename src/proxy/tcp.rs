@@ -2,16 +2,17 @@
 //! faults to them (latency per chunk, bandwidth, slicer, limit_data,
 //! slow_close, reset, close, blackhole).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::{Notify, mpsc, watch};
 
 use super::server::ShutdownSignal;
+use super::traffic::Traffic;
 use crate::clock::{self, Duration, Instant};
-use crate::fault::{Direction, FaultKind, FaultPlan, Hit};
+use crate::fault::{ConnectionRolls, Direction, FaultKind, FaultPlan, Hit};
 use crate::net::{Connector, Transport};
 
 /// Size of one read from either side.
@@ -21,43 +22,66 @@ const CHUNK: usize = 64 * 1024;
 /// direction can take to this many chunks.
 const QUEUED_CHUNKS: usize = 32;
 
-/// Handles one client connection in TCP mode.
+/// Handles one client connection in TCP mode, counting its bytes in
+/// `traffic`.
+///
+/// A connection no fault hit runs on a plain copy loop; when the plan's
+/// fault list is replaced, it stops between chunks, rolls the new list, and
+/// goes on through the fault pumps (so new toxics reach open connections).
 pub async fn handle<S, C>(
     client: S,
     connector: Arc<C>,
     plan: Arc<FaultPlan>,
     _shutdown: ShutdownSignal,
+    traffic: Arc<Traffic>,
 ) where
     S: Transport,
     C: Connector,
 {
-    let hits = plan.pick_connection();
-    if hits.is_empty() {
+    // Subscribe before rolling, so a replace in between is not missed.
+    let changes = plan.subscribe();
+    let rolls = plan.roll_connection(None);
+    let opened = clock::now();
+    let (client, upstream, rolls, closed) = if rolls.is_clean() {
         let Ok(upstream) = connect(&*connector).await else {
             return;
         };
-        pass_through(client, upstream).await;
-        return;
-    }
-    // A cut that is active right now happens before anything is forwarded.
-    for hit in &hits {
-        if let FaultKind::Reset(cut) | FaultKind::Close(cut) = &hit.fault.kind
-            && cut.after.is_none()
-            && cut.after_bytes.is_none()
-            && plan.is_active(hit.index)
-        {
-            plan.record(hit.index, "connection");
-            return finish::<S, C::Stream>(client, None, Verdict::of(&hit.fault.kind));
+        match pass_through(client, upstream, changes, &traffic).await {
+            PassThrough::Done => return,
+            PassThrough::Changed {
+                client,
+                upstream,
+                closed,
+            } => {
+                let rolls = plan.roll_connection(Some(&rolls));
+                (client, upstream, rolls, closed)
+            }
         }
-    }
-    let Ok(upstream) = connect(&*connector).await else {
-        return;
+    } else {
+        // A cut that is active right now happens before anything is forwarded.
+        for hit in rolls.hits() {
+            if let FaultKind::Reset(cut) | FaultKind::Close(cut) = &hit.fault().kind
+                && cut.after.is_none()
+                && cut.after_bytes.is_none()
+                && plan.hit_active(&hit)
+            {
+                plan.record_hit(&hit, "connection");
+                return finish::<S, C::Stream>(client, None, Verdict::of(&hit.fault().kind));
+            }
+        }
+        let Ok(upstream) = connect(&*connector).await else {
+            return;
+        };
+        (client, upstream, rolls, [false; 2])
     };
     let conn = Conn {
         plan: &plan,
-        hits: &hits,
+        rolls: Mutex::new(Arc::new(rolls)),
         cut: CutSignal::default(),
-        opened: clock::now(),
+        opened,
+        traffic: &traffic,
+        closed,
+        pumps_left: AtomicU8::new(2),
     };
     let (mut client_read, mut client_write) = tokio::io::split(client);
     let (mut upstream_read, mut upstream_write) = tokio::io::split(upstream);
@@ -80,13 +104,99 @@ async fn connect<C: Connector>(connector: &C) -> std::io::Result<C::Stream> {
     })
 }
 
-/// Copies both ways until both sides have closed; a FIN from one side is
-/// passed on as a half-close to the other.
-async fn pass_through<S: Transport, U: Transport>(mut client: S, mut upstream: U) {
-    if let Err(err) =
-        tokio::io::copy_bidirectional_with_sizes(&mut client, &mut upstream, CHUNK, CHUNK).await
-    {
-        tracing::trace!(%err, "connection ended with an error");
+/// How a pass-through connection ended.
+enum PassThrough<S, U> {
+    /// Both sides closed (or one failed): the connection is over.
+    Done,
+    /// The fault list changed: go on through the fault pumps.
+    Changed {
+        /// The client side.
+        client: S,
+        /// The upstream side.
+        upstream: U,
+        /// Per [`Direction`]: whether that way already ended (FIN passed on).
+        closed: [bool; 2],
+    },
+}
+
+/// How one direction of a pass-through stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    /// EOF read and passed on as a half-close.
+    Ended,
+    /// The fault list changed; stopped between chunks, nothing in flight.
+    Changed,
+}
+
+/// Copies both ways until both sides have closed or the fault list changes;
+/// a FIN from one side is passed on as a half-close to the other.
+async fn pass_through<S: Transport, U: Transport>(
+    client: S,
+    upstream: U,
+    changes: watch::Receiver<u64>,
+    traffic: &Traffic,
+) -> PassThrough<S, U> {
+    let (mut client_read, mut client_write) = tokio::io::split(client);
+    let (mut upstream_read, mut upstream_write) = tokio::io::split(upstream);
+    let flows = tokio::try_join!(
+        copy_until_change(
+            Direction::Upstream,
+            &mut client_read,
+            &mut upstream_write,
+            changes.clone(),
+            traffic
+        ),
+        copy_until_change(
+            Direction::Downstream,
+            &mut upstream_read,
+            &mut client_write,
+            changes,
+            traffic
+        ),
+    );
+    match flows {
+        Ok((Flow::Ended, Flow::Ended)) => PassThrough::Done,
+        Ok((up, down)) => PassThrough::Changed {
+            client: client_read.unsplit(client_write),
+            upstream: upstream_read.unsplit(upstream_write),
+            closed: [up == Flow::Ended, down == Flow::Ended],
+        },
+        Err(err) => {
+            tracing::trace!(%err, "connection ended with an error");
+            PassThrough::Done
+        }
+    }
+}
+
+/// One direction of [`pass_through`]. A read is dropped only before it
+/// returned data (reads are cancel-safe) and a write always completes, so
+/// stopping for a change loses no byte.
+async fn copy_until_change<R, W>(
+    dir: Direction,
+    reader: &mut R,
+    writer: &mut W,
+    mut changes: watch::Receiver<u64>,
+    traffic: &Traffic,
+) -> std::io::Result<Flow>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut buf = vec![0u8; CHUNK];
+    loop {
+        let n = tokio::select! {
+            biased;
+            _ = changes.changed() => return Ok(Flow::Changed),
+            read = reader.read(&mut buf) => read?,
+        };
+        if n == 0 {
+            writer.shutdown().await?;
+            return Ok(Flow::Ended);
+        }
+        traffic.add_received(dir, n);
+        writer.write_all(&buf[..n]).await?;
+        writer.flush().await?;
+        traffic.add_sent(dir, n);
     }
 }
 
@@ -159,12 +269,19 @@ impl CutSignal {
 struct Conn<'a> {
     /// The run's fault plan (windows, RNG, counters).
     plan: &'a FaultPlan,
-    /// The faults this connection rolled at accept time.
-    hits: &'a [Hit<'a>],
+    /// The faults this connection rolled; rolled again (new or edited
+    /// faults only) when the plan's list is replaced.
+    rolls: Mutex<Arc<ConnectionRolls>>,
     /// The shared end of the connection.
     cut: CutSignal,
     /// When the connection was accepted (for `after` cuts).
     opened: Instant,
+    /// The proxy's byte counters.
+    traffic: &'a Traffic,
+    /// Per [`Direction`]: already ended before the pumps started.
+    closed: [bool; 2],
+    /// Pumps still running; the cut timers stop when both are done.
+    pumps_left: AtomicU8,
 }
 
 /// What a pump does with one chunk, decided by the active faults.
@@ -178,16 +295,27 @@ struct ChunkPlan {
     discard: Option<Option<Instant>>,
     /// Bytes per second (bandwidth).
     rate: Option<f64>,
-    /// Slicer parameters: (fault index, average, variation, pause).
-    slicer: Option<(usize, usize, usize, Duration)>,
+    /// Slicer parameters: (fault, average, variation, pause).
+    slicer: Option<(Hit, usize, usize, Duration)>,
 }
 
 impl Conn<'_> {
+    /// This connection's rolls against the current list (one atomic load
+    /// when the list did not change).
+    fn rolls(&self) -> Arc<ConnectionRolls> {
+        let mut rolls = self.rolls.lock().unwrap_or_else(|e| e.into_inner());
+        if rolls.version() != self.plan.version() {
+            *rolls = Arc::new(self.plan.roll_connection(Some(&rolls)));
+        }
+        rolls.clone()
+    }
+
     /// Faults of this connection active now that act in `dir`.
-    fn active(&self, dir: Direction) -> impl Iterator<Item = &Hit<'_>> {
-        self.hits
-            .iter()
-            .filter(move |h| acts_in(&h.fault.kind, dir) && self.plan.is_active(h.index))
+    fn active(&self, dir: Direction) -> Vec<Hit> {
+        self.rolls()
+            .hits()
+            .filter(|h| acts_in(&h.fault().kind, dir) && self.plan.hit_active(h))
+            .collect()
     }
 
     /// Decides what happens to a chunk of `len` bytes that arrived at
@@ -195,9 +323,9 @@ impl Conn<'_> {
     fn plan_chunk(&self, dir: Direction, arrival: Instant, len: usize, sent: u64) -> ChunkPlan {
         let mut chunk = ChunkPlan::default();
         for hit in self.active(dir) {
-            match &hit.fault.kind {
+            match &hit.fault().kind {
                 FaultKind::Latency(l) => {
-                    let at = arrival + self.plan.latency_delay(hit.index, l);
+                    let at = arrival + self.plan.hit_delay(&hit, l);
                     chunk.release_at = Some(chunk.release_at.map_or(at, |t| t.max(at)));
                 }
                 FaultKind::Bandwidth(b) => {
@@ -207,18 +335,18 @@ impl Conn<'_> {
                 FaultKind::Slicer(s) => {
                     let s = &s.0;
                     chunk.slicer = Some((
-                        hit.index,
+                        hit.clone(),
                         s.average_size.0 as usize,
                         s.size_variation.0 as usize,
                         s.delay.get(),
                     ));
                 }
                 FaultKind::Blackhole => {
-                    let (_, end) = self.plan.next_change(hit.index);
+                    let (_, end) = self.plan.hit_next_change(&hit);
                     chunk.discard = Some(end);
                 }
                 FaultKind::Reset(cut) | FaultKind::Close(cut) => {
-                    let verdict = Verdict::of(&hit.fault.kind);
+                    let verdict = Verdict::of(&hit.fault().kind);
                     match (cut.after_bytes, cut.after) {
                         (Some(limit), _) => {
                             if sent + len as u64 >= limit.0 {
@@ -255,15 +383,19 @@ impl Conn<'_> {
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin,
     {
-        tokio::select! {
-            biased;
-            _ = self.cut.cancelled() => {}
-            verdict = self.pump_inner(dir, reader, writer) => {
-                if let Some(v) = verdict {
-                    self.cut.cut(v);
+        if !self.closed[dir as usize] {
+            tokio::select! {
+                biased;
+                _ = self.cut.cancelled() => {}
+                verdict = self.pump_inner(dir, reader, writer) => {
+                    if let Some(v) = verdict {
+                        self.cut.cut(v);
+                    }
                 }
             }
         }
+        self.pumps_left.fetch_sub(1, Ordering::SeqCst);
+        self.cut.notify.notify_waiters();
     }
 
     /// Two stages joined by a bounded queue: ingress reads and stamps each
@@ -288,7 +420,8 @@ impl Conn<'_> {
                 buf.reserve(CHUNK);
                 match reader.read_buf(&mut buf).await {
                     Ok(0) => break,
-                    Ok(_) => {
+                    Ok(n) => {
+                        self.traffic.add_received(dir, n);
                         let chunk = buf.split().freeze();
                         if tx.send((clock::now(), chunk)).await.is_err() {
                             break;
@@ -346,7 +479,7 @@ impl Conn<'_> {
                     data.truncate(keep);
                 }
                 let len = data.len() as u64;
-                let ok = self.write(writer, data, &chunk, &mut next_free).await;
+                let ok = self.write(dir, writer, data, &chunk, &mut next_free).await;
                 sent += len;
                 if let Some((_, verdict)) = chunk.truncate {
                     let _ = writer.flush().await;
@@ -371,18 +504,25 @@ impl Conn<'_> {
     /// Writes a chunk, sliced and paced as the active faults say.
     async fn write<W: AsyncWrite + Unpin>(
         &self,
+        dir: Direction,
         writer: &mut W,
         mut data: Bytes,
         chunk: &ChunkPlan,
         next_free: &mut Instant,
     ) -> bool {
         if chunk.rate.is_none() && chunk.slicer.is_none() {
-            return writer.write_all(&data).await.is_ok();
+            let len = data.len();
+            let ok = writer.write_all(&data).await.is_ok();
+            if ok {
+                self.traffic.add_sent(dir, len);
+            }
+            return ok;
         }
         while !data.is_empty() {
-            let piece_len = match chunk.slicer {
-                Some((index, average, variation, _)) => {
-                    let offset = (self.plan.uniform(index) * (2 * variation + 1) as f64) as usize;
+            let piece_len = match &chunk.slicer {
+                Some((hit, average, variation, _)) => {
+                    let (average, variation) = (*average, *variation);
+                    let offset = (self.plan.hit_uniform(hit) * (2 * variation + 1) as f64) as usize;
                     (average + offset).saturating_sub(variation).max(1)
                 }
                 // Pace in pieces of at most 1/20 s of the rate.
@@ -399,6 +539,7 @@ impl Conn<'_> {
             if writer.write_all(&piece).await.is_err() {
                 return false;
             }
+            self.traffic.add_sent(dir, piece.len());
             if let Some((_, _, _, pause)) = chunk.slicer
                 && !data.is_empty()
                 && !pause.is_zero()
@@ -414,7 +555,8 @@ impl Conn<'_> {
     async fn slow_close(&self, dir: Direction) {
         let delay = self
             .active(dir)
-            .filter_map(|h| match &h.fault.kind {
+            .iter()
+            .filter_map(|h| match &h.fault().kind {
                 FaultKind::SlowClose(s) => Some(s.delay.get()),
                 _ => None,
             })
@@ -426,34 +568,60 @@ impl Conn<'_> {
     }
 
     fn record_kind(&self, dir: Direction, pick: impl Fn(&FaultKind) -> bool) {
-        for hit in self.active(dir).filter(|h| pick(&h.fault.kind)) {
-            self.plan.record(hit.index, "connection");
+        for hit in self.active(dir).iter().filter(|h| pick(&h.fault().kind)) {
+            self.plan.record_hit(hit, "connection");
         }
     }
 
-    /// Fires `reset`/`close` faults that cut `after` a delay.
+    /// Fires `reset`/`close` faults that cut `after` a delay; re-armed
+    /// when the fault list changes; done when both pumps are.
     async fn cut_timers(&self) {
-        let timers = self.hits.iter().filter_map(|h| match &h.fault.kind {
-            FaultKind::Reset(c) | FaultKind::Close(c) => c.after.map(|after| (h, after.get())),
-            _ => None,
-        });
-        let mut earliest: Option<(&Hit<'_>, Instant)> = None;
-        for (hit, after) in timers {
-            let at = self.opened + after;
-            if earliest.is_none_or(|(_, e)| at < e) {
-                earliest = Some((hit, at));
-            }
-        }
-        let Some((hit, at)) = earliest else { return };
-        tokio::select! {
-            biased;
-            _ = self.cut.cancelled() => {}
-            _ = clock::sleep_until(at) => {
-                if self.plan.is_active(hit.index) {
-                    self.plan.record(hit.index, "connection");
-                    self.cut.cut(Verdict::of(&hit.fault.kind));
+        let mut changes = self.plan.subscribe();
+        loop {
+            let rolls = self.rolls();
+            let mut earliest: Option<(Hit, Instant)> = None;
+            for hit in rolls.hits() {
+                if let FaultKind::Reset(c) | FaultKind::Close(c) = &hit.fault().kind
+                    && let Some(after) = c.after
+                {
+                    let at = self.opened + after.get();
+                    if earliest.as_ref().is_none_or(|(_, e)| at < *e) {
+                        earliest = Some((hit, at));
+                    }
                 }
             }
+            let timer = async {
+                match &earliest {
+                    Some((_, at)) => clock::sleep_until(*at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                _ = self.cut.cancelled() => return,
+                _ = self.pumps_done() => return,
+                _ = timer => {
+                    if let Some((hit, _)) = earliest
+                        && self.plan.hit_active(&hit)
+                    {
+                        self.plan.record_hit(&hit, "connection");
+                        self.cut.cut(Verdict::of(&hit.fault().kind));
+                    }
+                    return;
+                }
+                _ = changes.changed() => {}
+            }
+        }
+    }
+
+    /// Resolves once both pumps have returned.
+    async fn pumps_done(&self) {
+        loop {
+            let notified = self.cut.notify.notified();
+            if self.pumps_left.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
         }
     }
 }

@@ -31,8 +31,6 @@ pub struct TargetStats {
     connections: AtomicU64,
     /// Routes configured by an experiment, tried before the fixed ones.
     routes: Vec<TargetRoute>,
-    /// Every request's arrival, when a run records them.
-    log: Option<HitLog>,
 }
 
 /// A configured route: requests whose path matches `path` are answered
@@ -61,37 +59,12 @@ fn ok_body() -> String {
     "ok\n".to_string()
 }
 
-/// Arrivals recorded for a run's timeline.
-#[derive(Debug)]
-struct HitLog {
-    /// Time zero of the run.
-    start: clock::Instant,
-    /// (offset, path, request id) per request, in arrival order.
-    hits: std::sync::Mutex<Vec<(clock::Duration, String, Option<u64>)>>,
-}
-
-/// The header that carries a load generator's request id.
-const REQUEST_ID: &str = "x-firedrill-request-id";
-
 impl TargetStats {
-    /// A target with configured routes that records every arrival relative
-    /// to `start`.
-    pub fn recording(routes: Vec<TargetRoute>, start: clock::Instant) -> TargetStats {
+    /// A target that answers `routes` before its fixed routes.
+    pub fn with_routes(routes: Vec<TargetRoute>) -> TargetStats {
         TargetStats {
             routes,
-            log: Some(HitLog {
-                start,
-                hits: std::sync::Mutex::new(Vec::new()),
-            }),
             ..TargetStats::default()
-        }
-    }
-
-    /// The recorded arrivals: (offset from start, path, request id).
-    pub fn hits(&self) -> Vec<(clock::Duration, String, Option<u64>)> {
-        match &self.log {
-            Some(log) => log.hits.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-            None => Vec::new(),
         }
     }
 
@@ -144,18 +117,6 @@ async fn respond(
 ) -> Result<Response<ProxyBody>, std::convert::Infallible> {
     stats.requests.fetch_add(1, Ordering::SeqCst);
     let path = req.uri().path().to_string();
-    if let Some(log) = &stats.log {
-        let id = req
-            .headers()
-            .get(REQUEST_ID)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse().ok());
-        let at = clock::now().saturating_duration_since(log.start);
-        log.hits
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push((at, path.clone(), id));
-    }
     let route = stats
         .routes
         .iter()

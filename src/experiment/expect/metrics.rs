@@ -56,10 +56,22 @@ pub(crate) fn calls(
         Ok(i) => i,
         Err(seen) => return (false, expected, seen, None),
     };
+    // A call counts in an interval when it arrived in it and was issued
+    // after it began: a call sent before a breaker opened (or at the very
+    // instant, as the call whose failure opened it) may still be on its way
+    // when it opens, and that is not a call let through while open. Calls
+    // without a known request are judged by arrival alone.
+    let sent: std::collections::BTreeMap<u64, crate::clock::Duration> =
+        timeline.requests.iter().map(|r| (r.id, r.sent)).collect();
+    let issued_in = |at: crate::clock::Duration, id: Option<u64>| {
+        intervals.iter().any(|(a, b)| {
+            *a <= at && at < *b && id.and_then(|id| sent.get(&id)).is_none_or(|s| *s > *a)
+        })
+    };
     let hits: Vec<_> = timeline
         .target_hits
         .iter()
-        .filter(|h| glob.is_match(&h.path) && contains(&intervals, h.at))
+        .filter(|h| glob.is_match(&h.path) && issued_in(h.at, h.request_id))
         .collect();
     let passed = bound.holds(hits.len() as f64);
     let seen = match hits.first() {

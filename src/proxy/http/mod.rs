@@ -97,15 +97,16 @@ struct Decision {
 impl<C: Connector> Conn<C> {
     async fn forward(&self, req: Request<Incoming>) -> Result<Response<ProxyBody>, body::Cut> {
         let arrival = clock::now();
+        self.plan.note_arrival(req.uri().path(), req.headers());
         let hits = self
             .plan
             .pick_request(req.method(), req.uri().path(), req.headers());
         let mut decision = Decision::default();
         for hit in &hits {
             let plan = &self.plan;
-            match &hit.fault.kind {
+            match &hit.fault().kind {
                 FaultKind::Latency(l) => {
-                    let delay = plan.latency_delay(hit.index, l);
+                    let delay = plan.hit_delay(hit, l);
                     match l.direction {
                         Direction::Upstream => decision.request_at = Some(arrival + delay),
                         Direction::Downstream => decision.response_delay = Some(delay),
@@ -117,11 +118,11 @@ impl<C: Connector> Conn<C> {
                     *slot = Some(slot.map_or(rate, |r| r.min(rate)));
                 }
                 FaultKind::Reset(cut) | FaultKind::Close(cut) => {
-                    let reset = matches!(hit.fault.kind, FaultKind::Reset(_));
+                    let reset = matches!(hit.fault().kind, FaultKind::Reset(_));
                     match cut.after_bytes {
                         Some(limit) => decision.truncate = Some((limit.0, reset)),
                         None => {
-                            plan.record(hit.index, req.uri().path());
+                            plan.record_hit(hit, req.uri().path());
                             if let Some(at) = decision.request_at {
                                 clock::sleep_until(at).await;
                             }
@@ -136,7 +137,7 @@ impl<C: Connector> Conn<C> {
                     }
                 }
                 FaultKind::Status(s) => {
-                    plan.record(hit.index, req.uri().path());
+                    plan.record_hit(hit, req.uri().path());
                     if let Some(at) = decision.request_at {
                         clock::sleep_until(at).await;
                     }
@@ -151,7 +152,7 @@ impl<C: Connector> Conn<C> {
                             resp.headers_mut().append(k, v);
                         }
                     }
-                    if let Ok(v) = HeaderValue::from_str(&hit.fault.name) {
+                    if let Ok(v) = HeaderValue::from_str(&hit.fault().name) {
                         resp.headers_mut().insert(FAULT_HEADER, v);
                     }
                     return Ok(resp);
@@ -161,7 +162,7 @@ impl<C: Connector> Conn<C> {
                     // request that fell in stays unanswered after the
                     // window ends, until the client gives up (or the proxy
                     // shuts down). Requests after the window pass through.
-                    plan.record(hit.index, req.uri().path());
+                    plan.record_hit(hit, req.uri().path());
                     return std::future::pending().await;
                 }
                 FaultKind::Refuse
@@ -172,13 +173,13 @@ impl<C: Connector> Conn<C> {
         }
         for hit in &hits {
             if matches!(
-                hit.fault.kind,
+                hit.fault().kind,
                 FaultKind::Latency(_)
                     | FaultKind::Bandwidth(_)
                     | FaultKind::Reset(_)
                     | FaultKind::Close(_)
             ) {
-                self.plan.record(hit.index, req.uri().path());
+                self.plan.record_hit(hit, req.uri().path());
             }
         }
         if let Some(at) = decision.request_at {

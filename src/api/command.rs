@@ -1,0 +1,98 @@
+//! `firedrill server`: checks the flags (a non-loopback `--host` needs a
+//! token: exit 2 without one), loads `--config`, binds (exit 3 on failure),
+//! prints the address, serves until Ctrl-C or SIGTERM.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use http::StatusCode;
+
+use super::guard::{BODY_LIMIT, Guard, host_is_loopback};
+use super::proxy::ProxyInput;
+use super::server::{Api, serve};
+use crate::cli::{CliError, EXIT_OK};
+use crate::proxy::ShutdownSignal;
+
+/// The checked flags of `firedrill server`.
+#[derive(Debug, Clone)]
+pub struct ServerArgs {
+    /// Address of the API; loopback unless a token is given.
+    pub host: String,
+    /// Port of the API (0: any free port, printed at start).
+    pub port: u16,
+    /// A JSON array of proxies to create at start (Toxiproxy's `-config`).
+    pub config: Option<PathBuf>,
+    /// Bearer token every request must carry.
+    pub api_token: Option<String>,
+    /// Seed of every proxy's random decisions.
+    pub seed: u64,
+}
+
+/// Runs the server until a stop signal.
+pub fn run(args: ServerArgs) -> Result<u8, CliError> {
+    let token = args.api_token.filter(|t| !t.is_empty());
+    if !host_is_loopback(&args.host) && token.is_none() {
+        return Err(CliError::Invalid(format!(
+            "--host {}: not a loopback address; the API can flip faults on every proxy, so give --api-token (or FIREDRILL_API_TOKEN) to listen there",
+            args.host
+        )));
+    }
+    let initial: Vec<ProxyInput> = match &args.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| CliError::Invalid(format!("--config {}: {e}", path.display())))?;
+            serde_json::from_str(&text).map_err(|e| {
+                CliError::Invalid(format!(
+                    "--config {}: expected a JSON array of proxies: {e}",
+                    path.display()
+                ))
+            })?
+        }
+        None => Vec::new(),
+    };
+    crate::cli::init_logging("info");
+    crate::cli::runtime()?.block_on(async move {
+        let host = args.host.trim_start_matches('[').trim_end_matches(']');
+        let addr = crate::net::resolve(&format!(
+            "{}:{}",
+            if host.contains(':') {
+                format!("[{host}]")
+            } else {
+                host.to_string()
+            },
+            args.port
+        ))
+        .await
+        .map_err(|e| CliError::Runtime(format!("--host {}: {e}", args.host)))?;
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+            CliError::Runtime(format!("--port {}: cannot bind {addr}: {e}", args.port))
+        })?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| CliError::Runtime(e.to_string()))?;
+        let api = Arc::new(Api::new(Guard::new(token, BODY_LIMIT), args.seed));
+        if !initial.is_empty() {
+            let count = initial.len();
+            api.registry.populate(initial).await.map_err(|e| {
+                let message = format!("--config: {}", e.message);
+                if e.status == StatusCode::BAD_REQUEST {
+                    CliError::Invalid(message)
+                } else {
+                    CliError::Runtime(message)
+                }
+            })?;
+            tracing::info!(proxies = count, "proxies created from --config");
+        }
+        println!("firedrill server listening on http://{bound}");
+        let _ = std::io::stdout().flush();
+        let (stop, shutdown) = ShutdownSignal::new();
+        tokio::spawn(async move {
+            crate::cli::stop_signal().await;
+            tracing::info!("stop signal: closing the API and every proxy");
+            let _ = stop.send(true);
+        });
+        serve(listener, api, shutdown).await;
+        Ok(EXIT_OK)
+    })
+}

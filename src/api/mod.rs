@@ -1,0 +1,29 @@
+//! The control plane: a REST API compatible with Toxiproxy 2.12 that
+//! manages named proxies and their toxics at runtime, plus Prometheus
+//! `/metrics`.
+//!
+//! # Layout
+//!
+//! * [`server`] — hyper accept loop, request handling, shutdown.
+//! * [`guard`] — browser refusal, bearer token, body limit.
+//! * [`routes`] — method and path to an operation; status codes.
+//! * [`registry`] — the named proxies and their operations.
+//! * [`proxy`] — one proxy: settings, toxics, listener on/off.
+//! * [`toxic`] — Toxiproxy's toxic JSON, checked, mapped onto faults.
+//! * [`metrics`] — Prometheus text, and the [`metrics::MetricSource`] trait
+//!   through which a defense line adds its gauges.
+//! * [`error`] — `{"error": ..., "status": ...}`.
+//! * [`command`] — `firedrill server`: flags checked, config loaded, served.
+
+pub mod command;
+pub mod error;
+pub mod guard;
+pub mod metrics;
+pub mod proxy;
+pub mod registry;
+pub mod routes;
+pub mod server;
+pub mod toxic;
+
+pub use error::ApiError;
+pub use server::{Api, serve};

@@ -1,0 +1,272 @@
+//! The named proxies of a server and every operation the API offers on
+//! them, in Toxiproxy's semantics. Ordered by name (a `BTreeMap`), so
+//! listings are stable.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use tokio::sync::Mutex;
+
+use super::error::ApiError;
+use super::proxy::{ManagedProxy, ProxyInput, ProxyUpdate, ProxyView, parse_mode};
+use super::toxic::{Toxic, ToxicInput, ToxicUpdate};
+use crate::proxy::{ProxyMode, Traffic};
+
+/// All proxies of one server.
+#[derive(Debug)]
+pub struct Registry {
+    /// By name. Async lock: starting and stopping a listener awaits.
+    proxies: Mutex<BTreeMap<String, ManagedProxy>>,
+    /// Seed of every proxy's fault plan (toxicity rolls, jitter).
+    seed: u64,
+}
+
+/// What /metrics needs of one proxy.
+#[derive(Debug, Clone)]
+pub struct ProxyTraffic {
+    /// The proxy's name.
+    pub name: String,
+    /// Its listen address.
+    pub listen: String,
+    /// Its upstream.
+    pub upstream: String,
+    /// Its counters.
+    pub traffic: Arc<Traffic>,
+}
+
+/// A checked create request.
+struct NewProxy {
+    /// Name.
+    name: String,
+    /// Listen address.
+    listen: String,
+    /// Upstream.
+    upstream: String,
+    /// Start listening at once.
+    enabled: bool,
+    /// Protocol.
+    mode: ProxyMode,
+}
+
+fn check(input: ProxyInput) -> Result<NewProxy, ApiError> {
+    let name = input
+        .name
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| ApiError::missing("name"))?;
+    let upstream = input
+        .upstream
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| ApiError::missing("upstream"))?;
+    Ok(NewProxy {
+        name,
+        listen: input
+            .listen
+            .filter(|l| !l.is_empty())
+            .unwrap_or_else(|| "127.0.0.1:0".to_string()),
+        upstream,
+        enabled: input.enabled.unwrap_or(true),
+        mode: parse_mode(input.mode.as_deref())?,
+    })
+}
+
+impl Registry {
+    /// No proxies yet.
+    pub fn new(seed: u64) -> Registry {
+        Registry {
+            proxies: Mutex::new(BTreeMap::new()),
+            seed,
+        }
+    }
+
+    async fn start_new(&self, p: NewProxy) -> Result<ManagedProxy, ApiError> {
+        let mut proxy = ManagedProxy::new(p.name, p.listen, p.upstream, p.mode, self.seed);
+        if p.enabled {
+            proxy.start().await?;
+        }
+        Ok(proxy)
+    }
+
+    /// Every proxy by name.
+    pub async fn list(&self) -> BTreeMap<String, ProxyView> {
+        let proxies = self.proxies.lock().await;
+        proxies.iter().map(|(k, p)| (k.clone(), p.view())).collect()
+    }
+
+    /// Creates a proxy: 400 without name or upstream, 409 if the name is
+    /// taken, 500 if it cannot listen.
+    pub async fn create(&self, input: ProxyInput) -> Result<ProxyView, ApiError> {
+        let new = check(input)?;
+        let mut proxies = self.proxies.lock().await;
+        if proxies.contains_key(&new.name) {
+            return Err(ApiError::proxy_exists());
+        }
+        let proxy = self.start_new(new).await?;
+        let view = proxy.view();
+        proxies.insert(proxy.name.clone(), proxy);
+        Ok(view)
+    }
+
+    /// Creates or replaces many proxies. Every entry is checked before any
+    /// is touched (Toxiproxy creates the ones before a bad entry); an
+    /// existing proxy is replaced only when its listen or upstream differ.
+    pub async fn populate(&self, inputs: Vec<ProxyInput>) -> Result<Vec<ProxyView>, ApiError> {
+        let checked: Vec<NewProxy> = inputs.into_iter().map(check).collect::<Result<_, _>>()?;
+        let mut proxies = self.proxies.lock().await;
+        let mut views = Vec::new();
+        for new in checked {
+            if let Some(existing) = proxies.get_mut(&new.name) {
+                if existing.listen == new.listen && existing.upstream == new.upstream {
+                    views.push(existing.view());
+                    continue;
+                }
+                existing.stop().await;
+                proxies.remove(&new.name);
+            }
+            let proxy = self.start_new(new).await?;
+            views.push(proxy.view());
+            proxies.insert(proxy.name.clone(), proxy);
+        }
+        Ok(views)
+    }
+
+    /// One proxy.
+    pub async fn get(&self, name: &str) -> Result<ProxyView, ApiError> {
+        let proxies = self.proxies.lock().await;
+        proxies
+            .get(name)
+            .map(ManagedProxy::view)
+            .ok_or_else(ApiError::proxy_not_found)
+    }
+
+    /// Changes listen, upstream or enabled; a new address restarts it.
+    pub async fn update(&self, name: &str, update: ProxyUpdate) -> Result<ProxyView, ApiError> {
+        let mut proxies = self.proxies.lock().await;
+        let proxy = proxies
+            .get_mut(name)
+            .ok_or_else(ApiError::proxy_not_found)?;
+        let was_enabled = proxy.enabled();
+        let listen = update.listen.filter(|l| !l.is_empty());
+        let upstream = update.upstream.filter(|u| !u.is_empty());
+        if listen.as_ref().is_some_and(|l| *l != proxy.listen)
+            || upstream.as_ref().is_some_and(|u| *u != proxy.upstream)
+        {
+            proxy.stop().await;
+            proxy.listen = listen.unwrap_or(proxy.listen.clone());
+            proxy.upstream = upstream.unwrap_or(proxy.upstream.clone());
+        }
+        if update.enabled.unwrap_or(was_enabled) {
+            proxy.start().await?;
+        } else {
+            proxy.stop().await;
+        }
+        Ok(proxy.view())
+    }
+
+    /// Stops and forgets a proxy.
+    pub async fn delete(&self, name: &str) -> Result<(), ApiError> {
+        let mut proxies = self.proxies.lock().await;
+        let mut proxy = proxies.remove(name).ok_or_else(ApiError::proxy_not_found)?;
+        proxy.stop().await;
+        Ok(())
+    }
+
+    /// Enables every proxy and removes every toxic.
+    pub async fn reset(&self) -> Result<(), ApiError> {
+        let mut proxies = self.proxies.lock().await;
+        for proxy in proxies.values_mut() {
+            proxy.toxics.clear();
+            proxy.publish();
+            proxy.start().await?;
+        }
+        Ok(())
+    }
+
+    /// Stops every proxy (server shutdown).
+    pub async fn stop_all(&self) {
+        let mut proxies = self.proxies.lock().await;
+        for proxy in proxies.values_mut() {
+            proxy.stop().await;
+        }
+    }
+
+    /// A proxy's toxics.
+    pub async fn toxics(&self, name: &str) -> Result<Vec<Toxic>, ApiError> {
+        Ok(self.get(name).await?.toxics)
+    }
+
+    /// Adds a toxic; it reaches open connections at their next chunk.
+    pub async fn add_toxic(&self, name: &str, input: ToxicInput) -> Result<Toxic, ApiError> {
+        let mut proxies = self.proxies.lock().await;
+        let proxy = proxies
+            .get_mut(name)
+            .ok_or_else(ApiError::proxy_not_found)?;
+        let toxic = Toxic::create(input, proxy.mode)?;
+        if proxy.toxics.iter().any(|t| t.name == toxic.name) {
+            return Err(ApiError::toxic_exists());
+        }
+        proxy.toxics.push(toxic.clone());
+        proxy.publish();
+        Ok(toxic)
+    }
+
+    /// One toxic.
+    pub async fn toxic(&self, name: &str, toxic: &str) -> Result<Toxic, ApiError> {
+        self.toxics(name)
+            .await?
+            .into_iter()
+            .find(|t| t.name == toxic)
+            .ok_or_else(ApiError::toxic_not_found)
+    }
+
+    /// Merges attributes and toxicity into a toxic.
+    pub async fn update_toxic(
+        &self,
+        name: &str,
+        toxic: &str,
+        update: ToxicUpdate,
+    ) -> Result<Toxic, ApiError> {
+        let mut proxies = self.proxies.lock().await;
+        let proxy = proxies
+            .get_mut(name)
+            .ok_or_else(ApiError::proxy_not_found)?;
+        let mode = proxy.mode;
+        let slot = proxy
+            .toxics
+            .iter_mut()
+            .find(|t| t.name == toxic)
+            .ok_or_else(ApiError::toxic_not_found)?;
+        *slot = slot.updated(update, mode)?;
+        let updated = slot.clone();
+        proxy.publish();
+        Ok(updated)
+    }
+
+    /// Removes a toxic.
+    pub async fn delete_toxic(&self, name: &str, toxic: &str) -> Result<(), ApiError> {
+        let mut proxies = self.proxies.lock().await;
+        let proxy = proxies
+            .get_mut(name)
+            .ok_or_else(ApiError::proxy_not_found)?;
+        let before = proxy.toxics.len();
+        proxy.toxics.retain(|t| t.name != toxic);
+        if proxy.toxics.len() == before {
+            return Err(ApiError::toxic_not_found());
+        }
+        proxy.publish();
+        Ok(())
+    }
+
+    /// Counters of every proxy, by name.
+    pub async fn traffic(&self) -> Vec<ProxyTraffic> {
+        let proxies = self.proxies.lock().await;
+        proxies
+            .values()
+            .map(|p| ProxyTraffic {
+                name: p.name.clone(),
+                listen: p.listen.clone(),
+                upstream: p.upstream.clone(),
+                traffic: p.traffic.clone(),
+            })
+            .collect()
+    }
+}

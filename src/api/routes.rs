@@ -1,0 +1,119 @@
+//! Maps method and path to a registry operation, and its result to
+//! Toxiproxy's status codes and bodies.
+
+use bytes::Bytes;
+use http::{Method, StatusCode};
+use serde::de::DeserializeOwned;
+
+use super::error::ApiError;
+use super::metrics::{Exposition, proxy_bytes};
+use super::proxy::ProxyInput;
+use super::server::Api;
+
+/// The Toxiproxy API version reported by `GET /version`: clients compare
+/// it with 2.6.0 to choose PATCH over POST for updates, and this server
+/// answers the API of Toxiproxy 2.12.
+pub const TOXIPROXY_API_VERSION: &str = "2.12.0";
+
+/// A successful answer.
+#[derive(Debug)]
+pub enum Reply {
+    /// JSON with a status.
+    Json(StatusCode, String),
+    /// No body (204).
+    Empty,
+    /// A body of another type.
+    Text(&'static str, String),
+}
+
+fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(ApiError::bad_body)
+}
+
+fn json<T: serde::Serialize>(status: StatusCode, value: &T) -> Result<Reply, ApiError> {
+    serde_json::to_string(value)
+        .map(|s| Reply::Json(status, s))
+        .map_err(|e| ApiError::internal(e.to_string()))
+}
+
+fn not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
+}
+
+/// Answers one request whose body has been read and checked.
+pub async fn route(api: &Api, method: &Method, path: &str, body: Bytes) -> Result<Reply, ApiError> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let registry = &api.registry;
+    let ok = StatusCode::OK;
+    match (segments.as_slice(), method) {
+        (["version"], &Method::GET) => Ok(Reply::Text(
+            "application/json;charset=utf-8",
+            format!(
+                "{{\"version\": \"{TOXIPROXY_API_VERSION}\", \"firedrill\": \"{}\"}}\n",
+                env!("CARGO_PKG_VERSION")
+            ),
+        )),
+        (["version"], _) => Err(not_allowed()),
+        (["metrics"], &Method::GET) => {
+            let mut out = Exposition::default();
+            proxy_bytes(&registry.traffic().await, &mut out);
+            api.metrics.collect(&mut out);
+            Ok(Reply::Text(
+                "text/plain; version=0.0.4; charset=utf-8",
+                out.render(),
+            ))
+        }
+        (["metrics"], _) => Err(not_allowed()),
+        (["reset"], &Method::POST) => registry.reset().await.map(|_| Reply::Empty),
+        (["reset"], _) => Err(not_allowed()),
+        (["proxies"], &Method::GET) => json(ok, &registry.list().await),
+        (["proxies"], &Method::POST) => {
+            let input: ProxyInput = parse(&body)?;
+            json(StatusCode::CREATED, &registry.create(input).await?)
+        }
+        (["proxies"], _) => Err(not_allowed()),
+        (["populate"], &Method::POST) => {
+            let inputs: Vec<ProxyInput> = parse(&body)?;
+            let proxies = registry.populate(inputs).await?;
+            json(
+                StatusCode::CREATED,
+                &serde_json::json!({ "proxies": proxies }),
+            )
+        }
+        (["populate"], _) => Err(not_allowed()),
+        (["proxies", name], m) => match *m {
+            Method::GET => json(ok, &registry.get(name).await?),
+            Method::POST | Method::PATCH => json(ok, &registry.update(name, parse(&body)?).await?),
+            Method::DELETE => registry.delete(name).await.map(|_| Reply::Empty),
+            _ => Err(not_allowed()),
+        },
+        (["proxies", name, "toxics"], m) => match *m {
+            Method::GET => json(ok, &registry.toxics(name).await?),
+            Method::POST => {
+                // 404 for an unknown proxy comes before a body complaint.
+                registry.get(name).await?;
+                json(ok, &registry.add_toxic(name, parse(&body)?).await?)
+            }
+            _ => Err(not_allowed()),
+        },
+        (["proxies", name, "toxics", toxic], m) => match *m {
+            Method::GET => json(ok, &registry.toxic(name, toxic).await?),
+            Method::POST | Method::PATCH => {
+                registry.toxic(name, toxic).await?;
+                json(
+                    ok,
+                    &registry.update_toxic(name, toxic, parse(&body)?).await?,
+                )
+            }
+            Method::DELETE => registry
+                .delete_toxic(name, toxic)
+                .await
+                .map(|_| Reply::Empty),
+            _ => Err(not_allowed()),
+        },
+        _ => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no such endpoint: {path}"),
+        )),
+    }
+}

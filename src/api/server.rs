@@ -1,0 +1,124 @@
+//! The HTTP server of the control plane: hyper over a TCP listener, each
+//! request guarded, routed, and answered with JSON; a stop signal ends the
+//! accept loop and every proxy.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{HeaderValue, Request, Response, StatusCode};
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::net::TcpListener;
+
+use super::error::ApiError;
+use super::guard::Guard;
+use super::metrics::MetricsRegistry;
+use super::registry::Registry;
+use super::routes::{Reply, route};
+use crate::proxy::ShutdownSignal;
+
+/// Everything a request handler needs.
+#[derive(Debug)]
+pub struct Api {
+    /// The named proxies.
+    pub registry: Registry,
+    /// Extra metric sources (defense lines) for /metrics.
+    pub metrics: MetricsRegistry,
+    /// Browser, token and body-size checks.
+    pub guard: Guard,
+}
+
+impl Api {
+    /// A server state with no proxies.
+    pub fn new(guard: Guard, seed: u64) -> Api {
+        Api {
+            registry: Registry::new(seed),
+            metrics: MetricsRegistry::default(),
+            guard,
+        }
+    }
+}
+
+fn respond(
+    status: StatusCode,
+    content_type: Option<&'static str>,
+    body: String,
+) -> Response<Full<Bytes>> {
+    let mut resp = Response::new(Full::new(Bytes::from(body)));
+    *resp.status_mut() = status;
+    if let Some(ct) = content_type {
+        resp.headers_mut()
+            .insert(http::header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    }
+    resp
+}
+
+fn error_response(err: &ApiError) -> Response<Full<Bytes>> {
+    let mut resp = respond(err.status, Some("application/json"), err.body());
+    if err.status == StatusCode::UNAUTHORIZED {
+        resp.headers_mut().insert(
+            http::header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer"),
+        );
+    }
+    resp
+}
+
+/// Answers one request.
+pub async fn handle(api: Arc<Api>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let (parts, body) = req.into_parts();
+    let answer = async {
+        api.guard.admit(&parts)?;
+        let body = api.guard.body(&parts, body).await?;
+        route(&api, &parts.method, parts.uri.path(), body).await
+    }
+    .await;
+    tracing::debug!(method = %parts.method, path = parts.uri.path(), ok = answer.is_ok(), "api request");
+    match answer {
+        Ok(Reply::Json(status, body)) => respond(status, Some("application/json"), body),
+        Ok(Reply::Empty) => respond(StatusCode::NO_CONTENT, None, String::new()),
+        Ok(Reply::Text(ct, body)) => respond(StatusCode::OK, Some(ct), body),
+        Err(err) => error_response(&err),
+    }
+}
+
+/// Serves the API on `listener` until `shutdown` fires; then stops every
+/// proxy.
+pub async fn serve(listener: TcpListener, api: Arc<Api>, mut shutdown: ShutdownSignal) {
+    let mut connections = tokio::task::JoinSet::new();
+    loop {
+        while connections.try_join_next().is_some() {}
+        let accepted = tokio::select! {
+            biased;
+            _ = shutdown.wait() => break,
+            accepted = listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => stream,
+            Err(err) => {
+                tracing::warn!(%err, "api accept failed");
+                crate::clock::sleep(crate::clock::Duration::from_millis(10)).await;
+                continue;
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let api = api.clone();
+        connections.spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let api = api.clone();
+                async move { Ok::<_, std::convert::Infallible>(handle(api, req).await) }
+            });
+            if let Err(err) = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .serve_connection(TokioIo::new(stream), service)
+                .await
+            {
+                tracing::trace!(%err, "api connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    connections.abort_all();
+    api.registry.stop_all().await;
+}

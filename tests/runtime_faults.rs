@@ -1,0 +1,134 @@
+//! Replacing a proxy's fault list while traffic runs: a fault added reaches
+//! connections that are already open (as Toxiproxy applies a new toxic), a
+//! fault removed stops acting, and a `refuse` added closes the listener.
+//! Real loopback sockets; timing checks have generous margins.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration as StdDuration;
+
+use common::{faults, start_proxy};
+use firedrill::fault::Direction;
+use firedrill::proxy::{ProxyMode, ShutdownSignal};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+
+/// An echo server on loopback.
+async fn echo() -> SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let (mut r, mut w) = s.split();
+                let _ = tokio::io::copy(&mut r, &mut w).await;
+            });
+        }
+    });
+    addr
+}
+
+/// Sends one byte and returns how long its echo took.
+async fn round_trip(stream: &mut TcpStream, byte: u8) -> StdDuration {
+    let t = Instant::now();
+    stream.write_all(&[byte]).await.unwrap();
+    let mut got = [0u8; 1];
+    stream.read_exact(&mut got).await.unwrap();
+    assert_eq!(got[0], byte, "the echo must carry the byte unchanged");
+    t.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn latency_added_at_runtime_delays_an_open_connection_and_removing_it_restores_speed() {
+    let (_stop, shutdown) = ShutdownSignal::new();
+    let upstream = echo().await;
+    let (proxy, plan) = start_proxy(ProxyMode::Tcp, "", &upstream.to_string(), shutdown).await;
+    let mut stream = TcpStream::connect(proxy).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let before = round_trip(&mut stream, b'a').await;
+    assert!(
+        before < StdDuration::from_millis(500),
+        "pass-through took {before:?}"
+    );
+
+    plan.replace(faults("faults:\n  - latency: { delay: 1s }\n").faults);
+    let slowed = round_trip(&mut stream, b'b').await;
+    assert!(
+        slowed >= StdDuration::from_millis(1000),
+        "latency not applied to the open connection: {slowed:?}"
+    );
+    assert!(
+        slowed < StdDuration::from_secs(4),
+        "latency far too long: {slowed:?}"
+    );
+
+    plan.replace(Vec::new());
+    let after = round_trip(&mut stream, b'c').await;
+    assert!(
+        after < StdDuration::from_millis(700),
+        "removed latency still acts: {after:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bytes_through_the_pass_through_path_are_counted_per_direction() {
+    let (_stop, shutdown) = ShutdownSignal::new();
+    let upstream = echo().await;
+    let traffic = std::sync::Arc::new(firedrill::proxy::Traffic::default());
+    let bound =
+        firedrill::proxy::BoundProxy::bind("127.0.0.1:0", &upstream.to_string(), ProxyMode::Tcp)
+            .await
+            .unwrap();
+    let proxy = bound.local_addr();
+    let plan = std::sync::Arc::new(firedrill::fault::FaultPlan::empty());
+    tokio::spawn(bound.serve_counted(
+        plan,
+        traffic.clone(),
+        shutdown,
+        firedrill::clock::Duration::from_secs(1),
+    ));
+    let mut stream = TcpStream::connect(proxy).await.unwrap();
+    for b in 0..10u8 {
+        round_trip(&mut stream, b).await;
+    }
+    assert_eq!(traffic.received(Direction::Upstream), 10);
+    assert_eq!(traffic.sent(Direction::Upstream), 10);
+    assert_eq!(traffic.received(Direction::Downstream), 10);
+    assert_eq!(traffic.sent(Direction::Downstream), 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refuse_added_at_runtime_closes_the_listener_and_removing_it_reopens() {
+    let (_stop, shutdown) = ShutdownSignal::new();
+    let upstream = echo().await;
+    let (proxy, plan) = start_proxy(ProxyMode::Tcp, "", &upstream.to_string(), shutdown).await;
+    TcpStream::connect(proxy)
+        .await
+        .expect("listening before the refuse");
+    plan.replace(faults("faults:\n  - refuse: {}\n").faults);
+    let refused = async {
+        loop {
+            if TcpStream::connect(proxy).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(StdDuration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(StdDuration::from_secs(5), refused)
+        .await
+        .expect("connections refused after refuse was added");
+    plan.replace(Vec::new());
+    let reopened = async {
+        loop {
+            if let Ok(mut s) = TcpStream::connect(proxy).await {
+                return round_trip(&mut s, b'z').await;
+            }
+            tokio::time::sleep(StdDuration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(StdDuration::from_secs(5), reopened)
+        .await
+        .expect("listening again after refuse was removed");
+}
