@@ -291,6 +291,7 @@ impl Toxic {
                 probability,
                 matcher: HttpMatch::default(),
                 window: Window::default(),
+                after_idle: None,
             })
             .collect())
     }

@@ -67,6 +67,8 @@ struct FaultState {
     rng: Mutex<RunRng>,
     /// How many times the fault was injected.
     injected: AtomicU64,
+    /// When a request matching the fault last arrived (for `after_idle`).
+    last_match: Mutex<Option<Instant>>,
 }
 
 /// One fault chosen for a connection or request. Owns its snapshot, so it
@@ -219,6 +221,7 @@ impl FaultPlan {
                     Arc::new(FaultState {
                         rng: Mutex::new(clock::seeded_rng(seed, stream_of(&key.0, key.1))),
                         injected: AtomicU64::new(0),
+                        last_match: Mutex::new(None),
                     })
                 })
             })
@@ -428,12 +431,14 @@ impl FaultPlan {
             return Vec::new();
         }
         let elapsed = self.elapsed();
+        let now = clock::now();
         (0..snapshot.faults.len())
             .filter(|&i| {
                 let f = &snapshot.faults[i];
                 !matches!(f.kind, FaultKind::Refuse)
-                    && f.window.is_active(elapsed)
                     && f.matcher.matches(method, path, headers)
+                    && Self::cold_enough(f, &snapshot.states[i], now)
+                    && f.window.is_active(elapsed)
             })
             .map(|index| Hit {
                 index,
@@ -441,6 +446,20 @@ impl FaultPlan {
             })
             .filter(Self::roll_hit)
             .collect()
+    }
+
+    /// Whether a matching request arriving `now` may be hit by `fault`:
+    /// always, unless the fault has `after_idle`, which hits only a request
+    /// that comes after that long without one (a cold start). Notes the
+    /// arrival either way.
+    fn cold_enough(fault: &Fault, state: &FaultState, now: Instant) -> bool {
+        let Some(idle) = fault.after_idle else {
+            return true;
+        };
+        let mut last = state.last_match.lock().unwrap_or_else(|e| e.into_inner());
+        let cold = last.is_none_or(|t| now.saturating_duration_since(t) >= idle);
+        *last = Some(now);
+        cold
     }
 
     /// Whether the listener must refuse connections now, and when that next
@@ -473,6 +492,24 @@ mod tests {
     }
 
     const THIRTY: &str = "faults:\n  - status: { code: 503 }\n    probability: 30%\n";
+
+    #[tokio::test(start_paused = true)]
+    async fn after_idle_hits_only_the_first_request_after_a_quiet_spell() {
+        let p = plan(
+            "faults:\n  - { status: { code: 503 }, after_idle: 1s }\n",
+            1,
+        );
+        let h = http::HeaderMap::new();
+        let mut hit = || !p.pick_request(&http::Method::GET, "/", &h).is_empty();
+        assert!(hit(), "the very first request comes after nothing: cold");
+        tokio::time::advance(Duration::from_millis(500)).await;
+        assert!(!hit(), "0.5 s after the last one: warm");
+        tokio::time::advance(Duration::from_millis(999)).await;
+        assert!(!hit(), "0.999 s: still warm");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        assert!(hit(), "1 s without a request: cold again");
+        assert!(!hit());
+    }
 
     fn sequence(p: &FaultPlan, n: usize) -> Vec<bool> {
         let h = http::HeaderMap::new();

@@ -46,6 +46,9 @@ pub struct Fault {
     pub matcher: HttpMatch,
     /// When it is active, relative to the proxy's start.
     pub window: Window,
+    /// HTTP: hit only a request that comes after at least this long without
+    /// a matching request (a cold start: idle connection pools, caches).
+    pub after_idle: Option<crate::clock::Duration>,
 }
 
 /// What a fault does.
@@ -285,6 +288,8 @@ pub struct RawFault {
     for_: Option<Dur>,
     #[serde(default)]
     pattern: Option<super::window::Pattern>,
+    #[serde(default)]
+    after_idle: Option<Dur>,
     #[serde(default, deserialize_with = "present")]
     latency: Option<Latency>,
     #[serde(default, deserialize_with = "present")]
@@ -358,12 +363,17 @@ impl TryFrom<RawFault> for Fault {
         if name.trim().is_empty() {
             return Err("name: a fault name cannot be empty".to_string());
         }
+        let after_idle = raw.after_idle.map(Dur::get);
+        if after_idle == Some(crate::clock::Duration::ZERO) {
+            return Err("after_idle: must be longer than 0s".to_string());
+        }
         Ok(Fault {
             name,
             kind,
             probability: raw.probability,
             matcher: raw.matcher,
             window,
+            after_idle,
         })
     }
 }
