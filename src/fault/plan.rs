@@ -500,7 +500,7 @@ mod tests {
             1,
         );
         let h = http::HeaderMap::new();
-        let mut hit = || !p.pick_request(&http::Method::GET, "/", &h).is_empty();
+        let hit = || !p.pick_request(&http::Method::GET, "/", &h).is_empty();
         assert!(hit(), "the very first request comes after nothing: cold");
         tokio::time::advance(Duration::from_millis(500)).await;
         assert!(!hit(), "0.5 s after the last one: warm");
