@@ -5,34 +5,16 @@
 //! a missing client is a failure.
 
 mod api_support;
+mod client_support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use api_support::{Server, echo, server};
+use client_support::{clients_dir, missing, venv_python};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
-
-fn clients_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
-}
-
-/// `Some(reason)` when a client is missing: a failure under CI, a skip
-/// elsewhere.
-fn missing(what: &str) -> bool {
-    let message = format!("{what} is not installed: run ci/install-test-clients.sh");
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("{message}");
-    }
-    eprintln!("skipped: {message}");
-    true
-}
-
-fn venv_python() -> Option<PathBuf> {
-    let p = clients_dir().join("python/.venv/bin/python");
-    p.exists().then_some(p)
-}
 
 fn node_client_installed() -> bool {
     clients_dir()

@@ -109,3 +109,46 @@ fn a_wrong_expectation_exits_1_and_shows_expected_and_seen() {
         assert!(dir.path().join(file).exists(), "{file} written");
     }
 }
+
+mod client_support;
+
+#[test]
+fn junit_report_read_by_junitparser_counts_one_case_per_expectation() {
+    let Some(python) = client_support::venv_python() else {
+        assert!(client_support::missing(
+            "the Python JUnit parser (junitparser)"
+        ));
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let junit = dir.path().join("junit.xml");
+    let status = Command::cargo_bin("firedrill")
+        .unwrap()
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .args([
+            "run",
+            "--quiet",
+            "fixtures/experiments/wrong_expectation.yaml",
+            "--junit",
+        ])
+        .arg(&junit)
+        .output()
+        .unwrap()
+        .status;
+    assert_eq!(status.code(), Some(1));
+    let out = std::process::Command::new(python)
+        .arg(client_support::clients_dir().join("python/junit_counts.py"))
+        .arg(&junit)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout,
+        "FAIL breaker dep never opens\nPASS route calls requests >= 100\ntests=2 failures=1\n"
+    );
+}
