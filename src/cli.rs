@@ -79,6 +79,9 @@ pub enum Command {
         /// How long in-flight requests may finish after a stop signal.
         #[arg(long, default_value = "5s")]
         grace: Dur,
+        /// Serve Prometheus /metrics (resilience4j names) on this address.
+        #[arg(long)]
+        metrics_listen: Option<std::net::SocketAddr>,
     },
     /// Run the embedded fixture server (a built-in dependency).
     Target {
@@ -124,6 +127,10 @@ pub enum Command {
         /// No progress bar and no summary (exit code and files only).
         #[arg(long, short)]
         quiet: bool,
+        /// Serve the defense line's Prometheus /metrics (resilience4j
+        /// names) on this address during a real-time run.
+        #[arg(long)]
+        metrics_listen: Option<std::net::SocketAddr>,
     },
     /// Serve a Toxiproxy-compatible REST API that manages named proxies
     /// and their toxics at runtime, plus Prometheus /metrics.
@@ -218,6 +225,7 @@ pub fn run(cli: Cli) -> ExitCode {
             junit,
             json,
             quiet,
+            metrics_listen,
         } => {
             let options = crate::experiment::command::RunOptions {
                 clock: clock.map(|c| match c {
@@ -229,6 +237,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 junit,
                 json,
                 quiet,
+                metrics_listen,
             };
             crate::experiment::command::run_command(&file, &options)
         }
@@ -255,14 +264,16 @@ pub fn run(cli: Cli) -> ExitCode {
             journal,
             seed,
             grace,
-        } => crate::defense::serve::defend_command(
-            &config,
-            &listen,
-            &upstream,
-            journal.as_deref(),
+            metrics_listen,
+        } => crate::defense::serve::defend_command(&crate::defense::serve::DefendOptions {
+            config,
+            listen,
+            upstream,
+            journal,
             seed,
-            grace.get(),
-        ),
+            grace: grace.get(),
+            metrics_listen,
+        }),
         Command::Server {
             host,
             port,

@@ -368,3 +368,101 @@ async fn rate_limit_answers_excess_with_503() {
         "{statuses:?}"
     );
 }
+
+mod client_support;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resilience4j_metrics_after_a_breaker_opens_are_read_by_the_prometheus_parser() {
+    let Some(python) = client_support::venv_python() else {
+        assert!(client_support::missing(
+            "the Prometheus text parser (prometheus-client)"
+        ));
+        return;
+    };
+    let rig = defense_rig(
+        "faults:\n  - { match: /inventory/*, status: { code: 503 } }\n",
+        INVENTORY_BREAKER,
+    )
+    .await;
+    drive_until(
+        &rig,
+        "/inventory/sku-1",
+        State::Open,
+        StdDuration::from_secs(10),
+    )
+    .await;
+    for _ in 0..3 {
+        assert_eq!(
+            get(&rig, "/inventory/sku-1").await.headers()["x-firedrill-fallback"],
+            "static"
+        );
+    }
+    let registry = std::sync::Arc::new(firedrill::metrics::MetricsRegistry::default());
+    registry.register(rig.line.clone());
+    let acceptor = firedrill::net::TcpAcceptor::bind("127.0.0.1:0".parse().unwrap())
+        .await
+        .unwrap();
+    let addr = acceptor.local_addr();
+    let (_stop, shutdown) = firedrill::proxy::ShutdownSignal::new();
+    tokio::spawn(firedrill::metrics::serve(acceptor, registry, shutdown));
+    let out = tokio::process::Command::new(python)
+        .arg(client_support::clients_dir().join("python/metrics_parse.py"))
+        .arg(addr.to_string())
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let samples: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let value = |name: &str, labels: &[(&str, &str)]| -> f64 {
+        samples
+            .iter()
+            .find(|s| s["name"] == name && labels.iter().all(|(k, v)| s["labels"][*k] == *v))
+            .unwrap_or_else(|| panic!("{name} {labels:?} not parsed from:\n{text}"))["value"]
+            .as_f64()
+            .unwrap()
+    };
+    let counters = rig.line.breakers().next().unwrap().1.counters();
+    assert_eq!(
+        value(
+            "resilience4j_circuitbreaker_state",
+            &[("name", "inventory"), ("state", "open")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(
+            "resilience4j_circuitbreaker_state",
+            &[("name", "inventory"), ("state", "closed")]
+        ),
+        0.0
+    );
+    let failed = value(
+        "resilience4j_circuitbreaker_calls_seconds_count",
+        &[("name", "inventory"), ("kind", "failed")],
+    );
+    assert_eq!(failed, counters.failures as f64);
+    assert!(
+        failed >= 5.0,
+        "the window needed at least 5 failures to open"
+    );
+    let not_permitted = value(
+        "resilience4j_circuitbreaker_not_permitted_calls_total",
+        &[("name", "inventory")],
+    );
+    assert!(not_permitted >= 3.0, "{not_permitted}");
+    assert_eq!(
+        value(
+            "resilience4j_circuitbreaker_failure_rate",
+            &[("name", "inventory")]
+        ),
+        100.0
+    );
+}

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use assert_cmd::Command;
 use firedrill::experiment::command::{execute, load};
 use firedrill::experiment::config::ClockKind;
+use firedrill::experiment::run::Live;
 use firedrill::report::Exporter;
 
 fn experiments() -> Vec<PathBuf> {
@@ -36,7 +37,7 @@ fn every_experiment_holds_in_virtual_time() {
             "{} asserts nothing",
             file.display()
         );
-        let (_, report) = execute(&loaded, ClockKind::Virtual, false).unwrap();
+        let (_, report) = execute(&loaded, ClockKind::Virtual, Live::default()).unwrap();
         if !report.passed {
             failures.push(format!(
                 "{}:\n{}",
@@ -52,7 +53,7 @@ fn every_experiment_holds_in_virtual_time() {
 fn quickstart_holds_in_real_time_on_loopback() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/quickstart.yaml");
     let loaded = load(&file).unwrap();
-    let (_, report) = execute(&loaded, ClockKind::Real, false).unwrap();
+    let (_, report) = execute(&loaded, ClockKind::Real, Live::default()).unwrap();
     assert!(
         report.passed,
         "{}",
@@ -65,14 +66,14 @@ fn same_experiment_and_seed_give_a_byte_identical_json_report() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/outage_contained.yaml");
     let loaded = load(&file).unwrap();
     let render = || {
-        let (_, report) = execute(&loaded, ClockKind::Virtual, false).unwrap();
+        let (_, report) = execute(&loaded, ClockKind::Virtual, Live::default()).unwrap();
         firedrill::report::json::Json.render(&report).unwrap()
     };
     let first = render();
     assert_eq!(first, render());
     let mut other = loaded.clone();
     other.experiment.seed += 1;
-    let (_, report) = execute(&other, ClockKind::Virtual, false).unwrap();
+    let (_, report) = execute(&other, ClockKind::Virtual, Live::default()).unwrap();
     assert_ne!(
         first,
         firedrill::report::json::Json.render(&report).unwrap(),

@@ -10,15 +10,12 @@
 //! * [`registry`] — the named proxies and their operations.
 //! * [`proxy`] — one proxy: settings, toxics, listener on/off.
 //! * [`toxic`] — Toxiproxy's toxic JSON, checked, mapped onto faults.
-//! * [`metrics`] — Prometheus text, and the [`metrics::MetricSource`] trait
-//!   through which a defense line adds its gauges.
 //! * [`error`] — `{"error": ..., "status": ...}`.
 //! * [`command`] — `firedrill server`: flags checked, config loaded, served.
 
 pub mod command;
 pub mod error;
 pub mod guard;
-pub mod metrics;
 pub mod proxy;
 pub mod registry;
 pub mod routes;

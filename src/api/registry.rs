@@ -10,6 +10,8 @@ use tokio::sync::Mutex;
 use super::error::ApiError;
 use super::proxy::{ManagedProxy, ProxyInput, ProxyUpdate, ProxyView, parse_mode};
 use super::toxic::{Toxic, ToxicInput, ToxicUpdate};
+use crate::fault::Direction;
+use crate::metrics::{Exposition, MetricKind};
 use crate::proxy::{ProxyMode, Traffic};
 
 /// All proxies of one server.
@@ -268,5 +270,36 @@ impl Registry {
                 traffic: p.traffic.clone(),
             })
             .collect()
+    }
+}
+
+/// Toxiproxy's byte counters for each proxy and direction.
+pub(crate) fn proxy_bytes(proxies: &[ProxyTraffic], out: &mut Exposition) {
+    for p in proxies {
+        for (dir, label) in [
+            (Direction::Upstream, "upstream"),
+            (Direction::Downstream, "downstream"),
+        ] {
+            let labels = [
+                ("direction", label),
+                ("listener", p.listen.as_str()),
+                ("proxy", p.name.as_str()),
+                ("upstream", p.upstream.as_str()),
+            ];
+            out.sample(
+                "toxiproxy_proxy_received_bytes_total",
+                "The total bytes received from the source side of the direction",
+                MetricKind::Counter,
+                &labels,
+                p.traffic.received(dir) as f64,
+            );
+            out.sample(
+                "toxiproxy_proxy_sent_bytes_total",
+                "The total bytes sent to the destination side of the direction",
+                MetricKind::Counter,
+                &labels,
+                p.traffic.sent(dir) as f64,
+            );
+        }
     }
 }

@@ -6,9 +6,10 @@ use http::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
-use super::metrics::{Exposition, proxy_bytes};
 use super::proxy::ProxyInput;
+use super::registry::proxy_bytes;
 use super::server::Api;
+use crate::metrics::Exposition;
 
 /// The Toxiproxy API version reported by `GET /version`: clients compare
 /// it with 2.6.0 to choose PATCH over POST for updates, and this server

@@ -13,9 +13,9 @@ use tokio::net::TcpListener;
 
 use super::error::ApiError;
 use super::guard::Guard;
-use super::metrics::MetricsRegistry;
 use super::registry::Registry;
 use super::routes::{Reply, route};
+use crate::metrics::MetricsRegistry;
 use crate::proxy::ShutdownSignal;
 
 /// Everything a request handler needs.

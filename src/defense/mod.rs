@@ -15,6 +15,7 @@ pub mod bulkhead;
 pub mod config;
 pub mod fallback;
 pub mod line;
+pub mod metrics;
 pub mod rate_limit;
 pub mod report;
 pub mod retry;

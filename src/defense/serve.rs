@@ -58,16 +58,37 @@ pub fn authority(upstream: &str) -> &str {
         .trim_end_matches('/')
 }
 
+/// What `firedrill defend` was asked.
+#[derive(Debug, Clone)]
+pub struct DefendOptions {
+    /// The defense config file.
+    pub config: std::path::PathBuf,
+    /// `--listen`.
+    pub listen: String,
+    /// `--upstream`.
+    pub upstream: String,
+    /// `--journal`.
+    pub journal: Option<std::path::PathBuf>,
+    /// `--seed`.
+    pub seed: u64,
+    /// `--grace`.
+    pub grace: Duration,
+    /// `--metrics-listen`.
+    pub metrics_listen: Option<std::net::SocketAddr>,
+}
+
 /// `firedrill defend`: loads the config, binds, serves until a stop signal.
-pub fn defend_command(
-    config: &std::path::Path,
-    listen: &str,
-    upstream: &str,
-    journal: Option<&std::path::Path>,
-    seed: u64,
-    grace: Duration,
-) -> Result<u8, CliError> {
-    let config: DefenseConfig = crate::schema::from_yaml_file(config)?;
+pub fn defend_command(options: &DefendOptions) -> Result<u8, CliError> {
+    let DefendOptions {
+        listen,
+        upstream,
+        seed,
+        grace,
+        ..
+    } = options;
+    let (listen, upstream, seed, grace) = (listen.as_str(), upstream.as_str(), *seed, *grace);
+    let journal = options.journal.as_deref();
+    let config: DefenseConfig = crate::schema::from_yaml_file(&options.config)?;
     if upstream.starts_with("https://") {
         return Err(CliError::Invalid(format!(
             "--upstream {upstream}: https is not supported; give host:port or http://host:port"
@@ -106,6 +127,15 @@ pub fn defend_command(
             .map_err(|e| CliError::Runtime(format!("--listen {listen}: cannot bind: {e}")))?;
         tracing::info!(listen = %acceptor.local_addr(), %upstream, routes = config.routes.len(), "defense line ready");
         let (stop, shutdown) = ShutdownSignal::new();
+        if let Some(addr) = options.metrics_listen {
+            let metrics = TcpAcceptor::bind(addr)
+                .await
+                .map_err(|e| CliError::Runtime(format!("--metrics-listen {addr}: cannot bind: {e}")))?;
+            let registry = Arc::new(crate::metrics::MetricsRegistry::default());
+            registry.register(line.clone());
+            tracing::info!(listen = %metrics.local_addr(), "metrics ready at /metrics");
+            tokio::spawn(crate::metrics::serve(metrics, registry, shutdown.clone()));
+        }
         tokio::spawn(async move {
             crate::cli::stop_signal().await;
             let _ = stop.send(true);

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::Verdict;
 use super::config::{ClockKind, Experiment};
 use super::halt::HaltCondition;
-use super::run::{Ending, RunResult};
+use super::run::{Ending, Live, RunResult};
 use crate::cli::{CliError, EXIT_ASSERTION, EXIT_INTERRUPTED, EXIT_OK};
 use crate::report::{self, RunReport};
 use crate::schema::{self, SchemaError, Segment};
@@ -75,6 +75,8 @@ pub struct RunOptions {
     pub json: Option<PathBuf>,
     /// No progress bar, no summary.
     pub quiet: bool,
+    /// Serve the defense line's Prometheus metrics here (real clock).
+    pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// Runs the experiment at `path` and returns the exit code.
@@ -91,7 +93,11 @@ pub fn run_command(path: &Path, options: &RunOptions) -> Result<u8, CliError> {
             "--clock virtual: a real target (target.url) needs the real clock".to_string(),
         ));
     }
-    let (result, report) = execute(&loaded, clock, !options.quiet)?;
+    let live = Live {
+        progress: !options.quiet,
+        metrics_listen: options.metrics_listen,
+    };
+    let (result, report) = execute(&loaded, clock, live)?;
     write_reports(&report, options)?;
     if !options.quiet {
         print!("{}", report::console::render(&report));
@@ -109,15 +115,14 @@ pub fn run_command(path: &Path, options: &RunOptions) -> Result<u8, CliError> {
 pub fn execute(
     loaded: &Loaded,
     clock: ClockKind,
-    progress: bool,
+    live: Live,
 ) -> Result<(RunResult, RunReport), CliError> {
-    let progress = progress && clock == ClockKind::Real;
     let result = super::run::run(
         &loaded.experiment,
         clock,
         &loaded.halts,
         crate::cli::stop_signal(),
-        progress,
+        live,
     )
     .map_err(|e| CliError::Runtime(e.to_string()))?;
     let verdicts: Vec<Verdict> = super::judge::judge(&loaded.expectations, &result.timeline);

@@ -48,6 +48,15 @@ pub struct RunResult {
     pub shed: u64,
 }
 
+/// What a real-time run shows while it runs.
+#[derive(Debug, Clone, Default)]
+pub struct Live {
+    /// Draw the progress bar (hidden anyway when stderr is no terminal).
+    pub progress: bool,
+    /// Serve the defense line's Prometheus metrics on this address.
+    pub metrics_listen: Option<std::net::SocketAddr>,
+}
+
 /// Why a run could not start (exit 3).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -60,7 +69,7 @@ pub fn run(
     clock: ClockKind,
     halts: &[HaltCondition],
     interrupt: impl std::future::Future<Output = ()> + Send + 'static,
-    progress: bool,
+    live: Live,
 ) -> Result<RunResult, RunError> {
     match clock {
         ClockKind::Virtual => {
@@ -74,7 +83,7 @@ pub fn run(
                 MemoryNetwork::default(),
                 halts,
                 interrupt,
-                false,
+                Live::default(),
             ))
         }
         ClockKind::Real => {
@@ -82,13 +91,7 @@ pub fn run(
                 .enable_all()
                 .build()
                 .map_err(|e| RunError(format!("cannot start the runtime: {e}")))?;
-            runtime.block_on(execute(
-                experiment,
-                LoopbackNetwork,
-                halts,
-                interrupt,
-                progress,
-            ))
+            runtime.block_on(execute(experiment, LoopbackNetwork, halts, interrupt, live))
         }
     }
 }
@@ -98,7 +101,7 @@ async fn execute<N: Network>(
     network: N,
     halts: &[HaltCondition],
     interrupt: impl std::future::Future<Output = ()> + Send + 'static,
-    progress: bool,
+    live: Live,
 ) -> Result<RunResult, RunError> {
     let listen = || async {
         network
@@ -190,6 +193,15 @@ async fn execute<N: Network>(
         None => (to_proxy.clone(), None),
     };
 
+    if let (Some(addr), Some(line)) = (live.metrics_listen, &line) {
+        let acceptor = crate::net::TcpAcceptor::bind(addr)
+            .await
+            .map_err(|e| RunError(format!("--metrics-listen {addr}: cannot bind: {e}")))?;
+        let registry = Arc::new(crate::metrics::MetricsRegistry::default());
+        registry.register(line.clone());
+        tokio::spawn(crate::metrics::serve(acceptor, registry, servers.clone()));
+    }
+
     // Load, halt watch and interrupt.
     let load = Load::new(client, start, experiment.max_in_flight);
     let (stop_load, load_stop) = ShutdownSignal::new();
@@ -201,7 +213,7 @@ async fn execute<N: Network>(
             load_stop,
         );
         let watch = super::halt::watch(halts, &load, start);
-        let bar = super::progress::show(progress, experiment, &load, line.clone(), start);
+        let bar = super::progress::show(live.progress, experiment, &load, line.clone(), start);
         tokio::pin!(drive, watch, interrupt, bar);
         tokio::select! {
             biased;

@@ -1,6 +1,6 @@
 //! Where the real clients installed by `ci/install-test-clients.sh` live,
 //! and the rule for a missing one: a skip locally, a failure under CI.
-#![allow(dead_code)]
+#![allow(dead_code, unreachable_pub)]
 
 use std::path::{Path, PathBuf};
 

@@ -295,7 +295,7 @@ impl PerState {
 }
 
 /// What the breaker did with the calls offered to it.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Counters {
     /// Calls admitted, by the state that admitted them: the counter proof
     /// (`open` and `forced_open` must stay 0).
@@ -312,4 +312,10 @@ pub struct Counters {
     pub cancelled: u64,
     /// Outcomes from an earlier episode, left out of the statistics.
     pub stragglers: u64,
+    /// Total duration of successful calls, in seconds.
+    pub success_seconds: f64,
+    /// Total duration of failed calls, in seconds.
+    pub failure_seconds: f64,
+    /// Total duration of ignored calls, in seconds.
+    pub ignored_seconds: f64,
 }

@@ -80,6 +80,12 @@ impl Breaker {
         &self.name
     }
 
+    /// The closed-state failure rate in percent once the window can decide
+    /// (window model); `None` otherwise.
+    pub fn failure_rate(&self) -> Option<f64> {
+        self.model.failure_rate()
+    }
+
     /// The current state (as of the last call into the machine).
     pub fn state(&self) -> State {
         match self.phase {
@@ -142,10 +148,20 @@ impl Breaker {
     /// kept out of the current statistics.
     pub fn record(&mut self, permit: Permit, outcome: Outcome, duration: Duration, now: Instant) {
         self.advance(now);
+        let seconds = duration.as_secs_f64();
         match outcome {
-            Outcome::Success => self.counters.successes += 1,
-            Outcome::Failure(_) => self.counters.failures += 1,
-            Outcome::Ignored => self.counters.ignored += 1,
+            Outcome::Success => {
+                self.counters.successes += 1;
+                self.counters.success_seconds += seconds;
+            }
+            Outcome::Failure(_) => {
+                self.counters.failures += 1;
+                self.counters.failure_seconds += seconds;
+            }
+            Outcome::Ignored => {
+                self.counters.ignored += 1;
+                self.counters.ignored_seconds += seconds;
+            }
         }
         if permit.episode != self.episode {
             self.counters.stragglers += 1;

@@ -45,6 +45,12 @@ pub(crate) trait Model: fmt::Debug + Send {
         false
     }
 
+    /// The failure rate of the closed-state window in percent, once it holds
+    /// enough calls to decide (`None` before, as resilience4j's -1).
+    fn failure_rate(&self) -> Option<f64> {
+        None
+    }
+
     /// Forget the closed-state statistics (entering closed).
     fn enter_closed(&mut self);
 

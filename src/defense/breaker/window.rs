@@ -32,6 +32,9 @@ pub(crate) struct WindowModel {
     trials: Tally,
     /// When this half-open episode started.
     half_open_since: Option<Instant>,
+    /// The window's totals after the last call, once it held
+    /// `minimum_calls` (for the failure-rate metric).
+    last_decision: Option<Tally>,
 }
 
 impl WindowModel {
@@ -53,6 +56,7 @@ impl WindowModel {
             in_flight: 0,
             trials: Tally::default(),
             half_open_since: None,
+            last_decision: None,
         }
     }
 
@@ -106,7 +110,12 @@ impl Model for WindowModel {
         self.config.automatic_half_open
     }
 
+    fn failure_rate(&self) -> Option<f64> {
+        self.last_decision.map(Tally::failure_rate)
+    }
+
     fn enter_closed(&mut self) {
+        self.last_decision = None;
         match &mut self.rolling {
             Rolling::Count(w) => w.clear(),
             Rolling::Time(w) => w.clear(),
@@ -122,6 +131,7 @@ impl Model for WindowModel {
         if total.calls < self.minimum_calls {
             return None;
         }
+        self.last_decision = Some(total);
         self.over_threshold(total)
     }
 

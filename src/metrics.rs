@@ -1,14 +1,11 @@
 //! Prometheus text exposition: families with HELP and TYPE, label values
-//! escaped, a stable order. Sources register here: the proxies' byte
-//! counters now, a defense line's breaker and bulkhead gauges
-//! (resilience4j names) later, by implementing [`MetricSource`].
+//! escaped, a stable order. Sources register by implementing
+//! [`MetricSource`]: the control plane's proxies (Toxiproxy's byte counters)
+//! and defense lines (resilience4j's breaker and bulkhead names).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::sync::{Arc, RwLock};
-
-use super::registry::ProxyTraffic;
-use crate::fault::Direction;
 
 /// A family's type line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +14,8 @@ pub enum MetricKind {
     Counter,
     /// Goes up and down.
     Gauge,
+    /// Observations: written as `NAME_count` and `NAME_sum` samples.
+    Summary,
 }
 
 /// One family being written: its help, type and samples.
@@ -27,7 +26,7 @@ struct Family {
     /// TYPE.
     kind: MetricKind,
     /// Rendered label sets with their values, in the order added.
-    samples: Vec<(String, f64)>,
+    samples: Vec<(&'static str, String, f64)>,
 }
 
 /// The text of one scrape, built family by family.
@@ -55,6 +54,31 @@ impl Exposition {
         labels: &[(&str, &str)],
         value: f64,
     ) {
+        self.suffixed(name, "", help, kind, labels, value);
+    }
+
+    /// Adds a summary's count and sum for `labels`.
+    pub fn summary(
+        &mut self,
+        name: &str,
+        help: &str,
+        labels: &[(&str, &str)],
+        count: f64,
+        sum: f64,
+    ) {
+        self.suffixed(name, "_count", help, MetricKind::Summary, labels, count);
+        self.suffixed(name, "_sum", help, MetricKind::Summary, labels, sum);
+    }
+
+    fn suffixed(
+        &mut self,
+        name: &str,
+        suffix: &'static str,
+        help: &str,
+        kind: MetricKind,
+        labels: &[(&str, &str)],
+        value: f64,
+    ) {
         let family = self
             .families
             .entry(name.to_string())
@@ -68,7 +92,7 @@ impl Exposition {
             .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
             .collect::<Vec<_>>()
             .join(",");
-        family.samples.push((labels, value));
+        family.samples.push((suffix, labels, value));
     }
 
     /// The Prometheus text format, version 0.0.4.
@@ -78,14 +102,15 @@ impl Exposition {
             let kind = match f.kind {
                 MetricKind::Counter => "counter",
                 MetricKind::Gauge => "gauge",
+                MetricKind::Summary => "summary",
             };
             let _ = writeln!(out, "# HELP {name} {}", f.help);
             let _ = writeln!(out, "# TYPE {name} {kind}");
-            for (labels, value) in &f.samples {
+            for (suffix, labels, value) in &f.samples {
                 if labels.is_empty() {
-                    let _ = writeln!(out, "{name} {value}");
+                    let _ = writeln!(out, "{name}{suffix} {value}");
                 } else {
-                    let _ = writeln!(out, "{name}{{{labels}}} {value}");
+                    let _ = writeln!(out, "{name}{suffix}{{{labels}}} {value}");
                 }
             }
         }
@@ -129,35 +154,56 @@ impl MetricsRegistry {
     }
 }
 
-/// Toxiproxy's byte counters for each proxy and direction.
-pub fn proxy_bytes(proxies: &[ProxyTraffic], out: &mut Exposition) {
-    for p in proxies {
-        for (dir, label) in [
-            (Direction::Upstream, "upstream"),
-            (Direction::Downstream, "downstream"),
-        ] {
-            let labels = [
-                ("direction", label),
-                ("listener", p.listen.as_str()),
-                ("proxy", p.name.as_str()),
-                ("upstream", p.upstream.as_str()),
-            ];
-            out.sample(
-                "toxiproxy_proxy_received_bytes_total",
-                "The total bytes received from the source side of the direction",
-                MetricKind::Counter,
-                &labels,
-                p.traffic.received(dir) as f64,
-            );
-            out.sample(
-                "toxiproxy_proxy_sent_bytes_total",
-                "The total bytes sent to the destination side of the direction",
-                MetricKind::Counter,
-                &labels,
-                p.traffic.sent(dir) as f64,
-            );
-        }
-    }
+/// Serves `GET /metrics` from `registry` on `acceptor` until `shutdown`
+/// (for `firedrill defend --metrics-listen` and real-time runs).
+pub async fn serve<A: crate::net::Acceptor>(
+    acceptor: A,
+    registry: Arc<MetricsRegistry>,
+    shutdown: crate::proxy::ShutdownSignal,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    crate::proxy::serve(
+        acceptor,
+        Arc::new(crate::fault::FaultPlan::empty()),
+        move |stream, _| {
+            let registry = registry.clone();
+            async move {
+                let service =
+                    hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let registry = registry.clone();
+                        async move {
+                            let mut resp = if req.uri().path() == "/metrics" {
+                                let mut out = Exposition::default();
+                                registry.collect(&mut out);
+                                let mut r = http::Response::new(crate::proxy::http::body::full(
+                                    out.render(),
+                                ));
+                                r.headers_mut().insert(
+                                    http::header::CONTENT_TYPE,
+                                    http::HeaderValue::from_static("text/plain; version=0.0.4"),
+                                );
+                                r
+                            } else {
+                                http::Response::new(crate::proxy::http::body::full(
+                                    "see /metrics\n",
+                                ))
+                            };
+                            if req.uri().path() != "/metrics" {
+                                *resp.status_mut() = http::StatusCode::NOT_FOUND;
+                            }
+                            Ok::<_, std::convert::Infallible>(resp)
+                        }
+                    });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .timer(TokioTimer::new())
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            }
+        },
+        shutdown,
+        crate::clock::Duration::from_millis(100),
+    )
+    .await
 }
 
 #[cfg(test)]
