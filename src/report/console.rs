@@ -10,10 +10,13 @@ pub fn render(report: &RunReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "\n{} (seed {}, {:?} clock, {:.1}s)",
+        "\n{} (seed {}, {} clock, {:.1}s)",
         report.experiment,
         report.seed,
-        report.clock,
+        match report.clock {
+            crate::experiment::config::ClockKind::Virtual => "virtual",
+            crate::experiment::config::ClockKind::Real => "real",
+        },
         report.duration_ms / 1000.0
     );
     let _ = writeln!(
