@@ -13,17 +13,25 @@
 #   ROUNDS [3]        interleaved rounds; the median is reported
 #   WARMUP [2]        seconds of wrk warm-up per target before the rounds
 #   CONNS [32]        wrk connections (-t1 -c$CONNS)
+#   CLEAN_MAX [3]     a run is "clean" when other processes used at most
+#                     this % of the core meanwhile; medians use clean runs
+#   EXTRA_ROUNDS [2]  extra wrk rounds allowed when too few are clean
 #   BULK_DUR [5]      seconds per iperf3 run
 #   BULK_ROUNDS [3]   interleaved iperf3 rounds
 #   LAT_N [200]       requests per latency-fault measurement
 #   LAT_DELAY_MS [100]  injected latency
 #   CPU [0]           the core everything is pinned to
+#   NICE [0]          nice level of every benchmark process; on a shared
+#                     machine NICE=-10 (root) moves background jobs off $CPU
 #   PORT_BASE [18700] first of 12 consecutive loopback ports used
 #   FIREDRILL         path to the binary; if unset it is built with
 #                     `cargo build --release --locked` (CARGO_TARGET_DIR honoured)
 #   BUILD [1]         set to 0 to never run cargo
 #   OUT               result directory [bench/out/<UTC timestamp>]
 #   SKIP_INSTALL [0]  set to 1 to never run apt-get
+#   PROFILE [0]       set to 1 to measure each proxy's CPU per request
+#                     (`perf stat`) and `perf record` firedrill, one extra wrk
+#                     run each (reports in $OUT/perf-*.txt)
 #
 # Firedrill rows are skipped (with a warning) when `firedrill proxy` does not
 # exist yet, so the baselines still run.
@@ -38,10 +46,15 @@ BULK_ROUNDS=${BULK_ROUNDS:-3}
 LAT_N=${LAT_N:-200}
 LAT_DELAY_MS=${LAT_DELAY_MS:-100}
 CPU=${CPU:-0}
+NICE=${NICE:-0}
 PORT_BASE=${PORT_BASE:-18700}
+PROFILE=${PROFILE:-0}
 BUILD=${BUILD:-1}
+CLEAN_MAX=${CLEAN_MAX:-3}
+EXTRA_ROUNDS=${EXTRA_ROUNDS:-2}
 SKIP_INSTALL=${SKIP_INSTALL:-0}
 
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT=${OUT:-$REPO/bench/out/$STAMP}
@@ -50,7 +63,7 @@ ln -sfn "$OUT" "$REPO/bench/out/latest" 2>/dev/null || true
 
 log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
-pin() { taskset -c "$CPU" "$@"; }
+pin() { nice -n "$NICE" taskset -c "$CPU" "$@"; }
 
 # ---------------------------------------------------------------- tools
 need=()
@@ -108,7 +121,7 @@ trap 'exit 143' TERM
 # sets LAST_PID (no command substitution: PIDS must be updated in this shell)
 start() {
     local name=$1; shift
-    taskset -c "$CPU" "$@" >"$OUT/$name.log" 2>&1 &
+    nice -n "$NICE" taskset -c "$CPU" "$@" >"$OUT/$name.log" 2>&1 &
     LAST_PID=$!
     PIDS+=("$LAST_PID")
 }
@@ -201,6 +214,7 @@ start nginx nginx -c "$TMP/nginx.conf" -p "$TMP"
 wait_port "$P_NGINX" "$LAST_PID" nginx
 curl -fsS "http://127.0.0.1:$P_NGINX/" | grep -qx ok || die "nginx does not answer ok"
 start haproxy haproxy -db -f "$TMP/haproxy.cfg"
+HA_PID=$LAST_PID
 wait_port "$P_HA_HTTP" "$LAST_PID" haproxy
 start iperf3 iperf3 -s -B 127.0.0.1 -p "$P_IPERF"
 wait_port "$P_IPERF" "$LAST_PID" iperf3
@@ -210,7 +224,9 @@ fd_start() { # name listen upstream mode [extra args]
     start "$name" "$FIREDRILL" proxy --listen "127.0.0.1:$listen" \
         --upstream "127.0.0.1:$up" --mode "$mode" --seed 1 "$@"
     wait_port "$listen" "$LAST_PID" "$name"
+    FD_PID[$name]=$LAST_PID
 }
+declare -A FD_PID=()
 if ((HAVE_FD)); then
     log "starting firedrill proxies"
     fd_start fd_tcp "$P_FD_TCP" "$P_NGINX" tcp
@@ -242,16 +258,51 @@ done
 RAW=$OUT/raw.tsv
 printf 'kind\ttarget\tround\tmetric\tvalue\n' >"$RAW"
 
+# Interference check. The machine may be shared: "foreign" is the share of
+# core $CPU that went to processes other than ours during a wrk run
+# (busy jiffies of the core from /proc/stat, minus the CPU time of our
+# daemons and of wrk). Approximate (softirq work is attributed loosely), but
+# a run with a high value was disturbed and its numbers mean little.
+HZ=$(getconf CLK_TCK)
+core_busy() { awk -v c="cpu$CPU" '$1==c{print $2+$3+$4+$9}' /proc/stat; }
+ours_ticks() {
+    local p sum=0 kids
+    for p in "${PIDS[@]}"; do
+        kids=$(cat /proc/"$p"/task/*/children 2>/dev/null || true)
+        for q in "$p" $kids; do
+            [[ -r /proc/$q/stat ]] || continue
+            sum=$((sum + $(awk '{sub(/.*\) /,""); print $12+$13}' /proc/"$q"/stat)))
+        done
+    done
+    echo "$sum"
+}
+
+# measured OUTFILE CMD... : runs CMD pinned (stdout+stderr to OUTFILE) and
+# sets FOREIGN to the foreign load (%) on the core meanwhile. Returns CMD's
+# status.
+measured() {
+    local f=$1 b0 b1 o0 o1 rc=0; shift
+    b0=$(core_busy); o0=$(ours_ticks)
+    local TIMEFORMAT='%R %U %S'
+    { time pin "$@" >"$f" 2>&1; } 2>"$f.time" || rc=$?
+    b1=$(core_busy); o1=$(ours_ticks)
+    FOREIGN=$(awk -v b=$((b1 - b0)) -v o=$((o1 - o0)) -v hz="$HZ" \
+        '{v=(b-o-($2+$3)*hz)/(hz*$1)*100; if(v<0)v=0; printf "%.0f", v}' "$f.time")
+    return "$rc"
+}
+
 run_wrk() { # target round
-    local t=$1 r=$2 f="$OUT/wrk-$1-r$2.txt" rps p99 errs
-    pin wrk -t1 -c"$CONNS" -d"${DUR}s" --latency "http://127.0.0.1:${PORT[$t]}/" >"$f" 2>&1
+    local t=$1 r=$2 f="$OUT/wrk-$1-r$2.txt" rps p99 errs foreign
+    measured "$f" wrk -t1 -c"$CONNS" -d"${DUR}s" --latency "http://127.0.0.1:${PORT[$t]}/"
+    foreign=$FOREIGN
     rps=$(awk '/^Requests\/sec:/{print $2}' "$f")
     p99=$(awk '$1=="99%"{print $2}' "$f" | to_ms)
     errs=$(awk '/Non-2xx|Socket errors/' "$f" | tr '\n' ' ')
     [[ -n $rps && -n $p99 ]] || die "could not parse $f"
     [[ -z $errs ]] || log "warning: $t round $r: $errs"
-    printf 'wrk\t%s\t%s\trps\t%s\nwrk\t%s\t%s\tp99_ms\t%s\n' "$t" "$r" "$rps" "$t" "$r" "$p99" >>"$RAW"
-    log "wrk $t r$r: ${rps} req/s, p99 ${p99} ms"
+    printf 'wrk\t%s\t%s\trps\t%s\nwrk\t%s\t%s\tp99_ms\t%s\nwrk\t%s\t%s\tforeign_pct\t%s\n' \
+        "$t" "$r" "$rps" "$t" "$r" "$p99" "$t" "$r" "$foreign" >>"$RAW"
+    log "wrk $t r$r: ${rps} req/s, p99 ${p99} ms, foreign load on core $CPU ${foreign}%"
 }
 
 # ---------------------------------------------------------------- 1. wrk
@@ -262,6 +313,48 @@ done
 for r in $(seq "$ROUNDS"); do
     for t in "${TARGETS[@]}"; do run_wrk "$t" "$r"; done
 done
+# Rounds disturbed by other processes (foreign load > CLEAN_MAX %) are left
+# out of the medians; up to EXTRA_ROUNDS more rounds are run while some
+# target has fewer than half of ROUNDS clean.
+clean_count() { awk -F'\t' -v k="$1" -v t="$2" -v c="$CLEAN_MAX" '$1==k&&$2==t&&$4=="foreign_pct"&&$5<=c{n++} END{print n+0}' "$RAW"; }
+need=$(((ROUNDS + 1) / 2))
+extra=0
+while ((extra < EXTRA_ROUNDS)); do
+    short=0
+    for t in "${TARGETS[@]}"; do (($(clean_count wrk "$t") >= need)) || short=1; done
+    ((short)) || break
+    extra=$((extra + 1)); r=$((ROUNDS + extra))
+    log "too few clean rounds (foreign load > ${CLEAN_MAX}%); extra round $r"
+    for t in "${TARGETS[@]}"; do run_wrk "$t" "$r"; done
+done
+
+# Optional: CPU per request of each proxy process (perf stat task-clock over
+# one extra wrk run), and a perf profile of firedrill.
+declare -A CPU_US=() CS_REQ=()
+if ((PROFILE && HAVE_FD)) && command -v perf >/dev/null; then
+    for t in haproxy_tcp firedrill_tcp haproxy_http firedrill_http; do
+        case $t in haproxy_*) pid=$HA_PID ;; *) pid=${FD_PID[fd_${t#firedrill_}]} ;; esac
+        log "perf stat: $t (pid $pid)"
+        perf stat -e task-clock,context-switches -x, -p "$pid" -o "$OUT/perfstat-$t.csv" -- sleep "$DUR" &
+        perfpid=$!
+        pin wrk -t1 -c"$CONNS" -d"${DUR}s" "http://127.0.0.1:${PORT[$t]}/" >"$OUT/wrk-$t-perfstat.txt" 2>&1
+        wait "$perfpid" || true
+        reqs=$(awk '/requests in/{print $1}' "$OUT/wrk-$t-perfstat.txt")
+        CPU_US[$t]=$(awk -F, -v n="$reqs" '$3=="task-clock"{printf "%.2f", $1*1000/n}' "$OUT/perfstat-$t.csv")
+        CS_REQ[$t]=$(awk -F, -v n="$reqs" '$3=="context-switches"{printf "%.2f", $1/n}' "$OUT/perfstat-$t.csv")
+        printf 'perfstat\t%s\t-\tcpu_us_per_req\t%s\n' "$t" "${CPU_US[$t]}" >>"$RAW"
+    done
+    for t in firedrill_tcp firedrill_http; do
+        pid=${FD_PID[fd_${t#firedrill_}]}
+        log "perf record: $t (pid $pid)"
+        perf record -F 999 -g -p "$pid" -o "$OUT/perf-$t.data" -- sleep "$DUR" >/dev/null 2>&1 &
+        perfpid=$!
+        pin wrk -t1 -c"$CONNS" -d"${DUR}s" "http://127.0.0.1:${PORT[$t]}/" >"$OUT/wrk-$t-perf.txt" 2>&1
+        wait "$perfpid" || true
+        perf report -i "$OUT/perf-$t.data" --no-children --percent-limit 1 --stdio -g none \
+            >"$OUT/perf-$t.txt" 2>/dev/null || log "warning: perf report failed for $t"
+    done
+fi
 
 # ---------------------------------------------------------------- 2. iperf3
 declare -A BPORT=([direct]=$P_IPERF [haproxy_tcp]=$P_HA_BULK [firedrill_tcp]=$P_FD_BULK)
@@ -271,12 +364,12 @@ log "iperf3: ${#BTARGETS[@]} targets x $BULK_ROUNDS rounds x ${BULK_DUR}s"
 for r in $(seq "$BULK_ROUNDS"); do
     for t in "${BTARGETS[@]}"; do
         f="$OUT/iperf-$t-r$r.txt"
-        pin iperf3 -c 127.0.0.1 -p "${BPORT[$t]}" -t "$BULK_DUR" -f g >"$f" 2>&1 ||
+        measured "$f" iperf3 -c 127.0.0.1 -p "${BPORT[$t]}" -t "$BULK_DUR" -f g ||
             { cat "$f" >&2; die "iperf3 $t failed"; }
         gbps=$(awk '/receiver/{for(i=1;i<=NF;i++) if($i=="Gbits/sec") print $(i-1)}' "$f" | tail -1)
         [[ -n $gbps ]] || die "could not parse $f"
-        printf 'iperf\t%s\t%s\tgbps\t%s\n' "$t" "$r" "$gbps" >>"$RAW"
-        log "iperf3 $t r$r: $gbps Gbit/s"
+        printf 'iperf\t%s\t%s\tgbps\t%s\niperf\t%s\t%s\tforeign_pct\t%s\n' "$t" "$r" "$gbps" "$t" "$r" "$FOREIGN" >>"$RAW"
+        log "iperf3 $t r$r: $gbps Gbit/s, foreign load ${FOREIGN}%"
     done
 done
 
@@ -286,13 +379,15 @@ done
 # (connection setup) is dropped.
 curl_times() { # port file
     local port=$1 f=$2
-    pin curl -s -o /dev/null --max-time $((LAT_N * 2 + 60)) -w '%{time_total} %{num_connects}\n' \
-        "http://127.0.0.1:$port/[0-$LAT_N]" | tail -n +2 >"$f.raw"
+    measured "$f.all" curl -s -o /dev/null --max-time $((LAT_N * 2 + 60)) -w '%{time_total} %{num_connects}\n' \
+        "http://127.0.0.1:$port/[0-$LAT_N]"
+    tail -n +2 "$f.all" >"$f.raw"
+    LAT_FOREIGN[$(basename "$f" .txt)]=$FOREIGN
     awk '$2 != 0 {n++} END {if (n) printf "[bench] warning: %d requests opened a new connection\n", n > "/dev/stderr"}' "$f.raw"
     awk '{printf "%.3f\n", $1*1000}' "$f.raw" >"$f"
     [[ $(wc -l <"$f") -eq $LAT_N ]] || die "expected $LAT_N timings in $f"
 }
-declare -A LAT_P50 LAT_P99
+declare -A LAT_P50=() LAT_P99=() LAT_FOREIGN=()
 if ((HAVE_FD)); then
     log "latency fault: ${LAT_DELAY_MS} ms, $LAT_N requests each (c=1)"
     for t in direct firedrill_tcp firedrill_http; do
@@ -306,52 +401,80 @@ if ((HAVE_FD)); then
         k=$(basename "$f" .txt)
         LAT_P50[$k]=$(median <"$f")
         LAT_P99[$k]=$(pctl 99 <"$f")
-        printf 'lat\t%s\t-\tp50_ms\t%s\nlat\t%s\t-\tp99_ms\t%s\n' "$k" "${LAT_P50[$k]}" "$k" "${LAT_P99[$k]}" >>"$RAW"
+        printf 'lat\t%s\t-\tp50_ms\t%s\nlat\t%s\t-\tp99_ms\t%s\nlat\t%s\t-\tforeign_pct\t%s\n' \
+            "$k" "${LAT_P50[$k]}" "$k" "${LAT_P99[$k]}" "$k" "${LAT_FOREIGN[$k]}" >>"$RAW"
     done
 fi
 
 # ---------------------------------------------------------------- report
-med() { awk -F'\t' -v k="$1" -v t="$2" -v m="$3" '$1==k&&$2==t&&$4==m{print $5}' "$RAW" | median; }
+# med KIND TARGET METRIC: median over the clean rounds (all rounds if none
+# is clean).
+med() {
+    local n
+    n=$(clean_count "$1" "$2")
+    awk -F'\t' -v k="$1" -v t="$2" -v m="$3" -v c="$CLEAN_MAX" -v all=$((n == 0)) '
+        FNR==NR { if ($1==k && $2==t && $4=="foreign_pct") f[$3]=$5; next }
+        $1==k && $2==t && $4==m && (all || f[$3] <= c) { print $5 }' "$RAW" "$RAW" | median
+}
 declare -A RPS P99 GBPS
-for t in "${TARGETS[@]}"; do RPS[$t]=$(med wrk "$t" rps); P99[$t]=$(med wrk "$t" p99_ms); done
-for t in "${BTARGETS[@]}"; do GBPS[$t]=$(med iperf "$t" gbps); done
+declare -A CLEAN=() BCLEAN=()
+nrounds() { awk -F'\t' -v k="$1" -v t="$2" '$1==k&&$2==t&&$4=="foreign_pct"{n++} END{print n+0}' "$RAW"; }
+for t in "${TARGETS[@]}"; do
+    RPS[$t]=$(med wrk "$t" rps); P99[$t]=$(med wrk "$t" p99_ms)
+    CLEAN[$t]="$(clean_count wrk "$t")/$(nrounds wrk "$t")"
+done
+for t in "${BTARGETS[@]}"; do
+    GBPS[$t]=$(med iperf "$t" gbps); BCLEAN[$t]="$(clean_count iperf "$t")/$(nrounds iperf "$t")"
+done
 peer() { case $1 in *_tcp) echo haproxy_tcp ;; *_http) echo haproxy_http ;; *) echo "" ;; esac; }
 
 {
     echo "### Run $STAMP"
     echo
-    echo "$(nproc) CPUs, $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo); everything pinned to core $CPU."
+    echo "$(nproc) CPUs, $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo); everything pinned to core $CPU (nice $NICE); load average before the run: $LOAD0."
     echo "wrk -t1 -c$CONNS -d${DUR}s keep-alive, $ROUNDS interleaved rounds, median; iperf3 -t ${BULK_DUR}s, $BULK_ROUNDS rounds, median."
     echo
-    echo "| target | req/s | ratio to direct | ratio to haproxy (same mode) | p99 ms | p99 vs haproxy |"
-    echo "|---|---:|---:|---:|---:|---:|"
+    echo "Medians over clean rounds: rounds where other processes took more than ${CLEAN_MAX}% of core $CPU are left out (all rounds are used when none is clean)."
+    echo
+    echo "| target | req/s | ratio to direct | ratio to haproxy (same mode) | p99 ms | p99 vs haproxy | clean rounds |"
+    echo "|---|---:|---:|---:|---:|---:|---:|"
     for t in "${TARGETS[@]}"; do
         h=$(peer "$t")
         if [[ -n $h && $t != "$h" ]]; then
             rh=$(ratio "${RPS[$t]}" "${RPS[$h]}"); ph=$(ratio "${P99[$t]}" "${P99[$h]}")
         else rh="—"; ph="—"; fi
-        printf '| %s | %.0f | %s | %s | %s | %s |\n' "$t" "${RPS[$t]}" "$(ratio "${RPS[$t]}" "${RPS[direct]}")" "$rh" "${P99[$t]}" "$ph"
+        printf '| %s | %.0f | %s | %s | %s | %s | %s |\n' "$t" "${RPS[$t]}" "$(ratio "${RPS[$t]}" "${RPS[direct]}")" "$rh" "${P99[$t]}" "$ph" "${CLEAN[$t]}"
     done
+    if ((${#CPU_US[@]})); then
+        echo
+        echo "CPU per request of the proxy process (perf stat task-clock / wrk requests, one extra run):"
+        echo
+        echo "| proxy | CPU µs/request | context switches/request |"
+        echo "|---|---:|---:|"
+        for t in haproxy_tcp firedrill_tcp haproxy_http firedrill_http; do
+            printf '| %s | %s | %s |\n' "$t" "${CPU_US[$t]}" "${CS_REQ[$t]}"
+        done
+    fi
     echo
-    echo "| bulk (iperf3) | Gbit/s | ratio to direct | ratio to haproxy tcp |"
-    echo "|---|---:|---:|---:|"
+    echo "| bulk (iperf3) | Gbit/s | ratio to direct | ratio to haproxy tcp | clean rounds |"
+    echo "|---|---:|---:|---:|---:|"
     for t in "${BTARGETS[@]}"; do
         rh="—"; [[ $t == firedrill_tcp ]] && rh=$(ratio "${GBPS[$t]}" "${GBPS[haproxy_tcp]}")
-        printf '| %s | %s | %s | %s |\n' "$t" "${GBPS[$t]}" "$(ratio "${GBPS[$t]}" "${GBPS[direct]}")" "$rh"
+        printf '| %s | %s | %s | %s | %s |\n' "$t" "${GBPS[$t]}" "$(ratio "${GBPS[$t]}" "${GBPS[direct]}")" "$rh" "${BCLEAN[$t]}"
     done
     if ((HAVE_FD)); then
         echo
         echo "Latency fault ${LAT_DELAY_MS} ms, $LAT_N sequential keep-alive requests (curl time_total)."
         echo "Excess = measured − ${LAT_DELAY_MS} ms (raw, includes the proxy's own cost); the no-fault baseline of the same proxy is shown for reference."
         echo
-        echo "| mode | no-fault p50 ms | no-fault p99 ms | fault p50 ms | fault p99 ms | excess p50 ms | excess p99 ms |"
-        echo "|---|---:|---:|---:|---:|---:|---:|"
+        echo "| mode | no-fault p50 ms | no-fault p99 ms | fault p50 ms | fault p99 ms | excess p50 ms | excess p99 ms | foreign load % |"
+        echo "|---|---:|---:|---:|---:|---:|---:|---:|"
         for t in firedrill_tcp firedrill_http; do
             b=lat-base-$t; f=lat-fault-$t
-            printf '| %s | %s | %s | %s | %s | %s | %s |\n' "$t" "${LAT_P50[$b]}" "${LAT_P99[$b]}" \
+            printf '| %s | %s | %s | %s | %s | %s | %s | %s |\n' "$t" "${LAT_P50[$b]}" "${LAT_P99[$b]}" \
                 "${LAT_P50[$f]}" "${LAT_P99[$f]}" \
                 "$(awk -v v="${LAT_P50[$f]}" -v d="$LAT_DELAY_MS" 'BEGIN{printf "%.3f", v-d}')" \
-                "$(awk -v v="${LAT_P99[$f]}" -v d="$LAT_DELAY_MS" 'BEGIN{printf "%.3f", v-d}')"
+                "$(awk -v v="${LAT_P99[$f]}" -v d="$LAT_DELAY_MS" 'BEGIN{printf "%.3f", v-d}')" "${LAT_FOREIGN[$f]}"
         done
         echo
         echo "direct (nginx, no proxy) p50 ${LAT_P50[lat-base-direct]} ms, p99 ${LAT_P99[lat-base-direct]} ms."
