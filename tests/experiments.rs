@@ -153,3 +153,78 @@ fn junit_report_read_by_junitparser_counts_one_case_per_expectation() {
         "FAIL breaker dep never opens\nPASS route calls requests >= 100\ntests=2 failures=1\n"
     );
 }
+
+#[test]
+fn a_halt_condition_aborts_the_drill_removes_faults_and_writes_a_partial_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("firedrill")
+        .unwrap()
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .args([
+            "run",
+            "fixtures/experiments/halt_on_errors.yaml",
+            "--report-dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("HALTED: route shop success < 50% for 2s"),
+        "{stdout}"
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["ending"]["kind"], "halted");
+    let duration = report["duration_ms"].as_f64().unwrap();
+    assert!(
+        (4000.0..=7000.0).contains(&duration),
+        "halted about 2 s after the failures began, not at 60 s: {duration}"
+    );
+    // The fault's window ends where the drill stopped: removed, not left on.
+    let window_end = report["faults"][0]["windows_ms"][0][1].as_f64().unwrap();
+    assert_eq!(window_end, duration);
+    let junit = std::fs::read_to_string(dir.path().join("junit.xml")).unwrap();
+    assert!(
+        junit.contains("run completes")
+            && junit.contains("halted: route shop success &lt; 50% for 2s"),
+        "{junit}"
+    );
+}
+
+#[test]
+#[allow(clippy::disallowed_methods)] // a real process in real time
+fn ctrl_c_removes_faults_writes_a_partial_report_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("firedrill"))
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .args([
+            "run",
+            "experiments/quickstart.yaml",
+            "--quiet",
+            "--report-dir",
+        ])
+        .arg(dir.path())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["ending"]["kind"], "interrupted");
+    assert!(
+        report["duration_ms"].as_f64().unwrap() < 12_000.0,
+        "stopped before the planned 12 s"
+    );
+    assert!(
+        report["routes"][0]["requests"].as_u64().unwrap() > 0,
+        "what ran is in the report"
+    );
+}
