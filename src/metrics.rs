@@ -161,11 +161,10 @@ pub async fn serve<A: crate::net::Acceptor>(
     registry: Arc<MetricsRegistry>,
     shutdown: crate::proxy::ShutdownSignal,
 ) -> std::io::Result<()> {
-    use hyper_util::rt::{TokioIo, TokioTimer};
     crate::proxy::serve(
         acceptor,
         Arc::new(crate::fault::FaultPlan::empty()),
-        move |stream, _| {
+        move |stream, shutdown| {
             let registry = registry.clone();
             async move {
                 let service =
@@ -194,10 +193,7 @@ pub async fn serve<A: crate::net::Acceptor>(
                             Ok::<_, std::convert::Infallible>(resp)
                         }
                     });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .serve_connection(TokioIo::new(stream), service)
-                    .await;
+                crate::proxy::server::serve_http(stream, service, shutdown).await;
             }
         },
         shutdown,

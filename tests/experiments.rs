@@ -81,21 +81,23 @@ fn same_experiment_and_seed_give_a_byte_identical_json_report() {
     );
 }
 
-#[test]
-fn a_wrong_expectation_exits_1_and_shows_expected_and_seen() {
+/// Runs `firedrill run FILE --report-dir TMP` from the crate root.
+fn run_with_report_dir(file: &str) -> (tempfile::TempDir, std::process::Output, String) {
     let dir = tempfile::tempdir().unwrap();
     let out = Command::cargo_bin("firedrill")
         .unwrap()
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .args([
-            "run",
-            "fixtures/experiments/wrong_expectation.yaml",
-            "--report-dir",
-        ])
+        .args(["run", file, "--report-dir"])
         .arg(dir.path())
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    (dir, out, stdout)
+}
+
+#[test]
+fn a_wrong_expectation_exits_1_and_shows_expected_and_seen() {
+    let (dir, out, stdout) = run_with_report_dir("fixtures/experiments/wrong_expectation.yaml");
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(stdout.contains("FAIL breaker dep never opens"), "{stdout}");
     assert!(
@@ -156,19 +158,7 @@ fn junit_report_read_by_junitparser_counts_one_case_per_expectation() {
 
 #[test]
 fn a_halt_condition_aborts_the_drill_removes_faults_and_writes_a_partial_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("firedrill")
-        .unwrap()
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .args([
-            "run",
-            "fixtures/experiments/halt_on_errors.yaml",
-            "--report-dir",
-        ])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (dir, out, stdout) = run_with_report_dir("fixtures/experiments/halt_on_errors.yaml");
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
         stdout.contains("HALTED: route shop success < 50% for 2s"),

@@ -3,8 +3,6 @@
 
 use std::sync::Arc;
 
-use hyper_util::rt::{TokioIo, TokioTimer};
-
 use super::config::DefenseConfig;
 use super::line::DefenseLine;
 use super::report::{JournalFile, NoObserver, Observer};
@@ -26,22 +24,14 @@ pub async fn serve<A: Acceptor>(
     crate::proxy::serve(
         acceptor,
         Arc::new(FaultPlan::empty()),
-        move |stream, mut shutdown| {
+        move |stream, shutdown| {
             let line = line.clone();
             async move {
                 let service = hyper::service::service_fn(move |req| {
                     let line = line.clone();
                     async move { Ok::<_, std::convert::Infallible>(line.handle(req).await) }
                 });
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .serve_connection(TokioIo::new(stream), service);
-                tokio::pin!(conn);
-                let _ = tokio::select! {
-                    biased;
-                    r = conn.as_mut() => r,
-                    _ = shutdown.wait() => { conn.as_mut().graceful_shutdown(); conn.await }
-                };
+                crate::proxy::server::serve_http(stream, service, shutdown).await;
             }
         },
         shutdown,

@@ -131,14 +131,7 @@ async fn execute<N: Network>(
                 stats.clone(),
                 servers.clone(),
             ));
-            tokio::spawn(serve_mode(
-                proxy_acceptor,
-                Arc::new(connector),
-                plan.clone(),
-                ProxyMode::Http,
-                servers.clone(),
-                grace,
-            ));
+            spawn_http_proxy(proxy_acceptor, connector, &plan, &servers, grace);
         }
         TargetSpec::Url(url) => {
             let authority = crate::defense::serve::authority(url);
@@ -150,14 +143,7 @@ async fn execute<N: Network>(
                 .connect()
                 .await
                 .map_err(|e| RunError(format!("target.url {url}: unreachable at start: {e}")))?;
-            tokio::spawn(serve_mode(
-                proxy_acceptor,
-                Arc::new(connector),
-                plan.clone(),
-                ProxyMode::Http,
-                servers.clone(),
-                grace,
-            ));
+            spawn_http_proxy(proxy_acceptor, connector, &plan, &servers, grace);
         }
     }
     let to_proxy: Arc<dyn Upstream> = Arc::new(HttpUpstream::new(
@@ -345,6 +331,24 @@ fn collect(
             })
             .collect(),
     }
+}
+
+/// Starts the HTTP fault proxy in front of whatever `connector` reaches.
+fn spawn_http_proxy<A: crate::net::Acceptor, C: Connector>(
+    acceptor: A,
+    connector: C,
+    plan: &Arc<FaultPlan>,
+    servers: &ShutdownSignal,
+    grace: Duration,
+) {
+    tokio::spawn(serve_mode(
+        acceptor,
+        Arc::new(connector),
+        plan.clone(),
+        ProxyMode::Http,
+        servers.clone(),
+        grace,
+    ));
 }
 
 /// The `[start, end)` intervals a window is active within `[0, duration)`.

@@ -63,19 +63,12 @@ impl BoundProxy {
                 addr: upstream.to_string(),
                 source,
             })?;
-        let listen_addr: SocketAddr =
-            net::resolve(listen)
-                .await
-                .map_err(|source| StartError::Bind {
-                    addr: listen.to_string(),
-                    source,
-                })?;
-        let acceptor = TcpAcceptor::bind(listen_addr)
-            .await
-            .map_err(|source| StartError::Bind {
-                addr: listen.to_string(),
-                source,
-            })?;
+        let bind_error = |source| StartError::Bind {
+            addr: listen.to_string(),
+            source,
+        };
+        let listen_addr: SocketAddr = net::resolve(listen).await.map_err(bind_error)?;
+        let acceptor = TcpAcceptor::bind(listen_addr).await.map_err(bind_error)?;
         Ok(BoundProxy {
             acceptor,
             connector: Arc::new(TcpConnector {

@@ -101,3 +101,38 @@ where
     }
     Ok(())
 }
+
+/// Serves HTTP/1.1 on one accepted connection with `service` until the
+/// client closes it or `shutdown` fires (then gracefully: the request in
+/// flight finishes, keep-alive ends). Every HTTP server of firedrill (the
+/// proxy's HTTP mode, the fixture target, the defense line, /metrics)
+/// serves its connections through this.
+pub async fn serve_http<I, S, E>(io: I, service: S, mut shutdown: ShutdownSignal)
+where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: hyper::service::Service<
+            http::Request<hyper::body::Incoming>,
+            Response = http::Response<crate::proxy::http::body::ProxyBody>,
+            Error = E,
+        > + Send
+        + 'static,
+    S::Future: Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    let served = hyper::server::conn::http1::Builder::new()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .keep_alive(true)
+        .serve_connection(hyper_util::rt::TokioIo::new(io), service);
+    tokio::pin!(served);
+    let result = tokio::select! {
+        biased;
+        r = served.as_mut() => r,
+        _ = shutdown.wait() => {
+            served.as_mut().graceful_shutdown();
+            served.await
+        }
+    };
+    if let Err(err) = result {
+        tracing::trace!(%err, "connection ended with an error");
+    }
+}

@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
-use hyper_util::rt::{TokioIo, TokioTimer};
 
 use crate::clock;
 use crate::net::Acceptor;
@@ -89,20 +88,12 @@ pub async fn serve<A: Acceptor>(
     crate::proxy::serve(
         acceptor,
         plan,
-        move |stream, mut shutdown| {
+        move |stream, shutdown| {
             let stats = stats.clone();
             stats.connections.fetch_add(1, Ordering::SeqCst);
             async move {
                 let service = hyper::service::service_fn(move |req| respond(req, stats.clone()));
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .serve_connection(TokioIo::new(stream), service);
-                tokio::pin!(conn);
-                let _ = tokio::select! {
-                    biased;
-                    r = conn.as_mut() => r,
-                    _ = shutdown.wait() => { conn.as_mut().graceful_shutdown(); conn.await }
-                };
+                crate::proxy::server::serve_http(stream, service, shutdown).await;
             }
         },
         shutdown,

@@ -14,7 +14,7 @@ use http::{HeaderValue, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use tokio::sync::Mutex;
 
 use self::body::{BoxError, ProxyBody, Throttled, Truncated, boxed, full};
@@ -46,13 +46,13 @@ pub async fn handle<S, C>(
     client: S,
     connector: Arc<C>,
     plan: Arc<FaultPlan>,
-    mut shutdown: ShutdownSignal,
+    shutdown: ShutdownSignal,
 ) where
     S: Transport,
     C: Connector,
 {
     let reset = Arc::new(AtomicBool::new(false));
-    let io = TokioIo::new(ResettableIo::new(client, reset.clone()));
+    let io = ResettableIo::new(client, reset.clone());
     let conn = Arc::new(Conn {
         connector,
         plan,
@@ -63,22 +63,7 @@ pub async fn handle<S, C>(
         let conn = conn.clone();
         async move { conn.forward(req).await }
     });
-    let served = hyper::server::conn::http1::Builder::new()
-        .timer(TokioTimer::new())
-        .keep_alive(true)
-        .serve_connection(io, service);
-    tokio::pin!(served);
-    let result = tokio::select! {
-        biased;
-        r = served.as_mut() => r,
-        _ = shutdown.wait() => {
-            served.as_mut().graceful_shutdown();
-            served.await
-        }
-    };
-    if let Err(err) = result {
-        tracing::trace!(%err, "client connection ended with an error");
-    }
+    super::server::serve_http(io, service, shutdown).await;
 }
 
 /// The decision of the request's faults, in file order.
