@@ -6,7 +6,7 @@
 # Every process (nginx, haproxy, firedrill, iperf3, wrk, curl) is pinned to
 # the same core, so a ratio to "direct" measures CPU spent per request, not
 # how many spare cores the machine has. Targets run interleaved
-# (A B C D E, A B C D E, ...) and the median of the rounds is reported.
+# (A B C D E, A B C D E, ...) and the median of the clean rounds is reported.
 #
 # Environment (defaults in brackets):
 #   DUR [10]          seconds per wrk run
@@ -287,7 +287,7 @@ measured() {
     { time pin "$@" >"$f" 2>&1; } 2>"$f.time" || rc=$?
     b1=$(core_busy); o1=$(ours_ticks)
     FOREIGN=$(awk -v b=$((b1 - b0)) -v o=$((o1 - o0)) -v hz="$HZ" \
-        '{v=(b-o-($2+$3)*hz)/(hz*$1)*100; if(v<0)v=0; printf "%.0f", v}' "$f.time")
+        '{v=(b-o-($2+$3)*hz)/(hz*$1)*100; if(v<0)v=0; if(v>100)v=100; printf "%.0f", v}' "$f.time")
     return "$rc"
 }
 
