@@ -473,7 +473,7 @@ impl Conn<'_> {
                 }
                 if let Some(at) = chunk.release_at {
                     self.record_kind(dir, |k| matches!(k, FaultKind::Latency(_)));
-                    clock::sleep_until(at).await;
+                    clock::sleep_until_precise(at).await;
                 }
                 if let Some((keep, _)) = chunk.truncate {
                     data.truncate(keep);

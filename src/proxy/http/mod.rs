@@ -109,7 +109,7 @@ impl<C: Connector> Conn<C> {
                         None => {
                             plan.record_hit(hit, req.uri().path());
                             if let Some(at) = decision.request_at {
-                                clock::sleep_until(at).await;
+                                clock::sleep_until_precise(at).await;
                             }
                             if let Some(after) = cut.after {
                                 clock::sleep(after.get()).await;
@@ -124,7 +124,7 @@ impl<C: Connector> Conn<C> {
                 FaultKind::Status(s) => {
                     plan.record_hit(hit, req.uri().path());
                     if let Some(at) = decision.request_at {
-                        clock::sleep_until(at).await;
+                        clock::sleep_until_precise(at).await;
                     }
                     let mut resp = Response::new(full(s.body.clone()));
                     *resp.status_mut() =
@@ -168,7 +168,7 @@ impl<C: Connector> Conn<C> {
             }
         }
         if let Some(at) = decision.request_at {
-            clock::sleep_until(at).await;
+            clock::sleep_until_precise(at).await;
         }
         let req = req.map(|b| match decision.rate[Direction::Upstream as usize] {
             Some(rate) => Throttled::new(boxed(b), rate).boxed_unsync(),
@@ -180,7 +180,7 @@ impl<C: Connector> Conn<C> {
         };
         let response_arrival = clock::now();
         if let Some(delay) = decision.response_delay {
-            clock::sleep_until(response_arrival + delay).await;
+            clock::sleep_until_precise(response_arrival + delay).await;
         }
         Ok(response.map(|b| {
             let mut body = boxed(b);
