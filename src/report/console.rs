@@ -79,7 +79,12 @@ pub fn render(report: &RunReport) -> String {
     let _ = writeln!(
         out,
         "\n  {}: {held} of {} expectations held",
-        if report.passed { "PASSED" } else { "FAILED" },
+        match (&report.ending, report.passed) {
+            (Ending::Halted { .. }, _) => "FAILED (halted)",
+            (Ending::Interrupted, _) => "INTERRUPTED",
+            (Ending::Completed, true) => "PASSED",
+            (Ending::Completed, false) => "FAILED",
+        },
         report.verdicts.len()
     );
     out
