@@ -107,8 +107,30 @@ where
 /// flight finishes, keep-alive ends). Every HTTP server of firedrill (the
 /// proxy's HTTP mode, the fixture target, the defense line, /metrics)
 /// serves its connections through this.
-pub async fn serve_http<I, S, E>(io: I, service: S, mut shutdown: ShutdownSignal)
+pub async fn serve_http<I, S, E>(io: I, service: S, shutdown: ShutdownSignal)
 where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: hyper::service::Service<
+            http::Request<hyper::body::Incoming>,
+            Response = http::Response<crate::proxy::http::body::ProxyBody>,
+            Error = E,
+        > + Send
+        + 'static,
+    S::Future: Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    serve_http_with(io, service, shutdown, std::future::pending()).await;
+}
+
+/// [`serve_http`], polling `alongside` in the same task until the
+/// connection ends: the HTTP proxy drives its upstream connection there, so
+/// a request and its forwarded copy never wake another task.
+pub async fn serve_http_with<I, S, E>(
+    io: I,
+    service: S,
+    mut shutdown: ShutdownSignal,
+    alongside: impl std::future::Future<Output = ()> + Send,
+) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: hyper::service::Service<
             http::Request<hyper::body::Incoming>,
@@ -123,13 +145,18 @@ where
         .timer(hyper_util::rt::TokioTimer::new())
         .keep_alive(true)
         .serve_connection(hyper_util::rt::TokioIo::new(io), service);
-    tokio::pin!(served);
-    let result = tokio::select! {
-        biased;
-        r = served.as_mut() => r,
-        _ = shutdown.wait() => {
-            served.as_mut().graceful_shutdown();
-            served.await
+    tokio::pin!(served, alongside);
+    let mut alongside_done = false;
+    let mut shutting_down = false;
+    let result = loop {
+        tokio::select! {
+            biased;
+            r = served.as_mut() => break r,
+            _ = &mut alongside, if !alongside_done => alongside_done = true,
+            _ = shutdown.wait(), if !shutting_down => {
+                served.as_mut().graceful_shutdown();
+                shutting_down = true;
+            }
         }
     };
     if let Err(err) = result {

@@ -39,6 +39,29 @@ struct Conn<C: Connector> {
     upstream: Mutex<Option<SendRequest<ProxyBody>>>,
     /// Set to make the client connection close with RST.
     reset: Arc<AtomicBool>,
+    /// Hands a new upstream connection's driver to the client connection's
+    /// task, which polls it alongside (no task of its own).
+    drivers: tokio::sync::mpsc::UnboundedSender<UpstreamDriver>,
+}
+
+/// Drives one upstream connection until it closes.
+type UpstreamDriver = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
+
+/// Polls every upstream connection handed over on `drivers`.
+async fn drive_upstreams(mut drivers: tokio::sync::mpsc::UnboundedReceiver<UpstreamDriver>) {
+    use futures_util::StreamExt;
+    let mut running = futures_util::stream::FuturesUnordered::new();
+    loop {
+        tokio::select! {
+            biased;
+            Some(()) = running.next(), if !running.is_empty() => {}
+            driver = drivers.recv() => match driver {
+                Some(d) => running.push(d),
+                None => break,
+            },
+        }
+    }
+    while running.next().await.is_some() {}
 }
 
 /// Handles one client connection in HTTP mode.
@@ -53,17 +76,19 @@ pub async fn handle<S, C>(
 {
     let reset = Arc::new(AtomicBool::new(false));
     let io = ResettableIo::new(client, reset.clone());
+    let (drivers, driven) = tokio::sync::mpsc::unbounded_channel();
     let conn = Arc::new(Conn {
         connector,
         plan,
         upstream: Mutex::new(None),
         reset,
+        drivers,
     });
     let service = hyper::service::service_fn(move |req| {
         let conn = conn.clone();
         async move { conn.forward(req).await }
     });
-    super::server::serve_http(io, service, shutdown).await;
+    super::server::serve_http_with(io, service, shutdown, drive_upstreams(driven)).await;
 }
 
 /// The decision of the request's faults, in file order.
@@ -243,11 +268,14 @@ impl<C: Connector> Conn<C> {
                 .handshake(TokioIo::new(stream))
                 .await
                 .map_err(boxed_error)?;
-            tokio::spawn(async move {
+            let driver: UpstreamDriver = Box::pin(async move {
                 if let Err(err) = connection.await {
                     tracing::trace!(%err, "upstream connection ended with an error");
                 }
             });
+            // The receiver lives as long as the client connection, which
+            // outlives this request.
+            let _ = self.drivers.send(driver);
             *slot = Some(sender);
         }
         let sender = slot.as_mut().expect("set above");
