@@ -28,6 +28,13 @@ pub fn load(path: &Path) -> Result<Loaded, CliError> {
     let file = path.display().to_string();
     let text = schema::read_text(path)?;
     let experiment: Experiment = schema::from_yaml_str(&file, &text)?;
+    if let Some(misfit) = crate::cli::first_misfit(&experiment.faults, crate::cli::Mode::Http) {
+        let message = format!(
+            "`{}` works in {} mode only; an experiment's faults act on HTTP requests",
+            misfit.kind, misfit.needed
+        );
+        return Err(misfit.error(&file, &text, message).into());
+    }
     let at = |key: &str, i: usize, message: String| -> CliError {
         SchemaError::at(
             &file,
