@@ -7,7 +7,7 @@
 mod api_support;
 mod client_support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use api_support::{Server, echo, server};

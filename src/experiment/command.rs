@@ -50,13 +50,15 @@ pub fn load(path: &Path) -> Result<Loaded, CliError> {
         .enumerate()
         .map(|(i, h)| h.parse::<HaltCondition>().map_err(|e| at("halt", i, e)))
         .collect::<Result<Vec<_>, _>>()?;
+    let routes = super::judge::names(&experiment).routes;
     for (i, h) in halts.iter().enumerate() {
-        if !experiment.load.iter().any(|l| l.name == h.route) {
-            return Err(at(
-                "halt",
-                i,
-                format!("no load route is called `{}`", h.route),
-            ));
+        if !routes.contains(&h.route) {
+            let name = super::expect::ast::Name {
+                text: h.route.clone(),
+                column: h.route_column,
+            };
+            let message = super::expect::check::unknown("route", &name, &routes);
+            return Err(at("halt", i, message));
         }
     }
     let expectations = super::judge::check_all(&experiment).map_err(|(i, e)| at("expect", i, e))?;

@@ -186,7 +186,10 @@ impl TryFrom<RawExperiment> for Experiment {
                     return Err(format!("target.url: `{u}`: expected http://host:port"));
                 }
                 if raw.clock == ClockKind::Virtual {
-                    return Err("clock: a real target (target.url) needs `clock: real`".to_string());
+                    return Err(
+                        "target.url: a real target needs `clock: real` (this experiment's clock is virtual)"
+                            .to_string(),
+                    );
                 }
                 TargetSpec::Url(u)
             }
@@ -215,7 +218,10 @@ impl TryFrom<RawExperiment> for Experiment {
         }
         for (i, p) in raw.phases.iter().enumerate() {
             if p.to.get() <= p.from.get() {
-                return Err(format!("phases[{i}].to: must be after from"));
+                return Err(format!(
+                    "phases[{i}].to: `{}` must be after `from` ({})",
+                    p.to, p.from
+                ));
             }
         }
         Ok(Experiment {
