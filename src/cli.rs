@@ -144,6 +144,13 @@ pub enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// Print the JSON Schema of a file format, for editors (the committed
+    /// copies are in `schema/`).
+    Schema {
+        /// Which format.
+        #[arg(value_enum, default_value = "experiment")]
+        format: SchemaFormat,
+    },
     /// Check a fault file, a defense config or an experiment without running
     /// anything (the kind is told by the top-level keys).
     Validate {
@@ -154,6 +161,27 @@ pub enum Command {
         #[arg(long, value_enum)]
         mode: Option<Mode>,
     },
+}
+
+/// The formats `firedrill schema` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaFormat {
+    /// Experiment files (`firedrill run`).
+    Experiment,
+    /// Fault files (`firedrill proxy --faults`).
+    Faults,
+    /// Defense configs (`firedrill defend --config`).
+    Defense,
+}
+
+impl From<SchemaFormat> for schema::json::Format {
+    fn from(format: SchemaFormat) -> Self {
+        match format {
+            SchemaFormat::Experiment => schema::json::Format::Experiment,
+            SchemaFormat::Faults => schema::json::Format::Faults,
+            SchemaFormat::Defense => schema::json::Format::Defense,
+        }
+    }
 }
 
 /// `--clock`.
@@ -221,6 +249,10 @@ impl From<SchemaError> for CliError {
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Validate { file, mode } => validate(&file, mode),
+        Command::Schema { format } => {
+            print!("{}", schema::json::Format::from(format).render());
+            Ok(EXIT_OK)
+        }
         Command::Run {
             file,
             clock,
