@@ -141,7 +141,7 @@ struct RawMatch {
     headers: indexmap::IndexMap<String, RawHeaderTest>,
 }
 
-/// A path glob string or a [`RawMatch`] mapping.
+/// A path glob string or a mapping of method, path and headers.
 impl schemars::JsonSchema for HttpMatch {
     fn schema_name() -> std::borrow::Cow<'static, str> {
         "HttpMatch".into()
