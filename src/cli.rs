@@ -151,15 +151,44 @@ pub enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
-    /// Check a fault file or a defense config without running anything (the
-    /// kind is told by the top-level keys).
+    /// Print the JSON Schema of a file format, for editors (the committed
+    /// copies are in `schema/`).
+    Schema {
+        /// Which format.
+        #[arg(value_enum, default_value = "experiment")]
+        format: SchemaFormat,
+    },
+    /// Check a fault file, a defense config or an experiment without running
+    /// anything (the kind is told by the top-level keys).
     Validate {
         /// The YAML file.
         file: PathBuf,
-        /// Also check that every fault works in this proxy mode.
+        /// Also check that every fault of a fault file works in this proxy
+        /// mode (an experiment's faults always run in HTTP mode).
         #[arg(long, value_enum)]
         mode: Option<Mode>,
     },
+}
+
+/// The formats `firedrill schema` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SchemaFormat {
+    /// Experiment files (`firedrill run`).
+    Experiment,
+    /// Fault files (`firedrill proxy --faults`).
+    Faults,
+    /// Defense configs (`firedrill defend --config`).
+    Defense,
+}
+
+impl From<SchemaFormat> for schema::json::Format {
+    fn from(format: SchemaFormat) -> Self {
+        match format {
+            SchemaFormat::Experiment => schema::json::Format::Experiment,
+            SchemaFormat::Faults => schema::json::Format::Faults,
+            SchemaFormat::Defense => schema::json::Format::Defense,
+        }
+    }
 }
 
 /// `--clock`.
@@ -178,6 +207,16 @@ pub enum Mode {
     Tcp,
     /// HTTP/1.1: per-request faults, status injection.
     Http,
+}
+
+impl Mode {
+    /// The name used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Tcp => "tcp",
+            Mode::Http => "http",
+        }
+    }
 }
 
 /// A failure of a subcommand, with the exit code it maps to.
@@ -217,6 +256,10 @@ impl From<SchemaError> for CliError {
 pub fn run(cli: Cli) -> ExitCode {
     let result = match cli.command {
         Command::Validate { file, mode } => validate(&file, mode),
+        Command::Schema { format } => {
+            print!("{}", schema::json::Format::from(format).render());
+            Ok(EXIT_OK)
+        }
         Command::Run {
             file,
             clock,
@@ -310,23 +353,55 @@ pub fn load_faults(path: &Path, mode: Option<Mode>) -> Result<FaultFile, CliErro
     let Some(mode) = mode else {
         return Ok(faults);
     };
-    for (i, fault) in faults.faults.iter().enumerate() {
-        let (fits, mode_name, needed) = match mode {
-            Mode::Tcp => (fault.kind.works_in_tcp(), "tcp", "http"),
-            Mode::Http => (fault.kind.works_in_http(), "http", "tcp"),
-        };
-        if !fits {
-            let kind = fault.kind.key();
-            let at = [
-                Segment::Key("faults".to_string()),
-                Segment::Index(i),
-                Segment::Key(kind.to_string()),
-            ];
-            let message = format!("`{kind}` needs --mode {needed}, but --mode is {mode_name}");
-            return Err(SchemaError::at(&file, &text, &at, message).into());
-        }
+    if let Some(misfit) = first_misfit(&faults.faults, mode) {
+        let message = format!(
+            "`{}` needs --mode {}, but --mode is {}",
+            misfit.kind,
+            misfit.needed,
+            mode.name()
+        );
+        return Err(misfit.error(&file, &text, message).into());
     }
     Ok(faults)
+}
+
+/// A fault that does not work in the proxy mode it is meant for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Misfit {
+    /// Its index in the top-level `faults:` list.
+    pub index: usize,
+    /// Its kind's key, e.g. `slicer`.
+    pub kind: &'static str,
+    /// The mode it needs instead.
+    pub needed: &'static str,
+}
+
+impl Misfit {
+    /// The error at the fault's kind key (`faults[i].slicer`) of `text`.
+    pub fn error(&self, file: &str, text: &str, message: String) -> SchemaError {
+        let at = [
+            Segment::Key("faults".to_string()),
+            Segment::Index(self.index),
+            Segment::Key(self.kind.to_string()),
+        ];
+        SchemaError::at(file, text, &at, message)
+    }
+}
+
+/// The first fault of a top-level `faults:` list (a fault file's or an
+/// experiment's) that does not work in `mode`.
+pub fn first_misfit(faults: &[crate::fault::Fault], mode: Mode) -> Option<Misfit> {
+    faults.iter().enumerate().find_map(|(index, fault)| {
+        let (fits, needed) = match mode {
+            Mode::Tcp => (fault.kind.works_in_tcp(), "http"),
+            Mode::Http => (fault.kind.works_in_http(), "tcp"),
+        };
+        (!fits).then_some(Misfit {
+            index,
+            kind: fault.kind.key(),
+            needed,
+        })
+    })
 }
 
 /// What kind of file `validate` was given, told by its top-level keys.
@@ -336,9 +411,12 @@ enum FileKind {
     Faults,
     /// The `defense:` section's keys (`routes`, `timeout`, ...).
     Defense,
+    /// An experiment (`name`, `duration`, `load`, `expect`, ...).
+    Experiment,
 }
 
 fn detect_kind(text: &str) -> FileKind {
+    const EXPERIMENT_KEYS: [&str; 4] = ["load", "expect", "duration", "name"];
     const DEFENSE_KEYS: [&str; 5] = [
         "routes",
         "timeout",
@@ -346,8 +424,11 @@ fn detect_kind(text: &str) -> FileKind {
         "max_concurrent",
         "rate_limit",
     ];
+    let has_any =
+        |keys: &[String], wanted: &[&str]| keys.iter().any(|k| wanted.contains(&k.as_str()));
     match schema::top_level_keys(text) {
-        Some(keys) if keys.iter().any(|k| DEFENSE_KEYS.contains(&k.as_str())) => FileKind::Defense,
+        Some(keys) if has_any(&keys, &EXPERIMENT_KEYS) => FileKind::Experiment,
+        Some(keys) if has_any(&keys, &DEFENSE_KEYS) => FileKind::Defense,
         _ => FileKind::Faults,
     }
 }
@@ -366,6 +447,21 @@ fn validate(path: &Path, mode: Option<Mode>) -> Result<u8, CliError> {
                 "ok: {}: defense line with {} route(s)",
                 path.display(),
                 config.routes.len()
+            );
+        }
+        FileKind::Experiment => {
+            if mode.is_some() {
+                return Err(CliError::Invalid(
+                    "--mode: applies to fault files; an experiment's faults always run in http mode"
+                        .to_string(),
+                ));
+            }
+            let loaded = crate::experiment::command::load(path)?;
+            println!(
+                "ok: {}: experiment \"{}\" with {} expectation(s)",
+                path.display(),
+                loaded.experiment.name,
+                loaded.expectations.len()
             );
         }
     }

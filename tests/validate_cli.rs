@@ -1,5 +1,5 @@
-//! `firedrill validate` over the fixture corpora in `fixtures/faults/` and
-//! `fixtures/defense/`.
+//! `firedrill validate` over the fixture corpora in `fixtures/faults/`,
+//! `fixtures/defense/` and `fixtures/experiments/`, and over `experiments/`.
 //!
 //! In each corpus every `bad/NAME.yaml` must fail with exit code 2 and print exactly
 //! `bad/NAME.expected` on stderr; every `good/NAME.yaml` must pass. A file
@@ -13,7 +13,7 @@ use assert_cmd::Command;
 use firedrill::fault::FaultFile;
 
 /// The corpora and how many bad files each must hold at least.
-const CORPORA: [(&str, usize); 2] = [("faults", 16), ("defense", 12)];
+const CORPORA: [(&str, usize); 3] = [("faults", 16), ("defense", 12), ("experiments", 18)];
 
 fn corpus_dir(corpus: &str, which: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -203,4 +203,58 @@ fn every_good_defense_config_is_accepted_with_its_routes_counted() {
             ),
         );
     }
+}
+
+/// Checks that `firedrill validate NAME.yaml` in `dir` accepts every YAML
+/// file there and prints `ok: NAME.yaml: experiment "..." with N
+/// expectation(s)`, N and the name read back through the library.
+fn experiments_validate_with_their_ok_line(dir: &Path) {
+    let names = yaml_names(dir);
+    assert!(!names.is_empty(), "no experiments in {}", dir.display());
+    for name in &names {
+        let output = validate(dir, name);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{name}: {stderr}");
+        assert!(stderr.is_empty(), "{name}: stderr {stderr}");
+        let loaded = firedrill::experiment::command::load(&dir.join(format!("{name}.yaml")))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            format!(
+                "ok: {name}.yaml: experiment \"{}\" with {} expectation(s)\n",
+                loaded.experiment.name,
+                loaded.experiment.expect.len()
+            ),
+        );
+    }
+}
+
+#[test]
+fn every_experiment_in_experiments_dir_validates_with_its_expectations_counted() {
+    experiments_validate_with_their_ok_line(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments"),
+    );
+}
+
+#[test]
+fn every_experiment_fixture_outside_bad_validates_with_its_expectations_counted() {
+    experiments_validate_with_their_ok_line(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/experiments"),
+    );
+}
+
+#[test]
+fn an_experiment_rejects_mode_because_its_faults_always_run_in_http() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");
+    let output = Command::cargo_bin("firedrill")
+        .unwrap()
+        .current_dir(&dir)
+        .args(["validate", "quickstart.yaml", "--mode", "tcp"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "error: --mode: applies to fault files; an experiment's faults always run in http mode\n"
+    );
 }

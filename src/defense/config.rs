@@ -47,10 +47,11 @@ pub struct RouteConfig {
 }
 
 /// A counting limit on concurrent calls.
-#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BulkheadConfig {
     /// Calls in flight at most.
+    #[schemars(range(min = 1))]
     pub max_concurrent: u32,
     /// How long a call may wait for a slot; `0s` (default) rejects at once.
     #[serde(default)]
@@ -95,11 +96,12 @@ pub struct FallbackConfig {
 }
 
 /// A configured response.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct StaticResponse {
     /// Status (default 200: a degraded but successful answer).
     #[serde(default = "ok_status")]
+    #[schemars(range(min = 100, max = 599))]
     pub status: u16,
     /// Headers, in order.
     #[serde(default)]
@@ -113,36 +115,56 @@ fn ok_status() -> u16 {
     200
 }
 
-#[derive(Deserialize)]
+/// The defense line in front of the dependency: line-wide limits, then
+/// routes (first match wins), each with its own protections.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "firedrill defense line")]
 struct RawDefense {
+    /// Per-attempt timeout for routes that set none.
     #[serde(default)]
     timeout: Option<Dur>,
+    /// Outer deadline of one client request, retries included; longer than
+    /// every per-attempt timeout.
     #[serde(default)]
     request_timeout: Option<Dur>,
+    /// Calls in flight across all routes (a server's workers); full: 503 at
+    /// once.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     max_concurrent: Option<u32>,
+    /// Token bucket in front of everything.
     #[serde(default)]
     rate_limit: Option<RateLimitConfig>,
+    /// Routes by name, first match wins; a route's breaker is named after
+    /// it in expectations.
     #[serde(default)]
     routes: IndexMap<String, RawRoute>,
 }
 
-#[derive(Deserialize)]
+/// The protections of one route.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawRoute {
+    /// Which requests belong to the route (default: all).
     #[serde(rename = "match", default)]
     matcher: HttpMatch,
+    /// Per-attempt timeout (overrides the line's).
     #[serde(default)]
     timeout: Option<Dur>,
+    /// A limit on this route's concurrent calls.
     #[serde(default)]
     bulkhead: Option<BulkheadConfig>,
+    /// The route's circuit breaker.
     #[serde(default)]
     breaker: Option<BreakerConfig>,
+    /// Retries of idempotent requests, with exponential backoff.
     #[serde(default)]
     retry: Option<RetryConfig>,
+    /// What the caller gets when a call is rejected or fails.
     #[serde(default)]
     fallback: Option<FallbackConfig>,
+    /// Token bucket of this route.
     #[serde(default)]
     rate_limit: Option<RateLimitConfig>,
 }
@@ -230,10 +252,14 @@ impl<'de> Deserialize<'de> for DefenseConfig {
     }
 }
 
-#[derive(Deserialize)]
+/// A token bucket.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawRateLimit {
+    /// Requests per second, e.g. `100/s`.
+    #[schemars(schema_with = "crate::schema::json::request_rate")]
     rate: String,
+    /// Bucket size (default: one second's worth).
     #[serde(default)]
     burst: Option<u32>,
 }
@@ -269,19 +295,29 @@ impl<'de> Deserialize<'de> for RateLimitConfig {
     }
 }
 
-#[derive(Deserialize)]
+/// Retries with exponential backoff and seeded jitter.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawRetry {
+    /// Attempts in all, the first included (default 3; 1 = no retry).
     #[serde(default = "three")]
+    #[schemars(range(min = 1))]
     attempts: u32,
+    /// Wait before the second attempt; doubles each time (default `100ms`).
     #[serde(default = "hundred_ms")]
     backoff: Dur,
+    /// Ceiling of the wait (default `10s`).
     #[serde(default)]
     max_backoff: Option<Dur>,
+    /// Share of the wait that is random (default 50%).
     #[serde(default)]
     jitter: Option<Percent>,
+    /// Methods that may be retried (default the idempotent GET, HEAD,
+    /// OPTIONS, PUT, DELETE).
     #[serde(default)]
     methods: Option<Vec<String>>,
+    /// Allow non-idempotent methods in `methods` (the dependency
+    /// deduplicates).
     #[serde(default)]
     allow_non_idempotent: bool,
 }
@@ -341,20 +377,27 @@ impl<'de> Deserialize<'de> for RetryConfig {
     }
 }
 
-#[derive(Deserialize)]
+/// Fallbacks, tried in order stale, backup, static; at least one.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("minProperties" = 1))]
 struct RawFallback {
+    /// Serve the last good response for the same request.
     #[serde(default)]
     stale: Option<RawStale>,
+    /// Another upstream, `host:port` or `http://host:port`.
     #[serde(default)]
     backup: Option<String>,
+    /// A canned degraded response.
     #[serde(default, rename = "static")]
     static_response: Option<StaticResponse>,
 }
 
-#[derive(Deserialize)]
+/// The stale-cache fallback.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawStale {
+    /// Serve a cached answer only if younger than this, e.g. `5m`.
     max_stale: Dur,
 }
 
@@ -386,3 +429,8 @@ impl<'de> Deserialize<'de> for FallbackConfig {
         deserialize_checked::<D, RawFallback, FallbackConfig>(d)
     }
 }
+
+crate::schema_via!(DefenseConfig, RawDefense, "DefenseConfig");
+crate::schema_via!(RateLimitConfig, RawRateLimit, "RateLimit");
+crate::schema_via!(RetryConfig, RawRetry, "Retry");
+crate::schema_via!(FallbackConfig, RawFallback, "Fallback");

@@ -28,6 +28,13 @@ pub fn load(path: &Path) -> Result<Loaded, CliError> {
     let file = path.display().to_string();
     let text = schema::read_text(path)?;
     let experiment: Experiment = schema::from_yaml_str(&file, &text)?;
+    if let Some(misfit) = crate::cli::first_misfit(&experiment.faults, crate::cli::Mode::Http) {
+        let message = format!(
+            "`{}` works in {} mode only; an experiment's faults act on HTTP requests",
+            misfit.kind, misfit.needed
+        );
+        return Err(misfit.error(&file, &text, message).into());
+    }
     let at = |key: &str, i: usize, message: String| -> CliError {
         SchemaError::at(
             &file,
@@ -43,13 +50,15 @@ pub fn load(path: &Path) -> Result<Loaded, CliError> {
         .enumerate()
         .map(|(i, h)| h.parse::<HaltCondition>().map_err(|e| at("halt", i, e)))
         .collect::<Result<Vec<_>, _>>()?;
+    let routes = super::judge::names(&experiment).routes;
     for (i, h) in halts.iter().enumerate() {
-        if !experiment.load.iter().any(|l| l.name == h.route) {
-            return Err(at(
-                "halt",
-                i,
-                format!("no load route is called `{}`", h.route),
-            ));
+        if !routes.contains(&h.route) {
+            let name = super::expect::ast::Name {
+                text: h.route.clone(),
+                column: h.route_column,
+            };
+            let message = super::expect::check::unknown("route", &name, &routes);
+            return Err(at("halt", i, message));
         }
     }
     let expectations = super::judge::check_all(&experiment).map_err(|(i, e)| at("expect", i, e))?;

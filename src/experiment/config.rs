@@ -45,7 +45,9 @@ pub struct Experiment {
 }
 
 /// Which clock a run uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ClockKind {
     /// In-memory transports, paused auto-advancing time: fast, deterministic.
@@ -92,7 +94,9 @@ pub struct LoadRoute {
 }
 
 /// How arrivals are spaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Arrivals {
     /// Exponential gaps (seeded).
@@ -102,8 +106,9 @@ pub enum Arrivals {
     Constant,
 }
 
-/// A named span of the run.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// A named span of the run (`in phase P` in expectations); `to` after
+/// `from`.
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PhaseSpec {
     /// Its name.
@@ -114,31 +119,56 @@ pub struct PhaseSpec {
     pub to: Dur,
 }
 
-#[derive(Deserialize)]
+/// A firedrill experiment: the target, the defense line in front of it, the
+/// load sent through it, the fault timeline, and what must hold.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "firedrill experiment")]
 struct RawExperiment {
+    /// Shown in reports; also the JUnit suite name.
     name: String,
+    /// What the drill proves, for people reading the report.
     #[serde(default)]
     description: Option<String>,
+    /// Seed of every random decision of the run (`--seed` overrides it).
     #[serde(default = "one")]
     seed: u64,
+    /// How long load is sent, e.g. `60s`.
     duration: Dur,
+    /// `virtual` (in memory, paused time: fast, deterministic) or `real`
+    /// (loopback sockets, wall time); `--clock` overrides it.
     #[serde(default)]
     clock: ClockKind,
+    /// The dependency: the built-in fixture server (default) or a URL.
     #[serde(default)]
     target: Option<RawTarget>,
+    /// The built-in defense line (as `firedrill defend --config`), or none.
     #[serde(default)]
     defense: Option<DefenseConfig>,
+    /// Load routes, sent open-loop (at least one).
+    #[schemars(length(min = 1))]
     load: Vec<RawLoad>,
+    /// The fault timeline, as in a fault file.
     #[serde(default)]
     faults: Vec<Fault>,
+    /// Expectations judged on the recorded run, one sentence each; names
+    /// of breakers (defense routes), faults, load routes and phases are
+    /// checked by `firedrill validate`.
     #[serde(default)]
+    #[schemars(schema_with = "crate::schema::json::expectations")]
     expect: Vec<String>,
+    /// Halt conditions: abort the drill (faults removed, partial report,
+    /// exit 1) when one holds; checked every second.
     #[serde(default)]
+    #[schemars(schema_with = "crate::schema::json::halt_conditions")]
     halt: Vec<String>,
+    /// Named spans of the run, for `in phase P` windows.
     #[serde(default)]
     phases: Vec<PhaseSpec>,
+    /// Requests in flight at most (default 10000); beyond it requests are
+    /// shed and counted.
     #[serde(default)]
+    #[schemars(range(min = 1))]
     max_in_flight: Option<u32>,
 }
 
@@ -146,18 +176,26 @@ fn one() -> u64 {
     1
 }
 
-#[derive(Deserialize)]
+/// The dependency: exactly one of `builtin` and `url`.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("minProperties" = 1, "maxProperties" = 1))]
 struct RawTarget {
+    /// The embedded fixture server, with routes answered before its fixed
+    /// ones (`/health`, `/status/{code}`, `/delay/{duration}`, ...).
     #[serde(default)]
     builtin: Option<RawBuiltin>,
+    /// A real HTTP service, `http://host:port` (needs `clock: real`).
     #[serde(default)]
+    #[schemars(regex(pattern = r"^http://"))]
     url: Option<String>,
 }
 
-#[derive(Deserialize)]
+/// The embedded fixture server's configuration.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawBuiltin {
+    /// Routes by path, each with its latency, status and body.
     #[serde(default)]
     routes: Vec<TargetRoute>,
 }
@@ -186,7 +224,10 @@ impl TryFrom<RawExperiment> for Experiment {
                     return Err(format!("target.url: `{u}`: expected http://host:port"));
                 }
                 if raw.clock == ClockKind::Virtual {
-                    return Err("clock: a real target (target.url) needs `clock: real`".to_string());
+                    return Err(
+                        "target.url: a real target needs `clock: real` (this experiment's clock is virtual)"
+                            .to_string(),
+                    );
                 }
                 TargetSpec::Url(u)
             }
@@ -215,7 +256,10 @@ impl TryFrom<RawExperiment> for Experiment {
         }
         for (i, p) in raw.phases.iter().enumerate() {
             if p.to.get() <= p.from.get() {
-                return Err(format!("phases[{i}].to: must be after from"));
+                return Err(format!(
+                    "phases[{i}].to: `{}` must be after `from` ({})",
+                    p.to, p.from
+                ));
             }
         }
         Ok(Experiment {
@@ -245,24 +289,39 @@ impl<'de> Deserialize<'de> for Experiment {
 /// A load route as read, checked.
 struct RawLoad(LoadRoute);
 
-#[derive(Deserialize)]
+/// A load route: one request sent open-loop at a rate (arrivals never wait
+/// for responses).
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct LoadFields {
+    /// Name in expectations (`route NAME ...`), halt conditions and reports;
+    /// unique.
     name: String,
+    /// `METHOD /path[?query]`, e.g. `GET /inventory/sku-1`.
+    #[schemars(schema_with = "crate::schema::json::request_line")]
     request: String,
+    /// Requests per second, e.g. `50/s`.
+    #[schemars(schema_with = "crate::schema::json::request_rate")]
     rate: String,
+    /// `poisson` (exponential gaps, seeded; default) or `constant`.
     #[serde(default)]
     arrivals: Arrivals,
+    /// Linear ramp from 0 to `rate` over this long (default `0s`).
     #[serde(default)]
     ramp: Dur,
+    /// The client's own timeout per request (default `10s`).
     #[serde(default)]
     timeout: Option<Dur>,
+    /// Extra request headers.
     #[serde(default)]
     headers: IndexMap<String, String>,
+    /// Request body.
     #[serde(default)]
     body: String,
+    /// When the route starts sending (default `0s`).
     #[serde(default)]
     from: Dur,
+    /// How long it sends (default: to the end).
     #[serde(default, rename = "for")]
     length: Option<Dur>,
 }
@@ -321,3 +380,6 @@ impl<'de> Deserialize<'de> for RawLoad {
         deserialize_checked::<D, LoadFields, RawLoad>(d)
     }
 }
+
+crate::schema_via!(Experiment, RawExperiment, "Experiment");
+crate::schema_via!(RawLoad, LoadFields, "LoadRoute");

@@ -16,6 +16,9 @@ pub struct HaltCondition {
     pub text: String,
     /// The load route it watches.
     pub route: String,
+    /// 1-based column of the route's name in `text`, so an unknown route can
+    /// be pointed at.
+    pub route_column: usize,
     /// What it measures.
     pub metric: HaltMetric,
     /// Halt when below (`<`) or above (`>`).
@@ -35,40 +38,110 @@ pub enum HaltMetric {
     Errors,
 }
 
+/// The form of a halt condition, quoted by every parse error.
+const FORM: &str =
+    "`route NAME success|errors <|> PERCENT for DURATION`, e.g. `route B success < 50% for 5s`";
+
+/// The words of `text` with their 1-based columns (in characters).
+fn words(text: &str) -> Vec<(usize, &str)> {
+    let mut words = Vec::new();
+    let mut start = None;
+    for (column, (at, c)) in text.char_indices().enumerate() {
+        match (c.is_whitespace(), start) {
+            (false, None) => start = Some((column + 1, at)),
+            (true, Some((col, from))) => {
+                words.push((col, &text[from..at]));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some((col, from)) = start {
+        words.push((col, &text[from..]));
+    }
+    words
+}
+
+/// Parses a halt condition; errors start with `column N:`, the column of
+/// the word at fault in the sentence.
 impl std::str::FromStr for HaltCondition {
     type Err = String;
 
     fn from_str(text: &str) -> Result<Self, String> {
-        let words: Vec<&str> = text.split_whitespace().collect();
-        let expected = "expected `route NAME success|errors <|> PERCENT for DURATION`, e.g. `route B success < 50% for 5s`";
-        let [route_kw, route, metric, op, value, for_kw, window] = words.as_slice() else {
-            return Err(format!("{expected}, found `{text}`"));
+        let words = words(text);
+        let end = text.chars().count() + 1;
+        let word = |i: usize| words.get(i).copied().unwrap_or((end, ""));
+        let at =
+            |(column, _): (usize, &str), message: String| format!("column {column}: {message}");
+        let keyword = |i: usize, want: &str| -> Result<(), String> {
+            match word(i) {
+                (_, w) if w == want => Ok(()),
+                (column, "") => Err(at(
+                    (column, ""),
+                    format!("expected `{want}`, found the end: {FORM}"),
+                )),
+                found => Err(at(
+                    found,
+                    format!("expected `{want}`, found `{}`: {FORM}", found.1),
+                )),
+            }
         };
-        if *route_kw != "route" || *for_kw != "for" {
-            return Err(format!("{expected}, found `{text}`"));
+        let present = |i: usize, what: &str| -> Result<(usize, &str), String> {
+            match word(i) {
+                (column, "") => Err(at(
+                    (column, ""),
+                    format!("expected {what}, found the end: {FORM}"),
+                )),
+                found => Ok(found),
+            }
+        };
+        keyword(0, "route")?;
+        let (route_column, route) = present(1, "a load route's name")?;
+        let metric = match present(2, "success or errors")? {
+            (_, "success") => HaltMetric::Success,
+            (_, "errors") => HaltMetric::Errors,
+            found => {
+                return Err(at(
+                    found,
+                    format!("unknown metric `{}`: expected success or errors", found.1),
+                ));
+            }
+        };
+        let below = match present(3, "< or >")? {
+            (_, "<") => true,
+            (_, ">") => false,
+            found => {
+                return Err(at(
+                    found,
+                    format!("unknown operator `{}`: use < or >", found.1),
+                ));
+            }
+        };
+        let value = present(4, "a percentage such as 50%")?;
+        let threshold: Percent = value.1.parse().map_err(|e| at(value, e))?;
+        keyword(5, "for")?;
+        let window = present(6, "a duration such as 5s")?;
+        let duration: Dur = window.1.parse().map_err(|e| at(window, e))?;
+        if duration.get().is_zero() {
+            return Err(at(
+                window,
+                "the window after `for` must be longer than 0s".to_string(),
+            ));
         }
-        let metric = match *metric {
-            "success" => HaltMetric::Success,
-            "errors" => HaltMetric::Errors,
-            other => return Err(format!("unknown metric `{other}`: {expected}")),
-        };
-        let below = match *op {
-            "<" => true,
-            ">" => false,
-            other => return Err(format!("unknown operator `{other}`: use < or >")),
-        };
-        let threshold: Percent = value.parse()?;
-        let window: Dur = window.parse()?;
-        if window.get().is_zero() {
-            return Err("the window after `for` must be longer than 0s".to_string());
+        if let Some(extra) = words.get(7) {
+            return Err(at(
+                *extra,
+                format!("unexpected `{}` after the window: {FORM}", extra.1),
+            ));
         }
         Ok(HaltCondition {
             text: text.to_string(),
             route: route.to_string(),
+            route_column,
             metric,
             below,
             threshold,
-            window: window.get(),
+            window: duration.get(),
         })
     }
 }
@@ -140,29 +213,56 @@ mod tests {
     use super::*;
 
     #[test]
-    fn halt_condition_parses_and_bad_ones_say_what_was_expected() {
-        let h: HaltCondition = "route B success < 50% for 5s".parse().unwrap();
+    fn halt_condition_parses_with_the_route_column() {
+        let h: HaltCondition = "route  B success < 50% for 5s".parse().unwrap();
         assert_eq!(
-            (h.route.as_str(), h.metric, h.below),
-            ("B", HaltMetric::Success, true)
+            (h.route.as_str(), h.route_column, h.metric, h.below),
+            ("B", 8, HaltMetric::Success, true)
         );
         assert_eq!(h.window, Duration::from_secs(5));
-        assert!(
-            "route B success < 50%"
-                .parse::<HaltCondition>()
-                .unwrap_err()
-                .contains("expected `route NAME")
-        );
-        assert!(
-            "route B latency < 50% for 5s"
-                .parse::<HaltCondition>()
-                .unwrap_err()
-                .contains("unknown metric `latency`")
-        );
-        assert!(
-            "route B success < 150% for 5s"
-                .parse::<HaltCondition>()
-                .is_err()
-        );
+        assert_eq!(h.threshold.percent(), 50.0);
+    }
+
+    #[test]
+    fn bad_halt_conditions_name_the_column_of_the_word_at_fault() {
+        let error = |text: &str| text.parse::<HaltCondition>().unwrap_err();
+        let cases = [
+            (
+                "rout B success < 50% for 5s",
+                "column 1: expected `route`, found `rout`",
+            ),
+            (
+                "route B success < 50%",
+                "column 22: expected `for`, found the end",
+            ),
+            (
+                "route B latency < 50% for 5s",
+                "column 9: unknown metric `latency`",
+            ),
+            (
+                "route B success = 50% for 5s",
+                "column 17: unknown operator `=`",
+            ),
+            (
+                "route B success < 150% for 5s",
+                "column 19: invalid percentage `150%`",
+            ),
+            (
+                "route B success < 50% for 0s",
+                "column 27: the window after `for`",
+            ),
+            (
+                "route B success < 50% for 5s now",
+                "column 30: unexpected `now`",
+            ),
+            (
+                "route",
+                "column 6: expected a load route's name, found the end",
+            ),
+        ];
+        for (text, start) in cases {
+            let message = error(text);
+            assert!(message.starts_with(start), "{text:?}: {message}");
+        }
     }
 }

@@ -102,29 +102,61 @@ fn regex_problem(error: &regex::Error) -> String {
     last.strip_prefix("error: ").unwrap_or(last).to_string()
 }
 
-#[derive(Deserialize)]
+/// One HTTP method or a list of them.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 enum OneOrMany {
+    /// One method, e.g. `GET`.
     One(String),
+    /// Any of these methods.
     Many(Vec<String>),
 }
 
-#[derive(Deserialize)]
+/// How a header's value is tested.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 enum RawHeaderTest {
+    /// Equal to this text.
     Equals(String),
-    Regex { regex: String },
+    /// Matching a regular expression.
+    Regex {
+        /// The expression (Rust `regex` syntax), e.g. `^curl/`.
+        regex: String,
+    },
 }
 
-#[derive(Deserialize)]
+/// A request filter as a mapping; every given part must match.
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawMatch {
+    /// HTTP method(s), e.g. `GET` or `[GET, HEAD]` (default: any).
     #[serde(default)]
     method: Option<OneOrMany>,
+    /// Path glob starting with `/`, e.g. `/inventory/*` (default: any).
     #[serde(default)]
+    #[schemars(regex(pattern = r"^[/*]"))]
     path: Option<String>,
+    /// Header name to required value, or to `{ regex: ... }`.
     #[serde(default)]
     headers: indexmap::IndexMap<String, RawHeaderTest>,
+}
+
+/// A path glob string or a mapping of method, path and headers.
+impl schemars::JsonSchema for HttpMatch {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "HttpMatch".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mapping = generator.subschema_for::<RawMatch>();
+        schemars::json_schema!({
+            "description": "Which HTTP requests: a path glob (`/inventory/*`), or a mapping of method, path and headers.",
+            "anyOf": [
+                { "type": "string", "pattern": "^[/*]", "examples": ["/inventory/*"] },
+                mapping,
+            ],
+        })
+    }
 }
 
 impl TryFrom<RawMatch> for HttpMatch {

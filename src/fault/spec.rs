@@ -13,16 +13,20 @@ use crate::schema::units::{ByteSize, Dur, ErrorStatus, Percent, Rate};
 
 /// A fault file: the list of faults a proxy injects. Experiments reuse the
 /// same fault entries under their `faults:` key.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, expecting = "a mapping with a `faults:` list")]
+#[schemars(title = "firedrill fault file")]
 pub struct FaultFile {
     /// The faults, in the order they are evaluated.
     pub faults: Vec<Fault>,
 }
 
 /// Which way through the proxy a fault acts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
+#[schemars(with = "DirectionName")]
 pub enum Direction {
     /// Client to target: the request (`request` is accepted as an alias).
     #[serde(alias = "request")]
@@ -31,6 +35,21 @@ pub enum Direction {
     #[default]
     #[serde(alias = "response")]
     Downstream,
+}
+
+/// The words `direction:` accepts: the serde aliases as values of their own.
+#[derive(schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)] // Only its schema is used.
+enum DirectionName {
+    /// Client to target: the request.
+    Upstream,
+    /// Same as `upstream`.
+    Request,
+    /// Target to client: the response (default).
+    Downstream,
+    /// Same as `downstream`.
+    Response,
 }
 
 /// One fault: a kind with its parameters, plus when, where and how often.
@@ -108,7 +127,7 @@ impl FaultKind {
 }
 
 /// Parameters of `latency`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(
     deny_unknown_fields,
     expecting = "a mapping with delay, jitter, direction, e.g. `{ delay: 100ms }`"
@@ -125,7 +144,7 @@ pub struct Latency {
 }
 
 /// Parameters of `status`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(
     deny_unknown_fields,
     expecting = "a mapping with code, body, headers, e.g. `{ code: 503 }`"
@@ -151,7 +170,7 @@ pub struct Cut {
 }
 
 /// `reset`/`close` as written.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(
     deny_unknown_fields,
     expecting = "a mapping with after_bytes or after, or `{}`"
@@ -168,7 +187,7 @@ pub struct CutFields {
 }
 
 /// Parameters of `bandwidth`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(
     deny_unknown_fields,
     expecting = "a mapping with rate, direction, e.g. `{ rate: 100KB/s }`"
@@ -182,7 +201,7 @@ pub struct Bandwidth {
 }
 
 /// Parameters of `slow_close`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(
     deny_unknown_fields,
     expecting = "a mapping with delay, direction, e.g. `{ delay: 2s }`"
@@ -201,7 +220,7 @@ pub struct SlowClose {
 pub struct Slicer(pub SlicerFields);
 
 /// `slicer` as written.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(
     deny_unknown_fields,
     expecting = "a mapping with average_size, size_variation, delay, direction"
@@ -221,7 +240,7 @@ pub struct SlicerFields {
 }
 
 /// Parameters of `limit_data`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(
     deny_unknown_fields,
     expecting = "a mapping with bytes, direction, e.g. `{ bytes: 64KB }`"
@@ -273,52 +292,111 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
     T::deserialize(d).map(Some)
 }
 
-/// A fault entry as written, before the one-kind check.
-#[derive(Debug, Deserialize)]
+/// A fault entry as written, before the one-kind check: exactly one of the
+/// kind keys (`latency`, `status`, `reset`, `close`, `blackhole`, `refuse`,
+/// `bandwidth`, `slow_close`, `slicer`, `limit_data`) with its parameters,
+/// plus when, where and how often.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("oneOf" = kind_one_of()))]
 pub struct RawFault {
+    /// Name in logs, reports and expectations (default: the kind); unique
+    /// within a file.
     name: Option<String>,
+    /// Chance that a matching request (HTTP) or connection (TCP) is hit
+    /// (default 100%, seeded).
     #[serde(default = "all")]
     probability: Percent,
+    /// Which HTTP requests it applies to: a path glob, or a mapping of
+    /// method, path and headers (default: all).
     #[serde(default, rename = "match")]
     matcher: HttpMatch,
+    /// Window start, from the proxy's or run's start (default `0s`).
     #[serde(default)]
     at: Dur,
+    /// Window length (default: until the end).
     #[serde(default, rename = "for")]
     for_: Option<Dur>,
+    /// Inside the window: active for `down`, inactive for `up`, repeating.
     #[serde(default)]
     pattern: Option<super::window::Pattern>,
+    /// HTTP: hit only a request after this long without one (a cold start).
     #[serde(default)]
     after_idle: Option<Dur>,
+    /// Kind: delay data (TCP) or the request/response (HTTP).
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Latency")]
     latency: Option<Latency>,
+    /// Kind (HTTP only): answer with this status instead of calling the
+    /// target.
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "StatusFault")]
     status: Option<StatusFault>,
+    /// Kind: close with RST, before the response or after some bytes.
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Cut")]
     reset: Option<Cut>,
+    /// Kind: close with FIN, before the response or truncating it.
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Cut")]
     close: Option<Cut>,
+    /// Kind: accept and never answer, like a hung server.
     #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "crate::schema::json::no_parameters")]
     blackhole: Option<NoParameters>,
+    /// Kind: refuse connections (the listener is closed; probability must
+    /// be 100%).
     #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "crate::schema::json::no_parameters")]
     refuse: Option<NoParameters>,
+    /// Kind: limit throughput.
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Bandwidth")]
     bandwidth: Option<Bandwidth>,
+    /// Kind (TCP only): hold the close back.
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "SlowClose")]
     slow_close: Option<SlowClose>,
+    /// Kind (TCP only): cut data into small pieces with pauses.
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Slicer")]
     slicer: Option<Slicer>,
+    /// Kind (TCP only): close the connection after this many bytes.
     #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "LimitData")]
     limit_data: Option<LimitData>,
+}
+
+/// The keys that name a fault kind, for messages and the schema's "exactly
+/// one kind" rule.
+pub const KINDS: [&str; 10] = [
+    "latency",
+    "status",
+    "reset",
+    "close",
+    "blackhole",
+    "refuse",
+    "bandwidth",
+    "slow_close",
+    "slicer",
+    "limit_data",
+];
+
+/// `oneOf` with one `required: [kind]` per kind: exactly one kind key.
+fn kind_one_of() -> serde_json::Value {
+    KINDS
+        .iter()
+        .map(|kind| serde_json::json!({ "required": [kind] }))
+        .collect()
 }
 
 fn all() -> Percent {
     Percent::ALL
 }
 
-/// The keys that name a fault kind, for messages.
-pub const KIND_KEYS: &str =
-    "latency, status, reset, close, blackhole, refuse, bandwidth, slow_close, slicer, limit_data";
+crate::schema_via!(Fault, RawFault, "Fault");
+crate::schema_via!(Cut, CutFields, "Cut");
+crate::schema_via!(Slicer, SlicerFields, "Slicer");
 
 impl TryFrom<RawFault> for Fault {
     type Error = String;
@@ -339,7 +417,8 @@ impl TryFrom<RawFault> for Fault {
             1 => kinds.remove(0),
             0 => {
                 return Err(format!(
-                    "a fault needs exactly one kind: one of {KIND_KEYS}"
+                    "a fault needs exactly one kind: one of {}",
+                    KINDS.join(", ")
                 ));
             }
             _ => {

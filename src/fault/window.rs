@@ -8,7 +8,7 @@ use crate::schema::units::Dur;
 
 /// A repeating pattern inside the window: the fault is active for `down`,
 /// then inactive for `up`, and again; each cycle starts with `down`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(
     deny_unknown_fields,
     expecting = "a mapping with up and down, e.g. `{ up: 20s, down: 10s }`"

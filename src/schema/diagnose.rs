@@ -34,15 +34,24 @@ pub(super) fn to_schema_error(
         None => unplaced(text, &mut message),
     };
     if let Some((field, rest)) = message.split_once(": ")
-        && is_field_path(field)
+        && let Some(field) = field_path(field)
     {
         let mut deeper = path.clone();
-        deeper.extend(field.split('.').map(|k| Segment::Key(k.to_string())));
+        deeper.extend(field);
         if let Some(at) = locate(text, &deeper) {
             (line, column) = at;
             path = deeper;
             message = rest.to_string();
         }
+    }
+    if path.is_empty()
+        && let Some(missing) = message
+            .strip_prefix("missing field `")
+            .and_then(|m| m.strip_suffix('`'))
+    {
+        // At the top there is no enclosing key to name: name the missing one.
+        path.push(Segment::Key(missing.to_string()));
+        message = "required, but missing".to_string();
     }
     if let Some(hint) = suggestion(&message) {
         message = hint;
@@ -127,13 +136,31 @@ fn second_document_line(text: &str) -> Option<usize> {
     None
 }
 
-/// Whether `field` looks like a key path (`probability`, `pattern.up`,
-/// `headers.x-tenant.regex`) rather than prose.
-fn is_field_path(field: &str) -> bool {
-    !field.is_empty()
-        && field
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+/// `field` as a path when it looks like one (`probability`, `pattern.up`,
+/// `headers.x-tenant.regex`, `load[1].name`) rather than prose.
+fn field_path(field: &str) -> Option<Vec<Segment>> {
+    let mut segments = Vec::new();
+    for part in field.split('.') {
+        let (key, mut indices) = part.split_once('[').map_or((part, ""), |(k, i)| (k, i));
+        let is_key = |k: &str| {
+            !k.is_empty()
+                && k.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
+        };
+        if !is_key(key) {
+            return None;
+        }
+        segments.push(Segment::Key(key.to_string()));
+        while !indices.is_empty() {
+            let (index, rest) = indices.split_once(']')?;
+            segments.push(Segment::Index(index.parse().ok()?));
+            indices = match rest {
+                "" => "",
+                rest => rest.strip_prefix('[')?,
+            };
+        }
+    }
+    Some(segments)
 }
 
 /// serde's "unknown field `x`, expected one of `a`, `b`" with the closest
@@ -210,6 +237,34 @@ mod tests {
             suggestion("unknown field `colour`, expected one of `name`, `latency`"),
             None
         );
+    }
+
+    #[test]
+    fn field_paths_with_indices_are_read_and_prose_is_not() {
+        let key = |k: &str| Segment::Key(k.to_string());
+        assert_eq!(
+            field_path("load[1].name"),
+            Some(vec![key("load"), Segment::Index(1), key("name")])
+        );
+        assert_eq!(
+            field_path("a[0][2]"),
+            Some(vec![key("a"), Segment::Index(0), Segment::Index(2)])
+        );
+        assert_eq!(
+            field_path("pattern.up"),
+            Some(vec![key("pattern"), key("up")])
+        );
+        for prose in [
+            "",
+            "two words",
+            "load[x]",
+            "load[1",
+            "load[1]x",
+            ".a",
+            "a..b",
+        ] {
+            assert_eq!(field_path(prose), None, "{prose:?}");
+        }
     }
 
     #[test]

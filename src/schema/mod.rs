@@ -6,6 +6,7 @@
 //! of the crate sees plain `serde::Deserialize` types and [`SchemaError`].
 
 mod diagnose;
+pub mod json;
 pub mod locate;
 pub mod units;
 

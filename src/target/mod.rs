@@ -34,7 +34,7 @@ pub struct TargetStats {
 
 /// A configured route: requests whose path matches `path` are answered
 /// with `status` and `body` after `latency`.
-#[derive(Debug, Clone, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TargetRoute {
     /// Path glob, e.g. `/inventory/*`.
@@ -44,6 +44,7 @@ pub struct TargetRoute {
     pub latency: Dur,
     /// Status of the answer (default 200).
     #[serde(default = "ok_status")]
+    #[schemars(range(min = 100, max = 599))]
     pub status: u16,
     /// Body of the answer (default `ok`).
     #[serde(default = "ok_body")]

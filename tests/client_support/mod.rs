@@ -4,12 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-pub fn clients_dir() -> PathBuf {
+pub(crate) fn clients_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
 }
 
 /// `true` (skip) when a client is missing; panics under `CI=true`.
-pub fn missing(what: &str) -> bool {
+pub(crate) fn missing(what: &str) -> bool {
     let message = format!("{what} is not installed: run ci/install-test-clients.sh");
     if std::env::var("CI").is_ok_and(|v| v == "true") {
         panic!("{message}");
@@ -19,7 +19,7 @@ pub fn missing(what: &str) -> bool {
 }
 
 /// The virtualenv's Python, if installed.
-pub fn venv_python() -> Option<PathBuf> {
+pub(crate) fn venv_python() -> Option<PathBuf> {
     let p = clients_dir().join("python/.venv/bin/python");
     p.exists().then_some(p)
 }

@@ -234,3 +234,5 @@ impl<'de> Deserialize<'de> for BreakerConfig {
         deserialize_checked::<D, RawBreaker, BreakerConfig>(d)
     }
 }
+
+crate::schema_via!(BreakerConfig, RawBreaker, "Breaker");

@@ -13,7 +13,7 @@ use crate::clock::Duration;
 use crate::schema::units::{Dur, Percent};
 
 /// `model:` — which decision model the breaker runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum ModelName {
     /// The reference: resilience4j sliding window.
@@ -35,33 +35,71 @@ impl ModelName {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+/// What the sliding window counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum WindowType {
+    /// The last `sliding_window_size` calls.
     Count,
+    /// The calls of the last `sliding_window_size` seconds.
     Time,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+/// What the ratio model's `threshold` is a share of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum ThresholdName {
+    /// Failed calls.
     ErrorRatio,
+    /// Calls slower than `max_rt`.
     SlowRatio,
 }
 
-#[derive(Debug, Deserialize)]
+/// `wait_in_open_backoff:` — each reopening waits longer.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawBackoff {
+    /// Factor applied to the wait at each reopening.
     multiplier: f64,
+    /// Ceiling of the wait.
     max: Dur,
 }
 
-#[derive(Debug, Deserialize)]
+/// `recovery: { progressive: ... }` — traffic let through in phases.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct RawProgressive {
+    /// Number of phases.
+    #[schemars(range(min = 1))]
     phases: Option<u32>,
+    /// Successful calls each phase needs before the next.
+    #[schemars(range(min = 1))]
     min_passes_per_phase: Option<u32>,
+    /// Length of each phase.
     phase_duration: Option<Dur>,
+}
+
+/// `single_probe`, `progressive`, or `{ progressive: { ... } }`.
+impl schemars::JsonSchema for RawRecovery {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Recovery".into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let progressive = generator.subschema_for::<RawProgressive>();
+        schemars::json_schema!({
+            "description": format!("How the ratio model recovers: {RECOVERY_EXPECTED}."),
+            "anyOf": [
+                { "enum": ["single_probe", "progressive"] },
+                {
+                    "type": "object",
+                    "properties": { "progressive": progressive },
+                    "required": ["progressive"],
+                    "additionalProperties": false,
+                },
+            ],
+        })
+    }
 }
 
 /// `recovery:` — `single_probe`, `progressive` (all defaults), or
@@ -117,41 +155,130 @@ impl<'de> Deserialize<'de> for RawRecovery {
     }
 }
 
-/// Every key a breaker mapping accepts; which ones apply depends on `model`.
-#[derive(Debug, Deserialize)]
+/// A circuit breaker: one flat mapping (resilience4j style); `model`
+/// picks the decision model and which keys apply (`window`: the
+/// `sliding_window_*`, `minimum_calls`, `*_rate_threshold`, `slow_call_*`,
+/// half-open keys; `consecutive`: `failure_threshold`, `success_threshold`;
+/// `ratio`: `threshold*`, `max_rt`, `stat_window`, `minimum_requests`,
+/// `breaker_duration`, `recovery`).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("allOf" = model_rules()))]
 pub(crate) struct RawBreaker {
     /// Optional where the breaker is nested under a named route, which
     /// gives it its name.
     #[serde(default)]
     name: String,
+    /// `window` (sliding window, the default), `consecutive` (N failures in
+    /// a row) or `ratio` (Sentinel-style ratio with recovery).
     #[serde(default)]
     model: ModelName,
+    /// Statuses that count as failures (default `["5xx"]`).
     failure_statuses: Option<Vec<StatusPattern>>,
+    /// Statuses that count as neither success nor failure.
     #[serde(default)]
     ignore_statuses: Vec<StatusPattern>,
+    /// Count 4xx not listed elsewhere as failures (default false).
     #[serde(default)]
     count_4xx: bool,
+    /// window: `count` (default) or `time`.
     sliding_window_type: Option<WindowType>,
+    /// window: calls (count) or seconds (time) in the window (default 10).
+    #[schemars(range(min = 1))]
     sliding_window_size: Option<u32>,
+    /// window: calls needed before the rates are judged (default 5).
+    #[schemars(range(min = 1))]
     minimum_calls: Option<u32>,
+    /// window: failure share that opens the breaker (default 50%).
     failure_rate_threshold: Option<Percent>,
+    /// window: slow-call share that opens the breaker (default 100%).
     slow_call_rate_threshold: Option<Percent>,
+    /// window: a call slower than this is slow (default `3s`).
     slow_call_duration: Option<Dur>,
+    /// window, consecutive: how long the breaker stays open (default `30s`).
     wait_in_open: Option<Dur>,
+    /// window: each reopening waits longer.
     wait_in_open_backoff: Option<RawBackoff>,
+    /// window: go half-open when the wait ends, without waiting for a call.
     automatic_half_open: Option<bool>,
+    /// window: trial calls let through in half-open (default 3).
+    #[schemars(range(min = 1))]
     permitted_calls_in_half_open: Option<u32>,
+    /// window: reopen if the trial calls take longer than this.
     max_wait_in_half_open: Option<Dur>,
+    /// consecutive: failures in a row that open the breaker (default 5).
+    #[schemars(range(min = 1))]
     failure_threshold: Option<u32>,
+    /// consecutive: successes in a row in half-open that close it (default
+    /// 3).
+    #[schemars(range(min = 1))]
     success_threshold: Option<u32>,
+    /// ratio: `error_ratio` or `slow_ratio`.
     threshold_type: Option<ThresholdName>,
+    /// ratio: the share that opens the breaker.
     threshold: Option<Percent>,
+    /// ratio: a call slower than this is slow.
     max_rt: Option<Dur>,
+    /// ratio: the statistics window (default `10s`).
     stat_window: Option<Dur>,
+    /// ratio: calls needed before the ratio is judged (default 5).
+    #[schemars(range(min = 1))]
     minimum_requests: Option<u32>,
+    /// ratio: how long the breaker stays open.
     breaker_duration: Option<Dur>,
+    /// ratio: `single_probe` or `progressive` recovery.
     recovery: Option<RawRecovery>,
+}
+
+/// The keys that belong to some models only, with those models.
+const MODEL_KEYS: [(&str, &[ModelName]); 20] = {
+    use ModelName::{Consecutive as C, Ratio as R, Window as W};
+    [
+        ("sliding_window_type", &[W]),
+        ("sliding_window_size", &[W]),
+        ("minimum_calls", &[W]),
+        ("failure_rate_threshold", &[W]),
+        ("slow_call_rate_threshold", &[W]),
+        ("slow_call_duration", &[W]),
+        ("wait_in_open", &[W, C]),
+        ("wait_in_open_backoff", &[W]),
+        ("automatic_half_open", &[W]),
+        ("permitted_calls_in_half_open", &[W]),
+        ("max_wait_in_half_open", &[W]),
+        ("failure_threshold", &[C]),
+        ("success_threshold", &[C]),
+        ("threshold_type", &[R]),
+        ("threshold", &[R]),
+        ("max_rt", &[R]),
+        ("stat_window", &[R]),
+        ("minimum_requests", &[R]),
+        ("breaker_duration", &[R]),
+        ("recovery", &[R]),
+    ]
+};
+
+/// The schema's form of [`MODEL_KEYS`]: for each model, the keys of the
+/// others are not allowed (`window` also when `model` is left out).
+fn model_rules() -> serde_json::Value {
+    [ModelName::Window, ModelName::Consecutive, ModelName::Ratio]
+        .into_iter()
+        .map(|model| {
+            let foreign: serde_json::Map<String, serde_json::Value> = MODEL_KEYS
+                .iter()
+                .filter(|(_, models)| !models.contains(&model))
+                .map(|(key, _)| (key.to_string(), serde_json::Value::Bool(false)))
+                .collect();
+            let chosen = serde_json::json!({ "properties": { "model": { "const": model.key() } } });
+            let condition = if model == ModelName::Window {
+                serde_json::json!({ "anyOf": [chosen, { "not": { "required": ["model"] } }] })
+            } else {
+                let mut chosen = chosen;
+                chosen["required"] = serde_json::json!(["model"]);
+                chosen
+            };
+            serde_json::json!({ "if": condition, "then": { "properties": foreign } })
+        })
+        .collect()
 }
 
 /// Collects every problem, each prefixed with its key.
@@ -185,69 +312,38 @@ impl Problems {
 impl RawBreaker {
     /// The keys that are set but belong to another model.
     fn foreign_keys(&self) -> Vec<&'static str> {
-        use ModelName::{Consecutive as C, Ratio as R, Window as W};
-        let keys: [(&str, bool, &[ModelName]); 20] = [
-            (
-                "sliding_window_type",
-                self.sliding_window_type.is_some(),
-                &[W],
-            ),
-            (
-                "sliding_window_size",
-                self.sliding_window_size.is_some(),
-                &[W],
-            ),
-            ("minimum_calls", self.minimum_calls.is_some(), &[W]),
-            (
-                "failure_rate_threshold",
-                self.failure_rate_threshold.is_some(),
-                &[W],
-            ),
-            (
-                "slow_call_rate_threshold",
-                self.slow_call_rate_threshold.is_some(),
-                &[W],
-            ),
-            (
-                "slow_call_duration",
-                self.slow_call_duration.is_some(),
-                &[W],
-            ),
-            ("wait_in_open", self.wait_in_open.is_some(), &[W, C]),
-            (
-                "wait_in_open_backoff",
-                self.wait_in_open_backoff.is_some(),
-                &[W],
-            ),
-            (
-                "automatic_half_open",
-                self.automatic_half_open.is_some(),
-                &[W],
-            ),
-            (
-                "permitted_calls_in_half_open",
-                self.permitted_calls_in_half_open.is_some(),
-                &[W],
-            ),
-            (
-                "max_wait_in_half_open",
-                self.max_wait_in_half_open.is_some(),
-                &[W],
-            ),
-            ("failure_threshold", self.failure_threshold.is_some(), &[C]),
-            ("success_threshold", self.success_threshold.is_some(), &[C]),
-            ("threshold_type", self.threshold_type.is_some(), &[R]),
-            ("threshold", self.threshold.is_some(), &[R]),
-            ("max_rt", self.max_rt.is_some(), &[R]),
-            ("stat_window", self.stat_window.is_some(), &[R]),
-            ("minimum_requests", self.minimum_requests.is_some(), &[R]),
-            ("breaker_duration", self.breaker_duration.is_some(), &[R]),
-            ("recovery", self.recovery.is_some(), &[R]),
-        ];
-        keys.iter()
-            .filter(|(_, set, models)| *set && !models.contains(&self.model))
-            .map(|(key, _, _)| *key)
+        MODEL_KEYS
+            .iter()
+            .filter(|(key, models)| self.is_set(key) && !models.contains(&self.model))
+            .map(|(key, _)| *key)
             .collect()
+    }
+
+    /// Whether the model-specific `key` (one of [`MODEL_KEYS`]) is set.
+    fn is_set(&self, key: &str) -> bool {
+        match key {
+            "sliding_window_type" => self.sliding_window_type.is_some(),
+            "sliding_window_size" => self.sliding_window_size.is_some(),
+            "minimum_calls" => self.minimum_calls.is_some(),
+            "failure_rate_threshold" => self.failure_rate_threshold.is_some(),
+            "slow_call_rate_threshold" => self.slow_call_rate_threshold.is_some(),
+            "slow_call_duration" => self.slow_call_duration.is_some(),
+            "wait_in_open" => self.wait_in_open.is_some(),
+            "wait_in_open_backoff" => self.wait_in_open_backoff.is_some(),
+            "automatic_half_open" => self.automatic_half_open.is_some(),
+            "permitted_calls_in_half_open" => self.permitted_calls_in_half_open.is_some(),
+            "max_wait_in_half_open" => self.max_wait_in_half_open.is_some(),
+            "failure_threshold" => self.failure_threshold.is_some(),
+            "success_threshold" => self.success_threshold.is_some(),
+            "threshold_type" => self.threshold_type.is_some(),
+            "threshold" => self.threshold.is_some(),
+            "max_rt" => self.max_rt.is_some(),
+            "stat_window" => self.stat_window.is_some(),
+            "minimum_requests" => self.minimum_requests.is_some(),
+            "breaker_duration" => self.breaker_duration.is_some(),
+            "recovery" => self.recovery.is_some(),
+            _ => false,
+        }
     }
 
     fn window(&self, p: &mut Problems) -> WindowConfig {
@@ -421,5 +517,47 @@ impl TryFrom<RawBreaker> for BreakerConfig {
             model,
             classifier,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_model_key_is_a_breaker_field_and_counts_as_set_when_given() {
+        let schema = schemars::schema_for!(RawBreaker);
+        let properties = schema.get("properties").and_then(|p| p.as_object());
+        for (key, models) in MODEL_KEYS {
+            assert!(
+                properties.is_some_and(|p| p.contains_key(key)),
+                "{key} is not a breaker key"
+            );
+            // Set it under a model it does not belong to: it must be named.
+            let other = [ModelName::Window, ModelName::Consecutive, ModelName::Ratio]
+                .into_iter()
+                .find(|m| !models.contains(m))
+                .unwrap();
+            let value = match key {
+                "sliding_window_type" => "count",
+                "threshold_type" => "error_ratio",
+                "automatic_half_open" => "true",
+                "recovery" => "single_probe",
+                "wait_in_open_backoff" => "{ multiplier: 2, max: 1m }",
+                "failure_rate_threshold" | "slow_call_rate_threshold" | "threshold" => "50%",
+                k if k.ends_with("duration")
+                    || k.starts_with("wait")
+                    || k.starts_with("max_")
+                    || k == "stat_window" =>
+                {
+                    "1s"
+                }
+                _ => "3",
+            };
+            let text = format!("model: {}\n{key}: {value}\n", other.key());
+            let raw: RawBreaker =
+                serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
+            assert_eq!(raw.foreign_keys(), vec![key], "{text}");
+        }
     }
 }

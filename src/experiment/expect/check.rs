@@ -95,7 +95,7 @@ type Reference<'a> = (&'static str, &'a Name, &'a BTreeSet<String>);
 
 /// `unknown breaker "inventori" at column 9 (did you mean "inventory"?);
 /// the breakers are: inventory`.
-fn unknown(kind: &str, name: &Name, known: &BTreeSet<String>) -> String {
+pub(crate) fn unknown(kind: &str, name: &Name, known: &BTreeSet<String>) -> String {
     let hint = closest(&name.text, known.iter().map(String::as_str))
         .map(|c| format!(" (did you mean \"{c}\"?)"))
         .unwrap_or_default();

@@ -11,26 +11,7 @@
 //!
 //! # Grammar
 //!
-//! ```text
-//! breaker B goes closed -> open -> half_open -> closed   exact sequence from closed ('→' too)
-//! breaker B goes through open -> closed                  these states in order, others between
-//! breaker B opens|closes|half_opens within 3s of ANCHOR  first such transition at/after ANCHOR
-//!     ANCHOR: FAULT.start | fault FAULT | FAULT | FAULT.end | 10s
-//! breaker B half_opens within wait_in_open ± 500ms after opening   ('+-' too; or `5s ± 500ms`)
-//! breaker B opens at most|at least|exactly N times [WINDOW]
-//! breaker B never opens|closes|half_opens [WINDOW]
-//! breaker B stays STATE [WINDOW]
-//! calls to GLOB [WINDOW] BOUND                           target hits by arrival time
-//! route R METRIC [WINDOW] BOUND                          requests by send time
-//!     METRIC: success | fallback [stale|static|backup] | rejected | errors   (shares, e.g. 99%)
-//!             timeouts | requests                                           (counts)
-//!             p50 | p90 | p99 | pN | max [latency]                          (durations, e.g. 5ms)
-//!             amplification                                                 (a number)
-//! WINDOW: during FAULT | while B is STATE | between 10s and 40s | in phase P
-//!     (none: the whole run; `during` spans the fault's first start to its last end)
-//! BOUND:  >= | <= | == | > | < VALUE   |   within 5% of VALUE   ('≥', '≤' too)
-//! STATE:  closed | open | half_open | forced_open | disabled
-//! ```
+#![doc = concat!("```text\n", include_str!("grammar/summary.txt"), "```\n")]
 //!
 //! Windows are `[start, end)` intervals clipped to the run; a transition at
 //! exactly `within` after its anchor passes. A share over an empty window
@@ -58,6 +39,10 @@ pub use grammar::{ParseError, parse};
 pub use verdict::Verdict;
 
 use super::timeline::Timeline;
+
+/// The grammar summary above, also the description of `expect:` in the
+/// published JSON Schema.
+pub const GRAMMAR: &str = include_str!("grammar/summary.txt");
 
 /// Judges every expectation on `timeline`, in order.
 pub fn evaluate_all(expectations: &[Expectation], timeline: &Timeline) -> Vec<Verdict> {
