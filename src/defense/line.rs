@@ -576,7 +576,6 @@ impl Route {
     fn stepped(&self, line: &DefenseLine) {
         if let Some(b) = &self.breaker {
             for t in b.take_journal() {
-                tracing::info!(breaker = %t.breaker, from = %t.from, to = %t.to, reason = %t.reason, "breaker transition");
                 line.observer.transition(&t);
             }
             self.breaker_stepped.notify_one();
