@@ -8,8 +8,9 @@ mod common;
 use std::net::SocketAddr;
 use std::time::Duration as StdDuration;
 
-use common::{faults, start_proxy};
+use common::{faults, start_proxy_with};
 use firedrill::fault::Direction;
+use firedrill::fault::FaultPlan;
 use firedrill::proxy::{ProxyMode, ShutdownSignal};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -40,11 +41,23 @@ async fn round_trip(stream: &mut TcpStream, byte: u8) -> StdDuration {
     t.elapsed()
 }
 
+/// An empty plan that accepts faults added while traffic runs, as the
+/// control plane's proxies have.
+fn replaceable() -> FaultPlan {
+    FaultPlan::new(Vec::new(), 1, firedrill::clock::now()).accepting_additions()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn latency_added_at_runtime_delays_an_open_connection_and_removing_it_restores_speed() {
     let (_stop, shutdown) = ShutdownSignal::new();
     let upstream = echo().await;
-    let (proxy, plan) = start_proxy(ProxyMode::Tcp, "", &upstream.to_string(), shutdown).await;
+    let (proxy, plan) = start_proxy_with(
+        ProxyMode::Tcp,
+        replaceable(),
+        &upstream.to_string(),
+        shutdown,
+    )
+    .await;
     let mut stream = TcpStream::connect(proxy).await.unwrap();
     stream.set_nodelay(true).unwrap();
     let before = round_trip(&mut stream, b'a').await;
@@ -82,7 +95,8 @@ async fn bytes_through_the_pass_through_path_are_counted_per_direction() {
             .await
             .unwrap();
     let proxy = bound.local_addr();
-    let plan = std::sync::Arc::new(firedrill::fault::FaultPlan::empty());
+    // A control-plane proxy: its counters are read live by /metrics.
+    let plan = std::sync::Arc::new(replaceable());
     tokio::spawn(bound.serve_counted(
         plan,
         traffic.clone(),
@@ -103,7 +117,13 @@ async fn bytes_through_the_pass_through_path_are_counted_per_direction() {
 async fn refuse_added_at_runtime_closes_the_listener_and_removing_it_reopens() {
     let (_stop, shutdown) = ShutdownSignal::new();
     let upstream = echo().await;
-    let (proxy, plan) = start_proxy(ProxyMode::Tcp, "", &upstream.to_string(), shutdown).await;
+    let (proxy, plan) = start_proxy_with(
+        ProxyMode::Tcp,
+        replaceable(),
+        &upstream.to_string(),
+        shutdown,
+    )
+    .await;
     TcpStream::connect(proxy)
         .await
         .expect("listening before the refuse");

@@ -118,7 +118,7 @@ impl ManagedProxy {
             upstream,
             mode,
             toxics: Vec::new(),
-            plan: Arc::new(FaultPlan::new(Vec::new(), seed, clock::now())),
+            plan: Arc::new(FaultPlan::new(Vec::new(), seed, clock::now()).accepting_additions()),
             traffic: Arc::new(Traffic::default()),
             running: None,
         }

@@ -35,6 +35,11 @@ pub struct FaultPlan {
     /// these are the calls that reached the dependency (answered by the
     /// target or by a fault in its place).
     arrivals: Option<Mutex<Vec<Arrival>>>,
+    /// Whether faults may be added while traffic runs (the control
+    /// plane's proxies). Otherwise the list only ever shrinks (interrupt,
+    /// halt), so a connection no fault hit can never be hit later and runs
+    /// on the plain copy loop without watching for changes.
+    additions: bool,
 }
 
 /// One HTTP request that entered the proxy.
@@ -171,7 +176,19 @@ impl FaultPlan {
             start,
             seed,
             arrivals: None,
+            additions: false,
         }
+    }
+
+    /// The same plan, accepting faults added while traffic runs.
+    pub fn accepting_additions(mut self) -> FaultPlan {
+        self.additions = true;
+        self
+    }
+
+    /// Whether faults may be added while traffic runs.
+    pub fn accepts_additions(&self) -> bool {
+        self.additions
     }
 
     /// The same plan, recording every HTTP request that enters the proxy.

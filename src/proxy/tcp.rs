@@ -42,6 +42,25 @@ pub async fn handle<S, C>(
     let changes = plan.subscribe();
     let rolls = plan.roll_connection(None);
     let opened = clock::now();
+    if rolls.is_clean() && !plan.accepts_additions() {
+        // No fault hit this connection and none can be added later.
+        let Ok(mut upstream) = connect(&*connector).await else {
+            return;
+        };
+        let mut client = client;
+        match tokio::io::copy_bidirectional_with_sizes(&mut client, &mut upstream, CHUNK, CHUNK)
+            .await
+        {
+            Ok((up, down)) => {
+                traffic.add_received(Direction::Upstream, up as usize);
+                traffic.add_sent(Direction::Upstream, up as usize);
+                traffic.add_received(Direction::Downstream, down as usize);
+                traffic.add_sent(Direction::Downstream, down as usize);
+            }
+            Err(err) => tracing::trace!(%err, "connection ended with an error"),
+        }
+        return;
+    }
     let (client, upstream, rolls, closed) = if rolls.is_clean() {
         let Ok(upstream) = connect(&*connector).await else {
             return;

@@ -67,7 +67,18 @@ pub async fn start_proxy(
     } else {
         faults(yaml)
     };
-    let plan = Arc::new(FaultPlan::new(file.faults, 1, firedrill::clock::now()));
+    let plan = FaultPlan::new(file.faults, 1, firedrill::clock::now());
+    start_proxy_with(mode, plan, upstream, shutdown).await
+}
+
+/// Starts a proxy with `plan` (e.g. one accepting faults added at runtime).
+pub async fn start_proxy_with(
+    mode: ProxyMode,
+    plan: FaultPlan,
+    upstream: &str,
+    shutdown: ShutdownSignal,
+) -> (SocketAddr, Arc<FaultPlan>) {
+    let plan = Arc::new(plan);
     let bound = BoundProxy::bind("127.0.0.1:0", upstream, mode)
         .await
         .unwrap();
