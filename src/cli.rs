@@ -115,7 +115,7 @@ pub enum Command {
         /// Overrides the file's seed.
         #[arg(long)]
         seed: Option<u64>,
-        /// Write report.json, junit.xml and journal.jsonl into this folder.
+        /// Write report.json, junit.xml, journal.jsonl and requests.jsonl here.
         #[arg(long)]
         report_dir: Option<PathBuf>,
         /// Write the JUnit XML report here.

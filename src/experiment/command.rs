@@ -76,7 +76,7 @@ pub struct RunOptions {
     pub clock: Option<ClockKind>,
     /// Overrides the file's seed.
     pub seed: Option<u64>,
-    /// Writes report.json, junit.xml and journal.jsonl here.
+    /// Writes report.json, junit.xml, journal.jsonl and requests.jsonl here.
     pub report_dir: Option<PathBuf>,
     /// Writes the JUnit XML here.
     pub junit: Option<PathBuf>,

@@ -122,6 +122,7 @@ impl Load {
             defense_error: None,
             breaker_state: None,
             attempts: 0,
+            reached_dependency: 0,
         };
         let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
             self.shed.fetch_add(1, Ordering::Relaxed);

@@ -258,10 +258,16 @@ fn collect(
         .into_iter()
         .filter_map(|c| Some((c.request_id.as_deref()?.parse().ok()?, c)))
         .collect();
+    let arrivals = plan.arrivals();
+    let mut reached: std::collections::BTreeMap<u64, u32> = std::collections::BTreeMap::new();
+    for id in arrivals.iter().filter_map(|a| a.request_id) {
+        *reached.entry(id).or_default() += 1;
+    }
     let requests = load
         .records()
         .into_iter()
         .map(|mut r| {
+            r.reached_dependency = reached.get(&r.id).copied().unwrap_or(0);
             if let Some(c) = reports.get(&r.id) {
                 r.rejected_by = c.rejected_by;
                 r.defense_error = c.error;
@@ -274,8 +280,7 @@ fn collect(
         .collect();
     // The dependency is the fault proxy and the target behind it: a call
     // answered by a fault in the target's place reached it too.
-    let target_hits = plan
-        .arrivals()
+    let target_hits = arrivals
         .into_iter()
         .map(|a| TargetHit {
             at: a.at,

@@ -40,8 +40,10 @@ pub struct RequestRecord {
     /// The request path.
     pub path: String,
     /// When it was sent.
+    #[serde(skip)]
     pub sent: Duration,
     /// Time to the response head; `None` when no response came.
+    #[serde(skip)]
     pub latency: Option<Duration>,
     /// The status the client got.
     pub status: Option<u16>,
@@ -57,6 +59,8 @@ pub struct RequestRecord {
     pub breaker_state: Option<State>,
     /// Attempts the defense line sent to the dependency.
     pub attempts: u32,
+    /// How many times it reached the dependency (retries count each).
+    pub reached_dependency: u32,
 }
 
 impl RequestRecord {

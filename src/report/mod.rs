@@ -2,13 +2,14 @@
 //! exporter per format behind a small trait, as hyperfine does it.
 //!
 //! * [`summary`] — figures per load route.
-//! * [`json`], [`junit`], [`journal`] — file formats.
+//! * [`json`], [`junit`], [`journal`], [`requests`] — file formats.
 //! * [`console`] — the summary printed at the end of a run.
 
 pub mod console;
 pub mod journal;
 pub mod json;
 pub mod junit;
+pub mod requests;
 pub mod summary;
 
 use serde::Serialize;
@@ -171,5 +172,6 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(json::Json),
         Box::new(junit::Junit),
         Box::new(journal::Journal),
+        Box::new(requests::Requests),
     ]
 }

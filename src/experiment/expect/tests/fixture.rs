@@ -86,6 +86,7 @@ pub(super) fn req(id: u64, route: &str, sent: f64, status: u16, latency_ms: u64)
         defense_error: None,
         breaker_state: Some(State::Closed),
         attempts: 1,
+        reached_dependency: 1,
     }
 }
 
