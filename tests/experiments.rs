@@ -108,7 +108,12 @@ fn a_wrong_expectation_exits_1_and_shows_expected_and_seen() {
         stdout.contains("ok   route calls requests >= 100"),
         "{stdout}"
     );
-    for file in ["report.json", "junit.xml", "journal.jsonl", "requests.jsonl"] {
+    for file in [
+        "report.json",
+        "junit.xml",
+        "journal.jsonl",
+        "requests.jsonl",
+    ] {
         assert!(dir.path().join(file).exists(), "{file} written");
     }
 }

@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration as StdDuration;
 
 use bytes::Bytes;
-use common::{http_client, rig, start_proxy};
+use common::{http_client, rig, start_proxy, start_proxy_with};
+use firedrill::fault::FaultPlan;
 use firedrill::proxy::{ProxyMode, ShutdownSignal};
 use http_body_util::StreamBody;
 use hyper::body::Frame;
@@ -53,6 +54,16 @@ async fn hash_to_eof<R: AsyncReadExt + Unpin>(r: &mut R) -> (usize, Vec<u8>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tcp_mode_carries_64_mib_each_way_byte_exact() {
+    carries_64_mib_each_way(FaultPlan::new(Vec::new(), 1, firedrill::clock::now())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_control_plane_proxy_watching_for_new_faults_carries_64_mib_each_way_byte_exact() {
+    let plan = FaultPlan::new(Vec::new(), 1, firedrill::clock::now()).accepting_additions();
+    carries_64_mib_each_way(plan).await;
+}
+
+async fn carries_64_mib_each_way(plan: FaultPlan) {
     let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let upstream_addr = upstream.local_addr().unwrap();
     let server = tokio::spawn(async move {
@@ -63,7 +74,8 @@ async fn tcp_mode_carries_64_mib_each_way_byte_exact() {
         (received, sending.await.unwrap())
     });
     let (_stop, shutdown) = ShutdownSignal::new();
-    let (proxy, _) = start_proxy(ProxyMode::Tcp, "", &upstream_addr.to_string(), shutdown).await;
+    let (proxy, _) =
+        start_proxy_with(ProxyMode::Tcp, plan, &upstream_addr.to_string(), shutdown).await;
     let client = TcpStream::connect(proxy).await.unwrap();
     let (mut r, mut w) = client.into_split();
     let sending = tokio::spawn(async move { send_random(&mut w, SIXTY_FOUR_MIB, 1).await });

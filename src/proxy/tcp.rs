@@ -6,7 +6,10 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use std::pin::Pin;
+use std::task::{Poll, ready};
+
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::sync::{Notify, mpsc, watch};
 
 use super::server::ShutdownSignal;
@@ -148,36 +151,50 @@ enum Flow {
 }
 
 /// Copies both ways until both sides have closed or the fault list changes;
-/// a FIN from one side is passed on as a half-close to the other.
+/// a FIN from one side is passed on as a half-close to the other. One task
+/// polls both directions on the whole streams (no split, no lock), and the
+/// wait for a change is registered once.
 async fn pass_through<S: Transport, U: Transport>(
-    client: S,
-    upstream: U,
-    changes: watch::Receiver<u64>,
+    mut client: S,
+    mut upstream: U,
+    mut changes: watch::Receiver<u64>,
     traffic: &Traffic,
 ) -> PassThrough<S, U> {
-    let (mut client_read, mut client_write) = tokio::io::split(client);
-    let (mut upstream_read, mut upstream_write) = tokio::io::split(upstream);
-    let flows = tokio::try_join!(
-        copy_until_change(
-            Direction::Upstream,
-            &mut client_read,
-            &mut upstream_write,
-            changes.clone(),
-            traffic
-        ),
-        copy_until_change(
-            Direction::Downstream,
-            &mut upstream_read,
-            &mut client_write,
-            changes,
-            traffic
-        ),
-    );
+    let mut up = OneWay::new(Direction::Upstream);
+    let mut down = OneWay::new(Direction::Downstream);
+    let changed = changes.changed();
+    tokio::pin!(changed);
+    let mut stop = false;
+    let flows = std::future::poll_fn(|cx| {
+        if !stop && changed.as_mut().poll(cx).is_ready() {
+            stop = true;
+        }
+        let a = up.poll_copy(
+            cx,
+            Pin::new(&mut client),
+            Pin::new(&mut upstream),
+            stop,
+            traffic,
+        );
+        let b = down.poll_copy(
+            cx,
+            Pin::new(&mut upstream),
+            Pin::new(&mut client),
+            stop,
+            traffic,
+        );
+        match (a, b) {
+            (Poll::Ready(Err(e)), _) | (_, Poll::Ready(Err(e))) => Poll::Ready(Err(e)),
+            (Poll::Ready(Ok(a)), Poll::Ready(Ok(b))) => Poll::Ready(Ok((a, b))),
+            _ => Poll::Pending,
+        }
+    })
+    .await;
     match flows {
         Ok((Flow::Ended, Flow::Ended)) => PassThrough::Done,
         Ok((up, down)) => PassThrough::Changed {
-            client: client_read.unsplit(client_write),
-            upstream: upstream_read.unsplit(upstream_write),
+            client,
+            upstream,
             closed: [up == Flow::Ended, down == Flow::Ended],
         },
         Err(err) => {
@@ -187,35 +204,82 @@ async fn pass_through<S: Transport, U: Transport>(
     }
 }
 
-/// One direction of [`pass_through`]. A read is dropped only before it
-/// returned data (reads are cancel-safe) and a write always completes, so
-/// stopping for a change loses no byte.
-async fn copy_until_change<R, W>(
+/// One direction of [`pass_through`]: a buffer that is written out whole
+/// before anything else is read, so stopping for a change loses no byte.
+struct OneWay {
+    /// Which way, for the byte counters.
     dir: Direction,
-    reader: &mut R,
-    writer: &mut W,
-    mut changes: watch::Receiver<u64>,
-    traffic: &Traffic,
-) -> std::io::Result<Flow>
-where
-    R: AsyncRead + Unpin,
-    W: AsyncWrite + Unpin,
-{
-    let mut buf = vec![0u8; CHUNK];
-    loop {
-        let n = tokio::select! {
-            biased;
-            _ = changes.changed() => return Ok(Flow::Changed),
-            read = reader.read(&mut buf) => read?,
-        };
-        if n == 0 {
-            writer.shutdown().await?;
-            return Ok(Flow::Ended);
+    /// The chunk being passed on.
+    buf: Box<[u8]>,
+    /// How much of `buf` was written already.
+    pos: usize,
+    /// How much of `buf` holds data.
+    cap: usize,
+    /// EOF was read; the half-close is owed to the writer.
+    eof: bool,
+    /// Ended (EOF passed on) or stopped for a change.
+    finished: Option<Flow>,
+}
+
+impl OneWay {
+    fn new(dir: Direction) -> OneWay {
+        OneWay {
+            dir,
+            buf: vec![0u8; CHUNK].into_boxed_slice(),
+            pos: 0,
+            cap: 0,
+            eof: false,
+            finished: None,
         }
-        traffic.add_received(dir, n);
-        writer.write_all(&buf[..n]).await?;
-        writer.flush().await?;
-        traffic.add_sent(dir, n);
+    }
+
+    /// Moves data from `reader` to `writer` until it would block; ready
+    /// when the direction ended or, with `stop`, reached a chunk boundary.
+    fn poll_copy<R: AsyncRead + ?Sized, W: AsyncWrite + ?Sized>(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+        mut reader: Pin<&mut R>,
+        mut writer: Pin<&mut W>,
+        stop: bool,
+        traffic: &Traffic,
+    ) -> Poll<std::io::Result<Flow>> {
+        loop {
+            if let Some(flow) = self.finished {
+                return Poll::Ready(Ok(flow));
+            }
+            if self.pos < self.cap {
+                let n = ready!(
+                    writer
+                        .as_mut()
+                        .poll_write(cx, &self.buf[self.pos..self.cap])
+                )?;
+                if n == 0 {
+                    return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+                }
+                self.pos += n;
+                traffic.add_sent(self.dir, n);
+                continue;
+            }
+            if self.eof {
+                ready!(writer.as_mut().poll_shutdown(cx))?;
+                self.finished = Some(Flow::Ended);
+                continue;
+            }
+            if stop {
+                self.finished = Some(Flow::Changed);
+                continue;
+            }
+            let mut read = ReadBuf::new(&mut self.buf);
+            ready!(reader.as_mut().poll_read(cx, &mut read))?;
+            let n = read.filled().len();
+            if n == 0 {
+                self.eof = true;
+            } else {
+                traffic.add_received(self.dir, n);
+                self.pos = 0;
+                self.cap = n;
+            }
+        }
     }
 }
 
