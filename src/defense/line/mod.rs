@@ -7,7 +7,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -25,6 +24,11 @@ use super::upstream::Upstream;
 use crate::clock::{self, Duration, Instant, RunRng};
 use crate::fault::HttpMatch;
 use crate::proxy::http::body::{ProxyBody, boxed, full};
+
+mod answer;
+mod timers;
+
+use self::timers::breaker_timers;
 
 /// Header a caller may set to find its request in the reports.
 pub const REQUEST_ID_HEADER: &str = "x-firedrill-request-id";
@@ -454,107 +458,6 @@ impl DefenseLine {
         }
         last
     }
-
-    /// Passes a good response on, keeping a copy for stale serving.
-    async fn deliver(
-        &self,
-        route: &Route,
-        key: &str,
-        resp: Response<Incoming>,
-    ) -> Response<ProxyBody> {
-        let Some(cache) = route.stale.as_ref().filter(|_| resp.status().is_success()) else {
-            return resp.map(boxed);
-        };
-        let small = http_body::Body::size_hint(resp.body())
-            .upper()
-            .is_some_and(|n| n <= MAX_CACHED_BODY as u64);
-        if !small {
-            return resp.map(boxed);
-        }
-        let (parts, body) = resp.into_parts();
-        match body.collect().await {
-            Ok(collected) => {
-                let bytes: Bytes = collected.to_bytes();
-                cache.store(
-                    key,
-                    clock::now(),
-                    parts.status,
-                    &parts.headers,
-                    bytes.clone(),
-                );
-                Response::from_parts(parts, full(bytes))
-            }
-            Err(_) => fallback::error_response(StatusCode::BAD_GATEWAY, "upstream-error", None),
-        }
-    }
-
-    /// What the caller gets instead: stale, backup, static, the failed
-    /// response itself, or a clear error.
-    async fn fall_back(
-        &self,
-        route: &Route,
-        key: &str,
-        failed: Option<Response<ProxyBody>>,
-        reason: &'static str,
-        retry_after: Option<Duration>,
-    ) -> Response<ProxyBody> {
-        if let Some(resp) = route
-            .stale
-            .as_ref()
-            .and_then(|c| c.serve(key, clock::now()))
-        {
-            return resp;
-        }
-        if let Some(backup) = &route.backup
-            && let Some(resp) = self.call_backup(route, backup, key).await
-        {
-            return resp;
-        }
-        if let Some(s) = route
-            .fallback
-            .as_ref()
-            .and_then(|f| f.static_response.as_ref())
-        {
-            return fallback::static_response(s);
-        }
-        match failed {
-            Some(resp) => resp,
-            None => {
-                let status = if reason == "timeout" || reason == "request-timeout" {
-                    StatusCode::GATEWAY_TIMEOUT
-                } else {
-                    StatusCode::SERVICE_UNAVAILABLE
-                };
-                fallback::error_response(status, reason, retry_after)
-            }
-        }
-    }
-
-    async fn call_backup(
-        &self,
-        route: &Route,
-        backup: &Arc<dyn Upstream>,
-        key: &str,
-    ) -> Option<Response<ProxyBody>> {
-        let (method, path) = key.split_once(' ')?;
-        let req = Request::builder()
-            .method(method)
-            .uri(path)
-            .body(full(Bytes::new()))
-            .ok()?;
-        let sent = backup.send(req);
-        let resp = match route.timeout {
-            Some(t) => tokio::time::timeout(t, sent).await.ok()?.ok()?,
-            None => sent.await.ok()?,
-        };
-        if resp.status().is_server_error() {
-            return None;
-        }
-        let mut resp = resp.map(boxed);
-        resp.headers_mut()
-            .insert(FALLBACK_HEADER, http::HeaderValue::from_static("backup"));
-        Some(resp)
-    }
 }
 
 /// Records an attempt's outcome with its breaker and publishes transitions.
@@ -579,37 +482,6 @@ impl Route {
                 line.observer.transition(&t);
             }
             self.breaker_stepped.notify_one();
-        }
-    }
-}
-
-/// Runs a breaker's timed transitions (automatic half-open, max wait in
-/// half-open, progressive stage deadlines) when no call comes to run them.
-async fn breaker_timers(line: std::sync::Weak<DefenseLine>, index: usize) {
-    loop {
-        let (next, stepped) = {
-            let Some(line) = line.upgrade() else { return };
-            let route = &line.routes[index];
-            let breaker = route.breaker.as_ref().expect("spawned for a breaker");
-            let next = breaker.lock().next_timer();
-            (next, route.breaker_stepped.clone())
-        };
-        let timer = async {
-            match next {
-                Some(at) => clock::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            _ = stepped.notified() => continue,
-            _ = timer => {}
-        }
-        let Some(line) = line.upgrade() else { return };
-        let route = &line.routes[index];
-        if let Some(b) = &route.breaker {
-            b.lock().on_timer(clock::now());
-            route.stepped(&line);
         }
     }
 }
