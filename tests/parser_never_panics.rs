@@ -371,7 +371,12 @@ fn check_kinds_are_locatable(text: &str, file: &FaultFile) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 384, ..ProptestConfig::default() })]
+    // A fixed seed: the suite is deterministic; set another to explore.
+    #![proptest_config(ProptestConfig {
+        cases: 384,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x0000_ba5e),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn arbitrary_bytes_give_ok_or_a_located_error(bytes in prop::collection::vec(any::<u8>(), 0..256)) {

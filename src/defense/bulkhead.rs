@@ -102,7 +102,11 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
+        #![proptest_config(ProptestConfig {
+            cases: 64,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x00b1_1c4e),
+            ..ProptestConfig::default()
+        })]
         #[test]
         fn bulkhead_never_exceeds_its_limit(limit in 1u32..8, ops in prop::collection::vec(any::<bool>(), 1..200)) {
             let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();

@@ -134,7 +134,12 @@ fn check_journal(b: &Breaker, now: Duration) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    // A fixed seed: the suite is deterministic; set another to explore.
+    #![proptest_config(ProptestConfig {
+        cases: 300,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x00f1_7ed1),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn breaker_invariants_hold_for_any_sequence(
@@ -218,6 +223,9 @@ proptest! {
         prop_assert_eq!(c.successes + c.failures + c.ignored + c.cancelled, admitted);
         // Half-open is never stuck once nothing is in flight: one of the
         // next few calls (a progressive stage admits 1 in `phases`) passes.
+        // Timed transitions due by now come first (max_wait_in_half_open
+        // may have sent it back to open, which is not being stuck).
+        b.on_timer(now);
         if b.state() == State::HalfOpen {
             let admitted_one = (0..4).any(|_| b.try_acquire(now).is_ok());
             prop_assert!(admitted_one, "half_open stuck");
