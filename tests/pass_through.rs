@@ -230,3 +230,58 @@ fn tokio_stream_from<T: Send + 'static>(
 ) -> impl futures_util::Stream<Item = T> + Send {
     futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_mode_survives_an_upstream_that_closes_each_connection_after_one_response() {
+    // Keep-alive race: the upstream answers once and closes without saying
+    // so; the next request on the client's connection must still be served.
+    let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream_addr = upstream.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let (mut stream, _) = upstream.accept().await.unwrap();
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 4096];
+                let mut got = Vec::new();
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    let n = stream.read(&mut buf).await.unwrap_or(0);
+                    if n == 0 {
+                        return;
+                    }
+                    got.extend_from_slice(&buf[..n]);
+                }
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\nok\n")
+                    .await;
+                // Closed without `connection: close`.
+            });
+        }
+    });
+    let (_stop, shutdown) = ShutdownSignal::new();
+    let (proxy, _) = start_proxy(ProxyMode::Http, "", &upstream_addr.to_string(), shutdown).await;
+    let mut stream = TcpStream::connect(proxy).await.unwrap();
+    for i in 0..5 {
+        stream
+            .write_all(format!("GET /r{i} HTTP/1.1\r\nhost: t\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        let mut buf = vec![0u8; 4096];
+        while !got.ends_with(b"ok\n") {
+            let n = tokio::time::timeout(StdDuration::from_secs(10), stream.read(&mut buf))
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(
+                n > 0,
+                "the proxy closed the client connection at request {i}"
+            );
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert!(
+            got.starts_with(b"HTTP/1.1 200"),
+            "request {i}: {}",
+            String::from_utf8_lossy(&got)
+        );
+    }
+}

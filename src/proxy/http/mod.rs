@@ -9,7 +9,6 @@ mod io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use bytes::Bytes;
 use http::{HeaderValue, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
@@ -221,35 +220,21 @@ impl<C: Connector> Conn<C> {
     }
 
     /// Sends a request on this connection's upstream connection, opening
-    /// one when there is none or the last one closed. An idempotent request
-    /// without a body is sent again once on a fresh connection if the old
-    /// one closed under it (the keep-alive race).
+    /// one when there is none or the last one closed. When the kept-alive
+    /// connection closed under the request before any of it was written
+    /// (the keep-alive race), hyper hands the request back and it is sent
+    /// once more on a fresh connection; nothing is copied up front.
     async fn send(&self, req: Request<ProxyBody>) -> Result<Response<Incoming>, BoxError> {
-        let retry = (req.method().is_idempotent()
-            && http_body::Body::size_hint(req.body()).exact() == Some(0))
-        .then(|| {
-            (
-                req.method().clone(),
-                req.uri().clone(),
-                req.version(),
-                req.headers().clone(),
-            )
-        });
         let mut upstream = self.upstream.lock().await;
         match self.send_on(&mut upstream, req).await {
             Ok(r) => Ok(r),
-            Err(err) => {
-                let Some((method, uri, version, headers)) = retry else {
-                    return Err(err);
-                };
-                let mut again = Request::new(full(Bytes::new()));
-                *again.method_mut() = method;
-                *again.uri_mut() = uri;
-                *again.version_mut() = version;
-                *again.headers_mut() = headers;
+            Err(Unsent {
+                request: Some(req), ..
+            }) => {
                 *upstream = None;
-                self.send_on(&mut upstream, again).await
+                self.send_on(&mut upstream, req).await.map_err(|u| u.error)
             }
+            Err(unsent) => Err(unsent.error),
         }
     }
 
@@ -257,17 +242,21 @@ impl<C: Connector> Conn<C> {
         &self,
         slot: &mut Option<SendRequest<ProxyBody>>,
         req: Request<ProxyBody>,
-    ) -> Result<Response<Incoming>, BoxError> {
+    ) -> Result<Response<Incoming>, Unsent> {
+        let failed = |error: BoxError| Unsent {
+            request: None,
+            error,
+        };
         if slot.as_ref().is_none_or(|s| s.is_closed()) {
             let stream = self
                 .connector
                 .connect()
                 .await
-                .map_err(|e| boxed_error(UpstreamError::Connect(e)))?;
+                .map_err(|e| failed(boxed_error(UpstreamError::Connect(e))))?;
             let (sender, connection) = hyper::client::conn::http1::Builder::new()
                 .handshake(TokioIo::new(stream))
                 .await
-                .map_err(boxed_error)?;
+                .map_err(|e| failed(boxed_error(e)))?;
             let driver: UpstreamDriver = Box::pin(async move {
                 if let Err(err) = connection.await {
                     tracing::trace!(%err, "upstream connection ended with an error");
@@ -279,9 +268,25 @@ impl<C: Connector> Conn<C> {
             *slot = Some(sender);
         }
         let sender = slot.as_mut().expect("set above");
-        sender.ready().await.map_err(boxed_error)?;
-        sender.send_request(req).await.map_err(boxed_error)
+        if let Err(e) = sender.ready().await {
+            return Err(Unsent {
+                request: Some(req),
+                error: boxed_error(e),
+            });
+        }
+        sender.try_send_request(req).await.map_err(|mut e| Unsent {
+            request: e.take_message(),
+            error: boxed_error(e.into_error()),
+        })
     }
+}
+
+/// A send that failed, with the request back when none of it was written.
+struct Unsent {
+    /// The request, if the connection closed before it was sent.
+    request: Option<Request<ProxyBody>>,
+    /// Why.
+    error: BoxError,
 }
 
 fn boxed_error<E: std::error::Error + Send + Sync + 'static>(err: E) -> BoxError {
