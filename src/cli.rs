@@ -471,7 +471,15 @@ fn validate(path: &Path, mode: Option<Mode>) -> Result<u8, CliError> {
 /// A multi-threaded tokio runtime (one worker per available core, so
 /// `taskset -c 0` gives one).
 pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
-    tokio::runtime::Builder::new_multi_thread()
+    // On one core (e.g. under `taskset -c 0`) a current-thread runtime does
+    // the same work without the work-stealing machinery.
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut builder = if cores == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    builder
         .enable_all()
         .build()
         .map_err(|e| CliError::Runtime(format!("cannot start the runtime: {e}")))
