@@ -62,7 +62,7 @@ pub enum ClockKind {
 pub enum TargetSpec {
     /// The embedded fixture server with configured routes.
     Builtin(Vec<TargetRoute>),
-    /// A real HTTP service, `http://host:port` (real clock only).
+    /// A real HTTP service, `http://host:port` (real clock only; `host:port` is accepted for it).
     Url(String),
 }
 
@@ -185,7 +185,7 @@ struct RawTarget {
     /// ones (`/health`, `/status/{code}`, `/delay/{duration}`, ...).
     #[serde(default)]
     builtin: Option<RawBuiltin>,
-    /// A real HTTP service, `http://host:port` (needs `clock: real`).
+    /// A real HTTP service, `http://host:port` or `host:port` (needs `clock: real`).
     #[serde(default)]
     #[schemars(regex(pattern = r"^http://"))]
     url: Option<String>,
@@ -220,8 +220,23 @@ impl TryFrom<RawExperiment> for Experiment {
                 builtin: None,
                 url: Some(u),
             }) => {
-                if !u.starts_with("http://") {
-                    return Err(format!("target.url: `{u}`: expected http://host:port"));
+                // `host:port` is short for `http://host:port`.
+                let u = if u.contains("://") {
+                    u
+                } else {
+                    format!("http://{u}")
+                };
+                let authority = u
+                    .strip_prefix("http://")
+                    .unwrap_or_default()
+                    .trim_end_matches('/');
+                let port_ok = authority
+                    .rsplit_once(':')
+                    .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+                if !u.starts_with("http://") || !port_ok {
+                    return Err(format!(
+                        "target.url: `{u}`: expected http://host:port or host:port (plain HTTP; https is not supported)"
+                    ));
                 }
                 if raw.clock == ClockKind::Virtual {
                     return Err(
