@@ -187,7 +187,7 @@ struct RawTarget {
     builtin: Option<RawBuiltin>,
     /// A real HTTP service, `http://host:port` or `host:port` (needs `clock: real`).
     #[serde(default)]
-    #[schemars(regex(pattern = r"^http://"))]
+    #[schemars(regex(pattern = r"^(http://)?[^/:]+:[0-9]+/?$"))]
     url: Option<String>,
 }
 
