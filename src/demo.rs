@@ -110,23 +110,22 @@ pub fn run(duration: Duration, rate: u32, seed: u64) -> Result<u8, CliError> {
 }
 
 fn print_second(second: u64, outcomes: &[Outcome], plan: &FaultPlan) {
-    let mut latencies: Vec<Duration> = outcomes
+    let mut latencies: Vec<f64> = outcomes
         .iter()
-        .filter_map(|o| {
-            if let Outcome::Ok(d) = o {
-                Some(*d)
-            } else {
-                None
-            }
+        .filter_map(|o| match o {
+            Outcome::Ok(d) => Some(d.as_secs_f64() * 1000.0),
+            _ => None,
         })
         .collect();
-    latencies.sort();
+    latencies.sort_by(f64::total_cmp);
     let pct = |p: f64| -> String {
         if latencies.is_empty() {
             return "-".to_string();
         }
-        let i = ((latencies.len() as f64 * p).ceil() as usize).clamp(1, latencies.len()) - 1;
-        format!("{:.1}ms", latencies[i].as_secs_f64() * 1000.0)
+        format!(
+            "{:.1}ms",
+            crate::report::summary::percentile(&latencies, p * 100.0)
+        )
     };
     let count = |f: fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
     let at = Duration::from_secs(second) + Duration::from_millis(500);

@@ -193,7 +193,8 @@ pub async fn serve<A: crate::net::Acceptor>(
                             Ok::<_, std::convert::Infallible>(resp)
                         }
                     });
-                crate::proxy::server::serve_http(stream, service, shutdown).await;
+                crate::proxy::server::serve_http(stream, service, shutdown, std::future::pending())
+                    .await;
             }
         },
         shutdown,

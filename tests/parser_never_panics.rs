@@ -23,25 +23,22 @@ fn parse(text: &str) -> Result<FaultFile, SchemaError> {
 
 const TOP_KEYS: &[&str] = &["faults", "fault", "seed"];
 
-const FAULT_KEYS: &[&str] = &[
-    "name",
-    "probability",
-    "match",
-    "at",
-    "for",
-    "pattern",
-    "latency",
-    "status",
-    "reset",
-    "close",
-    "blackhole",
-    "refuse",
-    "bandwidth",
-    "slow_close",
-    "slicer",
-    "limit_data",
-    "latnecy",
-];
+/// The keys of a fault entry (its kinds from the crate, so a new kind is
+/// fuzzed too), plus a misspelling.
+fn fault_keys() -> Vec<&'static str> {
+    let mut keys = vec![
+        "name",
+        "probability",
+        "match",
+        "at",
+        "for",
+        "pattern",
+        "after_idle",
+        "latnecy",
+    ];
+    keys.extend(firedrill::fault::spec::KINDS);
+    keys
+}
 
 const PARAM_KEYS: &[&str] = &[
     "delay",
@@ -132,7 +129,7 @@ fn scalar() -> impl Strategy<Value = Node> {
 
 fn any_key() -> impl Strategy<Value = String> {
     prop_oneof![
-        select(FAULT_KEYS).prop_map(String::from),
+        select(fault_keys()).prop_map(String::from),
         select(PARAM_KEYS).prop_map(String::from),
         select(TOP_KEYS).prop_map(String::from),
         "[a-z_]{1,8}",
@@ -236,7 +233,7 @@ fn plausible_fault() -> impl Strategy<Value = Node> {
 /// with random values.
 fn fault() -> impl Strategy<Value = Node> {
     let value = prop_oneof![3 => parameters(), 3 => scalar(), 1 => any_node()];
-    let random = prop::collection::vec((select(FAULT_KEYS).prop_map(String::from), value), 0..5)
+    let random = prop::collection::vec((select(fault_keys()).prop_map(String::from), value), 0..5)
         .prop_map(Node::Map);
     prop_oneof![3 => plausible_fault(), 1 => random]
 }

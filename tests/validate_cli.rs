@@ -157,24 +157,15 @@ fn every_good_fixture_is_accepted_and_its_faults_counted() {
 
 #[test]
 fn good_fixtures_cover_every_kind_in_block_and_flow_style() {
-    const KINDS: [&str; 10] = [
-        "latency",
-        "status",
-        "reset",
-        "close",
-        "blackhole",
-        "refuse",
-        "bandwidth",
-        "slow_close",
-        "slicer",
-        "limit_data",
-    ];
     for name in ["every_kind_block", "every_kind_flow"] {
         let path = fixture_dir("good").join(format!("{name}.yaml"));
         let text = std::fs::read_to_string(&path).unwrap();
         let file: FaultFile = firedrill::schema::from_yaml_str(name, &text).unwrap();
         let kinds: BTreeSet<&str> = file.faults.iter().map(|f| f.kind.key()).collect();
-        let missing: Vec<&str> = KINDS.into_iter().filter(|k| !kinds.contains(k)).collect();
+        let missing: Vec<&str> = firedrill::fault::spec::KINDS
+            .into_iter()
+            .filter(|k| !kinds.contains(k))
+            .collect();
         assert!(missing.is_empty(), "{name} lacks {missing:?}");
     }
 }

@@ -31,7 +31,8 @@ pub async fn serve<A: Acceptor>(
                     let line = line.clone();
                     async move { Ok::<_, std::convert::Infallible>(line.handle(req).await) }
                 });
-                crate::proxy::server::serve_http(stream, service, shutdown).await;
+                crate::proxy::server::serve_http(stream, service, shutdown, std::future::pending())
+                    .await;
             }
         },
         shutdown,

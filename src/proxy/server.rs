@@ -107,25 +107,12 @@ where
 /// flight finishes, keep-alive ends). Every HTTP server of firedrill (the
 /// proxy's HTTP mode, the fixture target, the defense line, /metrics)
 /// serves its connections through this.
-pub async fn serve_http<I, S, E>(io: I, service: S, shutdown: ShutdownSignal)
-where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    S: hyper::service::Service<
-            http::Request<hyper::body::Incoming>,
-            Response = http::Response<crate::proxy::http::body::ProxyBody>,
-            Error = E,
-        > + Send
-        + 'static,
-    S::Future: Send + 'static,
-    E: std::error::Error + Send + Sync + 'static,
-{
-    serve_http_with(io, service, shutdown, std::future::pending()).await;
-}
-
-/// [`serve_http`], polling `alongside` in the same task until the
-/// connection ends: the HTTP proxy drives its upstream connection there, so
-/// a request and its forwarded copy never wake another task.
-pub async fn serve_http_with<I, S, E>(
+///
+/// `alongside` is polled in the same task until the connection ends: the
+/// HTTP proxy drives its upstream connection there, so a request and its
+/// forwarded copy never wake another task; the other servers pass
+/// `std::future::pending()`.
+pub async fn serve_http<I, S, E>(
     io: I,
     service: S,
     mut shutdown: ShutdownSignal,

@@ -94,7 +94,8 @@ pub async fn serve<A: Acceptor>(
             stats.connections.fetch_add(1, Ordering::SeqCst);
             async move {
                 let service = hyper::service::service_fn(move |req| respond(req, stats.clone()));
-                crate::proxy::server::serve_http(stream, service, shutdown).await;
+                crate::proxy::server::serve_http(stream, service, shutdown, std::future::pending())
+                    .await;
             }
         },
         shutdown,

@@ -14,7 +14,6 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
-use tokio::sync::Mutex;
 
 use self::body::{BoxError, ProxyBody, Throttled, Truncated, boxed, full};
 use self::io::ResettableIo;
@@ -35,7 +34,7 @@ struct Conn<C: Connector> {
     plan: Arc<FaultPlan>,
     /// The upstream connection this client connection uses (HTTP/1: one
     /// request at a time, so one upstream connection suffices).
-    upstream: Mutex<Option<SendRequest<ProxyBody>>>,
+    upstream: std::sync::Mutex<Option<SendRequest<ProxyBody>>>,
     /// Set to make the client connection close with RST.
     reset: Arc<AtomicBool>,
     /// Hands a new upstream connection's driver to the client connection's
@@ -79,7 +78,7 @@ pub async fn handle<S, C>(
     let conn = Arc::new(Conn {
         connector,
         plan,
-        upstream: Mutex::new(None),
+        upstream: std::sync::Mutex::new(None),
         reset,
         drivers,
     });
@@ -87,7 +86,7 @@ pub async fn handle<S, C>(
         let conn = conn.clone();
         async move { conn.forward(req).await }
     });
-    super::server::serve_http_with(io, service, shutdown, drive_upstreams(driven)).await;
+    super::server::serve_http(io, service, shutdown, drive_upstreams(driven)).await;
 }
 
 /// The decision of the request's faults, in file order.
@@ -115,6 +114,7 @@ impl<C: Connector> Conn<C> {
             let plan = &self.plan;
             match &hit.fault().kind {
                 FaultKind::Latency(l) => {
+                    plan.record_hit(hit, req.uri().path());
                     let delay = plan.hit_delay(hit, l);
                     match l.direction {
                         Direction::Upstream => decision.request_at = Some(arrival + delay),
@@ -122,16 +122,17 @@ impl<C: Connector> Conn<C> {
                     }
                 }
                 FaultKind::Bandwidth(b) => {
+                    plan.record_hit(hit, req.uri().path());
                     let slot = &mut decision.rate[b.direction as usize];
                     let rate = b.rate.bytes_per_second();
                     *slot = Some(slot.map_or(rate, |r| r.min(rate)));
                 }
                 FaultKind::Reset(cut) | FaultKind::Close(cut) => {
                     let reset = matches!(hit.fault().kind, FaultKind::Reset(_));
+                    plan.record_hit(hit, req.uri().path());
                     match cut.after_bytes {
                         Some(limit) => decision.truncate = Some((limit.0, reset)),
                         None => {
-                            plan.record_hit(hit, req.uri().path());
                             if let Some(at) = decision.request_at {
                                 clock::sleep_until_precise(at).await;
                             }
@@ -180,17 +181,6 @@ impl<C: Connector> Conn<C> {
                 | FaultKind::LimitData(_) => {}
             }
         }
-        for hit in &hits {
-            if matches!(
-                hit.fault().kind,
-                FaultKind::Latency(_)
-                    | FaultKind::Bandwidth(_)
-                    | FaultKind::Reset(_)
-                    | FaultKind::Close(_)
-            ) {
-                self.plan.record_hit(hit, req.uri().path());
-            }
-        }
         if let Some(at) = decision.request_at {
             clock::sleep_until_precise(at).await;
         }
@@ -224,18 +214,26 @@ impl<C: Connector> Conn<C> {
     /// connection closed under the request before any of it was written
     /// (the keep-alive race), hyper hands the request back and it is sent
     /// once more on a fresh connection; nothing is copied up front.
+    ///
+    /// HTTP/1 serves one request at a time per client connection, so the
+    /// sender is taken out of its slot for the call and put back after; a
+    /// call abandoned half-way (the client hung up) drops it with its
+    /// connection, and the next request opens a fresh one.
     async fn send(&self, req: Request<ProxyBody>) -> Result<Response<Incoming>, BoxError> {
-        let mut upstream = self.upstream.lock().await;
-        match self.send_on(&mut upstream, req).await {
+        let slot = || self.upstream.lock().unwrap_or_else(|e| e.into_inner());
+        let mut upstream = slot().take();
+        let result = match self.send_on(&mut upstream, req).await {
             Ok(r) => Ok(r),
             Err(Unsent {
                 request: Some(req), ..
             }) => {
-                *upstream = None;
+                upstream = None;
                 self.send_on(&mut upstream, req).await.map_err(|u| u.error)
             }
             Err(unsent) => Err(unsent.error),
-        }
+        };
+        *slot() = upstream;
+        result
     }
 
     async fn send_on(
