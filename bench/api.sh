@@ -43,46 +43,16 @@ if [[ -z ${FIREDRILL:-} ]]; then
     FIREDRILL=$TGT/release/firedrill
 fi
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/firedrill-bench-api.XXXXXX")
-PIDS=()
-cleanup() {
-    local rc=$?
-    trap - EXIT
-    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    sleep 0.3
-    for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-    rm -rf "$TMP"
-    exit "$rc"
-}
-trap cleanup EXIT
-start() { local name=$1; shift; taskset -c "$CPU" "$@" >"$TMP/$name.log" 2>&1 & LAST_PID=$!; PIDS+=("$LAST_PID"); }
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    die "nothing listens on $1"
-}
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
+bench_processes firedrill-bench-api
+LOGDIR=$TMP
 
 P_NGINX=$PORT_BASE P_CLI=$((PORT_BASE + 1)) P_API=$((PORT_BASE + 2)) P_VIA_API=$((PORT_BASE + 3))
-cat >"$TMP/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $TMP/nginx.pid;
-error_log $TMP/nginx-error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    keepalive_timeout 300s;
-    keepalive_requests 100000000;
-    client_body_temp_path $TMP/b; proxy_temp_path $TMP/p; fastcgi_temp_path $TMP/f;
-    uwsgi_temp_path $TMP/u; scgi_temp_path $TMP/s;
-    server { listen 127.0.0.1:$P_NGINX; location / { return 200 "ok"; } }
-}
-CONF
-start nginx nginx -c "$TMP/nginx.conf" -p "$TMP"; wait_port "$P_NGINX"
-start cli "$FIREDRILL" proxy --listen "127.0.0.1:$P_CLI" --upstream "127.0.0.1:$P_NGINX"; wait_port "$P_CLI"
-start server "$FIREDRILL" server --port "$P_API"; wait_port "$P_API"
+nginx_conf "$P_NGINX" >"$TMP/nginx.conf"
+start nginx nginx -c "$TMP/nginx.conf" -p "$TMP"; wait_port "$P_NGINX" "$LAST_PID" nginx
+start cli "$FIREDRILL" proxy --listen "127.0.0.1:$P_CLI" --upstream "127.0.0.1:$P_NGINX"; wait_port "$P_CLI" "$LAST_PID" cli
+start server "$FIREDRILL" server --port "$P_API"; wait_port "$P_API" "$LAST_PID" server
 code=$(curl -sS -o "$TMP/create.json" -w '%{http_code}' -X POST "http://127.0.0.1:$P_API/proxies" \
     -d "{\"name\":\"bench\",\"listen\":\"127.0.0.1:$P_VIA_API\",\"upstream\":\"127.0.0.1:$P_NGINX\"}")
 [[ $code == 201 ]] || die "POST /proxies answered $code: $(cat "$TMP/create.json")"

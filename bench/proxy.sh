@@ -97,44 +97,10 @@ else
 fi
 
 # ---------------------------------------------------------------- processes
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/firedrill-bench.XXXXXX")
-PIDS=()
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-    for _ in $(seq 50); do
-        local alive=0
-        for p in "${PIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-        ((alive)) || break
-        sleep 0.1
-    done
-    for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-    rm -rf "$TMP"
-    exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# start NAME CMD... : pinned, in the background, logged to $OUT/NAME.log;
-# sets LAST_PID (no command substitution: PIDS must be updated in this shell)
-start() {
-    local name=$1; shift
-    nice -n "$NICE" taskset -c "$CPU" "$@" >"$OUT/$name.log" 2>&1 &
-    LAST_PID=$!
-    PIDS+=("$LAST_PID")
-}
-
-wait_port() {
-    local port=$1 pid=$2 name=$3
-    for _ in $(seq 100); do
-        kill -0 "$pid" 2>/dev/null || { cat "$OUT/$name.log" >&2; die "$name exited"; }
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    die "$name did not listen on $port"
-}
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
+LOGDIR=$OUT
+bench_processes firedrill-bench
 
 P_NGINX=$PORT_BASE
 P_HA_TCP=$((PORT_BASE + 1))
@@ -150,28 +116,7 @@ for p in $(seq "$PORT_BASE" $((PORT_BASE + 11))); do
     ss -Htln "sport = :$p" | grep -q . && die "port $p is in use (set PORT_BASE)"
 done
 
-cat >"$TMP/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $TMP/nginx.pid;
-error_log $TMP/nginx-error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    keepalive_timeout 300s;
-    keepalive_requests 100000000;
-    client_body_temp_path $TMP/nginx-body;
-    proxy_temp_path $TMP/nginx-proxy;
-    fastcgi_temp_path $TMP/nginx-fastcgi;
-    uwsgi_temp_path $TMP/nginx-uwsgi;
-    scgi_temp_path $TMP/nginx-scgi;
-    default_type text/plain;
-    server {
-        listen 127.0.0.1:$P_NGINX;
-        location / { return 200 "ok"; }
-    }
-}
-EOF
+nginx_conf "$P_NGINX" >"$TMP/nginx.conf"
 
 cat >"$TMP/haproxy.cfg" <<EOF
 global
