@@ -60,16 +60,6 @@ pub fn seeded_rng(seed: u64, stream: u64) -> RunRng {
     rng
 }
 
-/// Seconds since the Unix epoch on the wall clock, for report headers only;
-/// never for a decision.
-#[allow(clippy::disallowed_methods)]
-pub fn wall_unix_seconds() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,33 +3,19 @@
 //! fault removed stops acting, and a `refuse` added closes the listener.
 //! Real loopback sockets; timing checks have generous margins.
 
+mod api_support;
 mod common;
 
-use std::net::SocketAddr;
 use std::time::Duration as StdDuration;
 
+use api_support::echo;
 use common::{faults, start_proxy_with};
 use firedrill::fault::Direction;
 use firedrill::fault::FaultPlan;
 use firedrill::proxy::{ProxyMode, ShutdownSignal};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::time::Instant;
-
-/// An echo server on loopback.
-async fn echo() -> SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        while let Ok((mut s, _)) = listener.accept().await {
-            tokio::spawn(async move {
-                let (mut r, mut w) = s.split();
-                let _ = tokio::io::copy(&mut r, &mut w).await;
-            });
-        }
-    });
-    addr
-}
 
 /// Sends one byte and returns how long its echo took.
 async fn round_trip(stream: &mut TcpStream, byte: u8) -> StdDuration {

@@ -107,7 +107,7 @@ async fn execute<N: Network>(
         network
             .listen()
             .await
-            .map_err(|e| RunError(format!("cannot listen: {e}")))
+            .map_err(|e| RunError(format!("cannot listen on a free 127.0.0.1 port: {e}")))
     };
     let start = clock::now();
     let (stop_servers, servers) = ShutdownSignal::new();

@@ -246,14 +246,14 @@ impl DefenseLine {
         req: Request<Incoming>,
         report: &mut CallReport,
     ) -> Response<ProxyBody> {
-        let key = format!(
-            "{} {}",
-            req.method(),
-            req.uri()
-                .path_and_query()
-                .map(|p| p.as_str())
-                .unwrap_or("/")
-        );
+        // The request key (method and path) is needed only by the stale
+        // cache and the backup call; other routes skip the allocation.
+        let key = if route.stale.is_some() || route.backup.is_some() {
+            let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
+            format!("{} {path}", req.method())
+        } else {
+            String::new()
+        };
         let now = clock::now();
         let limited = [&self.rate_limit, &route.rate_limit]
             .into_iter()

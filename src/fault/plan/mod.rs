@@ -310,30 +310,15 @@ impl FaultPlan {
         }
     }
 
-    /// Whether fault `index` of the current list is active now.
-    pub fn is_active(&self, index: usize) -> bool {
-        self.hit_active(&self.hit(index))
-    }
-
     /// Whether a hit's fault is active now.
     pub fn hit_active(&self, hit: &Hit) -> bool {
         hit.fault().window.is_active(self.elapsed())
-    }
-
-    /// When fault `index`'s activity next changes, as an instant.
-    pub fn next_change(&self, index: usize) -> (bool, Option<Instant>) {
-        self.hit_next_change(&self.hit(index))
     }
 
     /// When a hit's fault activity next changes, as an instant.
     pub fn hit_next_change(&self, hit: &Hit) -> (bool, Option<Instant>) {
         let (active, at) = hit.fault().window.next_change(self.elapsed());
         (active, at.map(|d| self.start + d))
-    }
-
-    /// Rolls fault `index`'s probability (always true at 100 %).
-    pub fn roll(&self, index: usize) -> bool {
-        Self::roll_hit(&self.hit(index))
     }
 
     fn roll_hit(hit: &Hit) -> bool {
@@ -352,21 +337,9 @@ impl FaultPlan {
         rng.random::<f64>()
     }
 
-    /// A uniform draw in `[0, 1)` from fault `index`'s stream (jitter,
-    /// slice sizes).
-    pub fn uniform(&self, index: usize) -> f64 {
-        Self::draw(&self.hit(index))
-    }
-
     /// A uniform draw in `[0, 1)` from a hit's fault stream.
     pub fn hit_uniform(&self, hit: &Hit) -> f64 {
         Self::draw(hit)
-    }
-
-    /// The delay of a latency fault for one request or chunk: `delay`
-    /// plus a uniform jitter in `[-jitter, +jitter]`, never below zero.
-    pub fn latency_delay(&self, index: usize, latency: &super::spec::Latency) -> Duration {
-        self.hit_delay(&self.hit(index), latency)
     }
 
     /// [`FaultPlan::latency_delay`] for a hit.
@@ -378,11 +351,6 @@ impl FaultPlan {
         }
         let offset = (Self::draw(hit) * 2.0 - 1.0) * jitter.as_secs_f64();
         Duration::from_secs_f64((delay.as_secs_f64() + offset).max(0.0))
-    }
-
-    /// Counts one injection of fault `index` and logs it.
-    pub fn record(&self, index: usize, target: &str) {
-        self.record_hit(&self.hit(index), target);
     }
 
     /// Counts one injection of a hit's fault and logs it.
@@ -426,13 +394,6 @@ impl FaultPlan {
             })
             .collect();
         ConnectionRolls { snapshot, rolled }
-    }
-
-    /// The faults that hit a new TCP connection: every connection-level
-    /// fault whose roll succeeds, active now or later (its window is checked
-    /// as data flows).
-    pub fn pick_connection(&self) -> Vec<Hit> {
-        self.roll_connection(None).hits().collect()
     }
 
     /// The faults that hit one HTTP request now: active, matching, and
