@@ -149,10 +149,14 @@ impl std::str::FromStr for HaltCondition {
 impl HaltCondition {
     /// The share now, over finished requests of the route sent within the
     /// window ending at `now`; `None` when there are none.
-    fn share(&self, records: &[RequestRecord], now: Duration) -> Option<(f64, usize)> {
+    fn share<'a>(
+        &self,
+        records: impl IntoIterator<Item = &'a RequestRecord>,
+        now: Duration,
+    ) -> Option<(f64, usize)> {
         let from = now.saturating_sub(self.window);
         let finished: Vec<&RequestRecord> = records
-            .iter()
+            .into_iter()
             .filter(|r| {
                 r.route == self.route
                     && r.sent >= from
@@ -180,29 +184,30 @@ pub async fn watch(halts: &[HaltCondition], load: &Arc<Load>, start: Instant) ->
     let mut tick = Duration::from_secs(1);
     loop {
         clock::sleep_until(start + tick).await;
-        let records = load.records();
-        for h in halts {
-            if tick < h.window {
-                continue;
-            }
-            if let Some((share, n)) = h.share(&records, tick) {
+        let held = load.with_records(|records| {
+            halts.iter().find_map(|h| {
+                if tick < h.window {
+                    return None;
+                }
+                let (share, n) = h.share(records.values(), tick)?;
                 let holds = if h.below {
                     share < h.threshold.percent()
                 } else {
                     share > h.threshold.percent()
                 };
-                if holds {
-                    let seen = format!(
-                        "route {} {:.1}% over {} requests in the {} before {}",
-                        h.route,
-                        share,
-                        n,
-                        Dur(h.window),
-                        Dur(tick)
-                    );
-                    return (h.text.clone(), seen);
-                }
-            }
+                holds.then_some((h, share, n))
+            })
+        });
+        if let Some((h, share, n)) = held {
+            let seen = format!(
+                "route {} {:.1}% over {} requests in the {} before {}",
+                h.route,
+                share,
+                n,
+                Dur(h.window),
+                Dur(tick)
+            );
+            return (h.text.clone(), seen);
         }
         tick += Duration::from_secs(1);
     }

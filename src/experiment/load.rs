@@ -189,6 +189,12 @@ impl Load {
         let _all = self.in_flight.acquire_many(self.max_in_flight).await;
     }
 
+    /// Looks at the records so far under the lock, without copying them
+    /// (the progress bar and the halt watch look every second or faster).
+    pub fn with_records<R>(&self, f: impl FnOnce(&BTreeMap<u64, RequestRecord>) -> R) -> R {
+        f(&self.records.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
     /// The records so far, by id.
     pub fn records(&self) -> Vec<RequestRecord> {
         self.records

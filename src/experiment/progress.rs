@@ -48,13 +48,19 @@ pub async fn show(
                 message.push_str(&format!("  {name}: {}", breaker.state()));
             }
         }
-        let records = load.records();
-        for route in &experiment.load {
-            let sent = records.iter().filter(|r| r.route == route.name).count();
-            let ok = records
+        let counts: Vec<(usize, usize)> = load.with_records(|records| {
+            experiment
+                .load
                 .iter()
-                .filter(|r| r.route == route.name && r.succeeded())
-                .count();
+                .map(|route| {
+                    let mine = records.values().filter(|r| r.route == route.name);
+                    mine.fold((0, 0), |(ok, sent), r| {
+                        (ok + usize::from(r.succeeded()), sent + 1)
+                    })
+                })
+                .collect()
+        });
+        for (route, (ok, sent)) in experiment.load.iter().zip(counts) {
             message.push_str(&format!("  {}: {ok}/{sent} ok", route.name));
         }
         bar.set_message(message);
