@@ -10,7 +10,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 
 use crate::clock::Duration;
 use crate::fault::{FaultFile, FaultPlan};
-use crate::proxy::{BoundProxy, ProxyMode, ShutdownSignal};
+use crate::http::ShutdownSignal;
+use crate::proxy::{BoundProxy, ProxyMode};
 use crate::schema::units::Dur;
 use crate::schema::{self, LoadError, SchemaError, Segment};
 

@@ -11,8 +11,9 @@ use tokio::sync::mpsc;
 use crate::cli::{CliError, EXIT_OK};
 use crate::clock::{self, Duration};
 use crate::fault::{FaultFile, FaultPlan};
+use crate::http::ShutdownSignal;
 use crate::net::TcpAcceptor;
-use crate::proxy::{BoundProxy, ProxyMode, ShutdownSignal};
+use crate::proxy::{BoundProxy, ProxyMode};
 
 /// The demo's fault timeline: slow, then failing, then resetting.
 pub const DEMO_FAULTS: &str = "\

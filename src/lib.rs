@@ -24,6 +24,7 @@ pub mod defense;
 pub mod demo;
 pub mod experiment;
 pub mod fault;
+pub mod http;
 pub mod metrics;
 pub mod net;
 pub mod proxy;

@@ -159,11 +159,11 @@ impl MetricsRegistry {
 pub async fn serve<A: crate::net::Acceptor>(
     acceptor: A,
     registry: Arc<MetricsRegistry>,
-    shutdown: crate::proxy::ShutdownSignal,
+    shutdown: crate::http::ShutdownSignal,
 ) -> std::io::Result<()> {
-    crate::proxy::serve(
+    crate::http::serve(
         acceptor,
-        Arc::new(crate::fault::FaultPlan::empty()),
+        Arc::new(crate::http::Open),
         move |stream, shutdown| {
             let registry = registry.clone();
             async move {
@@ -174,18 +174,15 @@ pub async fn serve<A: crate::net::Acceptor>(
                             let mut resp = if req.uri().path() == "/metrics" {
                                 let mut out = Exposition::default();
                                 registry.collect(&mut out);
-                                let mut r = http::Response::new(crate::proxy::http::body::full(
-                                    out.render(),
-                                ));
+                                let mut r =
+                                    http::Response::new(crate::http::body::full(out.render()));
                                 r.headers_mut().insert(
                                     http::header::CONTENT_TYPE,
                                     http::HeaderValue::from_static("text/plain; version=0.0.4"),
                                 );
                                 r
                             } else {
-                                http::Response::new(crate::proxy::http::body::full(
-                                    "see /metrics\n",
-                                ))
+                                http::Response::new(crate::http::body::full("see /metrics\n"))
                             };
                             if req.uri().path() != "/metrics" {
                                 *resp.status_mut() = http::StatusCode::NOT_FOUND;
@@ -193,8 +190,7 @@ pub async fn serve<A: crate::net::Acceptor>(
                             Ok::<_, std::convert::Infallible>(resp)
                         }
                     });
-                crate::proxy::server::serve_http(stream, service, shutdown, std::future::pending())
-                    .await;
+                crate::http::serve_http(stream, service, shutdown, std::future::pending()).await;
             }
         },
         shutdown,

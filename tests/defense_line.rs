@@ -403,7 +403,7 @@ async fn resilience4j_metrics_after_a_breaker_opens_are_read_by_the_prometheus_p
         .await
         .unwrap();
     let addr = acceptor.local_addr();
-    let (_stop, shutdown) = firedrill::proxy::ShutdownSignal::new();
+    let (_stop, shutdown) = firedrill::http::ShutdownSignal::new();
     tokio::spawn(firedrill::metrics::serve(acceptor, registry, shutdown));
     let out = tokio::process::Command::new(python)
         .arg(client_support::clients_dir().join("python/metrics_parse.py"))

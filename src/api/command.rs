@@ -12,7 +12,7 @@ use super::guard::{BODY_LIMIT, Guard, host_is_loopback};
 use super::proxy::ProxyInput;
 use super::server::{Api, serve};
 use crate::cli::{CliError, EXIT_OK};
-use crate::proxy::ShutdownSignal;
+use crate::http::ShutdownSignal;
 
 /// The checked flags of `firedrill server`.
 #[derive(Debug, Clone)]

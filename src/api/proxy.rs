@@ -11,8 +11,9 @@ use super::error::ApiError;
 use super::toxic::Toxic;
 use crate::clock::{self, Duration};
 use crate::fault::FaultPlan;
+use crate::http::ShutdownSignal;
 use crate::proxy::run::StartError;
-use crate::proxy::{BoundProxy, ProxyMode, ShutdownSignal, Traffic};
+use crate::proxy::{BoundProxy, ProxyMode, Traffic};
 
 /// A proxy as a client sends it to create one.
 #[derive(Debug, Clone, Default, Deserialize)]

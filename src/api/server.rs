@@ -15,8 +15,8 @@ use super::error::ApiError;
 use super::guard::Guard;
 use super::registry::Registry;
 use super::routes::{Reply, route};
+use crate::http::ShutdownSignal;
 use crate::metrics::MetricsRegistry;
-use crate::proxy::ShutdownSignal;
 
 /// Everything a request handler needs.
 #[derive(Debug)]

@@ -9,45 +9,9 @@ use http::{HeaderMap, HeaderValue, Response, StatusCode};
 
 use super::config::StaticResponse;
 use crate::clock::{Duration, Instant};
-use crate::proxy::http::body::{ProxyBody, full};
+use crate::http::body::{BoxBody, full};
 
-/// Header naming the fallback that answered: `stale`, `static`, `backup`.
-pub const FALLBACK_HEADER: &str = "x-firedrill-fallback";
-/// Header naming why the defense answered instead of the dependency.
-pub const REASON_HEADER: &str = "x-firedrill-reason";
-
-/// Which fallback served a response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FallbackKind {
-    /// The last good response for the same request.
-    Stale,
-    /// The backup upstream.
-    Backup,
-    /// The configured static response.
-    Static,
-}
-
-impl FallbackKind {
-    /// The kind a `x-firedrill-fallback` header value names.
-    pub fn from_header(value: &str) -> Option<FallbackKind> {
-        match value {
-            "stale" => Some(FallbackKind::Stale),
-            "backup" => Some(FallbackKind::Backup),
-            "static" => Some(FallbackKind::Static),
-            _ => None,
-        }
-    }
-
-    /// The header value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FallbackKind::Stale => "stale",
-            FallbackKind::Backup => "backup",
-            FallbackKind::Static => "static",
-        }
-    }
-}
+pub use crate::http::headers::{FALLBACK_HEADER, FallbackKind, REASON_HEADER};
 
 /// A response kept for serving stale.
 #[derive(Debug, Clone)]
@@ -117,7 +81,7 @@ impl StaleCache {
     }
 
     /// The stored response for `key` if younger than `max_stale`, marked.
-    pub fn serve(&self, key: &str, now: Instant) -> Option<Response<ProxyBody>> {
+    pub fn serve(&self, key: &str, now: Instant) -> Option<Response<BoxBody>> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let cached = entries.get(key)?;
         let age = now.saturating_duration_since(cached.at);
@@ -136,7 +100,7 @@ impl StaleCache {
 }
 
 /// The configured static response, marked.
-pub fn static_response(config: &StaticResponse) -> Response<ProxyBody> {
+pub fn static_response(config: &StaticResponse) -> Response<BoxBody> {
     let mut resp = Response::new(full(config.body.clone()));
     *resp.status_mut() = StatusCode::from_u16(config.status).unwrap_or(StatusCode::OK);
     for (k, v) in &config.headers {
@@ -157,7 +121,7 @@ pub fn error_response(
     status: StatusCode,
     reason: &'static str,
     retry_after: Option<Duration>,
-) -> Response<ProxyBody> {
+) -> Response<BoxBody> {
     let mut resp = Response::new(full(format!("firedrill defense: {reason}\n")));
     *resp.status_mut() = status;
     resp.headers_mut()

@@ -5,7 +5,6 @@
 //! * [`config`] — the `defense:` YAML section, validated.
 //! * [`breaker`] — the circuit breaker, a pure state machine.
 //! * [`bulkhead`], [`rate_limit`], [`retry`], [`fallback`] — one concept each.
-//! * [`upstream`] — the pooled client towards the dependency.
 //! * [`line`] — the pipeline for one request.
 //! * [`report`] — what observers (experiments, the journal) are told.
 //! * [`serve`] — the line as a standalone reverse proxy (`firedrill defend`).
@@ -20,7 +19,6 @@ pub mod rate_limit;
 pub mod report;
 pub mod retry;
 pub mod serve;
-pub mod upstream;
 
 pub use config::DefenseConfig;
 pub use line::DefenseLine;

@@ -6,13 +6,12 @@ use std::sync::Arc;
 use super::config::DefenseConfig;
 use super::line::DefenseLine;
 use super::report::{JournalFile, NoObserver, Observer};
-use super::upstream::{HttpUpstream, Upstream};
 use crate::cli::CliError;
 use crate::clock::Duration;
-use crate::fault::FaultPlan;
+use crate::http::ShutdownSignal;
+use crate::http::client::{HttpUpstream, Upstream};
 use crate::net::Acceptor;
 use crate::net::{self, TcpAcceptor, TcpConnector};
-use crate::proxy::ShutdownSignal;
 
 /// Serves `line` on `acceptor` until `shutdown`, then drains for `grace`.
 pub async fn serve<A: Acceptor>(
@@ -21,9 +20,9 @@ pub async fn serve<A: Acceptor>(
     shutdown: ShutdownSignal,
     grace: Duration,
 ) -> std::io::Result<()> {
-    crate::proxy::serve(
+    crate::http::serve(
         acceptor,
-        Arc::new(FaultPlan::empty()),
+        Arc::new(crate::http::Open),
         move |stream, shutdown| {
             let line = line.clone();
             async move {
@@ -31,22 +30,13 @@ pub async fn serve<A: Acceptor>(
                     let line = line.clone();
                     async move { Ok::<_, std::convert::Infallible>(line.handle(req).await) }
                 });
-                crate::proxy::server::serve_http(stream, service, shutdown, std::future::pending())
-                    .await;
+                crate::http::serve_http(stream, service, shutdown, std::future::pending()).await;
             }
         },
         shutdown,
         grace,
     )
     .await
-}
-
-/// `host:port` from `host:port` or `http://host:port[/]`.
-pub fn authority(upstream: &str) -> &str {
-    upstream
-        .strip_prefix("http://")
-        .unwrap_or(upstream)
-        .trim_end_matches('/')
 }
 
 /// What `firedrill defend` was asked.
@@ -95,7 +85,7 @@ pub fn defend_command(options: &DefendOptions) -> Result<u8, CliError> {
     crate::cli::init_logging("info");
     crate::cli::runtime()?.block_on(async {
         let dial = |addr: &str| {
-            let authority = authority(addr).to_string();
+            let authority = crate::http::client::authority(addr).to_string();
             async move {
                 let resolved = net::resolve(&authority)
                     .await

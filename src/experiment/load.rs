@@ -16,11 +16,11 @@ use tokio::sync::Semaphore;
 use super::config::{Arrivals, LoadRoute};
 use super::timeline::{ClientError, RequestRecord};
 use crate::clock::{self, Duration, Instant};
-use crate::defense::fallback::{FALLBACK_HEADER, FallbackKind};
-use crate::defense::line::REQUEST_ID_HEADER;
-use crate::defense::upstream::Upstream;
-use crate::proxy::ShutdownSignal;
-use crate::proxy::http::body::full;
+use crate::http::ShutdownSignal;
+use crate::http::body::full;
+use crate::http::client::Upstream;
+use crate::http::headers::REQUEST_ID_HEADER;
+use crate::http::headers::{FALLBACK_HEADER, FallbackKind};
 
 /// The generator's shared state.
 pub struct Load {

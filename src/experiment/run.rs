@@ -14,10 +14,11 @@ use crate::clock::{self, Duration};
 use crate::defense::DefenseLine;
 use crate::defense::breaker::ModelConfig;
 use crate::defense::report::Recorder;
-use crate::defense::upstream::{HttpUpstream, Upstream};
 use crate::fault::FaultPlan;
+use crate::http::ShutdownSignal;
+use crate::http::client::{HttpUpstream, Upstream};
 use crate::net::{self, Connector, TcpConnector};
-use crate::proxy::{ProxyMode, ShutdownSignal, serve_mode};
+use crate::proxy::{ProxyMode, serve_mode};
 use crate::target::TargetStats;
 
 /// How a run ended.
@@ -134,7 +135,7 @@ async fn execute<N: Network>(
             spawn_http_proxy(proxy_acceptor, connector, &plan, &servers, grace);
         }
         TargetSpec::Url(url) => {
-            let authority = crate::defense::serve::authority(url);
+            let authority = crate::http::client::authority(url);
             let addr = net::resolve(authority)
                 .await
                 .map_err(|e| RunError(format!("target.url {url}: cannot resolve: {e}")))?;

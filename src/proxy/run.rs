@@ -3,10 +3,10 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use super::server::{ShutdownSignal, serve};
 use super::traffic::Traffic;
 use crate::clock::Duration;
 use crate::fault::FaultPlan;
+use crate::http::{ShutdownSignal, serve};
 use crate::net::{self, TcpAcceptor, TcpConnector};
 
 /// Which protocol the proxy speaks.

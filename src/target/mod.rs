@@ -15,9 +15,9 @@ use http::{Request, Response, StatusCode};
 use hyper::body::Incoming;
 
 use crate::clock;
+use crate::http::ShutdownSignal;
+use crate::http::body::{BoxBody, boxed, full};
 use crate::net::Acceptor;
-use crate::proxy::ShutdownSignal;
-use crate::proxy::http::body::{ProxyBody, boxed, full};
 use crate::schema::units::Dur;
 
 /// Counters and configured routes of the fixture server, shared with
@@ -85,17 +85,15 @@ pub async fn serve<A: Acceptor>(
     stats: Arc<TargetStats>,
     shutdown: ShutdownSignal,
 ) -> std::io::Result<()> {
-    let plan = Arc::new(crate::fault::FaultPlan::empty());
-    crate::proxy::serve(
+    crate::http::serve(
         acceptor,
-        plan,
+        Arc::new(crate::http::Open),
         move |stream, shutdown| {
             let stats = stats.clone();
             stats.connections.fetch_add(1, Ordering::SeqCst);
             async move {
                 let service = hyper::service::service_fn(move |req| respond(req, stats.clone()));
-                crate::proxy::server::serve_http(stream, service, shutdown, std::future::pending())
-                    .await;
+                crate::http::serve_http(stream, service, shutdown, std::future::pending()).await;
             }
         },
         shutdown,
@@ -107,7 +105,7 @@ pub async fn serve<A: Acceptor>(
 async fn respond(
     req: Request<Incoming>,
     stats: Arc<TargetStats>,
-) -> Result<Response<ProxyBody>, std::convert::Infallible> {
+) -> Result<Response<BoxBody>, std::convert::Infallible> {
     stats.requests.fetch_add(1, Ordering::SeqCst);
     let path = req.uri().path().to_string();
     let route = stats
@@ -153,7 +151,7 @@ async fn respond(
     Ok(response)
 }
 
-fn text(status: StatusCode, body: &str) -> Response<ProxyBody> {
+fn text(status: StatusCode, body: &str) -> Response<BoxBody> {
     let mut resp = Response::new(full(Bytes::copy_from_slice(body.as_bytes())));
     *resp.status_mut() = status;
     resp

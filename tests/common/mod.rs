@@ -7,8 +7,9 @@ use std::sync::Arc;
 
 use firedrill::clock::Duration;
 use firedrill::fault::{FaultFile, FaultPlan};
+use firedrill::http::ShutdownSignal;
 use firedrill::net::TcpAcceptor;
-use firedrill::proxy::{BoundProxy, ProxyMode, ShutdownSignal};
+use firedrill::proxy::{BoundProxy, ProxyMode};
 use firedrill::target::TargetStats;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -165,7 +166,7 @@ impl DefenseRig {
 }
 
 pub async fn defense_rig(faults_yaml: &str, defense_yaml: &str) -> DefenseRig {
-    use firedrill::defense::upstream::{HttpUpstream, Upstream};
+    use firedrill::http::client::{HttpUpstream, Upstream};
     let rig = rig(ProxyMode::Http, faults_yaml).await;
     let config: firedrill::defense::DefenseConfig =
         firedrill::schema::from_yaml_str("defense.yaml", defense_yaml)

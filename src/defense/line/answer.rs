@@ -12,8 +12,8 @@ use hyper::body::Incoming;
 use super::{DefenseLine, Route};
 use crate::clock::{self, Duration};
 use crate::defense::fallback::{self, FALLBACK_HEADER, MAX_CACHED_BODY};
-use crate::defense::upstream::Upstream;
-use crate::proxy::http::body::{ProxyBody, boxed, full};
+use crate::http::body::{BoxBody, boxed, full};
+use crate::http::client::Upstream;
 
 impl DefenseLine {
     /// Passes a good response on, keeping a copy for stale serving.
@@ -22,7 +22,7 @@ impl DefenseLine {
         route: &Route,
         key: &str,
         resp: Response<Incoming>,
-    ) -> Response<ProxyBody> {
+    ) -> Response<BoxBody> {
         let Some(cache) = route.stale.as_ref().filter(|_| resp.status().is_success()) else {
             return resp.map(boxed);
         };
@@ -55,10 +55,10 @@ impl DefenseLine {
         &self,
         route: &Route,
         key: &str,
-        failed: Option<Response<ProxyBody>>,
+        failed: Option<Response<BoxBody>>,
         reason: &'static str,
         retry_after: Option<Duration>,
-    ) -> Response<ProxyBody> {
+    ) -> Response<BoxBody> {
         if let Some(resp) = route
             .stale
             .as_ref()
@@ -96,7 +96,7 @@ impl DefenseLine {
         route: &Route,
         backup: &Arc<dyn Upstream>,
         key: &str,
-    ) -> Option<Response<ProxyBody>> {
+    ) -> Option<Response<BoxBody>> {
         let (method, path) = key.split_once(' ')?;
         let req = Request::builder()
             .method(method)

@@ -20,18 +20,16 @@ use super::fallback::{self, FALLBACK_HEADER, FallbackKind, MAX_CACHED_BODY, Stal
 use super::rate_limit::TokenBucket;
 use super::report::{CallError, CallReport, Observer, Rejection};
 use super::retry;
-use super::upstream::Upstream;
 use crate::clock::{self, Duration, Instant, RunRng};
 use crate::fault::HttpMatch;
-use crate::proxy::http::body::{ProxyBody, boxed, full};
+use crate::http::body::{BoxBody, boxed, full};
+use crate::http::client::Upstream;
+use crate::http::headers::REQUEST_ID_HEADER;
 
 mod answer;
 mod timers;
 
 use self::timers::breaker_timers;
-
-/// Header a caller may set to find its request in the reports.
-pub const REQUEST_ID_HEADER: &str = "x-firedrill-request-id";
 
 /// One route's protections.
 struct Route {
@@ -197,7 +195,7 @@ impl DefenseLine {
     }
 
     /// Handles one client request.
-    pub async fn handle(&self, req: Request<Incoming>) -> Response<ProxyBody> {
+    pub async fn handle(&self, req: Request<Incoming>) -> Response<BoxBody> {
         let arrival = clock::now();
         self.requests.fetch_add(1, Ordering::Relaxed);
         let route = self
@@ -245,7 +243,7 @@ impl DefenseLine {
         route: &Route,
         req: Request<Incoming>,
         report: &mut CallReport,
-    ) -> Response<ProxyBody> {
+    ) -> Response<BoxBody> {
         // The request key (method and path) is needed only by the stale
         // cache and the backup call; other routes skip the allocation.
         let key = if route.stale.is_some() || route.backup.is_some() {
@@ -489,7 +487,7 @@ impl Route {
 /// How the attempts ended.
 enum Failed {
     /// A response to pass on (success or ignored status).
-    Answered(Response<ProxyBody>),
+    Answered(Response<BoxBody>),
     /// The breaker turned the call away.
     Rejected {
         /// The state that rejected.
@@ -498,7 +496,7 @@ enum Failed {
         retry_after: Option<Duration>,
     },
     /// The last attempt got a failure status.
-    Status(Response<ProxyBody>),
+    Status(Response<BoxBody>),
     /// The last attempt timed out.
     Timeout,
     /// The outer deadline passed.

@@ -201,7 +201,7 @@ impl FaultPlan {
     pub fn note_arrival(&self, path: &str, headers: &http::HeaderMap) {
         if let Some(log) = &self.arrivals {
             let request_id = headers
-                .get("x-firedrill-request-id")
+                .get(crate::http::headers::REQUEST_ID_HEADER)
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.parse().ok());
             let at = self.elapsed();

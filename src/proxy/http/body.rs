@@ -1,5 +1,5 @@
-//! Response and request bodies as the proxy streams them: boxed, optionally
-//! cut after N bytes (truncation faults) or paced (bandwidth).
+//! Bodies that faults shape: cut after N bytes (truncation faults) or
+//! paced (bandwidth).
 
 use std::future::Future as _;
 use std::pin::Pin;
@@ -9,32 +9,9 @@ use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use http_body_util::BodyExt;
-use http_body_util::combinators::UnsyncBoxBody;
 
 use crate::clock::{self, Duration, Instant};
-
-/// Errors of proxied bodies.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
-
-/// The one body type the proxy passes around.
-pub type ProxyBody = UnsyncBoxBody<Bytes, BoxError>;
-
-/// A complete body from bytes.
-pub fn full(bytes: impl Into<Bytes>) -> ProxyBody {
-    http_body_util::Full::new(bytes.into())
-        .map_err(|never| match never {})
-        .boxed_unsync()
-}
-
-/// Boxes any body whose errors are standard errors.
-pub fn boxed<B>(body: B) -> ProxyBody
-where
-    B: Body<Data = Bytes> + Send + 'static,
-    B::Error: std::error::Error + Send + Sync + 'static,
-{
-    body.map_err(|e| -> BoxError { Box::new(e) }).boxed_unsync()
-}
+use crate::http::body::{BoxBody, BoxError};
 
 /// The error a cut body ends with; hyper then aborts the connection.
 #[derive(Debug, thiserror::Error)]
@@ -46,7 +23,7 @@ pin_project_lite::pin_project! {
     /// `reset` is given, the abort is an RST.
     pub struct Truncated {
         #[pin]
-        inner: ProxyBody,
+        inner: BoxBody,
         limit: u64,
         passed: u64,
         reset: Option<Arc<AtomicBool>>,
@@ -56,7 +33,7 @@ pin_project_lite::pin_project! {
 
 impl Truncated {
     /// Cuts `inner` after `limit` bytes.
-    pub fn new(inner: ProxyBody, limit: u64, reset: Option<Arc<AtomicBool>>) -> Truncated {
+    pub fn new(inner: BoxBody, limit: u64, reset: Option<Arc<AtomicBool>>) -> Truncated {
         Truncated {
             inner,
             limit,
@@ -112,7 +89,7 @@ pin_project_lite::pin_project! {
     /// Paces data to `rate` bytes per second, in pieces of 1/20 s.
     pub struct Throttled {
         #[pin]
-        inner: ProxyBody,
+        inner: BoxBody,
         bytes_per_second: f64,
         next_free: Instant,
         held: Option<Bytes>,
@@ -123,7 +100,7 @@ pin_project_lite::pin_project! {
 
 impl Throttled {
     /// Paces `inner` to `bytes_per_second`.
-    pub fn new(inner: ProxyBody, bytes_per_second: f64) -> Throttled {
+    pub fn new(inner: BoxBody, bytes_per_second: f64) -> Throttled {
         let now = clock::now();
         Throttled {
             inner,

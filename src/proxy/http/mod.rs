@@ -15,16 +15,16 @@ use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 
-use self::body::{BoxError, ProxyBody, Throttled, Truncated, boxed, full};
+use self::body::{Throttled, Truncated};
 use self::io::ResettableIo;
-use super::server::ShutdownSignal;
 use crate::clock::{self, Instant};
 use crate::fault::{Direction, FaultKind, FaultPlan};
+use crate::http::{BoxBody, BoxError, ShutdownSignal, boxed, full};
 use crate::net::{Connector, Transport};
 
 /// Header on every response the proxy made up (injected status, gateway
 /// error), naming the fault or the error.
-pub const FAULT_HEADER: &str = "x-firedrill-fault";
+pub use crate::http::headers::FAULT_HEADER;
 
 /// One client connection's state, shared by its requests.
 struct Conn<C: Connector> {
@@ -34,7 +34,7 @@ struct Conn<C: Connector> {
     plan: Arc<FaultPlan>,
     /// The upstream connection this client connection uses (HTTP/1: one
     /// request at a time, so one upstream connection suffices).
-    upstream: std::sync::Mutex<Option<SendRequest<ProxyBody>>>,
+    upstream: std::sync::Mutex<Option<SendRequest<BoxBody>>>,
     /// Set to make the client connection close with RST.
     reset: Arc<AtomicBool>,
     /// Hands a new upstream connection's driver to the client connection's
@@ -86,7 +86,7 @@ pub async fn handle<S, C>(
         let conn = conn.clone();
         async move { conn.forward(req).await }
     });
-    super::server::serve_http(io, service, shutdown, drive_upstreams(driven)).await;
+    crate::http::serve_http(io, service, shutdown, drive_upstreams(driven)).await;
 }
 
 /// The decision of the request's faults, in file order.
@@ -103,7 +103,7 @@ struct Decision {
 }
 
 impl<C: Connector> Conn<C> {
-    async fn forward(&self, req: Request<Incoming>) -> Result<Response<ProxyBody>, body::Cut> {
+    async fn forward(&self, req: Request<Incoming>) -> Result<Response<BoxBody>, body::Cut> {
         let arrival = clock::now();
         self.plan.note_arrival(req.uri().path(), req.headers());
         let hits = self
@@ -219,7 +219,7 @@ impl<C: Connector> Conn<C> {
     /// sender is taken out of its slot for the call and put back after; a
     /// call abandoned half-way (the client hung up) drops it with its
     /// connection, and the next request opens a fresh one.
-    async fn send(&self, req: Request<ProxyBody>) -> Result<Response<Incoming>, BoxError> {
+    async fn send(&self, req: Request<BoxBody>) -> Result<Response<Incoming>, BoxError> {
         let slot = || self.upstream.lock().unwrap_or_else(|e| e.into_inner());
         let mut upstream = slot().take();
         let result = match self.send_on(&mut upstream, req).await {
@@ -238,8 +238,8 @@ impl<C: Connector> Conn<C> {
 
     async fn send_on(
         &self,
-        slot: &mut Option<SendRequest<ProxyBody>>,
-        req: Request<ProxyBody>,
+        slot: &mut Option<SendRequest<BoxBody>>,
+        req: Request<BoxBody>,
     ) -> Result<Response<Incoming>, Unsent> {
         let failed = |error: BoxError| Unsent {
             request: None,
@@ -282,7 +282,7 @@ impl<C: Connector> Conn<C> {
 /// A send that failed, with the request back when none of it was written.
 struct Unsent {
     /// The request, if the connection closed before it was sent.
-    request: Option<Request<ProxyBody>>,
+    request: Option<Request<BoxBody>>,
     /// Why.
     error: BoxError,
 }
@@ -300,7 +300,7 @@ enum UpstreamError {
 }
 
 /// 502 for an upstream that failed, with the reason in a header.
-fn gateway_error(err: &BoxError) -> Response<ProxyBody> {
+fn gateway_error(err: &BoxError) -> Response<BoxBody> {
     let reason = if err.downcast_ref::<UpstreamError>().is_some() {
         "upstream-connect"
     } else {

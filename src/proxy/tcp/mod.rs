@@ -10,10 +10,10 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc};
 
-use super::server::ShutdownSignal;
 use super::traffic::Traffic;
 use crate::clock::{self, Duration, Instant};
 use crate::fault::{ConnectionRolls, Direction, FaultKind, FaultPlan, Hit};
+use crate::http::ShutdownSignal;
 use crate::net::{Connector, Transport};
 
 mod pass;

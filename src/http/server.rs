@@ -1,6 +1,9 @@
-//! The accept loop shared by both modes: refuses connections while a
-//! `refuse` fault is active (re-checked when the fault list is replaced), hands each connection to a handler task, and
-//! shuts down gracefully (in-flight connections get a grace period).
+//! The accept loop every server of firedrill runs (the fault proxy in both
+//! modes, the fixture target, the defense line, /metrics, the API's
+//! proxies): a [`Gate`] may close the listener for a while (the proxy's
+//! `refuse` fault), each connection gets its own task, and shutdown is
+//! graceful (in-flight connections get a grace period). Also the HTTP/1.1
+//! connection driver they share.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -8,56 +11,59 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::clock::{self, Duration};
-use crate::fault::FaultPlan;
+use super::body::BoxBody;
+use super::shutdown::ShutdownSignal;
+use crate::clock::{self, Duration, Instant};
 use crate::net::Acceptor;
 
-/// Tells connection handlers that the proxy is shutting down.
-#[derive(Debug, Clone)]
-pub struct ShutdownSignal(watch::Receiver<bool>);
+/// Whether a listener takes connections now. The fault proxy's plan closes
+/// it while a `refuse` fault is active; every other server is [`Open`].
+pub trait Gate: Send + Sync + 'static {
+    /// Whether to refuse new connections now, and when that may change by
+    /// itself (a window opening or closing).
+    fn refusing(&self) -> (bool, Option<Instant>);
+    /// Changes whenever the answer may change for another reason (the
+    /// fault list replaced); `None` when it never does.
+    fn subscribe(&self) -> Option<watch::Receiver<u64>>;
+}
 
-impl ShutdownSignal {
-    /// A signal and the trigger that fires it.
-    pub fn new() -> (watch::Sender<bool>, ShutdownSignal) {
-        let (tx, rx) = watch::channel(false);
-        (tx, ShutdownSignal(rx))
+/// A gate that never closes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Open;
+
+impl Gate for Open {
+    fn refusing(&self) -> (bool, Option<Instant>) {
+        (false, None)
     }
-
-    /// Waits until shutdown starts (at once if it already has, or if the
-    /// trigger is gone).
-    pub async fn wait(&mut self) {
-        let _ = self.0.wait_for(|stop| *stop).await;
-    }
-
-    /// Whether shutdown has started.
-    pub fn is_set(&self) -> bool {
-        *self.0.borrow()
+    fn subscribe(&self) -> Option<watch::Receiver<u64>> {
+        None
     }
 }
 
 /// Runs the accept loop until `shutdown` fires, then gives in-flight
 /// connections up to `grace` to finish and aborts the rest.
 ///
-/// Returns an error only if the listener cannot be rebound after a `refuse`
-/// window.
-pub async fn serve<A, H, F>(
+/// Returns an error only if the listener cannot be rebound after the gate
+/// closed it.
+pub async fn serve<A, G, H, F>(
     mut acceptor: A,
-    plan: Arc<FaultPlan>,
+    gate: Arc<G>,
     handler: H,
     mut shutdown: ShutdownSignal,
     grace: Duration,
 ) -> std::io::Result<()>
 where
     A: Acceptor,
+    G: Gate + ?Sized,
     H: Fn(A::Stream, ShutdownSignal) -> F,
     F: Future<Output = ()> + Send + 'static,
 {
     let mut connections = JoinSet::new();
     // The fault list may be replaced at runtime (a `refuse` added).
-    let mut changes = plan.subscribe();
+    let mut changes = gate.subscribe();
     loop {
         while connections.try_join_next().is_some() {}
-        let (refusing, next_change) = plan.refusing();
+        let (refusing, next_change) = gate.refusing();
         if refusing {
             acceptor.pause()?;
         } else {
@@ -73,7 +79,7 @@ where
             biased;
             _ = shutdown.wait() => break,
             _ = wake => continue,
-            _ = changes.changed() => continue,
+            _ = changed(&mut changes) => continue,
             accepted = acceptor.accept(), if !refusing => match accepted {
                 Ok(stream) => {
                     connections.spawn(handler(stream, shutdown.clone()));
@@ -121,7 +127,7 @@ pub async fn serve_http<I, S, E>(
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: hyper::service::Service<
             http::Request<hyper::body::Incoming>,
-            Response = http::Response<crate::proxy::http::body::ProxyBody>,
+            Response = http::Response<BoxBody>,
             Error = E,
         > + Send
         + 'static,
@@ -148,5 +154,15 @@ pub async fn serve_http<I, S, E>(
     };
     if let Err(err) = result {
         tracing::trace!(%err, "connection ended with an error");
+    }
+}
+
+/// Resolves when the gate's watch changes; never without one.
+async fn changed(changes: &mut Option<watch::Receiver<u64>>) {
+    match changes {
+        Some(rx) => {
+            let _ = rx.changed().await;
+        }
+        None => std::future::pending().await,
     }
 }

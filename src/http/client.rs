@@ -1,6 +1,7 @@
-//! The defense line's side towards the dependency: an HTTP client with a
+//! The client side towards a dependency: an HTTP/1.1 client with a
 //! connection pool over any [`Connector`], so the same code calls real
-//! sockets and in-memory pipes.
+//! sockets and in-memory pipes (the defense line, the load generator, the
+//! experiment's wiring).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,8 +15,8 @@ use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
+use super::body::{BoxBody, BoxError};
 use crate::net::{Connector, Transport};
-use crate::proxy::http::body::{BoxError, ProxyBody};
 
 /// A boxed future, for the object-safe [`Upstream`].
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -25,14 +26,14 @@ pub trait Upstream: Send + Sync + 'static {
     /// Sends `req` (origin-form URI) and returns the response head.
     fn send(
         &self,
-        req: Request<ProxyBody>,
+        req: Request<BoxBody>,
     ) -> BoxFuture<'_, Result<Response<Incoming>, hyper_util::client::legacy::Error>>;
 }
 
 /// A pooled HTTP/1.1 client that always dials through one connector.
 pub struct HttpUpstream<C: Connector> {
     /// The pooled client.
-    client: Client<Dial<C>, ProxyBody>,
+    client: Client<Dial<C>, BoxBody>,
     /// `scheme://authority` put in front of each request's path.
     base: String,
 }
@@ -64,7 +65,7 @@ impl<C: Connector> HttpUpstream<C> {
 impl<C: Connector> Upstream for HttpUpstream<C> {
     fn send(
         &self,
-        mut req: Request<ProxyBody>,
+        mut req: Request<BoxBody>,
     ) -> BoxFuture<'_, Result<Response<Incoming>, hyper_util::client::legacy::Error>> {
         let path = req
             .uri()
@@ -141,4 +142,12 @@ impl<S: Transport> AsyncWrite for Pooled<S> {
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         Pin::new(&mut self.0).poll_shutdown(cx)
     }
+}
+
+/// `host:port` from `host:port` or `http://host:port[/]`.
+pub fn authority(upstream: &str) -> &str {
+    upstream
+        .strip_prefix("http://")
+        .unwrap_or(upstream)
+        .trim_end_matches('/')
 }

@@ -1,0 +1,20 @@
+//! The HTTP floor every server and client of firedrill builds on: the fault
+//! proxy, the fixture target, the defense line, /metrics and the API serve
+//! through it, and the load generator and the defense line call through it.
+//!
+//! * [`body`] — the one boxed body type.
+//! * [`shutdown`] — the stop signal servers share.
+//! * [`server`] — the accept loop with graceful shutdown, and the HTTP/1.1
+//!   connection driver.
+//! * [`client`] — the pooled client towards a dependency over any transport.
+//! * [`headers`] — the `x-firedrill-*` header names.
+
+pub mod body;
+pub mod client;
+pub mod headers;
+pub mod server;
+pub mod shutdown;
+
+pub use body::{BoxBody, BoxError, boxed, full};
+pub use server::{Gate, Open, serve, serve_http};
+pub use shutdown::ShutdownSignal;
