@@ -307,18 +307,15 @@ const PLACEHOLDER: &str = "${STAGING_URL}";
 
 /// Loads an experiment as `firedrill run` does (its `load`), with the
 /// game-day placeholder replaced by `url` when present.
-fn load_experiment(
-    path: &Path,
-    url: &str,
-) -> Result<firedrill::experiment::command::Loaded, String> {
+fn load_experiment(path: &Path, url: &str) -> Result<firedrill::experiment::file::Loaded, String> {
     let text = std::fs::read_to_string(path).unwrap();
     if !text.contains(PLACEHOLDER) {
-        return firedrill::experiment::command::load(path).map_err(|e| e.to_string());
+        return firedrill::experiment::file::load(path).map_err(|e| e.to_string());
     }
     let dir = tempfile::tempdir().unwrap();
     let copy = dir.path().join(path.file_name().unwrap());
     std::fs::write(&copy, text.replace(PLACEHOLDER, url)).unwrap();
-    firedrill::experiment::command::load(&copy).map_err(|e| e.to_string())
+    firedrill::experiment::file::load(&copy).map_err(|e| e.to_string())
 }
 
 #[test]
@@ -381,7 +378,7 @@ fn game_day_drill_is_a_real_time_drill_against_the_url_placeholder_with_halt_con
     assert!(loaded.halts.len() >= 2, "{:?}", loaded.halts);
     assert!(!e.faults.is_empty());
     // As it stands (no substitution) the drill is refused, naming the key.
-    let err = match firedrill::experiment::command::load(&path) {
+    let err = match firedrill::experiment::file::load(&path) {
         Ok(_) => panic!("the raw placeholder must not load"),
         Err(e) => e.to_string(),
     };

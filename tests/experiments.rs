@@ -6,10 +6,19 @@
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use firedrill::experiment::command::{execute, load};
 use firedrill::experiment::config::ClockKind;
+use firedrill::experiment::file::load;
 use firedrill::experiment::run::Live;
-use firedrill::report::Exporter;
+use firedrill::report::{Exporter, RunReport, RunResult};
+
+/// Runs `loaded` to the end (no interrupt) and judges it.
+fn execute(
+    loaded: &firedrill::experiment::file::Loaded,
+    clock: ClockKind,
+    live: Live,
+) -> Result<(RunResult, RunReport), firedrill::experiment::run::RunError> {
+    firedrill::report::execute(loaded, clock, std::future::pending(), live)
+}
 
 fn experiments() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments");

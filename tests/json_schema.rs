@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
-use firedrill::schema::json::Format;
+use firedrill::json_schema::Format;
 use serde_json::Value;
 
 fn root() -> PathBuf {

@@ -207,7 +207,7 @@ fn experiments_validate_with_their_ok_line(dir: &Path) {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(0), "{name}: {stderr}");
         assert!(stderr.is_empty(), "{name}: stderr {stderr}");
-        let loaded = firedrill::experiment::command::load(&dir.join(format!("{name}.yaml")))
+        let loaded = firedrill::experiment::file::load(&dir.join(format!("{name}.yaml")))
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(
             String::from_utf8_lossy(&output.stdout),

@@ -11,9 +11,7 @@
 //! * [`proxy`] — one proxy: settings, toxics, listener on/off.
 //! * [`toxic`] — Toxiproxy's toxic JSON, checked, mapped onto faults.
 //! * [`error`] — `{"error": ..., "status": ...}`.
-//! * [`command`] — `firedrill server`: flags checked, config loaded, served.
 
-pub mod command;
 pub mod error;
 pub mod guard;
 pub mod proxy;

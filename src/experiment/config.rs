@@ -155,7 +155,7 @@ struct RawExperiment {
     /// of breakers (defense routes), faults, load routes and phases are
     /// checked by `firedrill validate`.
     #[serde(default)]
-    #[schemars(schema_with = "crate::schema::json::expectations")]
+    #[schemars(schema_with = "crate::experiment::expect::schema")]
     expect: Vec<String>,
     /// Halt conditions: abort the drill (faults removed, partial report,
     /// exit 1) when one holds; checked every second.

@@ -3,6 +3,7 @@
 //! judged.
 //!
 //! * [`config`] — the experiment file, validated.
+//! * [`file`] — reading an experiment file and checking it against its names.
 //! * [`network`] — in-memory (virtual clock) or loopback (real clock).
 //! * [`load`] — the open-loop load generator.
 //! * [`run`] — stands everything up, drives the load, collects the timeline.
@@ -11,11 +12,10 @@
 //! * [`timeline`] — what a run recorded; everything after the run reads it.
 //! * [`expect`] — the expectation sentences, parsed, checked and judged.
 //! * [`judge`] — joins the expectations to an experiment and its run.
-//! * [`command`] — `firedrill run`.
 
-pub mod command;
 pub mod config;
 pub mod expect;
+pub mod file;
 pub mod halt;
 pub mod judge;
 pub mod load;

@@ -12,7 +12,6 @@ use super::network::{LoopbackNetwork, MemoryNetwork, Network};
 use super::timeline::{BreakerInfo, FaultWindows, Phase, TargetHit, Timeline};
 use crate::clock::{self, Duration};
 use crate::defense::DefenseLine;
-use crate::defense::breaker::ModelConfig;
 use crate::defense::report::Recorder;
 use crate::fault::FaultPlan;
 use crate::http::ShutdownSignal;
@@ -58,10 +57,43 @@ pub struct Live {
     pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
-/// Why a run could not start (exit 3).
+/// Why a run could not start or go on (exit 3).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct RunError(pub String);
+pub enum RunError {
+    /// The tokio runtime could not be built.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// No free port for one of the run's servers.
+    #[error("cannot listen on a free 127.0.0.1 port: {0}")]
+    Listen(#[source] std::io::Error),
+    /// `target.url` does not resolve.
+    #[error("target.url {url}: cannot resolve: {source}")]
+    TargetResolve {
+        /// The URL as written.
+        url: String,
+        /// The resolver's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `target.url` refused the first connection.
+    #[error("target.url {url}: unreachable at start: {source}")]
+    TargetUnreachable {
+        /// The URL as written.
+        url: String,
+        /// The connection error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `--metrics-listen` could not be bound.
+    #[error("--metrics-listen {addr}: cannot bind: {source}")]
+    MetricsBind {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
 
 /// Runs `experiment` with its clock (or `clock` when given), stopping
 /// early when `interrupt` resolves.
@@ -78,7 +110,7 @@ pub fn run(
                 .enable_all()
                 .start_paused(true)
                 .build()
-                .map_err(|e| RunError(format!("cannot start the runtime: {e}")))?;
+                .map_err(RunError::Runtime)?;
             runtime.block_on(execute(
                 experiment,
                 MemoryNetwork::default(),
@@ -91,7 +123,7 @@ pub fn run(
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
-                .map_err(|e| RunError(format!("cannot start the runtime: {e}")))?;
+                .map_err(RunError::Runtime)?;
             runtime.block_on(execute(experiment, LoopbackNetwork, halts, interrupt, live))
         }
     }
@@ -104,12 +136,7 @@ async fn execute<N: Network>(
     interrupt: impl std::future::Future<Output = ()> + Send + 'static,
     live: Live,
 ) -> Result<RunResult, RunError> {
-    let listen = || async {
-        network
-            .listen()
-            .await
-            .map_err(|e| RunError(format!("cannot listen on a free 127.0.0.1 port: {e}")))
-    };
+    let listen = || async { network.listen().await.map_err(RunError::Listen) };
     let start = clock::now();
     let (stop_servers, servers) = ShutdownSignal::new();
     let grace = Duration::from_millis(100);
@@ -138,12 +165,18 @@ async fn execute<N: Network>(
             let authority = crate::http::client::authority(url);
             let addr = net::resolve(authority)
                 .await
-                .map_err(|e| RunError(format!("target.url {url}: cannot resolve: {e}")))?;
+                .map_err(|source| RunError::TargetResolve {
+                    url: url.clone(),
+                    source,
+                })?;
             let connector = TcpConnector { addr };
             connector
                 .connect()
                 .await
-                .map_err(|e| RunError(format!("target.url {url}: unreachable at start: {e}")))?;
+                .map_err(|source| RunError::TargetUnreachable {
+                    url: url.clone(),
+                    source,
+                })?;
             spawn_http_proxy(proxy_acceptor, connector, &plan, &servers, grace);
         }
     }
@@ -183,7 +216,7 @@ async fn execute<N: Network>(
     if let (Some(addr), Some(line)) = (live.metrics_listen, &line) {
         let acceptor = crate::net::TcpAcceptor::bind(addr)
             .await
-            .map_err(|e| RunError(format!("--metrics-listen {addr}: cannot bind: {e}")))?;
+            .map_err(|source| RunError::MetricsBind { addr, source })?;
         let registry = Arc::new(crate::metrics::MetricsRegistry::default());
         registry.register(line.clone());
         tokio::spawn(crate::metrics::serve(acceptor, registry, servers.clone()));
@@ -306,14 +339,9 @@ fn collect(
             .iter()
             .filter_map(|(name, route)| {
                 let b = route.breaker.as_ref()?;
-                let wait = match &b.model {
-                    ModelConfig::Window(w) => w.wait_in_open,
-                    ModelConfig::Consecutive(c) => c.wait_in_open,
-                    ModelConfig::Ratio(r) => r.breaker_duration,
-                };
                 Some(BreakerInfo {
                     name: name.clone(),
-                    wait_in_open: wait,
+                    wait_in_open: b.wait_in_open(),
                     path_glob: route.matcher.path_glob().map(str::to_string),
                 })
             })

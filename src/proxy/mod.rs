@@ -3,9 +3,11 @@
 
 pub mod gate;
 pub mod http;
+pub mod mode;
 pub mod run;
 pub mod tcp;
 pub mod traffic;
 
-pub use run::{BoundProxy, ProxyMode, serve_mode, serve_mode_counted};
+pub use mode::{Misfit, ProxyMode};
+pub use run::{BoundProxy, serve_mode, serve_mode_counted};
 pub use traffic::Traffic;

@@ -3,20 +3,12 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use super::mode::ProxyMode;
 use super::traffic::Traffic;
 use crate::clock::Duration;
 use crate::fault::FaultPlan;
 use crate::http::{ShutdownSignal, serve};
 use crate::net::{self, TcpAcceptor, TcpConnector};
-
-/// Which protocol the proxy speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProxyMode {
-    /// Byte streams.
-    Tcp,
-    /// HTTP/1.1 requests.
-    Http,
-}
 
 /// Why a proxy could not start (exit code 3).
 #[derive(Debug, thiserror::Error)]

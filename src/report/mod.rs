@@ -17,7 +17,9 @@ use serde::Serialize;
 use crate::clock::Duration;
 use crate::experiment::Verdict;
 use crate::experiment::config::{ClockKind, Experiment};
-use crate::experiment::run::{Ending, RunResult};
+use crate::experiment::file::Loaded;
+pub use crate::experiment::run::RunResult;
+use crate::experiment::run::{Ending, Live, RunError};
 use crate::experiment::timeline::Timeline;
 
 /// Everything a report shows. Deterministic: no wall-clock time, stable
@@ -164,6 +166,21 @@ pub trait Exporter {
     fn file_name(&self) -> &'static str;
     /// The file's bytes.
     fn render(&self, report: &RunReport) -> std::io::Result<Vec<u8>>;
+}
+
+/// Runs a loaded experiment and judges it: the entry point `firedrill run`
+/// and the tests share. The run stops early when `interrupt` resolves.
+pub fn execute(
+    loaded: &Loaded,
+    clock: ClockKind,
+    interrupt: impl std::future::Future<Output = ()> + Send + 'static,
+    live: Live,
+) -> Result<(RunResult, RunReport), RunError> {
+    let result =
+        crate::experiment::run::run(&loaded.experiment, clock, &loaded.halts, interrupt, live)?;
+    let verdicts = crate::experiment::judge::judge(&loaded.expectations, &result.timeline);
+    let report = RunReport::new(&loaded.experiment, clock, &result, verdicts);
+    Ok((result, report))
 }
 
 /// Every file format, for `--report-dir`.

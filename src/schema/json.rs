@@ -1,64 +1,12 @@
-//! JSON Schemas of the YAML formats (experiment, fault file, defense
-//! config), generated from the Rust types with `schemars`, for editors to
-//! complete and check files with.
-//!
-//! Structs read by serde derive their schema from the same `Raw*` types
-//! that deserialize them (so `deny_unknown_fields`, renames and defaults
-//! cannot drift apart); the value types that parse by hand (durations,
-//! percentages, sizes, rates, statuses, matchers) describe themselves here.
-//! The schema accepts a superset of what loads: cross-field rules (one
-//! fault kind, phase order, names that expectations refer to) are checked by
-//! `firedrill validate`, which also says where.
+//! The JSON Schema pieces the YAML types are described with: the value
+//! types that parse by hand (durations, percentages, sizes, rates,
+//! statuses) describe themselves here, and strings with a grammar get a
+//! pattern. The documents themselves are put together above the types, in
+//! [`crate::json_schema`].
 
-use std::borrow::Cow;
-
-use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings, json_schema};
+use schemars::{Schema, SchemaGenerator, json_schema};
 
 use super::units::{ByteSize, Dur, ErrorStatus, Percent, Rate};
-
-/// The formats with a published schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// `firedrill run` / `validate` experiment files.
-    Experiment,
-    /// `firedrill proxy --faults` fault files.
-    Faults,
-    /// `firedrill defend --config` defense configs.
-    Defense,
-}
-
-impl Format {
-    /// Every format, in the order they are documented.
-    pub const ALL: [Format; 3] = [Format::Experiment, Format::Faults, Format::Defense];
-
-    /// The file the schema is published as under `schema/`.
-    pub fn file_name(self) -> &'static str {
-        match self {
-            Format::Experiment => "experiment.schema.json",
-            Format::Faults => "faults.schema.json",
-            Format::Defense => "defense.schema.json",
-        }
-    }
-
-    /// The schema document (draft-07, what yaml-language-server reads best).
-    pub fn schema(self) -> Schema {
-        let generator = SchemaSettings::draft07().for_deserialize().into_generator();
-        match self {
-            Format::Experiment => {
-                generator.into_root_schema_for::<crate::experiment::config::Experiment>()
-            }
-            Format::Faults => generator.into_root_schema_for::<crate::fault::FaultFile>(),
-            Format::Defense => generator.into_root_schema_for::<crate::defense::DefenseConfig>(),
-        }
-    }
-
-    /// The schema as pretty JSON with a trailing newline, as committed.
-    pub fn render(self) -> String {
-        let mut text = serde_json::to_string_pretty(&self.schema()).expect("a schema is JSON");
-        text.push('\n');
-        text
-    }
-}
 
 /// Implements [`JsonSchema`] for a type that deserializes through another
 /// (`deserialize_checked::<_, Raw, Public>`) with the other's schema under
@@ -80,7 +28,7 @@ macro_rules! schema_via {
 
 /// A string matching `pattern`, or a number in `[minimum, maximum]`
 /// (`exclusive_minimum` when the bound itself is refused).
-fn string_or_number(
+pub fn string_or_number(
     description: &str,
     pattern: &str,
     number: serde_json::Value,
@@ -96,16 +44,20 @@ fn string_or_number(
     })
 }
 
+/// Implements [`JsonSchema`] for a value type that parses by hand, with
+/// the schema `$body` under `$name`.
+#[macro_export]
+#[doc(hidden)]
 macro_rules! value_schema {
     ($ty:ty, $name:literal, $body:expr) => {
-        impl JsonSchema for $ty {
+        impl ::schemars::JsonSchema for $ty {
             fn inline_schema() -> bool {
                 false
             }
-            fn schema_name() -> Cow<'static, str> {
+            fn schema_name() -> ::std::borrow::Cow<'static, str> {
                 $name.into()
             }
-            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            fn json_schema(_: &mut ::schemars::SchemaGenerator) -> ::schemars::Schema {
                 $body
             }
         }
@@ -170,17 +122,6 @@ value_schema!(
     )
 );
 
-value_schema!(
-    crate::defense::breaker::StatusPattern,
-    "StatusPattern",
-    string_or_number(
-        "An HTTP status (100 to 599) or a class such as `5xx`.",
-        r"^\s*([1-5]\d\d|[1-5](xx|XX))\s*$",
-        serde_json::json!({ "type": "integer", "minimum": 100, "maximum": 599 }),
-        &["5xx".into(), 429.into()],
-    )
-);
-
 /// A load route's rate, requests per second: `50/s` or `50`.
 pub fn request_rate(_: &mut SchemaGenerator) -> Schema {
     string_or_number(
@@ -198,25 +139,6 @@ pub fn request_line(_: &mut SchemaGenerator) -> Schema {
         "description": "The request: `METHOD /path[?query]`.",
         "pattern": r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+ +/\S*\s*$",
         "examples": ["GET /inventory/sku-1"],
-    })
-}
-
-/// The expectation sentences, one string each (the field's own doc comment
-/// describes the list; each item carries the grammar).
-pub fn expectations(_: &mut SchemaGenerator) -> Schema {
-    let grammar = crate::experiment::expect::GRAMMAR;
-    json_schema!({
-        "type": "array",
-        "items": {
-            "type": "string",
-            "minLength": 1,
-            "description": format!("An expectation sentence:\n{grammar}"),
-            "examples": [
-                "breaker inventory opens within 3s of inventory-down.start",
-                "calls to /inventory/* while inventory is open == 0",
-                "route A success during inventory-down >= 99%",
-            ],
-        },
     })
 }
 

@@ -222,6 +222,16 @@ impl BreakerConfig {
         }
     }
 
+    /// How long the breaker waits in open before it probes (before any
+    /// backoff): `wait_in_open`, or the ratio model's `breaker_duration`.
+    pub fn wait_in_open(&self) -> Duration {
+        match &self.model {
+            ModelConfig::Window(w) => w.wait_in_open,
+            ModelConfig::Consecutive(c) => c.wait_in_open,
+            ModelConfig::Ratio(r) => r.breaker_duration,
+        }
+    }
+
     /// Parses and validates one breaker from YAML (`file` names the source
     /// in errors).
     pub fn from_yaml(file: &str, text: &str) -> Result<Self, SchemaError> {

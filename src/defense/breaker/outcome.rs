@@ -46,6 +46,17 @@ pub enum StatusPattern {
     Class(u8),
 }
 
+crate::value_schema!(
+    StatusPattern,
+    "StatusPattern",
+    crate::schema::json::string_or_number(
+        "An HTTP status (100 to 599) or a class such as `5xx`.",
+        r"^\s*([1-5]\d\d|[1-5](xx|XX))\s*$",
+        serde_json::json!({ "type": "integer", "minimum": 100, "maximum": 599 }),
+        &["5xx".into(), 429.into()],
+    )
+);
+
 impl StatusPattern {
     /// Whether `status` matches.
     pub fn matches(self, status: u16) -> bool {

@@ -44,6 +44,25 @@ use super::timeline::Timeline;
 /// published JSON Schema.
 pub const GRAMMAR: &str = include_str!("grammar/summary.txt");
 
+/// The expectation sentences, one string each (the field's own doc comment
+/// describes the list; each item carries the grammar).
+pub fn schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let grammar = GRAMMAR;
+    schemars::json_schema!({
+        "type": "array",
+        "items": {
+            "type": "string",
+            "minLength": 1,
+            "description": format!("An expectation sentence:\n{grammar}"),
+            "examples": [
+                "breaker inventory opens within 3s of inventory-down.start",
+                "calls to /inventory/* while inventory is open == 0",
+                "route A success during inventory-down >= 99%",
+            ],
+        },
+    })
+}
+
 /// Judges every expectation on `timeline`, in order.
 pub fn evaluate_all(expectations: &[Expectation], timeline: &Timeline) -> Vec<Verdict> {
     expectations.iter().map(|e| evaluate(e, timeline)).collect()

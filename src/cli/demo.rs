@@ -8,7 +8,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use tokio::sync::mpsc;
 
-use crate::cli::{CliError, EXIT_OK};
+use super::exit::{CliError, EXIT_OK};
 use crate::clock::{self, Duration};
 use crate::fault::{FaultFile, FaultPlan};
 use crate::http::ShutdownSignal;
@@ -33,21 +33,20 @@ enum Outcome {
 }
 
 /// Runs the demo for `duration` at `rate` requests per second.
-pub fn run(duration: Duration, rate: u32, seed: u64) -> Result<u8, CliError> {
+pub fn demo(duration: Duration, rate: u32, seed: u64) -> Result<u8, CliError> {
     let faults: FaultFile = crate::schema::from_yaml_str("demo faults", DEMO_FAULTS)
-        .map_err(|e| CliError::Runtime(format!("built-in demo faults: {e}")))?;
-    crate::cli::runtime()?.block_on(async move {
-        let runtime_error = |e: &dyn std::fmt::Display| CliError::Runtime(e.to_string());
+        .map_err(|e| CliError::runtime(e).context("built-in demo faults"))?;
+    super::runtime::runtime()?.block_on(async move {
         let (stop, shutdown) = ShutdownSignal::new();
         let target = TcpAcceptor::bind("127.0.0.1:0".parse().expect("literal address"))
             .await
-            .map_err(|e| runtime_error(&e))?;
+            .map_err(CliError::runtime)?;
         let target_addr = target.local_addr();
         let stats = Arc::new(crate::target::TargetStats::default());
         tokio::spawn(crate::target::serve(target, stats.clone(), shutdown.clone()));
         let proxy = BoundProxy::bind("127.0.0.1:0", &target_addr.to_string(), ProxyMode::Http)
             .await
-            .map_err(|e| runtime_error(&e))?;
+            .map_err(CliError::runtime)?;
         let proxy_addr = proxy.local_addr();
         let plan = Arc::new(FaultPlan::new(faults.faults, seed, clock::now()));
         tokio::spawn(proxy.serve(plan.clone(), shutdown, Duration::from_secs(1)));

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use http::StatusCode;
 
-use super::guard::{BODY_LIMIT, Guard, host_is_loopback};
-use super::proxy::ProxyInput;
-use super::server::{Api, serve};
-use crate::cli::{CliError, EXIT_OK};
-use crate::http::ShutdownSignal;
+use super::exit::{CliError, EXIT_OK};
+use super::runtime::{init_logging, runtime, shutdown_on_stop_signal};
+use crate::api::guard::{BODY_LIMIT, Guard, host_is_loopback};
+use crate::api::proxy::ProxyInput;
+use crate::api::server::{Api, serve};
 
 /// The checked flags of `firedrill server`.
 #[derive(Debug, Clone)]
@@ -30,29 +30,30 @@ pub struct ServerArgs {
 }
 
 /// Runs the server until a stop signal.
-pub fn run(args: ServerArgs) -> Result<u8, CliError> {
+pub fn server(args: ServerArgs) -> Result<u8, CliError> {
     let token = args.api_token.filter(|t| !t.is_empty());
     if !host_is_loopback(&args.host) && token.is_none() {
-        return Err(CliError::Invalid(format!(
+        return Err(CliError::invalid(format!(
             "--host {}: not a loopback address; the API can flip faults on every proxy, so give --api-token (or FIREDRILL_API_TOKEN) to listen there",
             args.host
         )));
     }
     let initial: Vec<ProxyInput> = match &args.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| CliError::Invalid(format!("--config {}: {e}", path.display())))?;
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                CliError::invalid(e).context(format!("--config {}", path.display()))
+            })?;
             serde_json::from_str(&text).map_err(|e| {
-                CliError::Invalid(format!(
-                    "--config {}: expected a JSON array of proxies: {e}",
+                CliError::invalid(e).context(format!(
+                    "--config {}: expected a JSON array of proxies",
                     path.display()
                 ))
             })?
         }
         None => Vec::new(),
     };
-    crate::cli::init_logging("info");
-    crate::cli::runtime()?.block_on(async move {
+    init_logging("info");
+    runtime()?.block_on(async move {
         let host = args.host.trim_start_matches('[').trim_end_matches(']');
         let addr = crate::net::resolve(&format!(
             "{}:{}",
@@ -64,34 +65,28 @@ pub fn run(args: ServerArgs) -> Result<u8, CliError> {
             args.port
         ))
         .await
-        .map_err(|e| CliError::Runtime(format!("--host {}: {e}", args.host)))?;
+        .map_err(|e| CliError::runtime(e).context(format!("--host {}", args.host)))?;
         let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-            CliError::Runtime(format!("--port {}: cannot bind {addr}: {e}", args.port))
+            CliError::runtime(e).context(format!("--port {}: cannot bind {addr}", args.port))
         })?;
-        let bound = listener
-            .local_addr()
-            .map_err(|e| CliError::Runtime(e.to_string()))?;
+        let bound = listener.local_addr().map_err(CliError::runtime)?;
         let api = Arc::new(Api::new(Guard::new(token, BODY_LIMIT), args.seed));
         if !initial.is_empty() {
             let count = initial.len();
             api.registry.populate(initial).await.map_err(|e| {
                 let message = format!("--config: {}", e.message);
                 if e.status == StatusCode::BAD_REQUEST {
-                    CliError::Invalid(message)
+                    CliError::invalid(message)
                 } else {
-                    CliError::Runtime(message)
+                    CliError::runtime(message)
                 }
             })?;
             tracing::info!(proxies = count, "proxies created from --config");
         }
         println!("firedrill server listening on http://{bound}");
         let _ = std::io::stdout().flush();
-        let (stop, shutdown) = ShutdownSignal::new();
-        tokio::spawn(async move {
-            crate::cli::stop_signal().await;
-            tracing::info!("stop signal: closing the API and every proxy");
-            let _ = stop.send(true);
-        });
+        let shutdown =
+            shutdown_on_stop_signal(Some("stop signal: closing the API and every proxy"));
         serve(listener, api, shutdown).await;
         Ok(EXIT_OK)
     })

@@ -1,0 +1,99 @@
+//! `firedrill defend`: the defense line as a reverse proxy in front of a
+//! dependency, until Ctrl-C or SIGTERM.
+
+use std::sync::Arc;
+
+use super::exit::{CliError, EXIT_OK};
+use super::runtime::{init_logging, runtime, shutdown_on_stop_signal};
+use crate::clock::Duration;
+use crate::defense::DefenseLine;
+use crate::defense::config::DefenseConfig;
+use crate::defense::report::{JournalFile, NoObserver, Observer};
+use crate::http::client::{HttpUpstream, Upstream};
+use crate::net::{self, TcpAcceptor, TcpConnector};
+
+/// What `firedrill defend` was asked.
+#[derive(Debug, Clone)]
+pub struct DefendOptions {
+    /// The defense config file.
+    pub config: std::path::PathBuf,
+    /// `--listen`.
+    pub listen: String,
+    /// `--upstream`.
+    pub upstream: String,
+    /// `--journal`.
+    pub journal: Option<std::path::PathBuf>,
+    /// `--seed`.
+    pub seed: u64,
+    /// `--grace`.
+    pub grace: Duration,
+    /// `--metrics-listen`.
+    pub metrics_listen: Option<std::net::SocketAddr>,
+}
+
+/// `firedrill defend`: loads the config, binds, serves until a stop signal.
+pub fn defend(options: &DefendOptions) -> Result<u8, CliError> {
+    let DefendOptions {
+        listen,
+        upstream,
+        seed,
+        grace,
+        ..
+    } = options;
+    let (listen, upstream, seed, grace) = (listen.as_str(), upstream.as_str(), *seed, *grace);
+    let journal = options.journal.as_deref();
+    let config: DefenseConfig = crate::schema::from_yaml_file(&options.config)?;
+    if upstream.starts_with("https://") {
+        return Err(CliError::invalid(format!(
+            "--upstream {upstream}: https is not supported; give host:port or http://host:port"
+        )));
+    }
+    let observer: Arc<dyn Observer> =
+        match journal {
+            Some(path) => Arc::new(JournalFile::create(path).map_err(|e| {
+                CliError::runtime(e).context(format!("--journal {}", path.display()))
+            })?),
+            None => Arc::new(NoObserver),
+        };
+    init_logging("info");
+    runtime()?.block_on(async {
+        let dial = |addr: &str| {
+            let authority = crate::http::client::authority(addr).to_string();
+            async move {
+                let resolved = net::resolve(&authority)
+                    .await
+                    .map_err(|e| CliError::runtime(e).context(format!("--upstream {authority}: cannot resolve")))?;
+                Ok::<_, CliError>(Arc::new(HttpUpstream::new(Arc::new(TcpConnector { addr: resolved }), &authority)) as Arc<dyn Upstream>)
+            }
+        };
+        let primary = dial(upstream).await?;
+        let mut backups = std::collections::BTreeMap::new();
+        for route in config.routes.values() {
+            if let Some(addr) = route.fallback.as_ref().and_then(|f| f.backup.as_deref()) {
+                backups.insert(addr.to_string(), dial(addr).await?);
+            }
+        }
+        let backup = |addr: &str| backups.get(addr).cloned().expect("every backup was dialled above");
+        let line = DefenseLine::new(&config, primary, &backup, seed, crate::clock::now(), observer);
+        let addr = net::resolve(listen).await.map_err(|e| CliError::runtime(e).context(format!("--listen {listen}")))?;
+        let acceptor = TcpAcceptor::bind(addr)
+            .await
+            .map_err(|e| CliError::runtime(e).context(format!("--listen {listen}: cannot bind")))?;
+        tracing::info!(listen = %acceptor.local_addr(), %upstream, routes = config.routes.len(), "defense line ready");
+        let shutdown = shutdown_on_stop_signal(None);
+        if let Some(addr) = options.metrics_listen {
+            let metrics = TcpAcceptor::bind(addr)
+                .await
+                .map_err(|e| CliError::runtime(e).context(format!("--metrics-listen {addr}: cannot bind")))?;
+            let registry = Arc::new(crate::metrics::MetricsRegistry::default());
+            registry.register(line.clone());
+            tracing::info!(listen = %metrics.local_addr(), "metrics ready at /metrics");
+            tokio::spawn(crate::metrics::serve(metrics, registry, shutdown.clone()));
+        }
+        crate::defense::serve::serve(acceptor, line.clone(), shutdown, grace)
+            .await
+            .map_err(|e| CliError::runtime(e).context(format!("--listen {listen}")))?;
+        tracing::info!(requests = line.requests(), attempts = line.attempts(), "defense line stopped");
+        Ok(EXIT_OK)
+    })
+}

@@ -1,0 +1,71 @@
+//! What every long-running subcommand sets up: the tokio runtime, logging
+//! on stderr, and the stop signal (Ctrl-C or SIGTERM).
+
+use super::exit::CliError;
+
+/// A multi-threaded tokio runtime (one worker per available core, so
+/// `taskset -c 0` gives one).
+pub fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
+    // On one core (e.g. under `taskset -c 0`) a current-thread runtime does
+    // the same work without the work-stealing machinery.
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut builder = if cores == 1 {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    builder
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::runtime(e).context("cannot start the runtime"))
+}
+
+/// Sets up `tracing` on stderr; `RUST_LOG` overrides `default`.
+pub fn init_logging(default: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    // Colours only on a terminal: logs piped to a file stay plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi)
+        .try_init();
+}
+
+/// Resolves when Ctrl-C or SIGTERM arrives.
+pub async fn stop_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(t) => t,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            biased;
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}
+
+/// A shutdown signal for servers that fires on the first stop signal;
+/// `note` is logged when it does.
+pub fn shutdown_on_stop_signal(note: Option<&'static str>) -> crate::http::ShutdownSignal {
+    let (stop, shutdown) = crate::http::ShutdownSignal::new();
+    tokio::spawn(async move {
+        stop_signal().await;
+        if let Some(note) = note {
+            tracing::info!("{note}");
+        }
+        let _ = stop.send(true);
+    });
+    shutdown
+}

@@ -1,0 +1,94 @@
+//! `firedrill validate`: checks a fault file, a defense config or an
+//! experiment (told apart by their top-level keys) without running it.
+
+use std::path::Path;
+
+use super::exit::{CliError, EXIT_OK};
+use crate::fault::FaultFile;
+use crate::proxy::ProxyMode;
+use crate::schema::{self, LoadError};
+
+/// Loads a fault file and, when `mode` is given, checks every fault works
+/// in it.
+pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, LoadError> {
+    let file = path.display().to_string();
+    let text = schema::read_text(path)?;
+    let faults: FaultFile = schema::from_yaml_str(&file, &text)?;
+    let Some(mode) = mode else {
+        return Ok(faults);
+    };
+    if let Some(misfit) = mode.first_misfit(&faults.faults) {
+        let message = format!(
+            "`{}` needs --mode {}, but --mode is {}",
+            misfit.kind,
+            misfit.needed.name(),
+            mode.name()
+        );
+        return Err(misfit.error(&file, &text, message).into());
+    }
+    Ok(faults)
+}
+
+/// What kind of file `validate` was given, told by its top-level keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FileKind {
+    /// `faults:` only.
+    Faults,
+    /// The `defense:` section's keys (`routes`, `timeout`, ...).
+    Defense,
+    /// An experiment (`name`, `duration`, `load`, `expect`, ...).
+    Experiment,
+}
+
+fn detect_kind(text: &str) -> FileKind {
+    const EXPERIMENT_KEYS: [&str; 4] = ["load", "expect", "duration", "name"];
+    const DEFENSE_KEYS: [&str; 5] = [
+        "routes",
+        "timeout",
+        "request_timeout",
+        "max_concurrent",
+        "rate_limit",
+    ];
+    let has_any =
+        |keys: &[String], wanted: &[&str]| keys.iter().any(|k| wanted.contains(&k.as_str()));
+    match schema::top_level_keys(text) {
+        Some(keys) if has_any(&keys, &EXPERIMENT_KEYS) => FileKind::Experiment,
+        Some(keys) if has_any(&keys, &DEFENSE_KEYS) => FileKind::Defense,
+        _ => FileKind::Faults,
+    }
+}
+
+/// Checks the file at `path` and prints what it holds.
+pub fn validate(path: &Path, mode: Option<ProxyMode>) -> Result<u8, CliError> {
+    let text = schema::read_text(path)?;
+    match detect_kind(&text) {
+        FileKind::Faults => {
+            let file = load_faults(path, mode)?;
+            println!("ok: {}: {} fault(s)", path.display(), file.faults.len());
+        }
+        FileKind::Defense => {
+            let config: crate::defense::DefenseConfig =
+                schema::from_yaml_str(&path.display().to_string(), &text)?;
+            println!(
+                "ok: {}: defense line with {} route(s)",
+                path.display(),
+                config.routes.len()
+            );
+        }
+        FileKind::Experiment => {
+            if mode.is_some() {
+                return Err(CliError::invalid(
+                    "--mode: applies to fault files; an experiment's faults always run in http mode",
+                ));
+            }
+            let loaded = crate::experiment::file::load(path)?;
+            println!(
+                "ok: {}: experiment \"{}\" with {} expectation(s)",
+                path.display(),
+                loaded.experiment.name,
+                loaded.expectations.len()
+            );
+        }
+    }
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,69 @@
+//! Reading an experiment file: parse it, then check what the schema
+//! cannot (faults that need TCP, halt conditions and expectations against
+//! the experiment's names); every error names file, line, column and key.
+
+use std::path::Path;
+
+use super::config::Experiment;
+use super::halt::HaltCondition;
+use crate::proxy::ProxyMode;
+use crate::schema::{self, LoadError, SchemaError, Segment};
+
+/// An experiment with its halt conditions and expectations checked.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// The experiment.
+    pub experiment: Experiment,
+    /// Its halt conditions, parsed.
+    pub halts: Vec<HaltCondition>,
+    /// Its expectations, parsed and checked against its names.
+    pub expectations: Vec<super::judge::Checked>,
+}
+
+/// Reads, parses and checks an experiment file; every error names file,
+/// line, column and key.
+pub fn load(path: &Path) -> Result<Loaded, LoadError> {
+    let file = path.display().to_string();
+    let text = schema::read_text(path)?;
+    let experiment: Experiment = schema::from_yaml_str(&file, &text)?;
+    if let Some(misfit) = ProxyMode::Http.first_misfit(&experiment.faults) {
+        let message = format!(
+            "`{}` works in {} mode only; an experiment's faults act on HTTP requests",
+            misfit.kind,
+            misfit.needed.name()
+        );
+        return Err(misfit.error(&file, &text, message).into());
+    }
+    let at = |key: &str, i: usize, message: String| -> LoadError {
+        SchemaError::at(
+            &file,
+            &text,
+            &[Segment::Key(key.to_string()), Segment::Index(i)],
+            message,
+        )
+        .into()
+    };
+    let halts = experiment
+        .halt
+        .iter()
+        .enumerate()
+        .map(|(i, h)| h.parse::<HaltCondition>().map_err(|e| at("halt", i, e)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let routes = super::judge::names(&experiment).routes;
+    for (i, h) in halts.iter().enumerate() {
+        if !routes.contains(&h.route) {
+            let name = super::expect::ast::Name {
+                text: h.route.clone(),
+                column: h.route_column,
+            };
+            let message = super::expect::check::unknown("route", &name, &routes);
+            return Err(at("halt", i, message));
+        }
+    }
+    let expectations = super::judge::check_all(&experiment).map_err(|(i, e)| at("expect", i, e))?;
+    Ok(Loaded {
+        experiment,
+        halts,
+        expectations,
+    })
+}
