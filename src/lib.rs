@@ -3,11 +3,18 @@
 //!
 //! # Layout
 //!
+//! The crate is a house of floors; a module imports only from floors below
+//! it, never from above.
+//!
 //! * [`clock`] — time (only through `tokio::time`) and seeded randomness.
 //! * [`schema`] — reading YAML with errors that name file, line, column, key;
-//!   the value types (durations, percentages, sizes, rates).
-//! * [`fault`] — the fault catalogue as data and the plan that picks faults.
+//!   the value types (durations, percentages, sizes, rates) and the JSON
+//!   Schema pieces they are described with.
 //! * [`net`] — transports: TCP sockets and in-memory pipes behind one trait.
+//! * [`http`] — the HTTP floor: the body type, the accept loop with graceful
+//!   shutdown, the pooled client, the `x-firedrill-*` headers.
+//! * [`fault`] — the fault catalogue as data and the plan that picks faults.
+//! * [`metrics`] — Prometheus text exposition and its /metrics server.
 //! * [`proxy`] — the fault-injecting proxy, TCP and HTTP, generic over the
 //!   transport.
 //! * [`target`] — the embedded fixture server (a built-in dependency).
@@ -15,7 +22,13 @@
 //!   with its journal), bulkhead, timeout, retry, rate limit, fallback.
 //! * [`api`] — the control plane: a Toxiproxy-compatible REST API over
 //!   named proxies, and Prometheus `/metrics`.
-//! * [`cli`] — the command line; `main.rs` only parses, runs and exits.
+//! * [`experiment`] — experiments: file, load, run, timeline, expectations.
+//! * [`report`] — a judged run and its formats (console, JSON, JUnit,
+//!   journal, requests).
+//! * [`json_schema`] — the JSON Schemas of the YAML formats, for editors.
+//! * [`cli`] — the top floor: the command line, one file per subcommand,
+//!   exit codes; `main.rs` only parses, runs and exits. Nothing else
+//!   imports it.
 
 pub mod api;
 pub mod cli;

@@ -3,9 +3,13 @@
 
 use serde::{Deserialize, Deserializer};
 
+use super::consecutive::ConsecutiveModel;
+use super::model::Model;
 use super::outcome::Classifier;
+use super::ratio::RatioModel;
 use super::raw::RawBreaker;
-use crate::clock::Duration;
+use super::window::WindowModel;
+use crate::clock::{Duration, Instant};
 use crate::schema::units::Percent;
 use crate::schema::{SchemaError, deserialize_checked, from_yaml_str};
 
@@ -63,6 +67,28 @@ pub enum ModelConfig {
     Consecutive(ConsecutiveConfig),
     /// `ratio`: Sentinel / MSE error or slow ratio over a time window.
     Ratio(RatioConfig),
+}
+
+impl ModelConfig {
+    /// A fresh decision model of this kind; journal times count from
+    /// `run_start`.
+    pub(crate) fn start(&self, run_start: Instant) -> Box<dyn Model> {
+        match self {
+            ModelConfig::Window(c) => Box::new(WindowModel::new(c.clone(), run_start)),
+            ModelConfig::Consecutive(c) => Box::new(ConsecutiveModel::new(c.clone())),
+            ModelConfig::Ratio(c) => Box::new(RatioModel::new(c.clone(), run_start)),
+        }
+    }
+
+    /// How long the breaker waits in open before it probes (before any
+    /// backoff): `wait_in_open`, or the ratio model's `breaker_duration`.
+    pub fn wait_in_open(&self) -> Duration {
+        match self {
+            ModelConfig::Window(w) => w.wait_in_open,
+            ModelConfig::Consecutive(c) => c.wait_in_open,
+            ModelConfig::Ratio(r) => r.breaker_duration,
+        }
+    }
 }
 
 /// The sliding window of the `window` model.
@@ -225,11 +251,7 @@ impl BreakerConfig {
     /// How long the breaker waits in open before it probes (before any
     /// backoff): `wait_in_open`, or the ratio model's `breaker_duration`.
     pub fn wait_in_open(&self) -> Duration {
-        match &self.model {
-            ModelConfig::Window(w) => w.wait_in_open,
-            ModelConfig::Consecutive(c) => c.wait_in_open,
-            ModelConfig::Ratio(r) => r.breaker_duration,
-        }
+        self.model.wait_in_open()
     }
 
     /// Parses and validates one breaker from YAML (`file` names the source

@@ -1,14 +1,11 @@
 //! The circuit breaker as a pure state machine: no I/O, no clock of its
 //! own; every entry point takes `now`, so virtual time drives it exactly.
 
-use super::config::{BreakerConfig, ModelConfig};
-use super::consecutive::ConsecutiveModel;
+use super::config::BreakerConfig;
 use super::journal::{Counters, Reason, Transition};
 use super::model::{Call, Model, Verdict};
 use super::outcome::{Classifier, Outcome};
-use super::ratio::RatioModel;
 use super::state::{Permit, Rejected, State};
-use super::window::WindowModel;
 use crate::clock::{Duration, Instant};
 
 /// The state with the data only that state needs.
@@ -57,11 +54,7 @@ pub struct Breaker {
 impl Breaker {
     /// A closed breaker; journal times count from `run_start`.
     pub fn new(config: &BreakerConfig, run_start: Instant) -> Self {
-        let model: Box<dyn Model> = match &config.model {
-            ModelConfig::Window(c) => Box::new(WindowModel::new(c.clone(), run_start)),
-            ModelConfig::Consecutive(c) => Box::new(ConsecutiveModel::new(c.clone())),
-            ModelConfig::Ratio(c) => Box::new(RatioModel::new(c.clone(), run_start)),
-        };
+        let model = config.model.start(run_start);
         Breaker {
             name: config.name.clone(),
             run_start,

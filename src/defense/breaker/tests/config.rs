@@ -193,3 +193,20 @@ fn every_problem_is_reported_at_once() {
         assert!(err.contains(key), "{err} lacks {key}");
     }
 }
+
+#[test]
+fn wait_in_open_is_each_models_own_key() {
+    let wait = |yaml: &str| parse(yaml).unwrap().wait_in_open();
+    assert_eq!(
+        wait("name: w\nmodel: window\nwait_in_open: 4s\n"),
+        Duration::from_secs(4)
+    );
+    assert_eq!(
+        wait("name: c\nmodel: consecutive\nwait_in_open: 6s\n"),
+        Duration::from_secs(6)
+    );
+    assert_eq!(
+        wait("name: r\nmodel: ratio\nbreaker_duration: 9s\n"),
+        Duration::from_secs(9)
+    );
+}
