@@ -1,39 +1,47 @@
 //! `firedrill defend`: the defense line as a reverse proxy in front of a
 //! dependency, until Ctrl-C or SIGTERM.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::exit::{CliError, EXIT_OK};
 use super::runtime::{init_logging, runtime, shutdown_on_stop_signal};
-use crate::clock::Duration;
 use crate::defense::DefenseLine;
 use crate::defense::config::DefenseConfig;
 use crate::defense::report::{JournalFile, NoObserver, Observer};
 use crate::http::client::{HttpUpstream, Upstream};
 use crate::net::{self, TcpAcceptor, TcpConnector};
+use crate::schema::units::Dur;
 
-/// What `firedrill defend` was asked.
-#[derive(Debug, Clone)]
-pub struct DefendOptions {
-    /// The defense config file.
-    pub config: std::path::PathBuf,
-    /// `--listen`.
+/// The flags of `firedrill defend`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DefendArgs {
+    /// YAML file holding the defense section (routes, breakers, ...).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Address to listen on.
+    #[arg(long)]
     pub listen: String,
-    /// `--upstream`.
+    /// The dependency: `host:port` or `http://host:port`.
+    #[arg(long)]
     pub upstream: String,
-    /// `--journal`.
-    pub journal: Option<std::path::PathBuf>,
-    /// `--seed`.
+    /// Write breaker transitions here as JSON lines.
+    #[arg(long)]
+    pub journal: Option<PathBuf>,
+    /// Seed of every random decision (retry jitter).
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// `--grace`.
-    pub grace: Duration,
-    /// `--metrics-listen`.
+    /// How long in-flight requests may finish after a stop signal.
+    #[arg(long, default_value = "5s")]
+    pub grace: Dur,
+    /// Serve Prometheus /metrics (resilience4j names) on this address.
+    #[arg(long)]
     pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
 /// `firedrill defend`: loads the config, binds, serves until a stop signal.
-pub fn defend(options: &DefendOptions) -> Result<u8, CliError> {
-    let DefendOptions {
+pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
+    let DefendArgs {
         listen,
         upstream,
         seed,
@@ -90,7 +98,7 @@ pub fn defend(options: &DefendOptions) -> Result<u8, CliError> {
             tracing::info!(listen = %metrics.local_addr(), "metrics ready at /metrics");
             tokio::spawn(crate::metrics::serve(metrics, registry, shutdown.clone()));
         }
-        crate::defense::serve::serve(acceptor, line.clone(), shutdown, grace)
+        crate::defense::serve::serve(acceptor, line.clone(), shutdown, grace.get())
             .await
             .map_err(|e| CliError::runtime(e).context(format!("--listen {listen}")))?;
         tracing::info!(requests = line.requests(), attempts = line.attempts(), "defense line stopped");

@@ -14,6 +14,7 @@ use crate::fault::{FaultFile, FaultPlan};
 use crate::http::ShutdownSignal;
 use crate::net::TcpAcceptor;
 use crate::proxy::{BoundProxy, ProxyMode};
+use crate::schema::units::Dur;
 
 /// The demo's fault timeline: slow, then failing, then resetting.
 pub const DEMO_FAULTS: &str = "\
@@ -22,6 +23,20 @@ faults:
   - { name: inventory-503, match: /inventory/*, status: { code: 503, body: inventory down }, probability: 50%, at: 5s, for: 3s }
   - { name: inventory-reset, match: /inventory/*, reset: {}, probability: 30%, at: 8s, for: 2s }
 ";
+
+/// The flags of `firedrill demo`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DemoArgs {
+    /// How long to run.
+    #[arg(long, default_value = "12s")]
+    pub duration: Dur,
+    /// Requests per second.
+    #[arg(long, default_value_t = 20)]
+    pub rate: u32,
+    /// Seed of every random decision.
+    #[arg(long, default_value_t = 7)]
+    pub seed: u64,
+}
 
 /// What happened to one request.
 #[derive(Debug, Clone, Copy)]
@@ -33,7 +48,8 @@ enum Outcome {
 }
 
 /// Runs the demo for `duration` at `rate` requests per second.
-pub fn demo(duration: Duration, rate: u32, seed: u64) -> Result<u8, CliError> {
+pub fn demo(args: &DemoArgs) -> Result<u8, CliError> {
+    let (duration, rate, seed) = (args.duration.get(), args.rate, args.seed);
     let faults: FaultFile = crate::schema::from_yaml_str("demo faults", DEMO_FAULTS)
         .map_err(|e| CliError::runtime(e).context("built-in demo faults"))?;
     super::runtime::runtime()?.block_on(async move {

@@ -7,9 +7,9 @@ use clap::builder::PossibleValue;
 
 use super::exit::{CliError, EXIT_OK};
 use super::runtime::{init_logging, runtime, shutdown_on_stop_signal};
-use crate::clock::Duration;
 use crate::fault::FaultPlan;
 use crate::proxy::{BoundProxy, ProxyMode};
+use crate::schema::units::Dur;
 
 impl clap::ValueEnum for ProxyMode {
     fn value_variants<'a>() -> &'a [Self] {
@@ -24,26 +24,32 @@ impl clap::ValueEnum for ProxyMode {
     }
 }
 
-/// What `firedrill proxy` was asked.
-#[derive(Debug, Clone)]
-pub struct ProxyOptions {
-    /// `--listen`.
+/// The flags of `firedrill proxy`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ProxyArgs {
+    /// Address to listen on, e.g. `127.0.0.1:8080` (`:0` picks a port).
+    #[arg(long)]
     pub listen: String,
-    /// `--upstream`.
+    /// Address of the dependency, `host:port`.
+    #[arg(long)]
     pub upstream: String,
-    /// `--mode`.
+    /// `tcp` (byte streams) or `http` (per-request faults).
+    #[arg(long, value_enum, default_value = "tcp")]
     pub mode: ProxyMode,
-    /// `--faults`: none is a pass-through.
+    /// YAML fault file (see `fixtures/faults/good/`); none: pass-through.
+    #[arg(long)]
     pub faults: Option<PathBuf>,
-    /// `--seed`.
+    /// Seed of every random decision (probabilities, jitter).
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// `--grace`.
-    pub grace: Duration,
+    /// How long in-flight connections may finish after a stop signal.
+    #[arg(long, default_value = "5s")]
+    pub grace: Dur,
 }
 
 /// Loads the faults, binds, serves until a stop signal, drains.
-pub fn proxy(options: &ProxyOptions) -> Result<u8, CliError> {
-    let ProxyOptions {
+pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
+    let ProxyArgs {
         listen,
         upstream,
         mode,
@@ -65,7 +71,7 @@ pub fn proxy(options: &ProxyOptions) -> Result<u8, CliError> {
         let shutdown =
             shutdown_on_stop_signal(Some("stop signal: no new connections; draining"));
         bound
-            .serve(plan, shutdown, *grace)
+            .serve(plan, shutdown, grace.get())
             .await
             .map_err(|e| CliError::runtime(e).context(format!("--listen {listen}")))?;
         tracing::info!("proxy stopped");

@@ -8,32 +8,64 @@ use crate::experiment::config::{ClockKind, TargetSpec};
 use crate::experiment::run::{Ending, Live};
 use crate::report::{self, RunReport};
 
-/// Options of `firedrill run`.
-#[derive(Debug, Clone, Default)]
-pub struct RunOptions {
-    /// Overrides the file's clock.
-    pub clock: Option<ClockKind>,
+/// The flags of `firedrill run`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
+    /// The experiment file.
+    pub file: PathBuf,
+    /// `virtual` (in memory, paused time) or `real` (loopback sockets,
+    /// wall time); overrides the file's `clock`.
+    #[arg(long, value_enum)]
+    pub clock: Option<ClockArg>,
     /// Overrides the file's seed.
+    #[arg(long)]
     pub seed: Option<u64>,
-    /// Writes report.json, junit.xml, journal.jsonl and requests.jsonl here.
+    /// Write report.json, junit.xml, journal.jsonl and requests.jsonl here.
+    #[arg(long)]
     pub report_dir: Option<PathBuf>,
-    /// Writes the JUnit XML here.
+    /// Write the JUnit XML report here.
+    #[arg(long)]
     pub junit: Option<PathBuf>,
-    /// Writes the JSON report here.
+    /// Write the JSON report here.
+    #[arg(long)]
     pub json: Option<PathBuf>,
-    /// No progress bar, no summary.
+    /// No progress bar and no summary (exit code and files only).
+    #[arg(long, short)]
     pub quiet: bool,
-    /// Serve the defense line's Prometheus metrics here (real clock).
+    /// Serve the defense line's Prometheus /metrics (resilience4j
+    /// names) on this address during a real-time run.
+    #[arg(long)]
     pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
-/// Runs the experiment at `path` and returns the exit code.
-pub fn run(path: &Path, options: &RunOptions) -> Result<u8, CliError> {
-    let mut loaded = crate::experiment::file::load(path)?;
+/// `--clock`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ClockArg {
+    /// In-memory transports, paused auto-advancing time.
+    Virtual,
+    /// Real sockets on loopback, wall time.
+    Real,
+}
+
+impl ClockArg {
+    /// The experiment's clock this flag names.
+    fn kind(self) -> ClockKind {
+        match self {
+            ClockArg::Virtual => ClockKind::Virtual,
+            ClockArg::Real => ClockKind::Real,
+        }
+    }
+}
+
+/// Runs the experiment file and returns the exit code.
+pub fn run(options: &RunArgs) -> Result<u8, CliError> {
+    let mut loaded = crate::experiment::file::load(&options.file)?;
     if let Some(seed) = options.seed {
         loaded.experiment.seed = seed;
     }
-    let clock = options.clock.unwrap_or(loaded.experiment.clock);
+    let clock = options
+        .clock
+        .map_or(loaded.experiment.clock, ClockArg::kind);
     if clock == ClockKind::Virtual && matches!(loaded.experiment.target, TargetSpec::Url(_)) {
         return Err(CliError::invalid(
             "--clock virtual: a real target (target.url) needs the real clock",
@@ -56,7 +88,7 @@ pub fn run(path: &Path, options: &RunOptions) -> Result<u8, CliError> {
     })
 }
 
-fn write_reports(report: &RunReport, options: &RunOptions) -> Result<(), CliError> {
+fn write_reports(report: &RunReport, options: &RunArgs) -> Result<(), CliError> {
     let write = |path: &Path, bytes: std::io::Result<Vec<u8>>| -> Result<(), CliError> {
         let bytes = bytes.map_err(|e| CliError::runtime(e).context(path.display().to_string()))?;
         std::fs::write(path, bytes)

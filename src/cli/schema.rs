@@ -26,8 +26,16 @@ impl From<SchemaFormat> for Format {
     }
 }
 
-/// Prints the schema of `format` on stdout.
-pub fn print(format: SchemaFormat) -> Result<u8, CliError> {
-    print!("{}", Format::from(format).render());
+/// The flags of `firedrill schema`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SchemaArgs {
+    /// Which format.
+    #[arg(value_enum, default_value = "experiment")]
+    pub format: SchemaFormat,
+}
+
+/// Prints the schema of `--format` on stdout.
+pub fn print(args: &SchemaArgs) -> Result<u8, CliError> {
+    print!("{}", Format::from(args.format).render());
     Ok(EXIT_OK)
 }

@@ -14,24 +14,29 @@ use crate::api::guard::{BODY_LIMIT, Guard, host_is_loopback};
 use crate::api::proxy::ProxyInput;
 use crate::api::server::{Api, serve};
 
-/// The checked flags of `firedrill server`.
-#[derive(Debug, Clone)]
+/// The flags of `firedrill server`.
+#[derive(Debug, Clone, clap::Args)]
 pub struct ServerArgs {
-    /// Address of the API; loopback unless a token is given.
+    /// Address of the API. Anything but loopback needs --api-token.
+    #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
-    /// Port of the API (0: any free port, printed at start).
+    /// Port of the API (0 picks a free one, printed at start).
+    #[arg(long, default_value_t = 8474)]
     pub port: u16,
-    /// A JSON array of proxies to create at start (Toxiproxy's `-config`).
+    /// JSON array of proxies to create at start, as Toxiproxy's -config.
+    #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Bearer token every request must carry.
+    /// Require `Authorization: Bearer <token>` on every request.
+    #[arg(long, env = "FIREDRILL_API_TOKEN", hide_env_values = true)]
     pub api_token: Option<String>,
-    /// Seed of every proxy's random decisions.
+    /// Seed of every random decision (toxicity, jitter).
+    #[arg(long, default_value_t = 1)]
     pub seed: u64,
 }
 
 /// Runs the server until a stop signal.
-pub fn server(args: ServerArgs) -> Result<u8, CliError> {
-    let token = args.api_token.filter(|t| !t.is_empty());
+pub fn server(args: &ServerArgs) -> Result<u8, CliError> {
+    let token = args.api_token.clone().filter(|t| !t.is_empty());
     if !host_is_loopback(&args.host) && token.is_none() {
         return Err(CliError::invalid(format!(
             "--host {}: not a loopback address; the API can flip faults on every proxy, so give --api-token (or FIREDRILL_API_TOKEN) to listen there",

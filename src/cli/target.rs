@@ -6,8 +6,17 @@ use super::exit::{CliError, EXIT_OK};
 use super::runtime::{init_logging, runtime, shutdown_on_stop_signal};
 use crate::target::TargetStats;
 
-/// Serves the fixture routes on `listen` until a stop signal.
-pub fn target(listen: &str) -> Result<u8, CliError> {
+/// The flags of `firedrill target`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct TargetArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:9000")]
+    pub listen: String,
+}
+
+/// Serves the fixture routes on `--listen` until a stop signal.
+pub fn target(args: &TargetArgs) -> Result<u8, CliError> {
+    let listen = args.listen.as_str();
     init_logging("info");
     runtime()?.block_on(async {
         let addr = crate::net::resolve(listen)

@@ -1,7 +1,7 @@
 //! `firedrill validate`: checks a fault file, a defense config or an
 //! experiment (told apart by their top-level keys) without running it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::exit::{CliError, EXIT_OK};
 use crate::fault::FaultFile;
@@ -58,8 +58,20 @@ fn detect_kind(text: &str) -> FileKind {
     }
 }
 
-/// Checks the file at `path` and prints what it holds.
-pub fn validate(path: &Path, mode: Option<ProxyMode>) -> Result<u8, CliError> {
+/// The flags of `firedrill validate`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ValidateArgs {
+    /// The YAML file.
+    pub file: PathBuf,
+    /// Also check that every fault of a fault file works in this proxy
+    /// mode (an experiment's faults always run in HTTP mode).
+    #[arg(long, value_enum)]
+    pub mode: Option<ProxyMode>,
+}
+
+/// Checks the file and prints what it holds.
+pub fn validate(args: &ValidateArgs) -> Result<u8, CliError> {
+    let (path, mode) = (args.file.as_path(), args.mode);
     let text = schema::read_text(path)?;
     match detect_kind(&text) {
         FileKind::Faults => {
