@@ -36,7 +36,7 @@ fn fault_keys() -> Vec<&'static str> {
         "after_idle",
         "latnecy",
     ];
-    keys.extend(firedrill::fault::spec::KINDS);
+    keys.extend(firedrill::fault::spec::kind_keys());
     keys
 }
 

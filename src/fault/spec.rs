@@ -96,34 +96,138 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
+    /// This kind's row in [`KINDS`]: its key and the proxy modes it acts in.
+    pub fn info(&self) -> &'static KindInfo {
+        KINDS
+            .iter()
+            .find(|row| (row.is)(self))
+            .expect("every fault kind has a row in KINDS")
+    }
+
     /// The YAML key of this kind.
     pub fn key(&self) -> &'static str {
-        match self {
-            FaultKind::Latency(_) => "latency",
-            FaultKind::Status(_) => "status",
-            FaultKind::Reset(_) => "reset",
-            FaultKind::Close(_) => "close",
-            FaultKind::Blackhole => "blackhole",
-            FaultKind::Refuse => "refuse",
-            FaultKind::Bandwidth(_) => "bandwidth",
-            FaultKind::SlowClose(_) => "slow_close",
-            FaultKind::Slicer(_) => "slicer",
-            FaultKind::LimitData(_) => "limit_data",
-        }
+        self.info().key
     }
 
     /// Whether the kind acts in TCP mode (`status` needs HTTP).
     pub fn works_in_tcp(&self) -> bool {
-        !matches!(self, FaultKind::Status(_))
+        self.info().modes.tcp()
     }
 
     /// Whether the kind acts in HTTP mode (the byte-stream faults need TCP).
     pub fn works_in_http(&self) -> bool {
-        !matches!(
-            self,
-            FaultKind::SlowClose(_) | FaultKind::Slicer(_) | FaultKind::LimitData(_)
-        )
+        self.info().modes.http()
     }
+}
+
+/// The proxy modes something acts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Modes {
+    /// TCP and HTTP.
+    Both,
+    /// TCP only: it acts on the byte stream.
+    TcpOnly,
+    /// HTTP only: it acts on requests and responses.
+    HttpOnly,
+}
+
+impl Modes {
+    /// Whether it acts in TCP mode.
+    pub const fn tcp(self) -> bool {
+        !matches!(self, Modes::HttpOnly)
+    }
+
+    /// Whether it acts in HTTP mode.
+    pub const fn http(self) -> bool {
+        !matches!(self, Modes::TcpOnly)
+    }
+}
+
+/// One fault kind: a row of [`KINDS`].
+#[derive(Debug, Clone, Copy)]
+pub struct KindInfo {
+    /// The key that names the kind in a fault entry, e.g. `latency`.
+    pub key: &'static str,
+    /// The proxy modes the kind acts in.
+    pub modes: Modes,
+    /// Whether a [`FaultKind`] is this kind.
+    is: fn(&FaultKind) -> bool,
+    /// Takes this kind's parameters out of an entry as written, if present.
+    take: fn(&mut RawFault) -> Option<FaultKind>,
+}
+
+/// Every fault kind, in the order of [`RawFault`]'s kind fields: the one list
+/// of kind names and of the proxy modes each acts in. `FaultKind::key` and
+/// `works_in_*`, the loader (which kind an entry has), its messages and the
+/// schema's "exactly one kind" rule all read it. A new kind is a
+/// [`FaultKind`] variant, a [`RawFault`] field (whose doc says where it
+/// works) and a row here, plus its key in `RawFault`'s description.
+pub const KINDS: &[KindInfo] = &[
+    KindInfo {
+        key: "latency",
+        modes: Modes::Both,
+        is: |k| matches!(k, FaultKind::Latency(_)),
+        take: |r| r.latency.take().map(FaultKind::Latency),
+    },
+    KindInfo {
+        key: "status",
+        modes: Modes::HttpOnly,
+        is: |k| matches!(k, FaultKind::Status(_)),
+        take: |r| r.status.take().map(FaultKind::Status),
+    },
+    KindInfo {
+        key: "reset",
+        modes: Modes::Both,
+        is: |k| matches!(k, FaultKind::Reset(_)),
+        take: |r| r.reset.take().map(FaultKind::Reset),
+    },
+    KindInfo {
+        key: "close",
+        modes: Modes::Both,
+        is: |k| matches!(k, FaultKind::Close(_)),
+        take: |r| r.close.take().map(FaultKind::Close),
+    },
+    KindInfo {
+        key: "blackhole",
+        modes: Modes::Both,
+        is: |k| matches!(k, FaultKind::Blackhole),
+        take: |r| r.blackhole.take().map(|_| FaultKind::Blackhole),
+    },
+    KindInfo {
+        key: "refuse",
+        modes: Modes::Both,
+        is: |k| matches!(k, FaultKind::Refuse),
+        take: |r| r.refuse.take().map(|_| FaultKind::Refuse),
+    },
+    KindInfo {
+        key: "bandwidth",
+        modes: Modes::Both,
+        is: |k| matches!(k, FaultKind::Bandwidth(_)),
+        take: |r| r.bandwidth.take().map(FaultKind::Bandwidth),
+    },
+    KindInfo {
+        key: "slow_close",
+        modes: Modes::TcpOnly,
+        is: |k| matches!(k, FaultKind::SlowClose(_)),
+        take: |r| r.slow_close.take().map(FaultKind::SlowClose),
+    },
+    KindInfo {
+        key: "slicer",
+        modes: Modes::TcpOnly,
+        is: |k| matches!(k, FaultKind::Slicer(_)),
+        take: |r| r.slicer.take().map(FaultKind::Slicer),
+    },
+    KindInfo {
+        key: "limit_data",
+        modes: Modes::TcpOnly,
+        is: |k| matches!(k, FaultKind::LimitData(_)),
+        take: |r| r.limit_data.take().map(FaultKind::LimitData),
+    },
+];
+
+/// The kind keys, in the order of [`KINDS`].
+pub fn kind_keys() -> impl Iterator<Item = &'static str> {
+    KINDS.iter().map(|row| row.key)
 }
 
 /// Parameters of `latency`.
@@ -323,6 +427,7 @@ pub struct RawFault {
     /// HTTP: hit only a request after this long without one (a cold start).
     #[serde(default)]
     after_idle: Option<Dur>,
+    // The kind fields: last, one per row of `KINDS`, in its order.
     /// Kind: delay data (TCP) or the request/response (HTTP).
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "Latency")]
@@ -367,25 +472,9 @@ pub struct RawFault {
     limit_data: Option<LimitData>,
 }
 
-/// The keys that name a fault kind, for messages and the schema's "exactly
-/// one kind" rule.
-pub const KINDS: [&str; 10] = [
-    "latency",
-    "status",
-    "reset",
-    "close",
-    "blackhole",
-    "refuse",
-    "bandwidth",
-    "slow_close",
-    "slicer",
-    "limit_data",
-];
-
 /// `oneOf` with one `required: [kind]` per kind: exactly one kind key.
 fn kind_one_of() -> serde_json::Value {
-    KINDS
-        .iter()
+    kind_keys()
         .map(|kind| serde_json::json!({ "required": [kind] }))
         .collect()
 }
@@ -401,24 +490,17 @@ crate::schema_via!(Slicer, SlicerFields, "Slicer");
 impl TryFrom<RawFault> for Fault {
     type Error = String;
 
-    fn try_from(raw: RawFault) -> Result<Self, String> {
-        let mut kinds: Vec<FaultKind> = Vec::new();
-        kinds.extend(raw.latency.map(FaultKind::Latency));
-        kinds.extend(raw.status.map(FaultKind::Status));
-        kinds.extend(raw.reset.map(FaultKind::Reset));
-        kinds.extend(raw.close.map(FaultKind::Close));
-        kinds.extend(raw.blackhole.map(|_| FaultKind::Blackhole));
-        kinds.extend(raw.refuse.map(|_| FaultKind::Refuse));
-        kinds.extend(raw.bandwidth.map(FaultKind::Bandwidth));
-        kinds.extend(raw.slow_close.map(FaultKind::SlowClose));
-        kinds.extend(raw.slicer.map(FaultKind::Slicer));
-        kinds.extend(raw.limit_data.map(FaultKind::LimitData));
+    fn try_from(mut raw: RawFault) -> Result<Self, String> {
+        let mut kinds: Vec<FaultKind> = KINDS
+            .iter()
+            .filter_map(|row| (row.take)(&mut raw))
+            .collect();
         let kind = match kinds.len() {
             1 => kinds.remove(0),
             0 => {
                 return Err(format!(
                     "a fault needs exactly one kind: one of {}",
-                    KINDS.join(", ")
+                    kind_keys().collect::<Vec<_>>().join(", ")
                 ));
             }
             _ => {
