@@ -4,6 +4,7 @@
 //! style. Bounded so the whole file runs in a few seconds in debug builds.
 
 use firedrill::fault::FaultFile;
+use firedrill::fault::spec::kind_keys;
 use firedrill::schema::{SchemaError, Segment, from_yaml_str, locate};
 use proptest::prelude::*;
 use proptest::sample::select;
@@ -36,7 +37,7 @@ fn fault_keys() -> Vec<&'static str> {
         "after_idle",
         "latnecy",
     ];
-    keys.extend(firedrill::fault::spec::KINDS);
+    keys.extend(kind_keys());
     keys
 }
 
@@ -153,8 +154,11 @@ fn parameters() -> impl Strategy<Value = Node> {
         .prop_map(Node::Map)
 }
 
-/// Each kind with valid parameters; the first one is the required one.
-const KINDS: &[(&str, &[(&str, &str)])] = &[
+/// Valid parameters of each kind the crate has, by key (the first one is
+/// the required one); a new kind fails
+/// `the_kind_parameters_cover_every_kind_and_load_as_that_kind` until it is
+/// added here.
+const KIND_PARAMETERS: &[(&str, &[(&str, &str)])] = &[
     (
         "latency",
         &[
@@ -191,6 +195,15 @@ const KINDS: &[(&str, &[(&str, &str)])] = &[
     ("limit_data", &[("bytes", "1MB")]),
 ];
 
+/// The valid parameters of `kind`, from [`KIND_PARAMETERS`].
+fn kind_parameters(kind: &str) -> &'static [(&'static str, &'static str)] {
+    KIND_PARAMETERS
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .unwrap_or_else(|| panic!("no parameters for kind {kind}: add it to KIND_PARAMETERS"))
+        .1
+}
+
 /// Valid optional keys of a fault.
 const EXTRAS: &[(&str, &str)] = &[
     ("name", "flaky"),
@@ -213,7 +226,8 @@ fn scalars(pairs: &[(&str, &str)], keep: &[bool]) -> Vec<(String, Node)> {
 /// A fault that is valid as built (one kind, valid parameters, some extras)
 /// and then, sometimes, has one value replaced by a random one.
 fn plausible_fault() -> impl Strategy<Value = Node> {
-    let kind = select(KINDS);
+    let kind =
+        select(kind_keys().collect::<Vec<_>>()).prop_map(|kind| (kind, kind_parameters(kind)));
     let keep = prop::collection::vec(any::<bool>(), 3);
     let extras = prop::collection::vec(any::<bool>(), EXTRAS.len());
     let mutation = prop::option::weighted(0.5, (any::<prop::sample::Index>(), scalar()));
@@ -415,5 +429,26 @@ fn the_renderer_writes_yaml_the_parser_accepts_in_every_style() {
         let text = render(&file, style);
         let parsed = parse(&text).unwrap_or_else(|e| panic!("{e} in {style:?}:\n{text}"));
         assert_eq!(parsed.faults.len(), 1, "{style:?}:\n{text}");
+    }
+}
+
+#[test]
+fn the_kind_parameters_cover_every_kind_and_load_as_that_kind() {
+    let mut listed: Vec<&str> = KIND_PARAMETERS.iter().map(|(k, _)| *k).collect();
+    listed.sort_unstable();
+    let mut kinds: Vec<&str> = kind_keys().collect();
+    kinds.sort_unstable();
+    assert_eq!(listed, kinds, "KIND_PARAMETERS has each kind once");
+    for (kind, params) in KIND_PARAMETERS {
+        let file = Node::Map(vec![(
+            "faults".to_string(),
+            Node::Seq(vec![Node::Map(vec![(
+                kind.to_string(),
+                Node::Map(scalars(params, &vec![true; params.len()])),
+            )])]),
+        )]);
+        let text = render(&file, Style::Block);
+        let parsed = parse(&text).unwrap_or_else(|e| panic!("{e}:\n{text}"));
+        assert_eq!(parsed.faults[0].kind.key(), *kind, "{text}");
     }
 }

@@ -15,33 +15,118 @@ use serde_json::{Map, Value};
 use super::error::ApiError;
 use crate::clock::Duration;
 use crate::fault::spec::{
-    Bandwidth, Cut, Latency, LimitData, SlicerFields, SlowClose, StatusFault,
+    Bandwidth, Cut, Latency, LimitData, Modes, SlicerFields, SlowClose, StatusFault,
 };
 use crate::fault::{Direction, Fault, FaultKind, HttpMatch, Window};
 use crate::proxy::ProxyMode;
 use crate::schema::units::{ByteSize, Dur, ErrorStatus, Percent, Rate};
 
+/// A toxic type: its name, its attributes with their defaults, and the
+/// proxy modes it works in.
+#[derive(Debug, Clone, Copy)]
+pub struct ToxicType {
+    /// The `type` a client sends, e.g. `latency`.
+    pub name: &'static str,
+    /// The attribute names with their defaults (Toxiproxy's: zero).
+    pub attributes: &'static [(&'static str, Attribute)],
+    /// `http_*` types act on HTTP requests; the byte-stream ones on TCP.
+    pub modes: Modes,
+}
+
+/// An attribute's default value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attribute {
+    /// A whole number.
+    Number(u64),
+    /// A string.
+    Text(&'static str),
+}
+
+impl Attribute {
+    /// The default as JSON.
+    pub fn value(self) -> Value {
+        match self {
+            Attribute::Number(n) => Value::from(n),
+            Attribute::Text(s) => Value::from(s),
+        }
+    }
+}
+
+const ZERO: Attribute = Attribute::Number(0);
+
 /// The toxic types this server knows, Toxiproxy's first, then firedrill's
 /// HTTP-level ones (which need a proxy in `http` mode).
-pub const TYPES: &[&str] = &[
-    "latency",
-    "bandwidth",
-    "slow_close",
-    "timeout",
-    "reset_peer",
-    "slicer",
-    "limit_data",
-    "noop",
-    "http_status",
-    "http_latency",
+pub const TYPES: &[ToxicType] = &[
+    ToxicType {
+        name: "latency",
+        attributes: &[("latency", ZERO), ("jitter", ZERO)],
+        modes: Modes::Both,
+    },
+    ToxicType {
+        name: "bandwidth",
+        attributes: &[("rate", ZERO)],
+        modes: Modes::Both,
+    },
+    ToxicType {
+        name: "slow_close",
+        attributes: &[("delay", ZERO)],
+        modes: Modes::TcpOnly,
+    },
+    ToxicType {
+        name: "timeout",
+        attributes: &[("timeout", ZERO)],
+        modes: Modes::Both,
+    },
+    ToxicType {
+        name: "reset_peer",
+        attributes: &[("timeout", ZERO)],
+        modes: Modes::Both,
+    },
+    ToxicType {
+        name: "slicer",
+        attributes: &[
+            ("average_size", ZERO),
+            ("size_variation", ZERO),
+            ("delay", ZERO),
+        ],
+        modes: Modes::TcpOnly,
+    },
+    ToxicType {
+        name: "limit_data",
+        attributes: &[("bytes", ZERO)],
+        modes: Modes::TcpOnly,
+    },
+    ToxicType {
+        name: "noop",
+        attributes: &[],
+        modes: Modes::Both,
+    },
+    ToxicType {
+        name: "http_status",
+        attributes: &[
+            ("code", Attribute::Number(503)),
+            ("body", Attribute::Text("")),
+        ],
+        modes: Modes::HttpOnly,
+    },
+    ToxicType {
+        name: "http_latency",
+        attributes: &[("latency", ZERO), ("jitter", ZERO)],
+        modes: Modes::HttpOnly,
+    },
 ];
+
+/// The row of [`TYPES`] named `name`.
+fn toxic_type(name: &str) -> Option<&'static ToxicType> {
+    TYPES.iter().find(|t| t.name == name)
+}
 
 /// A toxic as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Toxic {
     /// Unique within its proxy; default `<type>_<stream>`.
     pub name: String,
-    /// One of [`TYPES`].
+    /// The name of one of [`TYPES`].
     #[serde(rename = "type")]
     pub kind: String,
     /// `upstream` (client to target) or `downstream` (default).
@@ -83,48 +168,11 @@ pub struct ToxicUpdate {
     pub toxicity: Option<f64>,
 }
 
-/// Each type with its attributes and their defaults.
-type AttributeTable = Vec<(&'static str, Vec<(&'static str, Value)>)>;
-
-/// The attribute names of a type with their defaults (Toxiproxy's: zero).
-fn defaults(kind: &str) -> Option<&'static [(&'static str, Value)]> {
-    use std::sync::LazyLock;
-    static TABLE: LazyLock<AttributeTable> = LazyLock::new(|| {
-        let z = || Value::from(0);
-        vec![
-            ("latency", vec![("latency", z()), ("jitter", z())]),
-            ("bandwidth", vec![("rate", z())]),
-            ("slow_close", vec![("delay", z())]),
-            ("timeout", vec![("timeout", z())]),
-            ("reset_peer", vec![("timeout", z())]),
-            (
-                "slicer",
-                vec![
-                    ("average_size", z()),
-                    ("size_variation", z()),
-                    ("delay", z()),
-                ],
-            ),
-            ("limit_data", vec![("bytes", z())]),
-            ("noop", vec![]),
-            (
-                "http_status",
-                vec![("code", Value::from(503)), ("body", Value::from(""))],
-            ),
-            ("http_latency", vec![("latency", z()), ("jitter", z())]),
-        ]
-    });
-    TABLE
-        .iter()
-        .find(|(k, _)| *k == kind)
-        .map(|(_, attrs)| attrs.as_slice())
-}
-
 impl Toxic {
     /// A new toxic from a client's input, checked against `mode`.
     pub fn create(input: ToxicInput, mode: ProxyMode) -> Result<Toxic, ApiError> {
         let kind = input.kind.unwrap_or_default();
-        let Some(known) = defaults(&kind) else {
+        let Some(known) = toxic_type(&kind) else {
             return Err(ApiError::invalid_type());
         };
         let stream = input.stream.unwrap_or_else(|| "downstream".to_string());
@@ -136,8 +184,9 @@ impl Toxic {
             _ => format!("{kind}_{stream}"),
         };
         let mut attributes: Map<String, Value> = known
+            .attributes
             .iter()
-            .map(|(k, v)| (k.to_string(), v.clone()))
+            .map(|(k, v)| (k.to_string(), v.value()))
             .collect();
         let toxic = Toxic {
             name,
@@ -190,17 +239,17 @@ impl Toxic {
         } else {
             Direction::Downstream
         };
-        let http_only = self.kind.starts_with("http_");
-        match (mode, http_only) {
-            (ProxyMode::Tcp, true) => {
+        let Some(toxic_type) = toxic_type(&self.kind) else {
+            return Err(ApiError::invalid_type());
+        };
+        match (mode, toxic_type.modes) {
+            (ProxyMode::Tcp, Modes::HttpOnly) => {
                 return Err(ApiError::invalid(format!(
                     "type: {} acts on HTTP requests; create the proxy with \"mode\": \"http\"",
                     self.kind
                 )));
             }
-            (ProxyMode::Http, false)
-                if matches!(self.kind.as_str(), "slow_close" | "slicer" | "limit_data") =>
-            {
+            (ProxyMode::Http, Modes::TcpOnly) => {
                 return Err(ApiError::invalid(format!(
                     "type: {} acts on byte streams; it needs a proxy in tcp mode",
                     self.kind
@@ -315,7 +364,7 @@ fn merge(
     from: Map<String, Value>,
     kind: &str,
 ) -> Result<(), ApiError> {
-    let known = defaults(kind).unwrap_or(&[]);
+    let known = toxic_type(kind).map_or(&[][..], |t| t.attributes);
     for (k, v) in from {
         if !known.iter().any(|(name, _)| *name == k) {
             let names: Vec<&str> = known.iter().map(|(n, _)| *n).collect();
@@ -427,5 +476,80 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok.faults(ProxyMode::Http).unwrap()[0].kind.key(), "status");
+    }
+
+    /// Attributes that make a toxic of `ty` valid where a zero default is
+    /// refused.
+    fn valid_attributes(ty: &ToxicType) -> Map<String, Value> {
+        let json = match ty.name {
+            "bandwidth" => r#"{"rate":1}"#,
+            "slicer" => r#"{"average_size":1}"#,
+            _ => "{}",
+        };
+        serde_json::from_str(json).unwrap()
+    }
+
+    /// Creates a toxic of `ty` with its defaults, made valid, in `mode`.
+    fn create_default(ty: &ToxicType, mode: ProxyMode) -> Result<Toxic, ApiError> {
+        let input = ToxicInput {
+            kind: Some(ty.name.to_string()),
+            attributes: Some(valid_attributes(ty)),
+            ..ToxicInput::default()
+        };
+        Toxic::create(input, mode)
+    }
+
+    #[test]
+    fn every_type_shows_exactly_its_table_attributes_with_their_defaults() {
+        for ty in TYPES {
+            let mode = if ty.modes.tcp() {
+                ProxyMode::Tcp
+            } else {
+                ProxyMode::Http
+            };
+            let t = create_default(ty, mode).unwrap();
+            let mut expected: Map<String, Value> = ty
+                .attributes
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.value()))
+                .collect();
+            expected.extend(valid_attributes(ty));
+            assert_eq!(t.attributes, expected, "{}", ty.name);
+            assert_eq!(t.attributes.len(), ty.attributes.len(), "{}", ty.name);
+        }
+        let t = Toxic::create(input(r#"{"type":"http_status"}"#), ProxyMode::Http).unwrap();
+        assert_eq!(
+            serde_json::to_string(&t.attributes).unwrap(),
+            r#"{"body":"","code":503}"#
+        );
+    }
+
+    #[test]
+    fn every_type_converts_and_works_in_a_mode_exactly_when_its_table_row_says() {
+        for ty in TYPES {
+            for (mode, works) in [
+                (ProxyMode::Tcp, ty.modes.tcp()),
+                (ProxyMode::Http, ty.modes.http()),
+            ] {
+                let result = create_default(ty, mode);
+                assert_eq!(result.is_ok(), works, "{} in {mode:?}: {result:?}", ty.name);
+            }
+        }
+    }
+
+    #[test]
+    fn http_types_are_the_http_only_ones_and_the_others_need_tcp_when_their_faults_do() {
+        for ty in TYPES {
+            let http_type = ty.name.starts_with("http_");
+            assert_eq!(http_type, ty.modes == Modes::HttpOnly, "{}", ty.name);
+            if http_type {
+                continue;
+            }
+            let faults = create_default(ty, ProxyMode::Tcp)
+                .and_then(|t| t.faults(ProxyMode::Tcp))
+                .unwrap();
+            let in_http = faults.iter().all(|f| f.kind.works_in_http());
+            assert_eq!(ty.modes.http(), in_http, "{}", ty.name);
+        }
     }
 }

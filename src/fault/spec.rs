@@ -96,34 +96,139 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
+    /// This kind's row in [`KINDS`]: its key and the proxy modes it acts in.
+    pub fn info(&self) -> &'static KindInfo {
+        KINDS
+            .iter()
+            .find(|row| (row.is)(self))
+            .expect("every fault kind has a row in KINDS")
+    }
+
     /// The YAML key of this kind.
     pub fn key(&self) -> &'static str {
-        match self {
-            FaultKind::Latency(_) => "latency",
-            FaultKind::Status(_) => "status",
-            FaultKind::Reset(_) => "reset",
-            FaultKind::Close(_) => "close",
-            FaultKind::Blackhole => "blackhole",
-            FaultKind::Refuse => "refuse",
-            FaultKind::Bandwidth(_) => "bandwidth",
-            FaultKind::SlowClose(_) => "slow_close",
-            FaultKind::Slicer(_) => "slicer",
-            FaultKind::LimitData(_) => "limit_data",
-        }
+        self.info().key
     }
 
     /// Whether the kind acts in TCP mode (`status` needs HTTP).
     pub fn works_in_tcp(&self) -> bool {
-        !matches!(self, FaultKind::Status(_))
+        self.info().modes.tcp()
     }
 
     /// Whether the kind acts in HTTP mode (the byte-stream faults need TCP).
     pub fn works_in_http(&self) -> bool {
-        !matches!(
-            self,
-            FaultKind::SlowClose(_) | FaultKind::Slicer(_) | FaultKind::LimitData(_)
-        )
+        self.info().modes.http()
     }
+}
+
+/// The proxy modes something acts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Modes {
+    /// TCP and HTTP.
+    Both,
+    /// TCP only: it acts on the byte stream.
+    TcpOnly,
+    /// HTTP only: it acts on requests and responses.
+    HttpOnly,
+}
+
+impl Modes {
+    /// Whether it acts in TCP mode.
+    pub const fn tcp(self) -> bool {
+        !matches!(self, Modes::HttpOnly)
+    }
+
+    /// Whether it acts in HTTP mode.
+    pub const fn http(self) -> bool {
+        !matches!(self, Modes::TcpOnly)
+    }
+}
+
+/// One fault kind: a row of [`KINDS`].
+#[derive(Debug, Clone, Copy)]
+pub struct KindInfo {
+    /// The key that names the kind in a fault entry, e.g. `latency`.
+    pub key: &'static str,
+    /// The proxy modes the kind acts in.
+    pub modes: Modes,
+    /// Whether a [`FaultKind`] is this kind.
+    is: fn(&FaultKind) -> bool,
+    /// Takes this kind's parameters out of an entry as written, if present.
+    take: fn(&mut RawFault) -> Option<FaultKind>,
+}
+
+/// Every fault kind, in the order of [`RawFault`]'s kind fields: the one list
+/// of kind names and of the proxy modes each acts in. `FaultKind::key` and
+/// `works_in_*`, the loader (which kind an entry has), its messages and the
+/// schema's "exactly one kind" rule all read it. A new kind is a
+/// [`FaultKind`] variant, a [`RawFault`] field (whose doc says where it
+/// works) and a row here, plus its key in `RawFault`'s description; the
+/// tests below fail until they agree.
+pub const KINDS: &[KindInfo] = &[
+    KindInfo {
+        key: "latency",
+        modes: Modes::Both,
+        is: |k| matches!(k, FaultKind::Latency(_)),
+        take: |r| r.latency.take().map(FaultKind::Latency),
+    },
+    KindInfo {
+        key: "status",
+        modes: Modes::HttpOnly,
+        is: |k| matches!(k, FaultKind::Status(_)),
+        take: |r| r.status.take().map(FaultKind::Status),
+    },
+    KindInfo {
+        key: "reset",
+        modes: Modes::Both,
+        is: |k| matches!(k, FaultKind::Reset(_)),
+        take: |r| r.reset.take().map(FaultKind::Reset),
+    },
+    KindInfo {
+        key: "close",
+        modes: Modes::Both,
+        is: |k| matches!(k, FaultKind::Close(_)),
+        take: |r| r.close.take().map(FaultKind::Close),
+    },
+    KindInfo {
+        key: "blackhole",
+        modes: Modes::Both,
+        is: |k| matches!(k, FaultKind::Blackhole),
+        take: |r| r.blackhole.take().map(|_| FaultKind::Blackhole),
+    },
+    KindInfo {
+        key: "refuse",
+        modes: Modes::Both,
+        is: |k| matches!(k, FaultKind::Refuse),
+        take: |r| r.refuse.take().map(|_| FaultKind::Refuse),
+    },
+    KindInfo {
+        key: "bandwidth",
+        modes: Modes::Both,
+        is: |k| matches!(k, FaultKind::Bandwidth(_)),
+        take: |r| r.bandwidth.take().map(FaultKind::Bandwidth),
+    },
+    KindInfo {
+        key: "slow_close",
+        modes: Modes::TcpOnly,
+        is: |k| matches!(k, FaultKind::SlowClose(_)),
+        take: |r| r.slow_close.take().map(FaultKind::SlowClose),
+    },
+    KindInfo {
+        key: "slicer",
+        modes: Modes::TcpOnly,
+        is: |k| matches!(k, FaultKind::Slicer(_)),
+        take: |r| r.slicer.take().map(FaultKind::Slicer),
+    },
+    KindInfo {
+        key: "limit_data",
+        modes: Modes::TcpOnly,
+        is: |k| matches!(k, FaultKind::LimitData(_)),
+        take: |r| r.limit_data.take().map(FaultKind::LimitData),
+    },
+];
+
+/// The kind keys, in the order of [`KINDS`].
+pub fn kind_keys() -> impl Iterator<Item = &'static str> {
+    KINDS.iter().map(|row| row.key)
 }
 
 /// Parameters of `latency`.
@@ -323,6 +428,7 @@ pub struct RawFault {
     /// HTTP: hit only a request after this long without one (a cold start).
     #[serde(default)]
     after_idle: Option<Dur>,
+    // The kind fields: last, one per row of `KINDS`, in its order (tested).
     /// Kind: delay data (TCP) or the request/response (HTTP).
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "Latency")]
@@ -367,25 +473,9 @@ pub struct RawFault {
     limit_data: Option<LimitData>,
 }
 
-/// The keys that name a fault kind, for messages and the schema's "exactly
-/// one kind" rule.
-pub const KINDS: [&str; 10] = [
-    "latency",
-    "status",
-    "reset",
-    "close",
-    "blackhole",
-    "refuse",
-    "bandwidth",
-    "slow_close",
-    "slicer",
-    "limit_data",
-];
-
 /// `oneOf` with one `required: [kind]` per kind: exactly one kind key.
 fn kind_one_of() -> serde_json::Value {
-    KINDS
-        .iter()
+    kind_keys()
         .map(|kind| serde_json::json!({ "required": [kind] }))
         .collect()
 }
@@ -401,24 +491,17 @@ crate::schema_via!(Slicer, SlicerFields, "Slicer");
 impl TryFrom<RawFault> for Fault {
     type Error = String;
 
-    fn try_from(raw: RawFault) -> Result<Self, String> {
-        let mut kinds: Vec<FaultKind> = Vec::new();
-        kinds.extend(raw.latency.map(FaultKind::Latency));
-        kinds.extend(raw.status.map(FaultKind::Status));
-        kinds.extend(raw.reset.map(FaultKind::Reset));
-        kinds.extend(raw.close.map(FaultKind::Close));
-        kinds.extend(raw.blackhole.map(|_| FaultKind::Blackhole));
-        kinds.extend(raw.refuse.map(|_| FaultKind::Refuse));
-        kinds.extend(raw.bandwidth.map(FaultKind::Bandwidth));
-        kinds.extend(raw.slow_close.map(FaultKind::SlowClose));
-        kinds.extend(raw.slicer.map(FaultKind::Slicer));
-        kinds.extend(raw.limit_data.map(FaultKind::LimitData));
+    fn try_from(mut raw: RawFault) -> Result<Self, String> {
+        let mut kinds: Vec<FaultKind> = KINDS
+            .iter()
+            .filter_map(|row| (row.take)(&mut raw))
+            .collect();
         let kind = match kinds.len() {
             1 => kinds.remove(0),
             0 => {
                 return Err(format!(
                     "a fault needs exactly one kind: one of {}",
-                    KINDS.join(", ")
+                    kind_keys().collect::<Vec<_>>().join(", ")
                 ));
             }
             _ => {
@@ -504,5 +587,143 @@ impl<'de> Deserialize<'de> for Slicer {
 impl<'de> Deserialize<'de> for Fault {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         deserialize_checked::<D, RawFault, Fault>(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::from_yaml_str;
+
+    /// Every kind once, with valid parameters (`validate_cli` checks that it
+    /// covers [`KINDS`]).
+    const EVERY_KIND: &str = include_str!("../../fixtures/faults/good/every_kind_block.yaml");
+
+    /// Loads a fault file; an error as `key: message`.
+    fn load(text: &str) -> Result<FaultFile, String> {
+        from_yaml_str::<FaultFile>("t.yaml", text).map_err(|e| format!("{}: {}", e.key, e.message))
+    }
+
+    #[test]
+    fn every_kind_key_loads_as_the_kind_whose_key_and_row_it_is() {
+        let file = load(EVERY_KIND).unwrap();
+        let written: serde_yaml_ng::Value = serde_yaml_ng::from_str(EVERY_KIND).unwrap();
+        let entries = written["faults"].as_sequence().unwrap();
+        assert_eq!(entries.len(), file.faults.len());
+        let mut loaded = Vec::new();
+        for (entry, fault) in entries.iter().zip(&file.faults) {
+            let keys: Vec<&str> = entry
+                .as_mapping()
+                .unwrap()
+                .keys()
+                .filter_map(|k| k.as_str())
+                .filter(|k| kind_keys().any(|kind| kind == *k))
+                .collect();
+            assert_eq!(keys, [fault.kind.key()], "fault {}", fault.name);
+            let rows: Vec<&str> = KINDS
+                .iter()
+                .filter(|row| (row.is)(&fault.kind))
+                .map(|row| row.key)
+                .collect();
+            assert_eq!(rows, [fault.kind.key()], "one row per kind");
+            loaded.push(fault.kind.key());
+        }
+        loaded.sort_unstable();
+        let mut all: Vec<&str> = kind_keys().collect();
+        all.sort_unstable();
+        assert_eq!(loaded, all, "the fixture loads every kind once");
+    }
+
+    /// serde lists `RawFault`'s fields in an unknown-field error: its kind
+    /// fields come last, in the table's order, so the table and the struct
+    /// name the same kinds.
+    #[test]
+    fn an_unknown_kind_key_is_refused_listing_raw_fault_kind_fields_in_table_order() {
+        let e = load("faults:\n  - latnecy: { delay: 1s }\n").unwrap_err();
+        let (head, expected) = e.split_once(", expected one of ").unwrap();
+        assert_eq!(
+            head,
+            "faults[0].latnecy: unknown field `latnecy` (did you mean `latency`?)"
+        );
+        let fields: Vec<&str> = expected.split(", ").map(|f| f.trim_matches('`')).collect();
+        let kinds: Vec<&str> = kind_keys().collect();
+        assert!(fields.len() > kinds.len(), "{fields:?}");
+        assert_eq!(fields[fields.len() - kinds.len()..], kinds[..]);
+        assert!(
+            !fields[..fields.len() - kinds.len()]
+                .iter()
+                .any(|f| kinds.contains(f)),
+            "{fields:?}"
+        );
+    }
+
+    #[test]
+    fn no_kind_is_refused_naming_every_kind_and_two_kinds_name_both_in_table_order() {
+        let e = load("faults:\n  - name: nothing\n").unwrap_err();
+        let all = kind_keys().collect::<Vec<_>>().join(", ");
+        assert_eq!(
+            e,
+            format!("faults[0]: a fault needs exactly one kind: one of {all}")
+        );
+        assert!(all.starts_with("latency, status, reset, close, blackhole, refuse"));
+        let e =
+            load("faults:\n  - { status: { code: 503 }, latency: { delay: 1s } }\n").unwrap_err();
+        assert_eq!(
+            e,
+            "faults[0].status: a fault has exactly one kind, found latency and status: \
+             split it into one fault per kind"
+        );
+    }
+
+    #[test]
+    fn works_in_tcp_and_http_answer_from_the_kinds_row() {
+        assert_eq!((Modes::Both.tcp(), Modes::Both.http()), (true, true));
+        assert_eq!((Modes::TcpOnly.tcp(), Modes::TcpOnly.http()), (true, false));
+        assert_eq!(
+            (Modes::HttpOnly.tcp(), Modes::HttpOnly.http()),
+            (false, true)
+        );
+        let file = load(EVERY_KIND).unwrap();
+        for fault in &file.faults {
+            let modes = fault.kind.info().modes;
+            assert_eq!(fault.kind.works_in_tcp(), modes.tcp(), "{}", fault.name);
+            assert_eq!(fault.kind.works_in_http(), modes.http(), "{}", fault.name);
+        }
+    }
+
+    /// The schema is generated from `RawFault`, whose kind fields are the
+    /// ones documented "Kind…": they must be exactly the table's, each
+    /// required alone by `oneOf`, named in the entry's description, and
+    /// documented "(TCP only)"/"(HTTP only)" as the table says.
+    #[test]
+    fn raw_fault_fields_schema_and_descriptions_agree_with_the_table() {
+        let schema = serde_json::to_value(crate::schema::json::Format::Faults.schema()).unwrap();
+        let fault = &schema["definitions"]["Fault"];
+        let properties = fault["properties"].as_object().unwrap();
+        let described = |key: &str| properties[key]["description"].as_str().unwrap().to_owned();
+        let mut fields: Vec<&str> = properties
+            .keys()
+            .map(String::as_str)
+            .filter(|key| described(key).starts_with("Kind"))
+            .collect();
+        fields.sort_unstable();
+        let mut all: Vec<&str> = kind_keys().collect();
+        all.sort_unstable();
+        assert_eq!(fields, all, "RawFault's kind fields are the table's");
+        let one_of: Vec<serde_json::Value> = kind_keys()
+            .map(|key| serde_json::json!({ "required": [key] }))
+            .collect();
+        assert_eq!(fault["oneOf"], serde_json::Value::Array(one_of));
+        let entry = fault["description"].as_str().unwrap();
+        for row in KINDS {
+            assert!(entry.contains(&format!("`{}`", row.key)), "{entry}");
+            let doc = described(row.key);
+            let expected = match row.modes {
+                Modes::Both => "Kind:",
+                Modes::TcpOnly => "Kind (TCP only):",
+                Modes::HttpOnly => "Kind (HTTP only):",
+            };
+            assert!(doc.starts_with(expected), "{}: {doc}", row.key);
+        }
     }
 }
