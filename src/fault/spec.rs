@@ -697,7 +697,7 @@ mod tests {
     /// documented "(TCP only)"/"(HTTP only)" as the table says.
     #[test]
     fn raw_fault_fields_schema_and_descriptions_agree_with_the_table() {
-        let schema = serde_json::to_value(crate::schema::json::Format::Faults.schema()).unwrap();
+        let schema = serde_json::to_value(crate::json_schema::Format::Faults.schema()).unwrap();
         let fault = &schema["definitions"]["Fault"];
         let properties = fault["properties"].as_object().unwrap();
         let described = |key: &str| properties[key]["description"].as_str().unwrap().to_owned();
