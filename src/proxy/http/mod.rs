@@ -175,10 +175,11 @@ impl<C: Connector> Conn<C> {
                     plan.record_hit(hit, req.uri().path());
                     return std::future::pending().await;
                 }
-                FaultKind::Refuse
-                | FaultKind::SlowClose(_)
-                | FaultKind::Slicer(_)
-                | FaultKind::LimitData(_) => {}
+                // `refuse` acts on the listener (the accept loop's gate);
+                // byte-stream kinds never reach an HTTP proxy (the mode
+                // check refuses them), so a TCP-only kind added later needs
+                // no arm here.
+                _ => {}
             }
         }
         if let Some(at) = decision.request_at {
