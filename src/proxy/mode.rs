@@ -63,3 +63,57 @@ impl Misfit {
         SchemaError::at(file, text, &at, message)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fault::FaultFile;
+
+    fn faults(yaml: &str) -> Vec<Fault> {
+        crate::schema::from_yaml_str::<FaultFile>("faults.yaml", yaml)
+            .unwrap()
+            .faults
+    }
+
+    #[test]
+    fn a_status_fault_misfits_tcp_and_needs_http() {
+        let list = faults(
+            "faults:\n  - { name: slow, latency: { delay: 1s } }\n  - { name: down, status: { code: 503 } }\n",
+        );
+        let misfit = ProxyMode::Tcp
+            .first_misfit(&list)
+            .expect("status needs http");
+        assert_eq!(
+            (misfit.index, misfit.kind, misfit.needed),
+            (1, "status", ProxyMode::Http)
+        );
+        assert_eq!(ProxyMode::Http.first_misfit(&list), None);
+    }
+
+    #[test]
+    fn a_byte_stream_fault_misfits_http_and_needs_tcp() {
+        let list = faults("faults:\n  - { name: chop, slicer: { average_size: 10 } }\n");
+        let misfit = ProxyMode::Http
+            .first_misfit(&list)
+            .expect("slicer needs tcp");
+        assert_eq!(
+            (misfit.index, misfit.kind, misfit.needed),
+            (0, "slicer", ProxyMode::Tcp)
+        );
+        assert_eq!(ProxyMode::Tcp.first_misfit(&list), None);
+    }
+
+    #[test]
+    fn a_misfit_error_points_at_the_kind_key() {
+        let text = "faults:\n  - name: chop\n    slicer: { average_size: 10 }\n";
+        let misfit = ProxyMode::Http.first_misfit(&faults(text)).unwrap();
+        let err = misfit.error("f.yaml", text, "needs tcp".to_string());
+        assert_eq!((err.line, err.key.as_str()), (3, "faults[0].slicer"));
+    }
+
+    #[test]
+    fn modes_are_named_as_on_the_command_line() {
+        let names: Vec<&str> = ProxyMode::ALL.iter().map(|m| m.name()).collect();
+        assert_eq!(names, ["tcp", "http"]);
+    }
+}
