@@ -18,6 +18,16 @@ pub fn now() -> Instant {
     Instant::now()
 }
 
+/// Milliseconds since the Unix epoch on the wall clock: only for the start
+/// stamp of a real-time run, so its times can be lined up with other
+/// programs' logs. It never reaches a decision, nor a virtual-time report.
+#[allow(clippy::disallowed_methods)]
+pub fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// Sleeps until `deadline`, to well under a millisecond in real time.
 ///
 /// tokio's timer wheel works in whole milliseconds and wakes up to about

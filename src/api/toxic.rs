@@ -341,6 +341,7 @@ impl Toxic {
                 matcher: HttpMatch::default(),
                 window: Window::default(),
                 after_idle: None,
+                dependency: None,
             })
             .collect())
     }

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 
 use super::exit::{CliError, EXIT_ASSERTION, EXIT_INTERRUPTED, EXIT_OK};
 use crate::experiment::config::{ClockKind, TargetSpec};
-use crate::experiment::run::{Ending, Live};
+use crate::experiment::run::{Ending, Live, RunError};
 use crate::report::{self, RunReport};
+use crate::schema::{SchemaError, Segment};
 
 /// The flags of `firedrill run`.
 #[derive(Debug, Clone, clap::Args)]
@@ -75,7 +76,8 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
         progress: !options.quiet,
         metrics_listen: options.metrics_listen,
     };
-    let (result, report) = report::execute(&loaded, clock, super::runtime::stop_signal(), live)?;
+    let (result, report) = report::execute(&loaded, clock, super::runtime::stop_signal(), live)
+        .map_err(|e| located(&options.file, e))?;
     write_reports(&report, options)?;
     if !options.quiet {
         print!("{}", report::console::render(&report));
@@ -111,4 +113,29 @@ fn write_reports(report: &RunReport, options: &RunArgs) -> Result<(), CliError> 
         write(path, report::Exporter::render(&report::json::Json, report))?;
     }
     Ok(())
+}
+
+/// A run error; one about a part of the topology (a dependency's address,
+/// the service) names the file, line and column of its key.
+fn located(path: &Path, error: RunError) -> CliError {
+    if let RunError::Topology {
+        key,
+        message,
+        source,
+    } = &error
+        && let Ok(text) = crate::schema::read_text(path)
+    {
+        let at: Vec<Segment> = key
+            .split('.')
+            .map(|k| Segment::Key(k.to_string()))
+            .collect();
+        let file = path.display().to_string();
+        return CliError::runtime(SchemaError::at(
+            &file,
+            &text,
+            &at,
+            format!("{message}: {source}"),
+        ));
+    }
+    CliError::runtime(error)
 }

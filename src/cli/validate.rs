@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::exit::{CliError, EXIT_OK};
 use crate::fault::FaultFile;
 use crate::proxy::ProxyMode;
-use crate::schema::{self, LoadError};
+use crate::schema::{self, LoadError, SchemaError, Segment};
 
 /// Loads a fault file and, when `mode` is given, checks every fault works
 /// in it.
@@ -14,6 +14,15 @@ pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, Lo
     let file = path.display().to_string();
     let text = schema::read_text(path)?;
     let faults: FaultFile = schema::from_yaml_str(&file, &text)?;
+    if let Some(i) = faults.faults.iter().position(|f| f.dependency.is_some()) {
+        let at = [
+            Segment::Key("faults".to_string()),
+            Segment::Index(i),
+            Segment::Key("dependency".to_string()),
+        ];
+        let message = "names an experiment's dependency; a fault file's faults apply to the proxy that loads it";
+        return Err(SchemaError::at(&file, &text, &at, message).into());
+    }
     let Some(mode) = mode else {
         return Ok(faults);
     };

@@ -12,6 +12,9 @@ use crate::schema::deserialize_checked;
 use crate::schema::units::Dur;
 use crate::target::TargetRoute;
 
+pub use super::topology::{DependencySpec, InferredBreaker, SystemSpec, Upstream};
+use super::topology::{RawDependency, RawSystem};
+
 /// A parsed experiment; the expectations are still text here (see
 /// [`super::load`] for the checked form).
 #[derive(Debug, Clone)]
@@ -42,6 +45,14 @@ pub struct Experiment {
     pub phases: Vec<PhaseSpec>,
     /// Requests in flight at most; beyond it requests are shed and counted.
     pub max_in_flight: u32,
+    /// The user's own service, when it (not firedrill's defense line) is
+    /// the system under test.
+    pub system: Option<SystemSpec>,
+    /// The service's dependencies, each behind its own fault proxy.
+    pub dependencies: Vec<DependencySpec>,
+    /// `load: external`: no generated traffic; judged from what the
+    /// dependency proxies saw.
+    pub external_load: bool,
 }
 
 /// Which clock a run uses.
@@ -91,6 +102,9 @@ pub struct LoadRoute {
     pub from: Duration,
     /// How long it sends (default: to the end).
     pub length: Option<Duration>,
+    /// How to recognise the user's service's fallback (none: the defense
+    /// line's `x-firedrill-fallback` header).
+    pub fallback: Option<super::classify::FallbackRule>,
 }
 
 /// How arrivals are spaced.
@@ -142,12 +156,23 @@ struct RawExperiment {
     /// The dependency: the built-in fixture server (default) or a URL.
     #[serde(default)]
     target: Option<RawTarget>,
-    /// The built-in defense line (as `firedrill defend --config`), or none.
+    /// The user's own service as the system under test: the load goes to
+    /// `url`; its breakers are inferred from what reaches `dependencies`.
+    #[serde(default)]
+    system: Option<RawSystem>,
+    /// The service's dependencies by name, each a fault proxy on a fixed
+    /// `listen` address in front of a real `upstream` or the `builtin`
+    /// fixture server.
+    #[serde(default)]
+    dependencies: IndexMap<String, RawDependency>,
+    /// The built-in defense line (as `firedrill defend --config`), or none;
+    /// with `system`, it stands in front of the service.
     #[serde(default)]
     defense: Option<DefenseConfig>,
-    /// Load routes, sent open-loop (at least one).
-    #[schemars(length(min = 1))]
-    load: Vec<RawLoad>,
+    /// Load routes, sent open-loop (at least one), or `external`: no
+    /// generated traffic (live traffic or another load tool), judged from
+    /// what the dependency proxies saw.
+    load: LoadSection,
     /// The fault timeline, as in a fault file.
     #[serde(default)]
     faults: Vec<Fault>,
@@ -210,6 +235,7 @@ impl TryFrom<RawExperiment> for Experiment {
         if raw.duration.get().is_zero() {
             return Err("duration: must be longer than 0s".to_string());
         }
+        let has_target = raw.target.is_some();
         let target = match raw.target {
             None => TargetSpec::Builtin(Vec::new()),
             Some(RawTarget {
@@ -220,24 +246,7 @@ impl TryFrom<RawExperiment> for Experiment {
                 builtin: None,
                 url: Some(u),
             }) => {
-                // `host:port` is short for `http://host:port`.
-                let u = if u.contains("://") {
-                    u
-                } else {
-                    format!("http://{u}")
-                };
-                let authority = u
-                    .strip_prefix("http://")
-                    .unwrap_or_default()
-                    .trim_end_matches('/');
-                let port_ok = authority
-                    .rsplit_once(':')
-                    .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
-                if !u.starts_with("http://") || !port_ok {
-                    return Err(format!(
-                        "target.url: `{u}`: expected http://host:port or host:port (plain HTTP; https is not supported)"
-                    ));
-                }
+                let u = super::topology::http_url("target.url", &u)?;
                 if raw.clock == ClockKind::Virtual {
                     return Err(
                         "target.url: a real target needs `clock: real` (this experiment's clock is virtual)"
@@ -248,11 +257,15 @@ impl TryFrom<RawExperiment> for Experiment {
             }
             Some(_) => return Err("target: give exactly one of builtin, url".to_string()),
         };
-        if raw.load.is_empty() {
+        let (load, external_load) = match raw.load {
+            LoadSection::External => (Vec::new(), true),
+            LoadSection::Routes(routes) => (routes, false),
+        };
+        if load.is_empty() && !external_load {
             return Err("load: an experiment needs at least one load route".to_string());
         }
         let mut names = std::collections::BTreeSet::new();
-        for (i, l) in raw.load.iter().enumerate() {
+        for (i, l) in load.iter().enumerate() {
             if !names.insert(l.0.name.clone()) {
                 return Err(format!(
                     "load[{i}].name: `{}` is used by another load route",
@@ -267,6 +280,53 @@ impl TryFrom<RawExperiment> for Experiment {
                     "faults[{i}].name: `{}` is used by another fault; give each a name",
                     f.name
                 ));
+            }
+        }
+        let route_names: Vec<String> = load.iter().map(|l| l.0.name.clone()).collect();
+        let (system, dependencies) = match raw.system {
+            Some(system) => {
+                if has_target {
+                    return Err("system: give either system (your own service) or target (firedrill's fixture or a URL behind the built-in defense), not both".to_string());
+                }
+                if raw.clock == ClockKind::Virtual {
+                    return Err(
+                        "system: your own service needs `clock: real` (this experiment's clock is virtual)"
+                            .to_string(),
+                    );
+                }
+                let (system, deps) = super::topology::read(system, raw.dependencies, &route_names)?;
+                (Some(system), deps)
+            }
+            None if !raw.dependencies.is_empty() => {
+                return Err("dependencies: need `system` (the service that calls them)".to_string());
+            }
+            None if external_load => {
+                return Err(
+                    "load: `external` needs `system` (the service the outside traffic reaches)"
+                        .to_string(),
+                );
+            }
+            None => (None, Vec::new()),
+        };
+        let mut faults = raw.faults;
+        let dependency_names: Vec<&str> = dependencies.iter().map(|d| d.name.as_str()).collect();
+        for (i, f) in faults.iter_mut().enumerate() {
+            match (&f.dependency, dependency_names.as_slice()) {
+                (None, []) => {}
+                (None, [only]) => f.dependency = Some(only.to_string()),
+                (None, _) => {
+                    return Err(format!(
+                        "faults[{i}]: name the dependency it applies to: one of {}",
+                        dependency_names.join(", ")
+                    ));
+                }
+                (Some(d), names) if !names.contains(&d.as_str()) => {
+                    return Err(format!(
+                        "faults[{i}].dependency: unknown dependency `{d}`: expected one of {}",
+                        super::topology::one_of(names)
+                    ));
+                }
+                (Some(_), _) => {}
             }
         }
         for (i, p) in raw.phases.iter().enumerate() {
@@ -285,12 +345,15 @@ impl TryFrom<RawExperiment> for Experiment {
             clock: raw.clock,
             target,
             defense: raw.defense,
-            load: raw.load.into_iter().map(|l| l.0).collect(),
-            faults: raw.faults,
+            load: load.into_iter().map(|l| l.0).collect(),
+            faults,
             expect: raw.expect,
             halt: raw.halt,
             phases: raw.phases,
             max_in_flight: raw.max_in_flight.unwrap_or(10_000).max(1),
+            system,
+            dependencies,
+            external_load,
         })
     }
 }
@@ -339,6 +402,10 @@ struct LoadFields {
     /// How long it sends (default: to the end).
     #[serde(default, rename = "for")]
     length: Option<Dur>,
+    /// How to recognise the fallback of your own service (header, status,
+    /// body); without it, the defense line's `x-firedrill-fallback` header.
+    #[serde(default)]
+    fallback: Option<super::classify::FallbackRule>,
 }
 
 impl TryFrom<LoadFields> for RawLoad {
@@ -386,6 +453,7 @@ impl TryFrom<LoadFields> for RawLoad {
             timeout: raw.timeout.map(Dur::get).unwrap_or(Duration::from_secs(10)),
             from: raw.from.get(),
             length: raw.length.map(Dur::get),
+            fallback: raw.fallback,
         }))
     }
 }
@@ -398,3 +466,56 @@ impl<'de> Deserialize<'de> for RawLoad {
 
 crate::schema_via!(Experiment, RawExperiment, "Experiment");
 crate::schema_via!(RawLoad, LoadFields, "LoadRoute");
+
+/// `load:` — routes, or `external`.
+enum LoadSection {
+    /// No generated traffic.
+    External,
+    /// Open-loop routes.
+    Routes(Vec<RawLoad>),
+}
+
+impl<'de> Deserialize<'de> for LoadSection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = LoadSection;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of load routes, or `external`")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<LoadSection, E> {
+                if v == "external" {
+                    Ok(LoadSection::External)
+                } else {
+                    Err(E::custom(format!(
+                        "`{v}`: expected a list of load routes, or `external`"
+                    )))
+                }
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<LoadSection, A::Error> {
+                Vec::<RawLoad>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
+                    .map(LoadSection::Routes)
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+impl schemars::JsonSchema for LoadSection {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Load".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let routes = generator.subschema_for::<Vec<RawLoad>>();
+        schemars::json_schema!({
+            "description": "Load routes, sent open-loop (at least one), or `external`.",
+            "anyOf": [
+                { "const": "external" },
+                { "allOf": [routes], "type": "array", "minItems": 1 },
+            ],
+        })
+    }
+}

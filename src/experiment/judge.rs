@@ -17,6 +17,9 @@ pub fn names(experiment: &Experiment) -> Names {
             }
         }
     }
+    if let Some(system) = &experiment.system {
+        names.breakers.extend(system.breakers.keys().cloned());
+    }
     names
         .faults
         .extend(experiment.faults.iter().map(|f| f.name.clone()));

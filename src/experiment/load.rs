@@ -142,27 +142,36 @@ impl Load {
             .expect("method, path and headers were validated");
         let load = self.clone();
         let timeout = route.timeout;
+        let rule = route.fallback.clone();
         tokio::spawn(async move {
             let _permit = permit;
             let exchange = async {
                 let resp = load.client.send(request).await?;
                 let head_at = clock::now();
                 let status = resp.status().as_u16();
-                let fallback = resp
-                    .headers()
-                    .get(FALLBACK_HEADER)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_string);
+                let (head, body) = resp.into_parts();
                 // Read the body through; a body cut short still leaves the
                 // status the client saw.
-                let _ = resp.into_body().collect().await;
+                let body = body.collect().await.ok();
+                let fallback = match &rule {
+                    Some(rule) => {
+                        let bytes = body.map(|b| b.to_bytes()).unwrap_or_default();
+                        rule.matches(status, &head.headers, &bytes)
+                            .then_some(FallbackKind::Service)
+                    }
+                    None => head
+                        .headers
+                        .get(FALLBACK_HEADER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(FallbackKind::from_header),
+                };
                 Ok::<_, hyper_util::client::legacy::Error>((head_at, status, fallback))
             };
             match tokio::time::timeout(timeout, exchange).await {
                 Ok(Ok((head_at, status, fallback))) => {
                     record.latency = Some(head_at - sent_at);
                     record.status = Some(status);
-                    record.fallback = fallback.as_deref().and_then(FallbackKind::from_header);
+                    record.fallback = fallback;
                 }
                 Ok(Err(err)) => {
                     record.client_error = Some(if err.is_connect() {

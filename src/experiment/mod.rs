@@ -2,6 +2,7 @@
 //! expectations), run in virtual or real time, recorded as a timeline, and
 //! judged.
 //!
+//! * [`classify`] — recognising a foreign service's fallback.
 //! * [`config`] — the experiment file, validated.
 //! * [`file`] — reading an experiment file and checking it against its names.
 //! * [`network`] — in-memory (virtual clock) or loopback (real clock).
@@ -9,19 +10,27 @@
 //! * [`run`] — stands everything up, drives the load, collects the timeline.
 //! * [`halt`] — halt conditions, watched during the run.
 //! * [`progress`] — the live progress bar of a real-time drill.
+//! * [`external`] — dependency proxies around the user's service; its
+//!   breakers inferred.
+//! * [`topology`] — the user's own service, its inferred breakers and its
+//!   dependencies.
 //! * [`timeline`] — what a run recorded; everything after the run reads it.
 //! * [`expect`] — the expectation sentences, parsed, checked and judged.
 //! * [`judge`] — joins the expectations to an experiment and its run.
 
+pub mod classify;
 pub mod config;
 pub mod expect;
+pub mod external;
 pub mod file;
 pub mod halt;
+pub mod infer;
 pub mod judge;
 pub mod load;
 pub mod network;
 pub mod progress;
 pub mod run;
 pub mod timeline;
+pub mod topology;
 
 pub use expect::Verdict;

@@ -13,6 +13,8 @@ pub trait Network: Send + Sync + 'static {
     type Acceptor: Acceptor;
     /// The dialing side.
     type Connector: Connector + Clone;
+    /// Whether it runs on the wall clock (real sockets, real time).
+    const WALL_CLOCK: bool;
     /// A new endpoint: its acceptor, a connector to it, and its authority
     /// (`host:port`) for `Host` headers and reports.
     fn listen(
@@ -30,6 +32,7 @@ pub struct MemoryNetwork {
 impl Network for MemoryNetwork {
     type Acceptor = net::MemoryAcceptor;
     type Connector = MemoryConnector;
+    const WALL_CLOCK: bool = false;
 
     async fn listen(&self) -> io::Result<(net::MemoryAcceptor, MemoryConnector, String)> {
         let (connector, acceptor) = net::memory_pair(256 * 1024);
@@ -45,6 +48,7 @@ pub struct LoopbackNetwork;
 impl Network for LoopbackNetwork {
     type Acceptor = TcpAcceptor;
     type Connector = TcpConnector;
+    const WALL_CLOCK: bool = true;
 
     async fn listen(&self) -> io::Result<(TcpAcceptor, TcpConnector, String)> {
         let acceptor = TcpAcceptor::bind("127.0.0.1:0".parse().expect("literal address")).await?;

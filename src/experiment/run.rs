@@ -6,6 +6,7 @@
 use std::sync::Arc;
 
 use super::config::{ClockKind, Experiment, TargetSpec};
+use super::external::RunningDependency;
 use super::halt::HaltCondition;
 use super::load::Load;
 use super::network::{LoopbackNetwork, MemoryNetwork, Network};
@@ -46,6 +47,9 @@ pub struct RunResult {
     pub ending: Ending,
     /// Requests shed by the in-flight cap.
     pub shed: u64,
+    /// Real clock: when the drill started, in milliseconds since the Unix
+    /// epoch (every time in the report counts from it); virtual: none.
+    pub started_at_unix_ms: Option<u64>,
 }
 
 /// What a real-time run shows while it runs.
@@ -81,6 +85,18 @@ pub enum RunError {
         /// The URL as written.
         url: String,
         /// The connection error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A part of the topology (a dependency's listen address or upstream,
+    /// the service) could not be set up.
+    #[error("{key}: {message}: {source}")]
+    Topology {
+        /// The experiment key at fault, e.g. `dependencies.inventory.listen`.
+        key: String,
+        /// What could not be done.
+        message: String,
+        /// The OS error.
         #[source]
         source: std::io::Error,
     },
@@ -138,52 +154,27 @@ async fn execute<N: Network>(
 ) -> Result<RunResult, RunError> {
     let listen = || async { network.listen().await.map_err(RunError::Listen) };
     let start = clock::now();
+    let started_at_unix_ms = N::WALL_CLOCK.then(clock::unix_ms);
     let (stop_servers, servers) = ShutdownSignal::new();
     let grace = Duration::from_millis(100);
 
-    // The target: the embedded fixture server, or a real service.
-    let routes = match &experiment.target {
-        TargetSpec::Builtin(routes) => routes.clone(),
-        TargetSpec::Url(_) => Vec::new(),
+    // The dependency: the fault proxy in front of the fixture server or a
+    // real target; or, for the user's own service, one proxy per dependency.
+    let (entry, dependencies) = match &experiment.system {
+        Some(system) => {
+            super::external::stand_up(experiment, system, start, &servers, grace).await?
+        }
+        None => {
+            let (entry, plan) =
+                stand_up_target(experiment, &network, start, &servers, grace).await?;
+            let target = RunningDependency {
+                name: "target".to_string(),
+                plan,
+            };
+            (entry, vec![target])
+        }
     };
-    let stats = Arc::new(TargetStats::with_routes(routes));
-    let plan = Arc::new(
-        FaultPlan::new(experiment.faults.clone(), experiment.seed, start).recording_arrivals(),
-    );
-    let (proxy_acceptor, proxy_connector, proxy_authority) = listen().await?;
-    match &experiment.target {
-        TargetSpec::Builtin(_) => {
-            let (acceptor, connector, _) = listen().await?;
-            tokio::spawn(crate::target::serve(
-                acceptor,
-                stats.clone(),
-                servers.clone(),
-            ));
-            spawn_http_proxy(proxy_acceptor, connector, &plan, &servers, grace);
-        }
-        TargetSpec::Url(url) => {
-            let authority = crate::http::client::authority(url);
-            let addr = net::resolve(authority)
-                .await
-                .map_err(|source| RunError::TargetResolve {
-                    url: url.clone(),
-                    source,
-                })?;
-            let connector = TcpConnector { addr };
-            connector
-                .connect()
-                .await
-                .map_err(|source| RunError::TargetUnreachable {
-                    url: url.clone(),
-                    source,
-                })?;
-            spawn_http_proxy(proxy_acceptor, connector, &plan, &servers, grace);
-        }
-    }
-    let to_proxy: Arc<dyn Upstream> = Arc::new(HttpUpstream::new(
-        Arc::new(proxy_connector),
-        &proxy_authority,
-    ));
+    let to_proxy = entry;
 
     // The defense line, if any, in front of the fault proxy.
     let recorder = Arc::new(Recorder::default());
@@ -226,12 +217,20 @@ async fn execute<N: Network>(
     let load = Load::new(client, start, experiment.max_in_flight);
     let (stop_load, load_stop) = ShutdownSignal::new();
     let ending = {
-        let drive = load.drive(
-            &experiment.load,
-            experiment.seed,
-            experiment.duration,
-            load_stop,
-        );
+        let drive = async {
+            if experiment.external_load {
+                // The traffic comes from elsewhere: wait out the drill.
+                clock::sleep(experiment.duration).await;
+            } else {
+                load.drive(
+                    &experiment.load,
+                    experiment.seed,
+                    experiment.duration,
+                    load_stop,
+                )
+                .await;
+            }
+        };
         let watch = super::halt::watch(halts, &load, start);
         let bar = super::progress::show(live.progress, experiment, &load, line.clone(), start);
         tokio::pin!(drive, watch, interrupt, bar);
@@ -246,7 +245,9 @@ async fn execute<N: Network>(
     let ended_at = clock::now().saturating_duration_since(start);
     if ending != Ending::Completed {
         // Faults first, then the load.
-        plan.remove_all();
+        for dependency in &dependencies {
+            dependency.plan.remove_all();
+        }
         let _ = stop_load.send(true);
     }
     // Every request in flight ends by its own timeout at the latest.
@@ -267,7 +268,7 @@ async fn execute<N: Network>(
     let timeline = collect(
         experiment,
         &load,
-        &plan,
+        &dependencies,
         &recorder,
         line.as_deref(),
         duration,
@@ -276,13 +277,14 @@ async fn execute<N: Network>(
         timeline,
         ending,
         shed: load.shed(),
+        started_at_unix_ms,
     })
 }
 
 fn collect(
     experiment: &Experiment,
     load: &Load,
-    plan: &FaultPlan,
+    dependencies: &[RunningDependency],
     recorder: &Recorder,
     line: Option<&DefenseLine>,
     duration: Duration,
@@ -292,12 +294,15 @@ fn collect(
         .into_iter()
         .filter_map(|c| Some((c.request_id.as_deref()?.parse().ok()?, c)))
         .collect();
-    let arrivals = plan.arrivals();
+    let arrivals: Vec<crate::fault::plan::Arrival> = dependencies
+        .iter()
+        .flat_map(|d| d.plan.arrivals())
+        .collect();
     let mut reached: std::collections::BTreeMap<u64, u32> = std::collections::BTreeMap::new();
     for id in arrivals.iter().filter_map(|a| a.request_id) {
         *reached.entry(id).or_default() += 1;
     }
-    let requests = load
+    let requests: Vec<super::timeline::RequestRecord> = load
         .records()
         .into_iter()
         .map(|mut r| {
@@ -314,7 +319,7 @@ fn collect(
         .collect();
     // The dependency is the fault proxy and the target behind it: a call
     // answered by a fault in the target's place reached it too.
-    let target_hits = arrivals
+    let mut target_hits: Vec<TargetHit> = arrivals
         .into_iter()
         .map(|a| TargetHit {
             at: a.at,
@@ -322,6 +327,7 @@ fn collect(
             request_id: a.request_id,
         })
         .collect();
+    target_hits.sort_by_key(|h| h.at);
     // From the experiment, not the plan: a halt empties the plan, and the
     // windows end at the halt anyway (the run's duration).
     let faults = experiment
@@ -333,7 +339,7 @@ fn collect(
             windows: windows_of(&f.window, duration),
         })
         .collect();
-    let breakers = match (&experiment.defense, line) {
+    let mut breakers: Vec<BreakerInfo> = match (&experiment.defense, line) {
         (Some(config), Some(_)) => config
             .routes
             .iter()
@@ -348,11 +354,19 @@ fn collect(
             .collect(),
         _ => Vec::new(),
     };
+    let mut transitions = recorder.transitions();
+    if let Some(system) = &experiment.system {
+        let (inferred, infos) =
+            super::external::inferred(experiment, system, &requests, dependencies, duration);
+        transitions.extend(inferred);
+        transitions.sort_by_key(|t| t.at);
+        breakers.extend(infos);
+    }
     Timeline {
         duration,
         requests,
         target_hits,
-        transitions: recorder.transitions(),
+        transitions,
         faults,
         breakers,
         phases: experiment
@@ -365,6 +379,62 @@ fn collect(
             })
             .collect(),
     }
+}
+
+/// The fault proxy in front of the fixture server or a real target, and a
+/// client towards the proxy.
+async fn stand_up_target<N: Network>(
+    experiment: &Experiment,
+    network: &N,
+    start: clock::Instant,
+    servers: &ShutdownSignal,
+    grace: Duration,
+) -> Result<(Arc<dyn Upstream>, Arc<FaultPlan>), RunError> {
+    let listen = || async { network.listen().await.map_err(RunError::Listen) };
+    // The target: the embedded fixture server, or a real service.
+    let routes = match &experiment.target {
+        TargetSpec::Builtin(routes) => routes.clone(),
+        TargetSpec::Url(_) => Vec::new(),
+    };
+    let stats = Arc::new(TargetStats::with_routes(routes));
+    let plan = Arc::new(
+        FaultPlan::new(experiment.faults.clone(), experiment.seed, start).recording_arrivals(),
+    );
+    let (proxy_acceptor, proxy_connector, proxy_authority) = listen().await?;
+    match &experiment.target {
+        TargetSpec::Builtin(_) => {
+            let (acceptor, connector, _) = listen().await?;
+            tokio::spawn(crate::target::serve(
+                acceptor,
+                stats.clone(),
+                servers.clone(),
+            ));
+            spawn_http_proxy(proxy_acceptor, connector, &plan, servers, grace);
+        }
+        TargetSpec::Url(url) => {
+            let authority = crate::http::client::authority(url);
+            let addr = net::resolve(authority)
+                .await
+                .map_err(|source| RunError::TargetResolve {
+                    url: url.clone(),
+                    source,
+                })?;
+            let connector = TcpConnector { addr };
+            connector
+                .connect()
+                .await
+                .map_err(|source| RunError::TargetUnreachable {
+                    url: url.clone(),
+                    source,
+                })?;
+            spawn_http_proxy(proxy_acceptor, connector, &plan, servers, grace);
+        }
+    }
+    let to_proxy: Arc<dyn Upstream> = Arc::new(HttpUpstream::new(
+        Arc::new(proxy_connector),
+        &proxy_authority,
+    ));
+    Ok((to_proxy, plan))
 }
 
 /// Starts the HTTP fault proxy in front of whatever `connector` reaches.

@@ -68,6 +68,8 @@ pub struct Fault {
     /// HTTP: hit only a request that comes after at least this long without
     /// a matching request (a cold start: idle connection pools, caches).
     pub after_idle: Option<crate::clock::Duration>,
+    /// In an experiment with dependencies: the one whose proxy applies it.
+    pub dependency: Option<String>,
 }
 
 /// What a fault does.
@@ -428,6 +430,10 @@ pub struct RawFault {
     /// HTTP: hit only a request after this long without one (a cold start).
     #[serde(default)]
     after_idle: Option<Dur>,
+    /// Experiments with `dependencies`: the dependency whose proxy applies
+    /// it (may be left out when there is one).
+    #[serde(default)]
+    dependency: Option<String>,
     // The kind fields: last, one per row of `KINDS`, in its order (tested).
     /// Kind: delay data (TCP) or the request/response (HTTP).
     #[serde(default, deserialize_with = "present")]
@@ -536,6 +542,7 @@ impl TryFrom<RawFault> for Fault {
             matcher: raw.matcher,
             window,
             after_idle,
+            dependency: raw.dependency,
         })
     }
 }

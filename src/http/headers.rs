@@ -21,15 +21,27 @@ pub enum FallbackKind {
     Backup,
     /// The configured static response.
     Static,
+    /// The user's own service's fallback, recognised by the load route's
+    /// `fallback` rule (header, status, body).
+    Service,
 }
 
 impl FallbackKind {
+    /// Every kind, in the order expectations list them.
+    pub const ALL: [FallbackKind; 4] = [
+        FallbackKind::Stale,
+        FallbackKind::Static,
+        FallbackKind::Backup,
+        FallbackKind::Service,
+    ];
+
     /// The kind a `x-firedrill-fallback` header value names.
     pub fn from_header(value: &str) -> Option<FallbackKind> {
         match value {
             "stale" => Some(FallbackKind::Stale),
             "backup" => Some(FallbackKind::Backup),
             "static" => Some(FallbackKind::Static),
+            "service" => Some(FallbackKind::Service),
             _ => None,
         }
     }
@@ -40,6 +52,7 @@ impl FallbackKind {
             FallbackKind::Stale => "stale",
             FallbackKind::Backup => "backup",
             FallbackKind::Static => "static",
+            FallbackKind::Service => "service",
         }
     }
 }

@@ -34,6 +34,10 @@ pub struct RunReport {
     pub seed: u64,
     /// The clock used.
     pub clock: ClockKind,
+    /// Real clock: when the drill started, milliseconds since the Unix
+    /// epoch; every time in the report counts from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at_unix_ms: Option<u64>,
     /// How long the run lasted, in milliseconds.
     pub duration_ms: f64,
     /// How it ended.
@@ -146,6 +150,7 @@ impl RunReport {
             description: experiment.description.clone(),
             seed: experiment.seed,
             clock,
+            started_at_unix_ms: result.started_at_unix_ms,
             duration_ms: ms(t.duration),
             ending: result.ending.clone(),
             passed,

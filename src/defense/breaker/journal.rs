@@ -98,6 +98,16 @@ pub enum Reason {
         /// Which override.
         action: &'static str,
     },
+    /// Inferred black-box from the traffic at a dependency (a user's own
+    /// service's breaker), with the evidence.
+    Inferred {
+        /// What was seen, e.g. `no arrivals for 2.01s while 40 requests were sent`.
+        evidence: String,
+        /// Arrivals at the dependency in the span that decided it.
+        arrivals: u64,
+        /// Requests sent to the service in that span.
+        sends: u64,
+    },
 }
 
 fn as_dur<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -190,6 +200,7 @@ impl fmt::Display for Reason {
                 write!(f, "max_wait_in_half_open {} elapsed", Dur(*wait))
             }
             Reason::Manual { action } => f.write_str(action),
+            Reason::Inferred { evidence, .. } => write!(f, "inferred: {evidence}"),
         }
     }
 }

@@ -183,18 +183,14 @@ fn metric(p: &mut Parser) -> Result<Metric, ParseError> {
     p.advance();
     Ok(match metric {
         Metric::Fallback(_) => {
-            const KINDS: [FallbackKind; 3] = [
-                FallbackKind::Stale,
-                FallbackKind::Static,
-                FallbackKind::Backup,
-            ];
+            const KINDS: [FallbackKind; 4] = FallbackKind::ALL;
             let kind = KINDS.into_iter().find(|k| p.eat(k.as_str()));
             let misspelt = p.peek_word().is_some_and(|w| {
                 !WINDOW_WORDS.contains(&w) && closest(w, KINDS.map(FallbackKind::as_str)).is_some()
             });
             if kind.is_none() && misspelt {
                 return Err(p.error(
-                    "a fallback kind (stale, static, backup), a window or a comparison",
+                    "a fallback kind (stale, static, backup, service), a window or a comparison",
                     &KINDS.map(FallbackKind::as_str),
                 ));
             }

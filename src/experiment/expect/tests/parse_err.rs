@@ -208,7 +208,7 @@ fn route_metric_and_window_typos_get_suggestions() {
     fails(
         "route A fallback stael while inventory is open >= 99%",
         "stael",
-        "expected a fallback kind (stale, static, backup), a window or a comparison after \
+        "expected a fallback kind (stale, static, backup, service), a window or a comparison after \
          'fallback', found \"stael\" (did you mean \"stale\"?)",
     );
     fails(

@@ -1,0 +1,203 @@
+//! Standing up the parts around a user's own service: one fault proxy per
+//! dependency on its declared address (in front of a real upstream or the
+//! fixture server), and the client that sends the load to the service.
+//! Real sockets and the wall clock only: the service is a real process.
+
+use std::sync::Arc;
+
+use super::config::{DependencySpec, Experiment, SystemSpec, Upstream as DependencyUpstream};
+use super::infer::{InferParams, infer};
+use super::run::RunError;
+use super::timeline::{BreakerInfo, RequestRecord};
+use crate::clock::{Duration, Instant};
+use crate::defense::breaker::journal::{Reason, Transition};
+use crate::fault::FaultPlan;
+use crate::http::ShutdownSignal;
+use crate::http::client::{HttpUpstream, Upstream, authority};
+use crate::net::{self, Connector, TcpAcceptor, TcpConnector};
+use crate::proxy::{ProxyMode, serve_mode};
+use crate::target::TargetStats;
+
+/// A dependency proxy that is running.
+#[derive(Debug)]
+pub struct RunningDependency {
+    /// Its name.
+    pub name: String,
+    /// Its fault plan, which records every arrival.
+    pub plan: Arc<FaultPlan>,
+}
+
+/// Binds every dependency proxy, starts the fixture servers behind the
+/// builtin ones, checks the real upstreams answer a connection, and
+/// returns the client towards the service.
+pub async fn stand_up(
+    experiment: &Experiment,
+    system: &SystemSpec,
+    start: Instant,
+    servers: &ShutdownSignal,
+    grace: Duration,
+) -> Result<(Arc<dyn Upstream>, Vec<RunningDependency>), RunError> {
+    let mut running = Vec::new();
+    for dependency in &experiment.dependencies {
+        let faults = experiment
+            .faults
+            .iter()
+            .filter(|f| f.dependency.as_deref() == Some(dependency.name.as_str()))
+            .cloned()
+            .collect();
+        let plan = Arc::new(FaultPlan::new(faults, experiment.seed, start).recording_arrivals());
+        let acceptor = bind(dependency).await?;
+        let connector = upstream(dependency, servers).await?;
+        tokio::spawn(serve_mode(
+            acceptor,
+            Arc::new(connector),
+            plan.clone(),
+            ProxyMode::Http,
+            servers.clone(),
+            grace,
+        ));
+        running.push(RunningDependency {
+            name: dependency.name.clone(),
+            plan,
+        });
+    }
+    let service = authority(&system.url).to_string();
+    let addr = net::resolve(&service)
+        .await
+        .map_err(|source| RunError::Topology {
+            key: "system.url".to_string(),
+            message: format!("{}: cannot resolve", system.url),
+            source,
+        })?;
+    let client: Arc<dyn Upstream> =
+        Arc::new(HttpUpstream::new(Arc::new(TcpConnector { addr }), &service));
+    Ok((client, running))
+}
+
+/// The dependency's listener on its declared address.
+async fn bind(dependency: &DependencySpec) -> Result<TcpAcceptor, RunError> {
+    let error = |source| RunError::Topology {
+        key: format!("dependencies.{}.listen", dependency.name),
+        message: format!("{}: cannot listen", dependency.listen),
+        source,
+    };
+    let addr = net::resolve(&dependency.listen).await.map_err(error)?;
+    TcpAcceptor::bind(addr).await.map_err(error)
+}
+
+/// What the dependency's proxy forwards to: a real upstream, reachable now,
+/// or a fixture server started on a free loopback port.
+async fn upstream(
+    dependency: &DependencySpec,
+    servers: &ShutdownSignal,
+) -> Result<TcpConnector, RunError> {
+    match &dependency.upstream {
+        DependencyUpstream::Builtin(routes) => {
+            let acceptor = TcpAcceptor::bind("127.0.0.1:0".parse().expect("literal address"))
+                .await
+                .map_err(RunError::Listen)?;
+            let addr = acceptor.local_addr();
+            let stats = Arc::new(TargetStats::with_routes(routes.clone()));
+            tokio::spawn(crate::target::serve(acceptor, stats, servers.clone()));
+            Ok(TcpConnector { addr })
+        }
+        DependencyUpstream::Url(url) => {
+            let error = |message: &str, source| RunError::Topology {
+                key: format!("dependencies.{}.upstream", dependency.name),
+                message: format!("{url}: {message}"),
+                source,
+            };
+            let addr = net::resolve(authority(url))
+                .await
+                .map_err(|e| error("cannot resolve", e))?;
+            let connector = TcpConnector { addr };
+            connector
+                .connect()
+                .await
+                .map_err(|e| error("unreachable at start", e))?;
+            Ok(connector)
+        }
+    }
+}
+
+/// The service's breakers as inferred from the run: their transitions, in
+/// the journal's form (reason `inferred`, with the evidence), and what
+/// expectations need to know of each.
+pub fn inferred(
+    experiment: &Experiment,
+    system: &SystemSpec,
+    requests: &[RequestRecord],
+    dependencies: &[RunningDependency],
+    duration: Duration,
+) -> (Vec<Transition>, Vec<BreakerInfo>) {
+    let mut transitions = Vec::new();
+    let mut infos = Vec::new();
+    for (name, breaker) in &system.breakers {
+        let uses =
+            |route: &str| breaker.routes.is_empty() || breaker.routes.iter().any(|r| r == route);
+        let mut sends: Vec<Duration> = requests
+            .iter()
+            .filter(|r| uses(&r.route))
+            .map(|r| r.sent)
+            .collect();
+        sends.sort();
+        let mut arrivals: Vec<Duration> = dependencies
+            .iter()
+            .filter(|d| d.name == breaker.dependency)
+            .flat_map(|d| d.plan.arrivals())
+            .filter(|a| {
+                breaker
+                    .path
+                    .as_ref()
+                    .is_none_or(|m| m.matches(&http::Method::GET, &a.path, &http::HeaderMap::new()))
+            })
+            .map(|a| a.at)
+            .filter(|at| *at <= duration)
+            .collect();
+        arrivals.sort();
+        let rate: f64 = experiment
+            .load
+            .iter()
+            .filter(|l| uses(&l.name))
+            .map(|l| l.rate)
+            .sum();
+        let mut params = InferParams::for_rate(if rate > 0.0 {
+            rate
+        } else {
+            observed_rate(&arrivals, duration)
+        });
+        if let Some(gap) = breaker.gap {
+            params.gap = gap;
+        }
+        params.probes = breaker.probes;
+        for t in infer(&sends, &arrivals, &params) {
+            transitions.push(Transition {
+                at: t.at,
+                breaker: name.clone(),
+                from: t.from,
+                to: t.to,
+                reason: Reason::Inferred {
+                    evidence: t.reason,
+                    arrivals: t.arrivals,
+                    sends: t.sends,
+                },
+            });
+        }
+        infos.push(BreakerInfo {
+            name: name.clone(),
+            wait_in_open: breaker.wait_in_open.unwrap_or_default(),
+            path_glob: breaker
+                .path
+                .as_ref()
+                .and_then(|m| m.path_glob())
+                .map(str::to_string),
+        });
+    }
+    (transitions, infos)
+}
+
+/// Arrivals per second over the run, for external load (no rate known).
+fn observed_rate(arrivals: &[Duration], duration: Duration) -> f64 {
+    let seconds = duration.as_secs_f64().max(1.0);
+    (arrivals.len() as f64 / seconds).max(1.0)
+}

@@ -1,0 +1,262 @@
+//! A system under test that is not firedrill's: the user's service (where
+//! load goes), its breakers as firedrill infers them, and the dependencies
+//! it calls, each through a fault proxy on a fixed address the service is
+//! configured with.
+//!
+//! ```yaml
+//! system:
+//!   url: http://127.0.0.1:8080          # the service: load goes here
+//!   breakers:                           # its breakers, inferred black-box
+//!     inventory: { dependency: inventory, routes: [stock] }
+//! dependencies:
+//!   inventory:
+//!     listen: 127.0.0.1:19001           # the service calls this
+//!     upstream: http://127.0.0.1:9000   # or builtin: { routes: [...] }
+//! ```
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Deserializer};
+
+use crate::clock::Duration;
+use crate::schema::deserialize_checked;
+use crate::schema::units::Dur;
+use crate::target::TargetRoute;
+
+/// The user's service.
+#[derive(Debug, Clone)]
+pub struct SystemSpec {
+    /// `http://host:port`: where the load goes.
+    pub url: String,
+    /// Its breakers, inferred from what reaches its dependencies; named
+    /// for expectations (`breaker NAME ...`).
+    pub breakers: IndexMap<String, InferredBreaker>,
+}
+
+/// A breaker of the user's service, inferred black-box.
+#[derive(Debug, Clone)]
+pub struct InferredBreaker {
+    /// The dependency whose arrivals reveal it.
+    pub dependency: String,
+    /// The load routes whose requests use it (empty: every route).
+    pub routes: Vec<String>,
+    /// Only arrivals whose path matches this glob count (none: all of the
+    /// dependency's).
+    pub path: Option<crate::fault::HttpMatch>,
+    /// A silence longer than this while the service is called means open
+    /// (default: derived from the load rate).
+    pub gap: Option<Duration>,
+    /// Trial calls the breaker admits in half-open (default 1, as opossum
+    /// and pybreaker; resilience4j's `permitted_calls_in_half_open`).
+    pub probes: u32,
+    /// The service's configured wait in open, if known: lets expectations
+    /// say `half_opens within wait_in_open ± 500ms after opening`.
+    pub wait_in_open: Option<Duration>,
+}
+
+/// One dependency of the service: a fault proxy on `listen` in front of
+/// `upstream`.
+#[derive(Debug, Clone)]
+pub struct DependencySpec {
+    /// Its name: faults and inferred breakers refer to it.
+    pub name: String,
+    /// `host:port` the proxy listens on (the service is configured to call
+    /// it).
+    pub listen: String,
+    /// What the proxy forwards to.
+    pub upstream: Upstream,
+}
+
+/// Where a dependency proxy forwards.
+#[derive(Debug, Clone)]
+pub enum Upstream {
+    /// A real service, `http://host:port`.
+    Url(String),
+    /// The embedded fixture server with these routes.
+    Builtin(Vec<TargetRoute>),
+}
+
+/// `system:` as written.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawSystem {
+    /// The service under test, `http://host:port` or `host:port` (needs
+    /// `clock: real`): the load is sent here.
+    #[schemars(regex(pattern = r"^(http://)?[^/:]+:[0-9]+/?$"))]
+    url: String,
+    /// The service's breakers, inferred from what reaches its
+    /// dependencies, by name.
+    #[serde(default)]
+    breakers: IndexMap<String, InferredBreaker>,
+}
+
+/// A breaker of the user's service, inferred from the arrivals at one
+/// dependency while the service is being called.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawInferred {
+    /// The dependency (a key of `dependencies`) whose arrivals reveal it.
+    dependency: String,
+    /// Load routes whose requests use it (default: every route).
+    #[serde(default)]
+    routes: Vec<String>,
+    /// Only arrivals at paths matching this glob count (default: all).
+    #[serde(default)]
+    path: Option<crate::fault::HttpMatch>,
+    /// A silence at the dependency longer than this while the service is
+    /// called means open (default: derived from the load rate).
+    #[serde(default)]
+    gap: Option<Dur>,
+    /// Trial calls the breaker admits in half-open (default 1).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    probes: Option<u32>,
+    /// The service's own wait in open, if known (for timing expectations).
+    #[serde(default)]
+    wait_in_open: Option<Dur>,
+}
+
+impl TryFrom<RawInferred> for InferredBreaker {
+    type Error = String;
+
+    fn try_from(raw: RawInferred) -> Result<Self, String> {
+        if raw.probes == Some(0) {
+            return Err("probes: must be at least 1".to_string());
+        }
+        if raw.gap.is_some_and(|g| g.get().is_zero()) {
+            return Err("gap: must be longer than 0s".to_string());
+        }
+        Ok(InferredBreaker {
+            dependency: raw.dependency,
+            routes: raw.routes,
+            path: raw.path,
+            gap: raw.gap.map(Dur::get),
+            probes: raw.probes.unwrap_or(1),
+            wait_in_open: raw.wait_in_open.map(Dur::get),
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for InferredBreaker {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked::<D, RawInferred, InferredBreaker>(d)
+    }
+}
+
+crate::schema_via!(InferredBreaker, RawInferred, "InferredBreaker");
+
+/// A dependency as written.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDependency {
+    /// `host:port` the fault proxy listens on; configure the service to
+    /// call it.
+    #[schemars(regex(pattern = r"^[^/]+:[0-9]+$"))]
+    listen: String,
+    /// The real dependency, `http://host:port` or `host:port`.
+    #[serde(default)]
+    #[schemars(regex(pattern = r"^(http://)?[^/:]+:[0-9]+/?$"))]
+    upstream: Option<String>,
+    /// Or the embedded fixture server with these routes.
+    #[serde(default)]
+    builtin: Option<RawBuiltinRoutes>,
+}
+
+/// The fixture server's routes.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBuiltinRoutes {
+    /// Routes by path, each with its latency, status and body.
+    #[serde(default)]
+    pub(super) routes: Vec<TargetRoute>,
+}
+
+/// `http://host:port` from `host:port` or `http://host:port[/]`, or what
+/// was expected.
+pub(super) fn http_url(key: &str, url: &str) -> Result<String, String> {
+    let u = if url.contains("://") {
+        url.to_string()
+    } else {
+        format!("http://{url}")
+    };
+    let authority = u
+        .strip_prefix("http://")
+        .unwrap_or_default()
+        .trim_end_matches('/');
+    let port_ok = authority
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+    if !u.starts_with("http://") || !port_ok {
+        return Err(format!(
+            "{key}: `{u}`: expected http://host:port or host:port (plain HTTP; https is not supported)"
+        ));
+    }
+    Ok(u)
+}
+
+/// Reads `system:` and `dependencies:` and checks them against each other
+/// and against the load routes.
+pub(super) fn read(
+    system: RawSystem,
+    dependencies: IndexMap<String, RawDependency>,
+    routes: &[String],
+) -> Result<(SystemSpec, Vec<DependencySpec>), String> {
+    let url = http_url("system.url", &system.url)?;
+    let mut deps = Vec::new();
+    for (name, raw) in dependencies {
+        let key = format!("dependencies.{name}");
+        let upstream = match (raw.upstream, raw.builtin) {
+            (Some(u), None) => Upstream::Url(http_url(&format!("{key}.upstream"), &u)?),
+            (None, Some(b)) => Upstream::Builtin(b.routes),
+            _ => return Err(format!("{key}: give exactly one of upstream, builtin")),
+        };
+        let port_ok = raw
+            .listen
+            .rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+        if !port_ok {
+            return Err(format!(
+                "{key}.listen: `{}`: expected host:port, e.g. 127.0.0.1:19001",
+                raw.listen
+            ));
+        }
+        deps.push(DependencySpec {
+            name,
+            listen: raw.listen,
+            upstream,
+        });
+    }
+    let names: Vec<&str> = deps.iter().map(|d| d.name.as_str()).collect();
+    for (breaker, b) in &system.breakers {
+        if !names.contains(&b.dependency.as_str()) {
+            return Err(format!(
+                "system.breakers.{breaker}.dependency: unknown dependency `{}`: expected one of {}",
+                b.dependency,
+                one_of(&names)
+            ));
+        }
+        for r in &b.routes {
+            if !routes.contains(r) {
+                return Err(format!(
+                    "system.breakers.{breaker}.routes: unknown load route `{r}`: expected one of {}",
+                    one_of(&routes.iter().map(String::as_str).collect::<Vec<_>>())
+                ));
+            }
+        }
+    }
+    Ok((
+        SystemSpec {
+            url,
+            breakers: system.breakers,
+        },
+        deps,
+    ))
+}
+
+/// `a, b, c`, or a note that there are none.
+pub(super) fn one_of(names: &[&str]) -> String {
+    if names.is_empty() {
+        "(none declared)".to_string()
+    } else {
+        names.join(", ")
+    }
+}

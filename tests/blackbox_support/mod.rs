@@ -1,0 +1,180 @@
+//! Harness for black-box drills: a service under test as a real process on
+//! a free loopback port (killed on drop), `firedrill run` on a copy of an
+//! experiment with the ports filled in, and the transition sequences of the
+//! service's own log and of the report.
+#![allow(dead_code, unreachable_pub, missing_docs)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// A free port on 127.0.0.1 (bound, then released).
+pub fn free_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap().port()
+}
+
+/// A service under test; killed (and reaped) on drop.
+pub struct Service {
+    pub port: u16,
+    child: Child,
+}
+
+impl Drop for Service {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Service {
+    /// `firedrill defend` with `config`, calling the dependency proxy on
+    /// `dependency_port`, writing its journal to `journal`.
+    pub fn defend(config: &Path, dependency_port: u16, journal: &Path) -> Service {
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+            .arg("defend")
+            .arg("--config")
+            .arg(config)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--upstream", &format!("127.0.0.1:{dependency_port}")])
+            .arg("--journal")
+            .arg(journal)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let service = Service { port, child };
+        service.wait_until_listening();
+        service
+    }
+
+    /// A program of `tests/services/` started with `env` (PORT=0: it
+    /// prints `listening on 127.0.0.1:<port>`).
+    pub fn program(program: &str, args: &[&str], env: &[(&str, String)]) -> Service {
+        let mut command = Command::new(program);
+        command
+            .args(args)
+            .env("PORT", "0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        let port = line
+            .trim()
+            .rsplit(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| {
+                panic!("{program}: expected `listening on 127.0.0.1:PORT`, got {line:?}")
+            });
+        Service { port, child }
+    }
+
+    // A real process on the wall clock: poll its port, bounded to 5 s.
+    #[allow(clippy::disallowed_methods)]
+    fn wait_until_listening(&self) {
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        panic!("the service did not listen on {} within 5s", self.port);
+    }
+}
+
+/// A finished `firedrill run`.
+pub struct Drill {
+    pub exit: Option<i32>,
+    /// stdout and stderr.
+    pub output: String,
+    /// report.json, parsed (null when none was written).
+    pub report: serde_json::Value,
+}
+
+impl Drill {
+    /// Runs `experiment` (with `${SERVICE_PORT}` and `${DEPENDENCY_PORT}`
+    /// filled in) in real time, reports in `dir`.
+    pub fn run(experiment: &Path, service_port: u16, dependency_port: u16, dir: &Path) -> Drill {
+        let text = std::fs::read_to_string(experiment)
+            .unwrap()
+            .replace("${SERVICE_PORT}", &service_port.to_string())
+            .replace("${DEPENDENCY_PORT}", &dependency_port.to_string());
+        let file = dir.join("experiment.yaml");
+        std::fs::write(&file, text).unwrap();
+        let reports = dir.join("report");
+        let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+            .arg("run")
+            .arg(&file)
+            .arg("--quiet")
+            .arg("--report-dir")
+            .arg(&reports)
+            .output()
+            .unwrap();
+        let report = std::fs::read_to_string(reports.join("report.json"))
+            .map(|t| serde_json::from_str(&t).unwrap())
+            .unwrap_or(serde_json::Value::Null);
+        Drill {
+            exit: out.status.code(),
+            output: format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+            report,
+        }
+    }
+
+    /// The report's path for reading other files beside it.
+    pub fn dir(dir: &Path) -> PathBuf {
+        dir.join("report")
+    }
+}
+
+/// `from -> to` for each line of a firedrill journal.
+pub fn journal_sequence(journal: &Path) -> Vec<String> {
+    std::fs::read_to_string(journal)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            format!(
+                "{} -> {}",
+                v["from"].as_str().unwrap(),
+                v["to"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// `from -> to` for each transition of `breaker` in a report.
+pub fn report_sequence(report: &serde_json::Value, breaker: &str) -> Vec<String> {
+    transitions(report, breaker)
+        .iter()
+        .map(|(_, from, to)| format!("{from} -> {to}"))
+        .collect()
+}
+
+/// `(at_ms, from, to)` of each transition of `breaker` in a report.
+pub fn transitions(report: &serde_json::Value, breaker: &str) -> Vec<(f64, String, String)> {
+    report["breakers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| b["name"] == breaker)
+        .flat_map(|b| b["transitions"].as_array().cloned().unwrap_or_default())
+        .map(|t| {
+            (
+                t["at_ms"].as_f64().unwrap(),
+                t["from"].as_str().unwrap().to_string(),
+                t["to"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
