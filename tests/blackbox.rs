@@ -117,3 +117,41 @@ fn an_unreachable_upstream_is_a_located_error_exit_3() {
         drill.output
     );
 }
+
+#[test]
+fn with_external_load_the_drill_judges_from_what_reached_the_dependency() {
+    let dependency_port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("service-journal.jsonl");
+    let service = Service::defend(&fixture("service-defense.yaml"), dependency_port, &journal);
+    // The outside load: 20 requests a second for 9 s from this thread,
+    // over before the 10 s drill (and its dependency proxy) ends.
+    let load = blackbox_support::outside_load(service.port, "/inventory/sku-1", 20, 9);
+    let drill = Drill::run(
+        &fixture("external-load.yaml"),
+        service.port,
+        dependency_port,
+        dir.path(),
+    );
+    let sent = load.join().unwrap();
+    drop(service);
+    assert!(sent >= 150, "the outside load sent only {sent} requests");
+    assert_eq!(
+        drill.exit,
+        Some(0),
+        "{}\n{:#}",
+        drill.output,
+        drill.report["verdicts"]
+    );
+    assert_eq!(
+        report_sequence(&drill.report, "inventory"),
+        journal_sequence(&journal),
+        "{:#}",
+        drill.report["breakers"]
+    );
+    assert_eq!(
+        drill.report["routes"].as_array().map(Vec::len),
+        Some(0),
+        "firedrill sent no load of its own"
+    );
+}

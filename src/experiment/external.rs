@@ -10,6 +10,7 @@ use super::infer::{InferParams, infer};
 use super::run::RunError;
 use super::timeline::{BreakerInfo, RequestRecord};
 use crate::clock::{Duration, Instant};
+use crate::defense::breaker::State;
 use crate::defense::breaker::journal::{Reason, Transition};
 use crate::fault::FaultPlan;
 use crate::http::ShutdownSignal;
@@ -171,8 +172,16 @@ pub fn inferred(
         }
         params.probes = breaker.probes;
         for t in infer(&sends, &arrivals, &params) {
+            // A breaker opens once the call that tripped it has come back:
+            // just after its arrival, so that call is not one let through
+            // while open.
+            let at = if t.to == State::Open {
+                t.at + OPENED_AFTER_ARRIVAL
+            } else {
+                t.at
+            };
             transitions.push(Transition {
-                at: t.at,
+                at,
                 breaker: name.clone(),
                 from: t.from,
                 to: t.to,
@@ -195,6 +204,10 @@ pub fn inferred(
     }
     (transitions, infos)
 }
+
+/// How long after the arrival of the call that tripped it an inferred
+/// breaker counts as open.
+const OPENED_AFTER_ARRIVAL: Duration = Duration::from_millis(1);
 
 /// Arrivals per second over the run, for external load (no rate known).
 fn observed_rate(arrivals: &[Duration], duration: Duration) -> f64 {

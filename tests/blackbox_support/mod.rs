@@ -178,3 +178,39 @@ pub fn transitions(report: &serde_json::Value, breaker: &str) -> Vec<(f64, Strin
         })
         .collect()
 }
+
+/// Sends `GET path` to the service at `rate` per second for `seconds`
+/// from a thread (a stand-in for an outside load tool); joins to the count
+/// of requests sent.
+// A real process on the wall clock: the thread paces itself with sleeps.
+#[allow(clippy::disallowed_methods, clippy::disallowed_types)]
+pub fn outside_load(
+    port: u16,
+    path: &'static str,
+    rate: u32,
+    seconds: u32,
+) -> std::thread::JoinHandle<u32> {
+    use std::io::{Read, Write};
+    std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        let interval = std::time::Duration::from_secs(1) / rate;
+        let mut sent = 0;
+        for i in 0..rate * seconds {
+            let due = start + interval * i;
+            if let Some(wait) = due.checked_duration_since(std::time::Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            if let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) {
+                let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(2)));
+                let request =
+                    format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+                if stream.write_all(request.as_bytes()).is_ok() {
+                    sent += 1;
+                    let mut sink = Vec::new();
+                    let _ = stream.read_to_end(&mut sink);
+                }
+            }
+        }
+        sent
+    })
+}
