@@ -155,3 +155,147 @@ fn with_external_load_the_drill_judges_from_what_reached_the_dependency() {
         "firedrill sent no load of its own"
     );
 }
+
+/// The repository's root.
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The opossum service (installed by ci/install-test-clients.sh).
+fn opossum(dependency_port: u16, events: &Path, breaker: bool) -> Service {
+    let server = root().join("tests/services/opossum/server.js");
+    let mut env = vec![
+        (
+            "DEPENDENCY_URL",
+            format!("http://127.0.0.1:{dependency_port}"),
+        ),
+        ("EVENTS_FILE", events.display().to_string()),
+        ("RESET_TIMEOUT_MS", "2000".to_string()),
+        ("ROLLING_COUNT_TIMEOUT_MS", "1000".to_string()),
+    ];
+    if !breaker {
+        env.push(("NO_BREAKER", "1".to_string()));
+    }
+    Service::program("node", &[server.to_str().unwrap()], &env)
+}
+
+/// The pybreaker service (installed by ci/install-test-clients.sh).
+fn pybreaker(dependency_port: u16, events: &Path, breaker: bool) -> Service {
+    let python = root().join("tests/services/pybreaker/.venv/bin/python");
+    let service = root().join("tests/services/pybreaker/service.py");
+    let mut env = vec![
+        (
+            "DEPENDENCY_URL",
+            format!("http://127.0.0.1:{dependency_port}"),
+        ),
+        ("EVENTS_FILE", events.display().to_string()),
+        ("RESET_TIMEOUT_S", "2".to_string()),
+    ];
+    if !breaker {
+        env.push(("NO_BREAKER", "1".to_string()));
+    }
+    Service::program(python.to_str().unwrap(), &[service.to_str().unwrap()], &env)
+}
+
+/// Runs `experiments/blackbox/NAME.yaml` against a service started by
+/// `start`; returns the drill and the service's own events.
+fn black_box_drill(
+    name: &str,
+    start: fn(u16, &Path, bool) -> Service,
+    breaker: bool,
+) -> (blackbox_support::Drill, Vec<(f64, String, String)>) {
+    let dependency_port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events.jsonl");
+    let service = start(dependency_port, &events, breaker);
+    let drill = Drill::run(
+        &root().join(format!("experiments/blackbox/{name}.yaml")),
+        service.port,
+        dependency_port,
+        dir.path(),
+    );
+    drop(service);
+    (drill, blackbox_support::events(&events))
+}
+
+/// The drill passes, and its inferred transitions are the library's own:
+/// the same sequence, each within two inter-arrival intervals (20 req/s)
+/// plus 50 ms of the library's event.
+fn inferred_matches_the_library(name: &str, start: fn(u16, &Path, bool) -> Service) {
+    let (drill, events) = black_box_drill(name, start, true);
+    assert_eq!(
+        drill.exit,
+        Some(0),
+        "{}\n{:#}",
+        drill.output,
+        drill.report["verdicts"]
+    );
+    let inferred = blackbox_support::transitions(&drill.report, "inventory");
+    let sequence = |t: &[(f64, String, String)]| -> Vec<String> {
+        t.iter().map(|(_, f, to)| format!("{f} -> {to}")).collect()
+    };
+    assert_eq!(
+        sequence(&inferred),
+        sequence(&events),
+        "inferred vs {name}'s own events"
+    );
+    let started = drill.report["started_at_unix_ms"]
+        .as_f64()
+        .expect("a real-time report says when it started");
+    let tolerance_ms = 2.0 * 1000.0 / 20.0 + 50.0;
+    for ((at, from, to), (event_ms, ..)) in inferred.iter().zip(&events) {
+        let library_at = event_ms - started;
+        eprintln!(
+            "{name}: {from} -> {to} inferred {at:.0} ms, library {library_at:.0} ms, off by {:.0} ms",
+            at - library_at
+        );
+        assert!(
+            (at - library_at).abs() <= tolerance_ms,
+            "{from} -> {to}: inferred at {at:.0} ms, {name} at {library_at:.0} ms"
+        );
+    }
+}
+
+/// Without a breaker the same drill fails: the dependency sees every call,
+/// so nothing opens.
+fn without_a_breaker_the_drill_fails(name: &str, start: fn(u16, &Path, bool) -> Service) {
+    let (drill, events) = black_box_drill(name, start, false);
+    assert!(events.is_empty(), "no breaker, no events: {events:?}");
+    assert_eq!(drill.exit, Some(1), "{}", drill.output);
+    let verdicts = drill.report["verdicts"].as_array().unwrap();
+    let failed: Vec<&str> = verdicts
+        .iter()
+        .filter(|v| v["passed"] == false)
+        .map(|v| v["expectation"].as_str().unwrap())
+        .collect();
+    for expectation in [
+        "breaker inventory goes closed -> open -> half_open -> closed",
+        "breaker inventory opens within 1500ms of inventory-500.start",
+        "route stock fallback service while inventory is open >= 95%",
+    ] {
+        assert!(
+            failed.contains(&expectation),
+            "{expectation} held: {failed:?}"
+        );
+    }
+}
+
+#[test]
+fn opossum_breaker_is_inferred_as_its_own_events_say() {
+    inferred_matches_the_library("opossum", opossum);
+}
+
+#[test]
+fn pybreaker_breaker_is_inferred_as_its_own_events_say() {
+    inferred_matches_the_library("pybreaker", pybreaker);
+}
+
+#[test]
+fn an_opossum_service_without_its_breaker_fails_the_drill() {
+    without_a_breaker_the_drill_fails("opossum", opossum);
+}
+
+#[test]
+fn a_pybreaker_service_without_its_breaker_fails_the_drill() {
+    without_a_breaker_the_drill_fails("pybreaker", pybreaker);
+}

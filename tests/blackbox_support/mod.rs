@@ -105,7 +105,9 @@ impl Drill {
         let text = std::fs::read_to_string(experiment)
             .unwrap()
             .replace("${SERVICE_PORT}", &service_port.to_string())
-            .replace("${DEPENDENCY_PORT}", &dependency_port.to_string());
+            .replace("${DEPENDENCY_PORT}", &dependency_port.to_string())
+            .replace("127.0.0.1:18080", &format!("127.0.0.1:{service_port}"))
+            .replace("127.0.0.1:19001", &format!("127.0.0.1:{dependency_port}"));
         let file = dir.join("experiment.yaml");
         std::fs::write(&file, text).unwrap();
         let reports = dir.join("report");
@@ -213,4 +215,21 @@ pub fn outside_load(
         }
         sent
     })
+}
+
+/// `(at_ms since the Unix epoch, from, to)` of each line of a service's
+/// events file (`tests/services/README.md`).
+pub fn events(file: &Path) -> Vec<(f64, String, String)> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["at_ms"].as_f64().unwrap(),
+                v["from"].as_str().unwrap().to_string(),
+                v["to"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
 }
