@@ -22,12 +22,19 @@ fn the_inferred_breaker_of_a_separate_defense_process_follows_its_own_journal() 
     let dependency_port = free_port();
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("service-journal.jsonl");
-    let service = Service::defend(&fixture("service-defense.yaml"), dependency_port, &journal);
-    let drill = Drill::run(
+    let metrics_port = free_port();
+    let service = Service::defend_with_metrics(
+        &fixture("service-defense.yaml"),
+        dependency_port,
+        &journal,
+        metrics_port,
+    );
+    let drill = Drill::run_with(
         &fixture("defend-service.yaml"),
         service.port,
         dependency_port,
         dir.path(),
+        &[("${METRICS_PORT}", metrics_port.to_string())],
     );
     drop(service);
     assert_eq!(drill.exit, Some(0), "{}", drill.output);
@@ -38,6 +45,20 @@ fn the_inferred_breaker_of_a_separate_defense_process_follows_its_own_journal() 
         "the service's own journal"
     );
     assert_eq!(report_sequence(&drill.report, "inventory"), own);
+    // Its /metrics, scraped during the drill, is shown beside the inference.
+    let scraped: Vec<String> = drill.report["breakers"][0]["reported"]
+        .as_array()
+        .expect("the report shows what the service reported")
+        .iter()
+        .map(|t| {
+            format!(
+                "{} -> {}",
+                t["from"].as_str().unwrap(),
+                t["to"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(scraped, own, "scraped from the service's /metrics");
 }
 
 #[test]
@@ -208,11 +229,15 @@ fn black_box_drill(
     let dir = tempfile::tempdir().unwrap();
     let events = dir.path().join("events.jsonl");
     let service = start(dependency_port, &events, breaker);
-    let drill = Drill::run(
+    let drill = Drill::run_with(
         &root().join(format!("experiments/blackbox/{name}.yaml")),
         service.port,
         dependency_port,
         dir.path(),
+        &[(
+            &format!("/tmp/{name}-events.jsonl"),
+            events.display().to_string(),
+        )],
     );
     drop(service);
     (drill, blackbox_support::events(&events))
@@ -238,6 +263,12 @@ fn inferred_matches_the_library(name: &str, start: fn(u16, &Path, bool) -> Servi
         sequence(&inferred),
         sequence(&events),
         "inferred vs {name}'s own events"
+    );
+    let reported = blackbox_support::reported(&drill.report, "inventory");
+    assert_eq!(
+        sequence(&reported),
+        sequence(&events),
+        "the report shows the events file beside the inference"
     );
     let started = drill.report["started_at_unix_ms"]
         .as_f64()

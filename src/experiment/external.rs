@@ -3,10 +3,11 @@
 //! fixture server), and the client that sends the load to the service.
 //! Real sockets and the wall clock only: the service is a real process.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::config::{DependencySpec, Experiment, SystemSpec, Upstream as DependencyUpstream};
 use super::infer::{InferParams, infer};
+use super::reported::{Change, ReportedSource, read_events};
 use super::run::RunError;
 use super::timeline::{BreakerInfo, RequestRecord};
 use crate::clock::{Duration, Instant};
@@ -213,4 +214,106 @@ const OPENED_AFTER_ARRIVAL: Duration = Duration::from_millis(1);
 fn observed_rate(arrivals: &[Duration], duration: Duration) -> f64 {
     let seconds = duration.as_secs_f64().max(1.0);
     (arrivals.len() as f64 / seconds).max(1.0)
+}
+
+/// Scrapers of the services' Prometheus endpoints, running during the drill.
+#[derive(Debug, Default)]
+pub struct Reporters {
+    /// Per breaker name: the changes its scraper saw.
+    scraped: Vec<(String, Arc<Mutex<Vec<Change>>>)>,
+}
+
+/// Starts one scraper per breaker reported through Prometheus; they stop
+/// with the servers.
+pub fn start_reporters(system: &SystemSpec, start: Instant, servers: &ShutdownSignal) -> Reporters {
+    let mut reporters = Reporters::default();
+    for (name, breaker) in &system.breakers {
+        let Some(ReportedSource::Prometheus(source)) = &breaker.reported else {
+            continue;
+        };
+        let changes = Arc::new(Mutex::new(Vec::new()));
+        let authority = authority(
+            source
+                .url
+                .split('/')
+                .take(3)
+                .collect::<Vec<_>>()
+                .join("/")
+                .as_str(),
+        )
+        .to_string();
+        let client: Arc<dyn Upstream> = Arc::new(HttpUpstream::new(
+            Arc::new(LazyConnector(authority.clone())),
+            &authority,
+        ));
+        tokio::spawn(super::reported::scrape(
+            client,
+            source.clone(),
+            start,
+            servers.clone(),
+            changes.clone(),
+        ));
+        reporters.scraped.push((name.clone(), changes));
+    }
+    reporters
+}
+
+/// What the services reported of their breakers, on the drill's clock, and
+/// a warning for each source that could not be read.
+pub fn reported(
+    system: &SystemSpec,
+    reporters: &Reporters,
+    started_at_unix_ms: Option<u64>,
+) -> (Vec<Transition>, Vec<String>) {
+    let mut transitions = Vec::new();
+    let mut warnings = Vec::new();
+    for (name, breaker) in &system.breakers {
+        let (changes, source) = match &breaker.reported {
+            None => continue,
+            Some(ReportedSource::Events(path)) => {
+                match read_events(path, started_at_unix_ms.unwrap_or_default()) {
+                    Ok(changes) => (changes, "events"),
+                    Err(e) => {
+                        warnings.push(format!("system.breakers.{name}.reported: {e}"));
+                        continue;
+                    }
+                }
+            }
+            Some(ReportedSource::Prometheus(_)) => {
+                let scraped = reporters
+                    .scraped
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, c)| c.lock().unwrap_or_else(|e| e.into_inner()).clone())
+                    .unwrap_or_default();
+                (scraped, "prometheus")
+            }
+        };
+        transitions.extend(changes.into_iter().map(|(at, from, to)| Transition {
+            at,
+            breaker: name.clone(),
+            from,
+            to,
+            reason: Reason::Reported { source },
+        }));
+    }
+    transitions.sort_by_key(|t| t.at);
+    (transitions, warnings)
+}
+
+/// Dials `host:port`, resolving it at each connection (a service that
+/// restarts may move).
+#[derive(Debug, Clone)]
+struct LazyConnector(String);
+
+impl Connector for LazyConnector {
+    type Stream = <TcpConnector as Connector>::Stream;
+
+    fn connect(&self) -> impl std::future::Future<Output = std::io::Result<Self::Stream>> + Send {
+        let authority = self.0.clone();
+        async move {
+            let addr = net::resolve(&authority).await?;
+            TcpConnector { addr }.connect().await
+        }
+    }
 }

@@ -14,6 +14,7 @@
 //!   breakers inferred.
 //! * [`topology`] — the user's own service, its inferred breakers and its
 //!   dependencies.
+//! * [`reported`] — what a service says of its own breaker (events, metrics).
 //! * [`timeline`] — what a run recorded; everything after the run reads it.
 //! * [`expect`] — the expectation sentences, parsed, checked and judged.
 //! * [`judge`] — joins the expectations to an experiment and its run.
@@ -29,6 +30,7 @@ pub mod judge;
 pub mod load;
 pub mod network;
 pub mod progress;
+pub mod reported;
 pub mod run;
 pub mod timeline;
 pub mod topology;

@@ -50,6 +50,8 @@ pub struct RunResult {
     /// Real clock: when the drill started, in milliseconds since the Unix
     /// epoch (every time in the report counts from it); virtual: none.
     pub started_at_unix_ms: Option<u64>,
+    /// What could not be read after the run (a service's events file).
+    pub warnings: Vec<String>,
 }
 
 /// What a real-time run shows while it runs.
@@ -213,6 +215,11 @@ async fn execute<N: Network>(
         tokio::spawn(crate::metrics::serve(acceptor, registry, servers.clone()));
     }
 
+    let reporters = match &experiment.system {
+        Some(system) => super::external::start_reporters(system, start, &servers),
+        None => super::external::Reporters::default(),
+    };
+
     // Load, halt watch and interrupt.
     let load = Load::new(client, start, experiment.max_in_flight);
     let (stop_load, load_stop) = ShutdownSignal::new();
@@ -265,7 +272,7 @@ async fn execute<N: Network>(
     } else {
         ended_at
     };
-    let timeline = collect(
+    let mut timeline = collect(
         experiment,
         &load,
         &dependencies,
@@ -273,11 +280,18 @@ async fn execute<N: Network>(
         line.as_deref(),
         duration,
     );
+    let mut warnings = Vec::new();
+    if let Some(system) = &experiment.system {
+        let (reported, unread) = super::external::reported(system, &reporters, started_at_unix_ms);
+        timeline.reported = reported;
+        warnings = unread;
+    }
     Ok(RunResult {
         timeline,
         ending,
         shed: load.shed(),
         started_at_unix_ms,
+        warnings,
     })
 }
 
@@ -367,6 +381,7 @@ fn collect(
         requests,
         target_hits,
         transitions,
+        reported: Vec::new(),
         faults,
         breakers,
         phases: experiment

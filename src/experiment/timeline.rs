@@ -28,6 +28,9 @@ pub struct Timeline {
     pub breakers: Vec<BreakerInfo>,
     /// Named phases of the run.
     pub phases: Vec<Phase>,
+    /// What a user's service reported of its own breakers (events file,
+    /// Prometheus), beside the inferred transitions; never judged.
+    pub reported: Vec<Transition>,
 }
 
 /// One client request.

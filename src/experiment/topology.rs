@@ -51,6 +51,9 @@ pub struct InferredBreaker {
     /// The service's configured wait in open, if known: lets expectations
     /// say `half_opens within wait_in_open ± 500ms after opening`.
     pub wait_in_open: Option<Duration>,
+    /// Where the service reports the breaker's state itself, shown beside
+    /// the inferred one.
+    pub reported: Option<super::reported::ReportedSource>,
 }
 
 /// One dependency of the service: a fault proxy on `listen` in front of
@@ -113,6 +116,12 @@ struct RawInferred {
     /// The service's own wait in open, if known (for timing expectations).
     #[serde(default)]
     wait_in_open: Option<Dur>,
+    /// Where the service reports this breaker's state itself, shown in the
+    /// report beside the inferred transitions: `{ events: FILE }` (JSON
+    /// lines `{"at_ms", "from", "to"}`) or `{ prometheus: { url, name } }`
+    /// (resilience4j's `resilience4j_circuitbreaker_state`).
+    #[serde(default)]
+    reported: Option<super::reported::ReportedSource>,
 }
 
 impl TryFrom<RawInferred> for InferredBreaker {
@@ -132,6 +141,7 @@ impl TryFrom<RawInferred> for InferredBreaker {
             gap: raw.gap.map(Dur::get),
             probes: raw.probes.unwrap_or(1),
             wait_in_open: raw.wait_in_open.map(Dur::get),
+            reported: raw.reported,
         })
     }
 }

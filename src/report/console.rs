@@ -41,16 +41,14 @@ pub fn render(report: &RunReport) -> String {
     }
     for b in &report.breakers {
         let _ = writeln!(out, "\n  breaker {} (now {})", b.name, b.final_state);
-        for t in &b.transitions {
-            let _ = writeln!(
-                out,
-                "    {:>9.3}s  {} -> {}  ({})",
-                t.at_ms / 1000.0,
-                t.from,
-                t.to,
-                t.reason
-            );
+        transitions(&mut out, &b.transitions);
+        if let Some(reported) = &b.reported {
+            let _ = writeln!(out, "    reported by the service:");
+            transitions(&mut out, reported);
         }
+    }
+    for w in &report.warnings {
+        let _ = writeln!(out, "\n  warning: {w}");
     }
     match &report.ending {
         Ending::Completed => {}
@@ -88,4 +86,18 @@ pub fn render(report: &RunReport) -> String {
         report.verdicts.len()
     );
     out
+}
+
+/// One line per transition: time, edge, reason.
+fn transitions(out: &mut String, list: &[super::TransitionReport]) {
+    for t in list {
+        let _ = writeln!(
+            out,
+            "    {:>9.3}s  {} -> {}  ({})",
+            t.at_ms / 1000.0,
+            t.from,
+            t.to,
+            t.reason
+        );
+    }
 }

@@ -56,6 +56,9 @@ pub struct RunReport {
     pub target_hits: usize,
     /// Requests shed by the in-flight cap.
     pub shed: u64,
+    /// What could not be read after the run (a service's events file).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// The recorded timeline, for tools that want every request.
     #[serde(skip)]
     pub timeline: Timeline,
@@ -70,6 +73,10 @@ pub struct BreakerReport {
     pub final_state: String,
     /// Its transitions.
     pub transitions: Vec<TransitionReport>,
+    /// A user's service's breaker: what the service itself reported,
+    /// beside the inferred transitions above.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reported: Option<Vec<TransitionReport>>,
 }
 
 /// One transition, for reports.
@@ -114,17 +121,24 @@ impl RunReport {
             .breakers
             .iter()
             .map(|b| {
-                let transitions: Vec<TransitionReport> = t
-                    .transitions
-                    .iter()
-                    .filter(|x| x.breaker == b.name)
-                    .map(|x| TransitionReport {
-                        at_ms: ms(x.at),
-                        from: x.from.to_string(),
-                        to: x.to.to_string(),
-                        reason: x.reason.to_string(),
-                    })
-                    .collect();
+                let of = |list: &[crate::defense::breaker::journal::Transition]| {
+                    list.iter()
+                        .filter(|x| x.breaker == b.name)
+                        .map(|x| TransitionReport {
+                            at_ms: ms(x.at),
+                            from: x.from.to_string(),
+                            to: x.to.to_string(),
+                            reason: x.reason.to_string(),
+                        })
+                        .collect::<Vec<_>>()
+                };
+                let transitions = of(&t.transitions);
+                let reported_by_service = experiment.system.as_ref().is_some_and(|s| {
+                    s.breakers
+                        .get(&b.name)
+                        .is_some_and(|i| i.reported.is_some())
+                });
+                let reported = reported_by_service.then(|| of(&t.reported));
                 let final_state = transitions
                     .last()
                     .map_or("closed".to_string(), |x| x.to.clone());
@@ -132,6 +146,7 @@ impl RunReport {
                     name: b.name.clone(),
                     final_state,
                     transitions,
+                    reported,
                 }
             })
             .collect();
@@ -160,6 +175,7 @@ impl RunReport {
             faults,
             target_hits: t.target_hits.len(),
             shed: result.shed,
+            warnings: result.warnings.clone(),
             timeline: t.clone(),
         }
     }

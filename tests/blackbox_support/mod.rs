@@ -31,6 +31,17 @@ impl Service {
     /// `firedrill defend` with `config`, calling the dependency proxy on
     /// `dependency_port`, writing its journal to `journal`.
     pub fn defend(config: &Path, dependency_port: u16, journal: &Path) -> Service {
+        Service::defend_with_metrics(config, dependency_port, journal, free_port())
+    }
+
+    /// [`Service::defend`], serving its Prometheus /metrics on
+    /// `metrics_port`.
+    pub fn defend_with_metrics(
+        config: &Path,
+        dependency_port: u16,
+        journal: &Path,
+        metrics_port: u16,
+    ) -> Service {
         let port = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_firedrill"))
             .arg("defend")
@@ -40,6 +51,7 @@ impl Service {
             .args(["--upstream", &format!("127.0.0.1:{dependency_port}")])
             .arg("--journal")
             .arg(journal)
+            .args(["--metrics-listen", &format!("127.0.0.1:{metrics_port}")])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -102,12 +114,26 @@ impl Drill {
     /// Runs `experiment` (with `${SERVICE_PORT}` and `${DEPENDENCY_PORT}`
     /// filled in) in real time, reports in `dir`.
     pub fn run(experiment: &Path, service_port: u16, dependency_port: u16, dir: &Path) -> Drill {
-        let text = std::fs::read_to_string(experiment)
+        Drill::run_with(experiment, service_port, dependency_port, dir, &[])
+    }
+
+    /// [`Drill::run`], also replacing each `(from, to)` in the file.
+    pub fn run_with(
+        experiment: &Path,
+        service_port: u16,
+        dependency_port: u16,
+        dir: &Path,
+        replacements: &[(&str, String)],
+    ) -> Drill {
+        let mut text = std::fs::read_to_string(experiment)
             .unwrap()
             .replace("${SERVICE_PORT}", &service_port.to_string())
             .replace("${DEPENDENCY_PORT}", &dependency_port.to_string())
             .replace("127.0.0.1:18080", &format!("127.0.0.1:{service_port}"))
             .replace("127.0.0.1:19001", &format!("127.0.0.1:{dependency_port}"));
+        for (from, to) in replacements {
+            text = text.replace(from, to);
+        }
         let file = dir.join("experiment.yaml");
         std::fs::write(&file, text).unwrap();
         let reports = dir.join("report");
@@ -229,6 +255,25 @@ pub fn events(file: &Path) -> Vec<(f64, String, String)> {
                 v["at_ms"].as_f64().unwrap(),
                 v["from"].as_str().unwrap().to_string(),
                 v["to"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// `(at_ms, from, to)` of what the service reported of `breaker`, as the
+/// report shows it beside the inferred transitions.
+pub fn reported(report: &serde_json::Value, breaker: &str) -> Vec<(f64, String, String)> {
+    report["breakers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| b["name"] == breaker)
+        .flat_map(|b| b["reported"].as_array().cloned().unwrap_or_default())
+        .map(|t| {
+            (
+                t["at_ms"].as_f64().unwrap(),
+                t["from"].as_str().unwrap().to_string(),
+                t["to"].as_str().unwrap().to_string(),
             )
         })
         .collect()

@@ -98,6 +98,11 @@ pub enum Reason {
         /// Which override.
         action: &'static str,
     },
+    /// Reported by the user's service itself (its events file or metrics).
+    Reported {
+        /// `events` or `prometheus`.
+        source: &'static str,
+    },
     /// Inferred black-box from the traffic at a dependency (a user's own
     /// service's breaker), with the evidence.
     Inferred {
@@ -201,6 +206,7 @@ impl fmt::Display for Reason {
             }
             Reason::Manual { action } => f.write_str(action),
             Reason::Inferred { evidence, .. } => write!(f, "inferred: {evidence}"),
+            Reason::Reported { source } => write!(f, "reported by the service ({source})"),
         }
     }
 }
