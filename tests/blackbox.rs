@@ -330,3 +330,29 @@ fn an_opossum_service_without_its_breaker_fails_the_drill() {
 fn a_pybreaker_service_without_its_breaker_fails_the_drill() {
     without_a_breaker_the_drill_fails("pybreaker", pybreaker);
 }
+
+#[test]
+fn a_defense_line_per_dependency_guards_a_service_that_has_no_breaker() {
+    let dependency_port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events.jsonl");
+    let service = opossum(dependency_port, &events, false);
+    let drill = Drill::run(
+        &fixture("guarded-dependency.yaml"),
+        service.port,
+        dependency_port,
+        dir.path(),
+    );
+    drop(service);
+    assert_eq!(
+        drill.exit,
+        Some(0),
+        "{}\n{:#}",
+        drill.output,
+        drill.report["verdicts"]
+    );
+    assert_eq!(
+        report_sequence(&drill.report, "inventory-guard"),
+        ["closed -> open", "open -> half_open", "half_open -> closed"]
+    );
+}

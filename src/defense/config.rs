@@ -27,6 +27,19 @@ pub struct DefenseConfig {
     pub routes: IndexMap<String, RouteConfig>,
 }
 
+impl DefenseConfig {
+    /// The routes with a breaker: `(breaker name, its config, its path
+    /// glob)`, in route order.
+    pub fn breakers(
+        &self,
+    ) -> impl Iterator<Item = (&str, &super::breaker::BreakerConfig, Option<&str>)> {
+        self.routes.iter().filter_map(|(name, route)| {
+            let breaker = route.breaker.as_ref()?;
+            Some((name.as_str(), breaker, route.matcher.path_glob()))
+        })
+    }
+}
+
 /// The protections of one route (partition).
 #[derive(Debug, Clone)]
 pub struct RouteConfig {

@@ -308,6 +308,33 @@ impl TryFrom<RawExperiment> for Experiment {
             }
             None => (None, Vec::new()),
         };
+        let mut breaker_names = std::collections::BTreeSet::new();
+        let own = raw.defense.iter().flat_map(|d| {
+            d.breakers()
+                .map(|(n, ..)| ("defense.routes".to_string(), n.to_string()))
+        });
+        let per_dependency = dependencies.iter().flat_map(|dep| {
+            dep.defense.iter().flat_map(move |d| {
+                d.breakers().map(move |(n, ..)| {
+                    (
+                        format!("dependencies.{}.defense.routes", dep.name),
+                        n.to_string(),
+                    )
+                })
+            })
+        });
+        let inferred = system.iter().flat_map(|s| {
+            s.breakers
+                .keys()
+                .map(|n| ("system.breakers".to_string(), n.clone()))
+        });
+        for (at, name) in own.chain(per_dependency).chain(inferred) {
+            if !breaker_names.insert(name.clone()) {
+                return Err(format!(
+                    "{at}.{name}: the breaker name `{name}` is used by another breaker; expectations name breakers, so each needs its own"
+                ));
+            }
+        }
         let mut faults = raw.faults;
         let dependency_names: Vec<&str> = dependencies.iter().map(|d| d.name.as_str()).collect();
         for (i, f) in faults.iter_mut().enumerate() {

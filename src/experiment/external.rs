@@ -11,8 +11,10 @@ use super::reported::{Change, ReportedSource, read_events};
 use super::run::RunError;
 use super::timeline::{BreakerInfo, RequestRecord};
 use crate::clock::{Duration, Instant};
+use crate::defense::DefenseLine;
 use crate::defense::breaker::State;
 use crate::defense::breaker::journal::{Reason, Transition};
+use crate::defense::report::Recorder;
 use crate::fault::FaultPlan;
 use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream, authority};
@@ -38,6 +40,7 @@ pub async fn stand_up(
     start: Instant,
     servers: &ShutdownSignal,
     grace: Duration,
+    recorder: &Arc<Recorder>,
 ) -> Result<(Arc<dyn Upstream>, Vec<RunningDependency>), RunError> {
     let mut running = Vec::new();
     for dependency in &experiment.dependencies {
@@ -50,8 +53,39 @@ pub async fn stand_up(
         let plan = Arc::new(FaultPlan::new(faults, experiment.seed, start).recording_arrivals());
         let acceptor = bind(dependency).await?;
         let connector = upstream(dependency, servers).await?;
+        let proxy_acceptor = match &dependency.defense {
+            None => acceptor,
+            Some(config) => {
+                // The defense line takes the declared address; the fault
+                // proxy moves behind it to a free loopback port.
+                let behind = TcpAcceptor::bind("127.0.0.1:0".parse().expect("literal address"))
+                    .await
+                    .map_err(RunError::Listen)?;
+                let proxy = behind.local_addr();
+                let to_proxy: Arc<dyn Upstream> = Arc::new(HttpUpstream::new(
+                    Arc::new(TcpConnector { addr: proxy }),
+                    &proxy.to_string(),
+                ));
+                let backup = |_: &str| to_proxy.clone();
+                let line = DefenseLine::new(
+                    config,
+                    to_proxy.clone(),
+                    &backup,
+                    experiment.seed,
+                    start,
+                    recorder.clone(),
+                );
+                tokio::spawn(crate::defense::serve::serve(
+                    acceptor,
+                    line,
+                    servers.clone(),
+                    grace,
+                ));
+                behind
+            }
+        };
         tokio::spawn(serve_mode(
-            acceptor,
+            proxy_acceptor,
             Arc::new(connector),
             plan.clone(),
             ProxyMode::Http,

@@ -10,12 +10,16 @@ pub type Checked = Expectation;
 /// The names an experiment's expectations may refer to.
 pub fn names(experiment: &Experiment) -> Names {
     let mut names = Names::default();
-    if let Some(defense) = &experiment.defense {
-        for (route, config) in &defense.routes {
-            if config.breaker.is_some() {
-                names.breakers.insert(route.clone());
-            }
-        }
+    let defenses = experiment.defense.iter().chain(
+        experiment
+            .dependencies
+            .iter()
+            .filter_map(|d| d.defense.as_ref()),
+    );
+    for defense in defenses {
+        names
+            .breakers
+            .extend(defense.breakers().map(|(name, ..)| name.to_string()));
     }
     if let Some(system) = &experiment.system {
         names.breakers.extend(system.breakers.keys().cloned());

@@ -162,9 +162,10 @@ async fn execute<N: Network>(
 
     // The dependency: the fault proxy in front of the fixture server or a
     // real target; or, for the user's own service, one proxy per dependency.
+    let recorder = Arc::new(Recorder::default());
     let (entry, dependencies) = match &experiment.system {
         Some(system) => {
-            super::external::stand_up(experiment, system, start, &servers, grace).await?
+            super::external::stand_up(experiment, system, start, &servers, grace, &recorder).await?
         }
         None => {
             let (entry, plan) =
@@ -179,7 +180,6 @@ async fn execute<N: Network>(
     let to_proxy = entry;
 
     // The defense line, if any, in front of the fault proxy.
-    let recorder = Arc::new(Recorder::default());
     let (client, line): (Arc<dyn Upstream>, Option<Arc<DefenseLine>>) = match &experiment.defense {
         Some(config) => {
             let backup = |_: &str| to_proxy.clone();
@@ -353,21 +353,20 @@ fn collect(
             windows: windows_of(&f.window, duration),
         })
         .collect();
-    let mut breakers: Vec<BreakerInfo> = match (&experiment.defense, line) {
-        (Some(config), Some(_)) => config
-            .routes
+    let defenses = line.and(experiment.defense.as_ref()).into_iter().chain(
+        experiment
+            .dependencies
             .iter()
-            .filter_map(|(name, route)| {
-                let b = route.breaker.as_ref()?;
-                Some(BreakerInfo {
-                    name: name.clone(),
-                    wait_in_open: b.wait_in_open(),
-                    path_glob: route.matcher.path_glob().map(str::to_string),
-                })
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
+            .filter_map(|d| d.defense.as_ref()),
+    );
+    let mut breakers: Vec<BreakerInfo> = defenses
+        .flat_map(|config| config.breakers())
+        .map(|(name, breaker, glob)| BreakerInfo {
+            name: name.to_string(),
+            wait_in_open: breaker.wait_in_open(),
+            path_glob: glob.map(str::to_string),
+        })
+        .collect();
     let mut transitions = recorder.transitions();
     if let Some(system) = &experiment.system {
         let (inferred, infos) =

@@ -67,6 +67,9 @@ pub struct DependencySpec {
     pub listen: String,
     /// What the proxy forwards to.
     pub upstream: Upstream,
+    /// firedrill's defense line between the service and this dependency's
+    /// fault proxy (it then listens on `listen`), or none.
+    pub defense: Option<crate::defense::DefenseConfig>,
 }
 
 /// Where a dependency proxy forwards.
@@ -169,6 +172,11 @@ pub(super) struct RawDependency {
     /// Or the embedded fixture server with these routes.
     #[serde(default)]
     builtin: Option<RawBuiltinRoutes>,
+    /// firedrill's defense line between the service and this dependency
+    /// (as `firedrill defend --config`): it listens on `listen`, in front
+    /// of the fault proxy. Its breakers are named after its routes.
+    #[serde(default)]
+    defense: Option<crate::defense::DefenseConfig>,
 }
 
 /// The fixture server's routes.
@@ -233,6 +241,7 @@ pub(super) fn read(
             name,
             listen: raw.listen,
             upstream,
+            defense: raw.defense,
         });
     }
     let names: Vec<&str> = deps.iter().map(|d| d.name.as_str()).collect();
