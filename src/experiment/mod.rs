@@ -11,12 +11,15 @@
 //! * [`progress`] — the live progress bar of a real-time drill.
 //! * [`timeline`] — what a run recorded; everything after the run reads it.
 //! * [`expect`] — the expectation sentences, parsed, checked and judged.
+//! * [`infer`] — a black-box breaker's state timeline, inferred from the
+//!   requests sent and the requests that reached the dependency.
 //! * [`judge`] — joins the expectations to an experiment and its run.
 
 pub mod config;
 pub mod expect;
 pub mod file;
 pub mod halt;
+pub mod infer;
 pub mod judge;
 pub mod load;
 pub mod network;
