@@ -46,7 +46,9 @@
 //! # Evidence
 //!
 //! Every transition carries the arrivals and sends of the stretch that
-//! decided it, and says so in words:
+//! decided it, and says so in words. A silence's sends are those strictly
+//! between its two arrivals (or after the last one); a half-open episode's
+//! run from its trial arrival to its closing arrival, both included.
 //!
 //! | transition | `arrivals` | `sends` | reason |
 //! |---|---|---|---|
@@ -108,6 +110,8 @@ impl InferParams {
     /// A rate that is not positive (or NaN) gives a gap of
     /// [`Duration::MAX`]: without load no silence means anything.
     pub fn for_rate(requests_per_second: f64) -> Self {
+        // Zero, negative and NaN rates fail the conversion anyway; -inf
+        // would not (15 / -inf is -0.0, a zero gap), hence the test.
         let gap = if requests_per_second > 0.0 {
             Duration::try_from_secs_f64(GAP_INTERVALS / requests_per_second)
                 .unwrap_or(Duration::MAX)

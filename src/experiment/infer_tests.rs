@@ -224,6 +224,16 @@ fn sends_at_the_silences_edges_are_not_inside_it() {
 }
 
 #[test]
+fn an_episodes_sends_run_from_its_trial_to_its_closing_arrival_inclusive() {
+    let arrivals = vec![ms(0), ms(50), ms(2050), ms(2100)];
+    let sends = vec![ms(1000), ms(1500), ms(2049), ms(2050), ms(2100), ms(2101)];
+    let found = infer(&sends, &arrivals, &at_20_per_second());
+    let counts: Vec<_> = found.iter().map(|t| (t.arrivals, t.sends)).collect();
+    // 2.049 s is in the silence; 2.05 s and 2.1 s in the episode.
+    assert_eq!(counts, vec![(0, 3), (1, 3), (2, 2)]);
+}
+
+#[test]
 fn a_silence_must_be_strictly_longer_than_the_gap() {
     let params = InferParams {
         gap: ms(1000),

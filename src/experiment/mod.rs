@@ -17,6 +17,8 @@
 //! * [`reported`] — what a service says of its own breaker (events, metrics).
 //! * [`timeline`] — what a run recorded; everything after the run reads it.
 //! * [`expect`] — the expectation sentences, parsed, checked and judged.
+//! * [`infer`] — a black-box breaker's state timeline, inferred from the
+//!   requests sent and the requests that reached the dependency.
 //! * [`judge`] — joins the expectations to an experiment and its run.
 
 pub mod classify;
