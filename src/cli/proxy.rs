@@ -2,6 +2,7 @@
 //! optionally recording every HTTP request (`--record`) and serving its
 //! counters (`--metrics-listen`).
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -11,7 +12,8 @@ use super::exit::{CliError, EXIT_OK};
 use super::runtime::{init_logging, runtime, shutdown_on_stop_signal};
 use crate::clock::Duration;
 use crate::fault::FaultPlan;
-use crate::metrics::MetricsRegistry;
+use crate::http::ShutdownSignal;
+use crate::metrics::{MetricSource, MetricsRegistry};
 use crate::net::TcpAcceptor;
 use crate::proxy::record::{JsonLines, flush_every};
 use crate::proxy::{BoundProxy, ProxyMetrics, ProxyMode, RecordSink, Recorder, Telemetry};
@@ -64,7 +66,7 @@ pub struct ProxyArgs {
     /// Serve Prometheus /metrics on this address: byte counters and
     /// firedrill_proxy_http_requests_total{proxy,status_class,fault}.
     #[arg(long, value_name = "ADDR")]
-    pub metrics_listen: Option<std::net::SocketAddr>,
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// Loads the faults, binds, serves until a stop signal, drains.
@@ -90,15 +92,16 @@ pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
         let path = options.record.clone().unwrap_or_default();
         CliError::runtime(e).context(format!("--record {}", path.display()))
     };
-    let records = match &options.record {
-        Some(path) => Some(Arc::new(JsonLines::create(path).map_err(record_error)?)),
-        None => None,
-    };
     init_logging("info");
     runtime()?.block_on(async {
         let bound = BoundProxy::bind(listen, upstream, *mode)
             .await
             .map_err(CliError::runtime)?;
+        // Created once the proxy could bind: a failed start leaves no file.
+        let records = match &options.record {
+            Some(path) => Some(Arc::new(JsonLines::create(path).map_err(record_error)?)),
+            None => None,
+        };
         let bound_addr = bound.local_addr().to_string();
         let name = options.name.clone().unwrap_or_else(|| bound_addr.clone());
         let plan = Arc::new(FaultPlan::new(faults, *seed, crate::clock::now()));
@@ -110,18 +113,13 @@ pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
         let shutdown =
             shutdown_on_stop_signal(Some("stop signal: no new connections; draining"));
         if let Some(addr) = options.metrics_listen {
-            let acceptor = TcpAcceptor::bind(addr).await.map_err(|e| {
-                CliError::runtime(e).context(format!("--metrics-listen {addr}: cannot bind"))
-            })?;
-            let registry = Arc::new(MetricsRegistry::default());
-            registry.register(Arc::new(ProxyMetrics {
+            let metrics = ProxyMetrics {
                 name: name.clone(),
                 listen: bound_addr,
                 upstream: upstream.clone(),
                 telemetry: telemetry.clone(),
-            }));
-            tracing::info!(listen = %acceptor.local_addr(), "metrics ready at /metrics");
-            tokio::spawn(crate::metrics::serve(acceptor, registry, shutdown.clone()));
+            };
+            serve_metrics(addr, Arc::new(metrics), shutdown.clone()).await?;
         }
         let flusher = records
             .clone()
@@ -139,4 +137,20 @@ pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
         tracing::info!("proxy stopped");
         Ok(EXIT_OK)
     })
+}
+
+/// Binds `addr` and serves `source` on /metrics until `shutdown`.
+async fn serve_metrics(
+    addr: SocketAddr,
+    source: Arc<dyn MetricSource>,
+    shutdown: ShutdownSignal,
+) -> Result<(), CliError> {
+    let acceptor = TcpAcceptor::bind(addr).await.map_err(|e| {
+        CliError::runtime(e).context(format!("--metrics-listen {addr}: cannot bind"))
+    })?;
+    let registry = Arc::new(MetricsRegistry::default());
+    registry.register(source);
+    tracing::info!(listen = %acceptor.local_addr(), "metrics ready at /metrics");
+    tokio::spawn(crate::metrics::serve(acceptor, registry, shutdown));
+    Ok(())
 }

@@ -98,7 +98,7 @@ impl<W: Write + Send> JsonLines<W> {
     /// Writes into `out`.
     pub fn new(out: W) -> Self {
         JsonLines {
-            out: Mutex::new(std::io::BufWriter::new(out)),
+            out: Mutex::new(std::io::BufWriter::with_capacity(64 * 1024, out)),
         }
     }
 
@@ -347,7 +347,7 @@ impl Drop for Pending {
     }
 }
 
-/// Adds the data bytes of `frame` to `count`.
+/// The data bytes of `frame` (0 for trailers).
 fn data_len(frame: &Frame<Bytes>) -> u64 {
     frame.data_ref().map_or(0, |d| d.len() as u64)
 }

@@ -191,7 +191,6 @@ where
     C: net::Connector,
 {
     let handler_plan = plan.clone();
-
     match mode {
         ProxyMode::Tcp => {
             serve(
