@@ -13,7 +13,7 @@ use crate::clock::{self, Duration};
 use crate::fault::FaultPlan;
 use crate::http::ShutdownSignal;
 use crate::proxy::run::StartError;
-use crate::proxy::{BoundProxy, ProxyMode, Traffic};
+use crate::proxy::{BoundProxy, ProxyMode, Recorder, Telemetry};
 
 /// A proxy as a client sends it to create one.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -93,8 +93,8 @@ pub struct ManagedProxy {
     /// The faults the proxy injects (the toxics, mapped); replaced on every
     /// toxic change while connections run.
     pub plan: Arc<FaultPlan>,
-    /// Byte counters for /metrics; kept across restarts.
-    pub traffic: Arc<Traffic>,
+    /// Byte and request counters for /metrics; kept across restarts.
+    pub telemetry: Telemetry,
     /// The listener while enabled.
     running: Option<Running>,
 }
@@ -113,14 +113,18 @@ pub fn parse_mode(mode: Option<&str>) -> Result<ProxyMode, ApiError> {
 impl ManagedProxy {
     /// A stopped proxy.
     pub fn new(name: String, listen: String, upstream: String, mode: ProxyMode, seed: u64) -> Self {
+        let start = clock::now();
         ManagedProxy {
+            telemetry: Telemetry {
+                traffic: Default::default(),
+                recorder: Recorder::new(&name, start, None),
+            },
             name,
             listen,
             upstream,
             mode,
             toxics: Vec::new(),
-            plan: Arc::new(FaultPlan::new(Vec::new(), seed, clock::now()).accepting_additions()),
-            traffic: Arc::new(Traffic::default()),
+            plan: Arc::new(FaultPlan::new(Vec::new(), seed, start).accepting_additions()),
             running: None,
         }
     }
@@ -148,9 +152,9 @@ impl ManagedProxy {
             })?;
         self.listen = bound.local_addr().to_string();
         let (stop, shutdown) = ShutdownSignal::new();
-        let task = tokio::spawn(bound.serve_counted(
+        let task = tokio::spawn(bound.serve_with(
             self.plan.clone(),
-            self.traffic.clone(),
+            self.telemetry.clone(),
             shutdown,
             Duration::ZERO,
         ));

@@ -3,16 +3,13 @@
 //! listings are stable.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use tokio::sync::Mutex;
 
 use super::error::ApiError;
 use super::proxy::{ManagedProxy, ProxyInput, ProxyUpdate, ProxyView, parse_mode};
 use super::toxic::{Toxic, ToxicInput, ToxicUpdate};
-use crate::fault::Direction;
-use crate::metrics::{Exposition, MetricKind};
-use crate::proxy::{ProxyMode, Traffic};
+use crate::proxy::{ProxyMetrics, ProxyMode};
 
 /// All proxies of one server.
 #[derive(Debug)]
@@ -21,19 +18,6 @@ pub struct Registry {
     proxies: Mutex<BTreeMap<String, ManagedProxy>>,
     /// Seed of every proxy's fault plan (toxicity rolls, jitter).
     seed: u64,
-}
-
-/// What /metrics needs of one proxy.
-#[derive(Debug, Clone)]
-pub struct ProxyTraffic {
-    /// The proxy's name.
-    pub name: String,
-    /// Its listen address.
-    pub listen: String,
-    /// Its upstream.
-    pub upstream: String,
-    /// Its counters.
-    pub traffic: Arc<Traffic>,
 }
 
 /// A checked create request.
@@ -258,48 +242,17 @@ impl Registry {
         Ok(())
     }
 
-    /// Counters of every proxy, by name.
-    pub async fn traffic(&self) -> Vec<ProxyTraffic> {
+    /// Counters of every proxy, by name, for /metrics.
+    pub async fn metrics(&self) -> Vec<ProxyMetrics> {
         let proxies = self.proxies.lock().await;
         proxies
             .values()
-            .map(|p| ProxyTraffic {
+            .map(|p| ProxyMetrics {
                 name: p.name.clone(),
                 listen: p.listen.clone(),
                 upstream: p.upstream.clone(),
-                traffic: p.traffic.clone(),
+                telemetry: p.telemetry.clone(),
             })
             .collect()
-    }
-}
-
-/// Toxiproxy's byte counters for each proxy and direction.
-pub(crate) fn proxy_bytes(proxies: &[ProxyTraffic], out: &mut Exposition) {
-    for p in proxies {
-        for (dir, label) in [
-            (Direction::Upstream, "upstream"),
-            (Direction::Downstream, "downstream"),
-        ] {
-            let labels = [
-                ("direction", label),
-                ("listener", p.listen.as_str()),
-                ("proxy", p.name.as_str()),
-                ("upstream", p.upstream.as_str()),
-            ];
-            out.sample(
-                "toxiproxy_proxy_received_bytes_total",
-                "The total bytes received from the source side of the direction",
-                MetricKind::Counter,
-                &labels,
-                p.traffic.received(dir) as f64,
-            );
-            out.sample(
-                "toxiproxy_proxy_sent_bytes_total",
-                "The total bytes sent to the destination side of the direction",
-                MetricKind::Counter,
-                &labels,
-                p.traffic.sent(dir) as f64,
-            );
-        }
     }
 }

@@ -7,9 +7,8 @@ use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
 use super::proxy::ProxyInput;
-use super::registry::proxy_bytes;
 use super::server::Api;
-use crate::metrics::Exposition;
+use crate::metrics::{Exposition, MetricSource};
 
 /// The Toxiproxy API version reported by `GET /version`: clients compare
 /// it with 2.6.0 to choose PATCH over POST for updates, and this server
@@ -57,7 +56,9 @@ pub async fn route(api: &Api, method: &Method, path: &str, body: Bytes) -> Resul
         (["version"], _) => Err(not_allowed()),
         (["metrics"], &Method::GET) => {
             let mut out = Exposition::default();
-            proxy_bytes(&registry.traffic().await, &mut out);
+            for proxy in registry.metrics().await {
+                proxy.collect(&mut out);
+            }
             api.metrics.collect(&mut out);
             Ok(Reply::Text(
                 "text/plain; version=0.0.4; charset=utf-8",

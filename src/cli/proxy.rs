@@ -1,5 +1,8 @@
-//! `firedrill proxy`: a fault-injecting proxy until Ctrl-C or SIGTERM.
+//! `firedrill proxy`: a fault-injecting proxy until Ctrl-C or SIGTERM,
+//! optionally recording every HTTP request (`--record`) and serving its
+//! counters (`--metrics-listen`).
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -7,8 +10,13 @@ use clap::builder::PossibleValue;
 
 use super::exit::{CliError, EXIT_OK};
 use super::runtime::{init_logging, runtime, shutdown_on_stop_signal};
+use crate::clock::Duration;
 use crate::fault::FaultPlan;
-use crate::proxy::{BoundProxy, ProxyMode};
+use crate::http::ShutdownSignal;
+use crate::metrics::{MetricSource, MetricsRegistry};
+use crate::net::TcpAcceptor;
+use crate::proxy::record::{JsonLines, flush_every};
+use crate::proxy::{BoundProxy, ProxyMetrics, ProxyMode, RecordSink, Recorder, Telemetry};
 use crate::schema::units::Dur;
 
 impl clap::ValueEnum for ProxyMode {
@@ -45,6 +53,20 @@ pub struct ProxyArgs {
     /// How long in-flight connections may finish after a stop signal.
     #[arg(long, default_value = "5s")]
     pub grace: Dur,
+    /// The proxy's name in records and metrics (default: the bound listen
+    /// address).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// HTTP mode: write one JSON line per request to FILE (created or
+    /// truncated): at_ms, proxy, method, path, request_id, status (null: cut,
+    /// reset or blackholed), fault, latency_ms, bytes_in, bytes_out,
+    /// reached_upstream. Flushed every second and on shutdown.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Serve Prometheus /metrics on this address: byte counters and
+    /// firedrill_proxy_http_requests_total{proxy,status_class,fault}.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// Loads the faults, binds, serves until a stop signal, drains.
@@ -61,20 +83,74 @@ pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
         Some(path) => super::validate::load_faults(path, Some(*mode))?.faults,
         None => Vec::new(),
     };
+    if options.record.is_some() && *mode != ProxyMode::Http {
+        return Err(CliError::invalid(
+            "--record: records HTTP requests; give --mode http",
+        ));
+    }
+    let record_error = |e: std::io::Error| {
+        let path = options.record.clone().unwrap_or_default();
+        CliError::runtime(e).context(format!("--record {}", path.display()))
+    };
     init_logging("info");
     runtime()?.block_on(async {
         let bound = BoundProxy::bind(listen, upstream, *mode)
             .await
             .map_err(CliError::runtime)?;
-        tracing::info!(listen = %bound.local_addr(), %upstream, mode = ?mode, faults = faults.len(), seed, "proxy ready");
+        // Created once the proxy could bind: a failed start leaves no file.
+        let records = match &options.record {
+            Some(path) => Some(Arc::new(JsonLines::create(path).map_err(record_error)?)),
+            None => None,
+        };
+        let bound_addr = bound.local_addr().to_string();
+        let name = options.name.clone().unwrap_or_else(|| bound_addr.clone());
         let plan = Arc::new(FaultPlan::new(faults, *seed, crate::clock::now()));
+        let sink = records.clone().map(|r| r as Arc<dyn RecordSink>);
+        let telemetry = Telemetry {
+            traffic: Default::default(),
+            recorder: Recorder::new(&name, plan.start(), sink),
+        };
         let shutdown =
             shutdown_on_stop_signal(Some("stop signal: no new connections; draining"));
-        bound
-            .serve(plan, shutdown, grace.get())
-            .await
-            .map_err(|e| CliError::runtime(e).context(format!("--listen {listen}")))?;
+        if let Some(addr) = options.metrics_listen {
+            let metrics = ProxyMetrics {
+                name: name.clone(),
+                listen: bound_addr,
+                upstream: upstream.clone(),
+                telemetry: telemetry.clone(),
+            };
+            serve_metrics(addr, Arc::new(metrics), shutdown.clone()).await?;
+        }
+        let flusher = records
+            .clone()
+            .map(|r| tokio::spawn(flush_every(r, Duration::from_secs(1))));
+        tracing::info!(listen = %bound.local_addr(), %upstream, mode = ?mode, faults = plan.faults().len(), seed, %name, "proxy ready");
+        let served = bound.serve_with(plan, telemetry, shutdown, grace.get()).await;
+        // Every connection has ended: every record is in the buffer.
+        if let Some(task) = flusher {
+            task.abort();
+        }
+        if let Some(records) = &records {
+            records.flush().map_err(record_error)?;
+        }
+        served.map_err(|e| CliError::runtime(e).context(format!("--listen {listen}")))?;
         tracing::info!("proxy stopped");
         Ok(EXIT_OK)
     })
+}
+
+/// Binds `addr` and serves `source` on /metrics until `shutdown`.
+async fn serve_metrics(
+    addr: SocketAddr,
+    source: Arc<dyn MetricSource>,
+    shutdown: ShutdownSignal,
+) -> Result<(), CliError> {
+    let acceptor = TcpAcceptor::bind(addr).await.map_err(|e| {
+        CliError::runtime(e).context(format!("--metrics-listen {addr}: cannot bind"))
+    })?;
+    let registry = Arc::new(MetricsRegistry::default());
+    registry.register(source);
+    tracing::info!(listen = %acceptor.local_addr(), "metrics ready at /metrics");
+    tokio::spawn(crate::metrics::serve(acceptor, registry, shutdown));
+    Ok(())
 }

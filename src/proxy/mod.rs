@@ -4,10 +4,14 @@
 pub mod gate;
 pub mod http;
 pub mod mode;
+pub mod record;
+pub mod requests;
 pub mod run;
 pub mod tcp;
 pub mod traffic;
 
 pub use mode::{Misfit, ProxyMode};
-pub use run::{BoundProxy, serve_mode, serve_mode_counted};
+pub use record::{Record, RecordSink, Recorder};
+pub use requests::RequestCounters;
+pub use run::{BoundProxy, ProxyMetrics, Telemetry, serve_mode, serve_mode_with};
 pub use traffic::Traffic;

@@ -4,11 +4,47 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::mode::ProxyMode;
+use super::record::Recorder;
 use super::traffic::Traffic;
 use crate::clock::Duration;
 use crate::fault::FaultPlan;
 use crate::http::{ShutdownSignal, serve};
+use crate::metrics::{Exposition, MetricSource};
 use crate::net::{self, TcpAcceptor, TcpConnector};
+
+/// What a proxy counts and records while it serves.
+#[derive(Debug, Clone, Default)]
+pub struct Telemetry {
+    /// Bytes per direction, both modes.
+    pub traffic: Arc<Traffic>,
+    /// Requests (HTTP mode): counters, and records when a sink is attached.
+    pub recorder: Recorder,
+}
+
+/// What /metrics shows of one proxy: Toxiproxy's byte counters and
+/// `firedrill_proxy_http_requests_total`.
+#[derive(Debug, Clone)]
+pub struct ProxyMetrics {
+    /// The proxy's name.
+    pub name: String,
+    /// Its listen address.
+    pub listen: String,
+    /// Its upstream.
+    pub upstream: String,
+    /// Its counters.
+    pub telemetry: Telemetry,
+}
+
+impl MetricSource for ProxyMetrics {
+    fn collect(&self, out: &mut Exposition) {
+        let t = &self.telemetry;
+        t.traffic
+            .expose(&self.name, &self.listen, &self.upstream, out);
+        if let Some(requests) = t.recorder.counters() {
+            requests.collect(out);
+        }
+    }
+}
 
 /// Why a proxy could not start (exit code 3).
 #[derive(Debug, thiserror::Error)]
@@ -94,14 +130,29 @@ impl BoundProxy {
         shutdown: ShutdownSignal,
         grace: Duration,
     ) -> std::io::Result<()> {
-        serve_mode_counted(
+        let telemetry = Telemetry {
+            traffic,
+            recorder: Recorder::default(),
+        };
+        self.serve_with(plan, telemetry, shutdown, grace).await
+    }
+
+    /// [`BoundProxy::serve`], counting and recording in `telemetry`.
+    pub async fn serve_with(
+        self,
+        plan: Arc<FaultPlan>,
+        telemetry: Telemetry,
+        shutdown: ShutdownSignal,
+        grace: Duration,
+    ) -> std::io::Result<()> {
+        serve_mode_with(
             self.acceptor,
             self.connector,
             plan,
             self.mode,
             shutdown,
             grace,
-            traffic,
+            telemetry,
         )
         .await
     }
@@ -120,20 +171,20 @@ where
     A: net::Acceptor,
     C: net::Connector,
 {
-    let traffic = Arc::new(Traffic::default());
-    serve_mode_counted(acceptor, connector, plan, mode, shutdown, grace, traffic).await
+    let telemetry = Telemetry::default();
+    serve_mode_with(acceptor, connector, plan, mode, shutdown, grace, telemetry).await
 }
 
-/// [`serve_mode`], counting TCP bytes in `traffic` (HTTP mode does not
-/// count yet).
-pub async fn serve_mode_counted<A, C>(
+/// [`serve_mode`], counting bytes (both modes) and requests (HTTP mode) in
+/// `telemetry`, and recording requests when its recorder has a sink.
+pub async fn serve_mode_with<A, C>(
     acceptor: A,
     connector: Arc<C>,
     plan: Arc<FaultPlan>,
     mode: ProxyMode,
     shutdown: ShutdownSignal,
     grace: Duration,
-    traffic: Arc<Traffic>,
+    telemetry: Telemetry,
 ) -> std::io::Result<()>
 where
     A: net::Acceptor,
@@ -151,7 +202,7 @@ where
                         connector.clone(),
                         handler_plan.clone(),
                         sd,
-                        traffic.clone(),
+                        telemetry.traffic.clone(),
                     )
                 },
                 shutdown,
@@ -163,7 +214,10 @@ where
             serve(
                 acceptor,
                 plan,
-                move |s, sd| super::http::handle(s, connector.clone(), handler_plan.clone(), sd),
+                move |s, sd| {
+                    let telemetry = telemetry.clone();
+                    super::http::handle(s, connector.clone(), handler_plan.clone(), sd, telemetry)
+                },
                 shutdown,
                 grace,
             )

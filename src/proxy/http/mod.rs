@@ -2,6 +2,8 @@
 //! (latency before the request or the response, status injection, reset,
 //! close, truncated bodies, blackhole, bandwidth) and otherwise streams
 //! requests and responses through untouched, keeping connections alive.
+//! Every request is logged with the proxy's [`Recorder`] and every byte on
+//! either side counted in its [`Traffic`].
 
 pub mod body;
 mod io;
@@ -16,7 +18,10 @@ use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 
 use self::body::{Throttled, Truncated};
-use self::io::ResettableIo;
+use self::io::{CountedIo, ResettableIo};
+use super::record::Recorder;
+use super::run::Telemetry;
+use super::traffic::Traffic;
 use crate::clock::{self, Instant};
 use crate::fault::{Direction, FaultKind, FaultPlan};
 use crate::http::{BoxBody, BoxError, ShutdownSignal, boxed, full};
@@ -32,6 +37,10 @@ struct Conn<C: Connector> {
     connector: Arc<C>,
     /// The run's fault plan.
     plan: Arc<FaultPlan>,
+    /// The proxy's byte counters (upstream connections count into them).
+    traffic: Arc<Traffic>,
+    /// Logs every request.
+    recorder: Recorder,
     /// The upstream connection this client connection uses (HTTP/1: one
     /// request at a time, so one upstream connection suffices).
     upstream: std::sync::Mutex<Option<SendRequest<BoxBody>>>,
@@ -62,22 +71,27 @@ async fn drive_upstreams(mut drivers: tokio::sync::mpsc::UnboundedReceiver<Upstr
     while running.next().await.is_some() {}
 }
 
-/// Handles one client connection in HTTP mode.
+/// Handles one client connection in HTTP mode, counting and recording in
+/// `telemetry`.
 pub async fn handle<S, C>(
     client: S,
     connector: Arc<C>,
     plan: Arc<FaultPlan>,
     shutdown: ShutdownSignal,
+    telemetry: Telemetry,
 ) where
     S: Transport,
     C: Connector,
 {
+    let Telemetry { traffic, recorder } = telemetry;
     let reset = Arc::new(AtomicBool::new(false));
-    let io = ResettableIo::new(client, reset.clone());
+    let io = ResettableIo::new(CountedIo::client(client, traffic.clone()), reset.clone());
     let (drivers, driven) = tokio::sync::mpsc::unbounded_channel();
     let conn = Arc::new(Conn {
         connector,
         plan,
+        traffic,
+        recorder,
         upstream: std::sync::Mutex::new(None),
         reset,
         drivers,
@@ -105,6 +119,8 @@ struct Decision {
 impl<C: Connector> Conn<C> {
     async fn forward(&self, req: Request<Incoming>) -> Result<Response<BoxBody>, body::Cut> {
         let arrival = clock::now();
+        // Logs the request on every path: answered, cut, or dropped.
+        let mut log = self.recorder.begin(&req, arrival);
         self.plan.note_arrival(req.uri().path(), req.headers());
         let hits = self
             .plan
@@ -115,6 +131,7 @@ impl<C: Connector> Conn<C> {
             match &hit.fault().kind {
                 FaultKind::Latency(l) => {
                     plan.record_hit(hit, req.uri().path());
+                    log.shaped_by(hit);
                     let delay = plan.hit_delay(hit, l);
                     match l.direction {
                         Direction::Upstream => decision.request_at = Some(arrival + delay),
@@ -123,6 +140,7 @@ impl<C: Connector> Conn<C> {
                 }
                 FaultKind::Bandwidth(b) => {
                     plan.record_hit(hit, req.uri().path());
+                    log.shaped_by(hit);
                     let slot = &mut decision.rate[b.direction as usize];
                     let rate = b.rate.bytes_per_second();
                     *slot = Some(slot.map_or(rate, |r| r.min(rate)));
@@ -130,6 +148,7 @@ impl<C: Connector> Conn<C> {
                 FaultKind::Reset(cut) | FaultKind::Close(cut) => {
                     let reset = matches!(hit.fault().kind, FaultKind::Reset(_));
                     plan.record_hit(hit, req.uri().path());
+                    log.decided_by(hit);
                     match cut.after_bytes {
                         Some(limit) => decision.truncate = Some((limit.0, reset)),
                         None => {
@@ -148,6 +167,7 @@ impl<C: Connector> Conn<C> {
                 }
                 FaultKind::Status(s) => {
                     plan.record_hit(hit, req.uri().path());
+                    log.decided_by(hit);
                     if let Some(at) = decision.request_at {
                         clock::sleep_until_precise(at).await;
                     }
@@ -165,7 +185,7 @@ impl<C: Connector> Conn<C> {
                     if let Ok(v) = HeaderValue::from_str(&hit.fault().name) {
                         resp.headers_mut().insert(FAULT_HEADER, v);
                     }
-                    return Ok(resp);
+                    return Ok(log.answered(resp));
                 }
                 FaultKind::Blackhole => {
                     // Accepted and never answered, like a hung server: a
@@ -173,6 +193,7 @@ impl<C: Connector> Conn<C> {
                     // window ends, until the client gives up (or the proxy
                     // shuts down). Requests after the window pass through.
                     plan.record_hit(hit, req.uri().path());
+                    log.decided_by(hit);
                     return std::future::pending().await;
                 }
                 // `refuse` acts on the listener (the accept loop's gate);
@@ -185,19 +206,21 @@ impl<C: Connector> Conn<C> {
         if let Some(at) = decision.request_at {
             clock::sleep_until_precise(at).await;
         }
-        let req = req.map(|b| match decision.rate[Direction::Upstream as usize] {
-            Some(rate) => Throttled::new(boxed(b), rate).boxed_unsync(),
-            None => boxed(b),
+        let req = req.map(|b| {
+            log.forward_body(match decision.rate[Direction::Upstream as usize] {
+                Some(rate) => Throttled::new(boxed(b), rate).boxed_unsync(),
+                None => boxed(b),
+            })
         });
-        let response = match self.send(req).await {
+        let response = match self.send(req, &mut log.reached_upstream).await {
             Ok(r) => r,
-            Err(err) => return Ok(gateway_error(&err)),
+            Err(err) => return Ok(log.answered(gateway_error(&err))),
         };
         let response_arrival = clock::now();
         if let Some(delay) = decision.response_delay {
             clock::sleep_until_precise(response_arrival + delay).await;
         }
-        Ok(response.map(|b| {
+        Ok(log.answered(response.map(|b| {
             let mut body = boxed(b);
             if let Some((limit, reset)) = decision.truncate {
                 body =
@@ -207,7 +230,7 @@ impl<C: Connector> Conn<C> {
                 body = Throttled::new(body, rate).boxed_unsync();
             }
             body
-        }))
+        })))
     }
 
     /// Sends a request on this connection's upstream connection, opening
@@ -220,16 +243,25 @@ impl<C: Connector> Conn<C> {
     /// sender is taken out of its slot for the call and put back after; a
     /// call abandoned half-way (the client hung up) drops it with its
     /// connection, and the next request opens a fresh one.
-    async fn send(&self, req: Request<BoxBody>) -> Result<Response<Incoming>, BoxError> {
+    ///
+    /// `reached` is set while the request is in the upstream connection's
+    /// hands (it stays set when the call is abandoned there).
+    async fn send(
+        &self,
+        req: Request<BoxBody>,
+        reached: &mut bool,
+    ) -> Result<Response<Incoming>, BoxError> {
         let slot = || self.upstream.lock().unwrap_or_else(|e| e.into_inner());
         let mut upstream = slot().take();
-        let result = match self.send_on(&mut upstream, req).await {
+        let result = match self.send_on(&mut upstream, req, reached).await {
             Ok(r) => Ok(r),
             Err(Unsent {
                 request: Some(req), ..
             }) => {
                 upstream = None;
-                self.send_on(&mut upstream, req).await.map_err(|u| u.error)
+                self.send_on(&mut upstream, req, reached)
+                    .await
+                    .map_err(|u| u.error)
             }
             Err(unsent) => Err(unsent.error),
         };
@@ -241,6 +273,7 @@ impl<C: Connector> Conn<C> {
         &self,
         slot: &mut Option<SendRequest<BoxBody>>,
         req: Request<BoxBody>,
+        reached: &mut bool,
     ) -> Result<Response<Incoming>, Unsent> {
         let failed = |error: BoxError| Unsent {
             request: None,
@@ -253,7 +286,10 @@ impl<C: Connector> Conn<C> {
                 .await
                 .map_err(|e| failed(boxed_error(UpstreamError::Connect(e))))?;
             let (sender, connection) = hyper::client::conn::http1::Builder::new()
-                .handshake(TokioIo::new(stream))
+                .handshake(TokioIo::new(CountedIo::upstream(
+                    stream,
+                    self.traffic.clone(),
+                )))
                 .await
                 .map_err(|e| failed(boxed_error(e)))?;
             let driver: UpstreamDriver = Box::pin(async move {
@@ -273,9 +309,14 @@ impl<C: Connector> Conn<C> {
                 error: boxed_error(e),
             });
         }
-        sender.try_send_request(req).await.map_err(|mut e| Unsent {
-            request: e.take_message(),
-            error: boxed_error(e.into_error()),
+        *reached = true;
+        sender.try_send_request(req).await.map_err(|mut e| {
+            let request = e.take_message();
+            *reached = request.is_none();
+            Unsent {
+                request,
+                error: boxed_error(e.into_error()),
+            }
         })
     }
 }

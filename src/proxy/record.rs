@@ -1,0 +1,427 @@
+//! Recording every request of an HTTP-mode proxy: one [`Record`] per
+//! request, handed to a [`RecordSink`] (a JSON-lines file for `firedrill
+//! proxy --record`, a vector in tests), and the request counters behind
+//! `firedrill_proxy_http_requests_total` ([`RequestCounters`]).
+//!
+//! A [`Recorder`] that is off costs one branch per request; one that only
+//! counts costs a relaxed atomic add (plus a short read lock when a fault
+//! decided the answer) and allocates nothing; a sink adds the record
+//! itself. Times come from the tokio clock, so records are exact under a
+//! paused clock.
+
+use std::io::Write;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use http::{Method, Request, Response};
+use http_body::{Body, Frame, SizeHint};
+use http_body_util::BodyExt;
+
+use super::requests::RequestCounters;
+use crate::clock::{self, Duration, Instant};
+use crate::fault::Hit;
+use crate::http::body::{BoxBody, BoxError};
+use crate::http::headers::REQUEST_ID_HEADER;
+
+/// One request through an HTTP-mode proxy, as `--record` writes it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Record {
+    /// When the request arrived, milliseconds since the proxy's start
+    /// (microsecond precision).
+    pub at_ms: f64,
+    /// The proxy's name (`firedrill proxy`: `--name`, else the listen
+    /// address; `firedrill server`: the API name).
+    #[serde(serialize_with = "as_str")]
+    pub proxy: Arc<str>,
+    /// The request method.
+    #[serde(serialize_with = "as_str")]
+    pub method: Method,
+    /// The request path with its query.
+    pub path: String,
+    /// The `x-firedrill-request-id` header, if present.
+    pub request_id: Option<String>,
+    /// The status returned to the client; `None` when the connection was
+    /// cut, reset or blackholed and no response head was sent.
+    pub status: Option<u16>,
+    /// The fault that decided the answer: one that answered or cut it
+    /// (status, reset, close, blackhole), else the first that shaped it
+    /// (latency, bandwidth); `None` when no fault hit the request.
+    pub fault: Option<String>,
+    /// From arrival to the response head handed to the client connection,
+    /// milliseconds; `None` without a response.
+    pub latency_ms: Option<f64>,
+    /// Request body bytes read by the proxy and forwarded to the upstream
+    /// (0 when a fault answered without reading the body).
+    pub bytes_in: u64,
+    /// Response body bytes passed to the client, counted as they stream.
+    pub bytes_out: u64,
+    /// Whether the request was forwarded to the upstream.
+    pub reached_upstream: bool,
+}
+
+fn as_str<S: serde::Serializer, T: AsRef<str>>(value: &T, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(value.as_ref())
+}
+
+/// Milliseconds with microsecond precision (three decimals).
+fn millis(d: Duration) -> f64 {
+    d.as_micros() as f64 / 1000.0
+}
+
+/// Where finished records go.
+pub trait RecordSink: Send + Sync + std::fmt::Debug {
+    /// Takes one finished request. Called on the proxy's connection tasks:
+    /// buffer, do not wait on I/O.
+    fn record(&self, record: &Record);
+}
+
+/// Writes each record as one JSON line into a buffer, which reaches the
+/// file on [`JsonLines::flush`] (call it at least once a second, see
+/// [`flush_every`], and at shutdown) or when the buffer fills.
+#[derive(Debug)]
+pub struct JsonLines<W: Write + Send = std::fs::File> {
+    /// The buffered output.
+    out: Mutex<std::io::BufWriter<W>>,
+}
+
+impl JsonLines<std::fs::File> {
+    /// Creates (or truncates) `path`.
+    pub fn create(path: &std::path::Path) -> std::io::Result<Self> {
+        Ok(JsonLines::new(std::fs::File::create(path)?))
+    }
+}
+
+impl<W: Write + Send> JsonLines<W> {
+    /// Writes into `out`.
+    pub fn new(out: W) -> Self {
+        JsonLines {
+            out: Mutex::new(std::io::BufWriter::with_capacity(64 * 1024, out)),
+        }
+    }
+
+    /// Pushes the buffered lines to the writer.
+    pub fn flush(&self) -> std::io::Result<()> {
+        self.out.lock().unwrap_or_else(|e| e.into_inner()).flush()
+    }
+
+    /// The writer, flushed.
+    pub fn into_inner(self) -> std::io::Result<W> {
+        let out = self.out.into_inner().unwrap_or_else(|e| e.into_inner());
+        out.into_inner().map_err(|e| e.into_error())
+    }
+}
+
+impl<W: Write + Send + std::fmt::Debug> RecordSink for JsonLines<W> {
+    fn record(&self, record: &Record) {
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let written = serde_json::to_writer(&mut *out, record)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"));
+        if let Err(err) = written {
+            tracing::warn!(%err, "cannot write a request record");
+        }
+    }
+}
+
+/// Flushes `sink` every `period` until the task is dropped or aborted.
+pub async fn flush_every<W: Write + Send>(sink: Arc<JsonLines<W>>, period: Duration) {
+    let mut tick = tokio::time::interval(period);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(err) = sink.flush() {
+            tracing::warn!(%err, "cannot flush the request records");
+        }
+    }
+}
+
+/// Keeps every record in memory (tests, embedding).
+#[derive(Debug, Default)]
+pub struct Collected(Mutex<Vec<Record>>);
+
+impl Collected {
+    /// The records so far, in the order they finished.
+    pub fn records(&self) -> Vec<Record> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl RecordSink for Collected {
+    fn record(&self, record: &Record) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(record.clone());
+    }
+}
+
+/// What one proxy records and counts per request. Cheap to clone; the
+/// default is off (the in-process proxies of an experiment).
+#[derive(Debug, Clone, Default)]
+pub struct Recorder(Option<Arc<Shared>>);
+
+/// A recorder's state, shared by every connection of its proxy.
+#[derive(Debug)]
+struct Shared {
+    /// Time zero of [`Record::at_ms`].
+    start: Instant,
+    /// Per status class and fault; holds the proxy's name.
+    counters: Arc<RequestCounters>,
+    /// Where records go; `None`: count only.
+    sink: Option<Arc<dyn RecordSink>>,
+}
+
+impl Recorder {
+    /// Counts the requests of the proxy named `name`, and hands a record
+    /// of each to `sink` when one is given; `at_ms` counts from `start`.
+    pub fn new(name: &str, start: Instant, sink: Option<Arc<dyn RecordSink>>) -> Recorder {
+        Recorder(Some(Arc::new(Shared {
+            start,
+            counters: Arc::new(RequestCounters::new(name)),
+            sink,
+        })))
+    }
+
+    /// The request counters, unless the recorder is off.
+    pub fn counters(&self) -> Option<&Arc<RequestCounters>> {
+        self.0.as_ref().map(|s| &s.counters)
+    }
+
+    /// Starts the log of a request that arrived at `arrival`.
+    pub(crate) fn begin<B>(&self, req: &Request<B>, arrival: Instant) -> RequestLog<'_> {
+        let shared = self.0.as_deref();
+        let record = shared.filter(|s| s.sink.is_some()).map(|s| {
+            let uri = req.uri();
+            Box::new(Record {
+                at_ms: millis(arrival.saturating_duration_since(s.start)),
+                proxy: s.counters.proxy().clone(),
+                method: req.method().clone(),
+                path: uri
+                    .path_and_query()
+                    .map_or_else(|| uri.path(), |p| p.as_str())
+                    .to_string(),
+                request_id: req
+                    .headers()
+                    .get(REQUEST_ID_HEADER)
+                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+                status: None,
+                fault: None,
+                latency_ms: None,
+                bytes_in: 0,
+                bytes_out: 0,
+                reached_upstream: false,
+            })
+        });
+        RequestLog {
+            shared,
+            arrival,
+            fault: None,
+            reached_upstream: false,
+            record,
+            bytes_in: None,
+            done: false,
+        }
+    }
+}
+
+/// One request's log while the proxy decides its answer. Dropped without
+/// an answer (a cut, a reset, a blackhole the client gave up on), it logs
+/// the request with no status.
+pub(crate) struct RequestLog<'a> {
+    /// The recorder's state; `None` when it is off.
+    shared: Option<&'a Shared>,
+    /// When the request arrived.
+    arrival: Instant,
+    /// The fault that decided the answer so far.
+    fault: Option<Hit>,
+    /// Set while the request is handed to the upstream connection.
+    pub(crate) reached_upstream: bool,
+    /// With a sink: the record, its request fields filled at arrival.
+    record: Option<Box<Record>>,
+    /// With a sink and a forwarded body: the body bytes read so far.
+    bytes_in: Option<Arc<AtomicU64>>,
+    /// The answer (or its absence) was logged.
+    done: bool,
+}
+
+impl RequestLog<'_> {
+    /// Notes a fault that answered or cuts the response: it decides.
+    pub(crate) fn decided_by(&mut self, hit: &Hit) {
+        if self.shared.is_some() {
+            self.fault = Some(hit.clone());
+        }
+    }
+
+    /// Notes a fault that shapes the response (latency, bandwidth): it
+    /// decides unless another did first.
+    pub(crate) fn shaped_by(&mut self, hit: &Hit) {
+        if self.shared.is_some() && self.fault.is_none() {
+            self.fault = Some(hit.clone());
+        }
+    }
+
+    /// The request body to forward: counted when recording.
+    pub(crate) fn forward_body(&mut self, body: BoxBody) -> BoxBody {
+        if self.record.is_none() {
+            return body;
+        }
+        let count = Arc::new(AtomicU64::new(0));
+        self.bytes_in = Some(count.clone());
+        Counted { inner: body, count }.boxed_unsync()
+    }
+
+    /// Logs the response head going to the client; when recording, the
+    /// record is written once its body has passed.
+    pub(crate) fn answered(mut self, resp: Response<BoxBody>) -> Response<BoxBody> {
+        let Some(record) = self.finish(Some(resp.status().as_u16())) else {
+            return resp;
+        };
+        let sink = self.shared.and_then(|s| s.sink.clone()).expect("recording");
+        let pending = Pending {
+            record: Some(record),
+            bytes_in: self.bytes_in.take(),
+            sink,
+        };
+        resp.map(|inner| Recorded { inner, pending }.boxed_unsync())
+    }
+
+    /// Counts the outcome and returns the completed record, when recording.
+    fn finish(&mut self, status: Option<u16>) -> Option<Box<Record>> {
+        self.done = true;
+        let shared = self.shared?;
+        let fault = self.fault.as_ref().map(|h| h.fault().name.as_str());
+        shared.counters.count(status, fault);
+        let mut record = self.record.take()?;
+        record.status = status;
+        record.fault = fault.map(str::to_string);
+        record.latency_ms = status.map(|_| millis(clock::now() - self.arrival));
+        record.reached_upstream = self.reached_upstream;
+        Some(record)
+    }
+}
+
+impl Drop for RequestLog<'_> {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        if let Some(record) = self.finish(None) {
+            Pending {
+                record: Some(record),
+                bytes_in: self.bytes_in.take(),
+                sink: self.shared.and_then(|s| s.sink.clone()).expect("recording"),
+            }
+            .write();
+        }
+    }
+}
+
+/// A record waiting for its response body; written when the body ends or
+/// is dropped, whichever comes first.
+struct Pending {
+    /// The record; `None` once written.
+    record: Option<Box<Record>>,
+    /// The request body's byte count, when it was forwarded.
+    bytes_in: Option<Arc<AtomicU64>>,
+    /// Where it goes.
+    sink: Arc<dyn RecordSink>,
+}
+
+impl Pending {
+    fn write(&mut self) {
+        if let Some(mut record) = self.record.take() {
+            if let Some(n) = &self.bytes_in {
+                record.bytes_in = n.load(Ordering::Relaxed);
+            }
+            self.sink.record(&record);
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        self.write();
+    }
+}
+
+/// The data bytes of `frame` (0 for trailers).
+fn data_len(frame: &Frame<Bytes>) -> u64 {
+    frame.data_ref().map_or(0, |d| d.len() as u64)
+}
+
+pin_project_lite::pin_project! {
+    /// A request body whose bytes are counted as they are read.
+    struct Counted {
+        #[pin]
+        inner: BoxBody,
+        count: Arc<AtomicU64>,
+    }
+}
+
+impl Body for Counted {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.project();
+        let frame = ready!(this.inner.poll_frame(cx));
+        if let Some(Ok(f)) = &frame {
+            this.count.fetch_add(data_len(f), Ordering::Relaxed);
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A response body whose bytes are counted into its record, which is
+    /// written when the body ends, fails or is dropped.
+    struct Recorded {
+        #[pin]
+        inner: BoxBody,
+        pending: Pending,
+    }
+}
+
+impl Body for Recorded {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.project();
+        let frame = ready!(this.inner.poll_frame(cx));
+        match &frame {
+            Some(Ok(f)) => {
+                if let Some(record) = &mut this.pending.record {
+                    record.bytes_out += data_len(f);
+                }
+            }
+            Some(Err(_)) | None => this.pending.write(),
+        }
+        Poll::Ready(frame)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
