@@ -59,6 +59,39 @@ fn the_inferred_breaker_of_a_separate_defense_process_follows_its_own_journal() 
         })
         .collect();
     assert_eq!(scraped, own, "scraped from the service's /metrics");
+    // Every request through the dependency proxy is in dependencies.jsonl.
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(
+        blackbox_support::Drill::dir(dir.path()).join("dependencies.jsonl"),
+    )
+    .unwrap()
+    .lines()
+    .map(|l| serde_json::from_str(l).unwrap())
+    .collect();
+    assert_eq!(
+        lines.len() as u64,
+        drill.report["target_hits"].as_u64().unwrap()
+    );
+    assert!(lines.iter().all(|l| l["proxy"] == "inventory"));
+    let injected: Vec<_> = lines
+        .iter()
+        .filter(|l| l["fault"] == "inventory-500")
+        .collect();
+    assert!(
+        injected.len() >= 5,
+        "the breaker needed 5 failures: {}",
+        injected.len()
+    );
+    assert!(
+        injected
+            .iter()
+            .all(|l| l["status"] == 500 && l["reached_upstream"] == false)
+    );
+    assert!(
+        lines
+            .iter()
+            .filter(|l| l["fault"].is_null())
+            .all(|l| l["status"] == 200 && l["reached_upstream"] == true)
+    );
 }
 
 #[test]

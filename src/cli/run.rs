@@ -99,7 +99,7 @@ fn write_reports(report: &RunReport, options: &RunArgs) -> Result<(), CliError> 
     if let Some(dir) = &options.report_dir {
         std::fs::create_dir_all(dir)
             .map_err(|e| CliError::runtime(e).context(format!("--report-dir {}", dir.display())))?;
-        for exporter in report::exporters() {
+        for exporter in report::exporters().iter().filter(|e| e.applies(report)) {
             write(&dir.join(exporter.file_name()), exporter.render(report))?;
         }
     }

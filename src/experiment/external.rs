@@ -19,7 +19,8 @@ use crate::fault::FaultPlan;
 use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream, authority};
 use crate::net::{self, Connector, TcpAcceptor, TcpConnector};
-use crate::proxy::{ProxyMode, serve_mode};
+use crate::proxy::record::{Collected, Recorder as ProxyRecorder};
+use crate::proxy::{ProxyMode, Telemetry, serve_mode_with};
 use crate::target::TargetStats;
 
 /// A dependency proxy that is running.
@@ -29,6 +30,9 @@ pub struct RunningDependency {
     pub name: String,
     /// Its fault plan, which records every arrival.
     pub plan: Arc<FaultPlan>,
+    /// Every request through it, as `firedrill proxy --record` writes them
+    /// (a user's service's dependencies only).
+    pub records: Option<Arc<Collected>>,
 }
 
 /// Binds every dependency proxy, starts the fixture servers behind the
@@ -84,17 +88,28 @@ pub async fn stand_up(
                 behind
             }
         };
-        tokio::spawn(serve_mode(
+        let records = Arc::new(Collected::default());
+        let telemetry = Telemetry {
+            traffic: Arc::default(),
+            recorder: ProxyRecorder::new(
+                &dependency.name,
+                start,
+                Some(records.clone() as Arc<dyn crate::proxy::record::RecordSink>),
+            ),
+        };
+        tokio::spawn(serve_mode_with(
             proxy_acceptor,
             Arc::new(connector),
             plan.clone(),
             ProxyMode::Http,
             servers.clone(),
             grace,
+            telemetry,
         ));
         running.push(RunningDependency {
             name: dependency.name.clone(),
             plan,
+            records: Some(records),
         });
     }
     let service = authority(&system.url).to_string();

@@ -173,6 +173,7 @@ async fn execute<N: Network>(
             let target = RunningDependency {
                 name: "target".to_string(),
                 plan,
+                records: None,
             };
             (entry, vec![target])
         }
@@ -284,6 +285,14 @@ async fn execute<N: Network>(
     if let Some(system) = &experiment.system {
         let (reported, unread) = super::external::reported(system, &reporters, started_at_unix_ms);
         timeline.reported = reported;
+        timeline.dependency_requests = dependencies
+            .iter()
+            .filter_map(|d| d.records.as_ref())
+            .flat_map(|r| r.records())
+            .collect();
+        timeline
+            .dependency_requests
+            .sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
         warnings = unread;
     }
     Ok(RunResult {
@@ -381,6 +390,7 @@ fn collect(
         target_hits,
         transitions,
         reported: Vec::new(),
+        dependency_requests: Vec::new(),
         faults,
         breakers,
         phases: experiment

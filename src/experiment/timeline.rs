@@ -31,6 +31,10 @@ pub struct Timeline {
     /// What a user's service reported of its own breakers (events file,
     /// Prometheus), beside the inferred transitions; never judged.
     pub reported: Vec<Transition>,
+    /// A user's service: every request through its dependency proxies, in
+    /// arrival order (`dependencies.jsonl`).
+    #[serde(skip)]
+    pub dependency_requests: Vec<crate::proxy::record::Record>,
 }
 
 /// One client request.

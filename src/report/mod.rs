@@ -2,10 +2,12 @@
 //! exporter per format behind a small trait, as hyperfine does it.
 //!
 //! * [`summary`] — figures per load route.
-//! * [`json`], [`junit`], [`journal`], [`requests`] — file formats.
+//! * [`json`], [`junit`], [`journal`], [`requests`], [`dependencies`] —
+//!   file formats.
 //! * [`console`] — the summary printed at the end of a run.
 
 pub mod console;
+pub mod dependencies;
 pub mod journal;
 pub mod json;
 pub mod junit;
@@ -59,6 +61,9 @@ pub struct RunReport {
     /// What could not be read after the run (a service's events file).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Whether the system under test is the user's own service.
+    #[serde(skip)]
+    pub system_under_test: bool,
     /// The recorded timeline, for tools that want every request.
     #[serde(skip)]
     pub timeline: Timeline,
@@ -176,6 +181,7 @@ impl RunReport {
             target_hits: t.target_hits.len(),
             shed: result.shed,
             warnings: result.warnings.clone(),
+            system_under_test: experiment.system.is_some(),
             timeline: t.clone(),
         }
     }
@@ -187,6 +193,10 @@ pub trait Exporter {
     fn file_name(&self) -> &'static str;
     /// The file's bytes.
     fn render(&self, report: &RunReport) -> std::io::Result<Vec<u8>>;
+    /// Whether the file belongs in this run's report directory.
+    fn applies(&self, _report: &RunReport) -> bool {
+        true
+    }
 }
 
 /// Runs a loaded experiment and judges it: the entry point `firedrill run`
@@ -211,5 +221,6 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(junit::Junit),
         Box::new(journal::Journal),
         Box::new(requests::Requests),
+        Box::new(dependencies::Dependencies),
     ]
 }
