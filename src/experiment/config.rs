@@ -105,6 +105,9 @@ pub struct LoadRoute {
     /// How to recognise the user's service's fallback (none: the defense
     /// line's `x-firedrill-fallback` header).
     pub fallback: Option<super::classify::FallbackRule>,
+    /// The statuses that count as success for this route (none: 2xx and
+    /// 3xx).
+    pub success: Option<Vec<crate::defense::breaker::StatusPattern>>,
 }
 
 /// How arrivals are spaced.
@@ -433,6 +436,11 @@ struct LoadFields {
     /// body); without it, the defense line's `x-firedrill-fallback` header.
     #[serde(default)]
     fallback: Option<super::classify::FallbackRule>,
+    /// The statuses that count as success, e.g. `[200, 204]` or `[2xx]`
+    /// (default: 2xx and 3xx).
+    #[serde(default)]
+    #[schemars(length(min = 1))]
+    success: Option<Vec<crate::defense::breaker::StatusPattern>>,
 }
 
 impl TryFrom<LoadFields> for RawLoad {
@@ -481,6 +489,7 @@ impl TryFrom<LoadFields> for RawLoad {
             from: raw.from.get(),
             length: raw.length.map(Dur::get),
             fallback: raw.fallback,
+            success: raw.success,
         }))
     }
 }

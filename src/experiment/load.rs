@@ -123,6 +123,7 @@ impl Load {
             breaker_state: None,
             attempts: 0,
             reached_dependency: 0,
+            success: None,
         };
         let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
             self.shed.fetch_add(1, Ordering::Relaxed);
@@ -143,6 +144,7 @@ impl Load {
         let load = self.clone();
         let timeout = route.timeout;
         let rule = route.fallback.clone();
+        let success = route.success.clone();
         tokio::spawn(async move {
             let _permit = permit;
             let exchange = async {
@@ -172,6 +174,9 @@ impl Load {
                     record.latency = Some(head_at - sent_at);
                     record.status = Some(status);
                     record.fallback = fallback;
+                    record.success = success
+                        .as_ref()
+                        .map(|patterns| patterns.iter().any(|p| p.matches(status)));
                 }
                 Ok(Err(err)) => {
                     record.client_error = Some(if err.is_connect() {

@@ -68,12 +68,17 @@ pub struct RequestRecord {
     pub attempts: u32,
     /// How many times it reached the dependency (retries count each).
     pub reached_dependency: u32,
+    /// The route's own `success` statuses judged the answer: whether it
+    /// was a success (none: the default, 2xx and 3xx).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub success: Option<bool>,
 }
 
 impl RequestRecord {
     /// The client got a 2xx or 3xx answer (a fallback answer included).
     pub fn succeeded(&self) -> bool {
-        self.status.is_some_and(|s| (200..400).contains(&s))
+        self.success
+            .unwrap_or_else(|| self.status.is_some_and(|s| (200..400).contains(&s)))
     }
 
     /// The request timed out somewhere: at the client or at the defense line.

@@ -293,3 +293,16 @@ fn a_verdict_serializes_with_its_time_as_a_duration() {
          inventory is open: first at 12.1s (request 7)\n  at: 12.1s"
     );
 }
+
+#[test]
+fn a_routes_own_success_statuses_override_the_default() {
+    let mut t = outage();
+    let mut created = req(1, "A", 1.0, 201, 5);
+    created.success = Some(false); // the route counts only 200 as success
+    let mut redirect = req(2, "A", 2.0, 302, 5);
+    redirect.success = Some(true);
+    t.requests = vec![created, redirect, req(3, "A", 3.0, 200, 5)];
+    let v = judge("route A success >= 66%", &t);
+    assert!(v.passed, "{v}");
+    assert!(!judge("route A success >= 67%", &t).passed);
+}

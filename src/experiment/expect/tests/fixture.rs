@@ -87,6 +87,7 @@ pub(super) fn req(id: u64, route: &str, sent: f64, status: u16, latency_ms: u64)
         breaker_state: Some(State::Closed),
         attempts: 1,
         reached_dependency: 1,
+        success: None,
     }
 }
 
