@@ -94,19 +94,34 @@ fn the_inferred_breaker_of_a_separate_defense_process_follows_its_own_journal() 
     );
 }
 
+/// `defend-service.yaml` with each `(from, to)` replaced (every `from`
+/// must be there), written to `dir/name`.
+fn edited_fixture(dir: &Path, name: &str, edits: &[(&str, String)]) -> PathBuf {
+    let mut text = std::fs::read_to_string(fixture("defend-service.yaml")).unwrap();
+    for (from, to) in edits {
+        assert!(text.contains(from), "the fixture no longer holds {from:?}");
+        text = text.replace(from, to);
+    }
+    let file = dir.join(name);
+    std::fs::write(&file, text).unwrap();
+    file
+}
+
 #[test]
 fn a_fault_naming_an_unknown_dependency_is_a_located_error_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("bad.yaml");
-    let text = std::fs::read_to_string(fixture("defend-service.yaml"))
-        .unwrap()
-        .replace("${SERVICE_PORT}", "18080")
-        .replace("${DEPENDENCY_PORT}", "19001")
-        .replace(
-            "- { name: inventory-500, match:",
-            "- { name: inventory-500, dependency: payments, match:",
-        );
-    std::fs::write(&file, text).unwrap();
+    let file = edited_fixture(
+        dir.path(),
+        "bad.yaml",
+        &[
+            ("${SERVICE_PORT}", "18080".to_string()),
+            ("${DEPENDENCY_PORT}", "19001".to_string()),
+            (
+                "- { name: inventory-500, match:",
+                "- { name: inventory-500, dependency: payments, match:".to_string(),
+            ),
+        ],
+    );
     let out = assert_cmd::Command::cargo_bin("firedrill")
         .unwrap()
         .args(["validate"])
@@ -149,18 +164,14 @@ fn a_dependency_port_in_use_is_a_located_error_exit_3() {
 fn an_unreachable_upstream_is_a_located_error_exit_3() {
     let closed = free_port();
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("unreachable.yaml");
-    let text = std::fs::read_to_string(fixture("defend-service.yaml"))
-        .unwrap()
-        .replace(
+    let file = edited_fixture(
+        dir.path(),
+        "unreachable.yaml",
+        &[(
             "    builtin:\n      routes:\n        - { path: /inventory/*, latency: 5ms, status: 200, body: '{\"items\":[\"sku-1\"]}' }\n",
-            &format!("    upstream: http://127.0.0.1:{closed}\n"),
-        );
-    assert!(
-        text.contains("upstream: http://127.0.0.1:"),
-        "fixture changed"
+            format!("    upstream: http://127.0.0.1:{closed}\n"),
+        )],
     );
-    std::fs::write(&file, text).unwrap();
     let drill = Drill::run(&file, free_port(), free_port(), dir.path());
     assert_eq!(drill.exit, Some(3), "{}", drill.output);
     assert!(

@@ -11,7 +11,6 @@ use super::reported::{Change, ReportedSource, read_events};
 use super::run::RunError;
 use super::timeline::{BreakerInfo, RequestRecord};
 use crate::clock::{Duration, Instant};
-use crate::defense::DefenseLine;
 use crate::defense::breaker::State;
 use crate::defense::breaker::journal::{Reason, Transition};
 use crate::defense::report::Recorder;
@@ -70,21 +69,16 @@ pub async fn stand_up(
                     Arc::new(TcpConnector { addr: proxy }),
                     &proxy.to_string(),
                 ));
-                let backup = |_: &str| to_proxy.clone();
-                let line = DefenseLine::new(
+                super::run::serve_defense(
                     config,
-                    to_proxy.clone(),
-                    &backup,
+                    to_proxy,
+                    acceptor,
                     experiment.seed,
                     start,
-                    recorder.clone(),
-                );
-                tokio::spawn(crate::defense::serve::serve(
-                    acceptor,
-                    line,
-                    servers.clone(),
+                    recorder,
+                    servers,
                     grace,
-                ));
+                );
                 behind
             }
         };

@@ -183,22 +183,17 @@ async fn execute<N: Network>(
     // The defense line, if any, in front of the fault proxy.
     let (client, line): (Arc<dyn Upstream>, Option<Arc<DefenseLine>>) = match &experiment.defense {
         Some(config) => {
-            let backup = |_: &str| to_proxy.clone();
-            let line = DefenseLine::new(
+            let (acceptor, connector, authority) = listen().await?;
+            let line = serve_defense(
                 config,
                 to_proxy.clone(),
-                &backup,
+                acceptor,
                 experiment.seed,
                 start,
-                recorder.clone(),
-            );
-            let (acceptor, connector, authority) = listen().await?;
-            tokio::spawn(crate::defense::serve::serve(
-                acceptor,
-                line.clone(),
-                servers.clone(),
+                &recorder,
+                &servers,
                 grace,
-            ));
+            );
             (
                 Arc::new(HttpUpstream::new(Arc::new(connector), &authority)),
                 Some(line),
@@ -459,6 +454,37 @@ async fn stand_up_target<N: Network>(
         &proxy_authority,
     ));
     Ok((to_proxy, plan))
+}
+
+/// Starts a defense line of `config` on `acceptor`, calling `upstream` (its
+/// backups too: in a drill every call goes through the fault proxy).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn serve_defense<A: crate::net::Acceptor>(
+    config: &crate::defense::DefenseConfig,
+    upstream: Arc<dyn Upstream>,
+    acceptor: A,
+    seed: u64,
+    start: clock::Instant,
+    recorder: &Arc<Recorder>,
+    servers: &ShutdownSignal,
+    grace: Duration,
+) -> Arc<DefenseLine> {
+    let backup = |_: &str| upstream.clone();
+    let line = DefenseLine::new(
+        config,
+        upstream.clone(),
+        &backup,
+        seed,
+        start,
+        recorder.clone(),
+    );
+    tokio::spawn(crate::defense::serve::serve(
+        acceptor,
+        line.clone(),
+        servers.clone(),
+        grace,
+    ));
+    line
 }
 
 /// Starts the HTTP fault proxy in front of whatever `connector` reaches.
