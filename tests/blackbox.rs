@@ -353,6 +353,18 @@ fn without_a_breaker_the_drill_fails(name: &str, start: fn(u16, &Path, bool) -> 
             "{expectation} held: {failed:?}"
         );
     }
+    // The counter proof has nothing to prove: the breaker was never open.
+    let proof = verdicts
+        .iter()
+        .find(|v| v["expectation"] == "calls to /inventory/* while inventory is open == 0")
+        .unwrap();
+    assert!(
+        proof["seen"]
+            .as_str()
+            .unwrap()
+            .contains("0s in 0 intervals"),
+        "{proof}"
+    );
 }
 
 #[test]
