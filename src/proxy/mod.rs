@@ -8,10 +8,12 @@ pub mod record;
 pub mod requests;
 pub mod run;
 pub mod tcp;
+pub mod telemetry;
 pub mod traffic;
 
 pub use mode::{Misfit, ProxyMode};
 pub use record::{Record, RecordSink, Recorder};
 pub use requests::RequestCounters;
-pub use run::{BoundProxy, ProxyMetrics, Telemetry, serve_mode, serve_mode_with};
+pub use run::{BoundProxy, serve_mode, serve_mode_with};
+pub use telemetry::{ProxyMetrics, Telemetry};
 pub use traffic::Traffic;

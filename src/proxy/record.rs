@@ -138,26 +138,6 @@ pub async fn flush_every<W: Write + Send>(sink: Arc<JsonLines<W>>, period: Durat
     }
 }
 
-/// Keeps every record in memory (tests, embedding).
-#[derive(Debug, Default)]
-pub struct Collected(Mutex<Vec<Record>>);
-
-impl Collected {
-    /// The records so far, in the order they finished.
-    pub fn records(&self) -> Vec<Record> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-}
-
-impl RecordSink for Collected {
-    fn record(&self, record: &Record) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(record.clone());
-    }
-}
-
 /// What one proxy records and counts per request. Cheap to clone; the
 /// default is off (the in-process proxies of an experiment).
 #[derive(Debug, Clone, Default)]
@@ -276,20 +256,15 @@ impl RequestLog<'_> {
     /// Logs the response head going to the client; when recording, the
     /// record is written once its body has passed.
     pub(crate) fn answered(mut self, resp: Response<BoxBody>) -> Response<BoxBody> {
-        let Some(record) = self.finish(Some(resp.status().as_u16())) else {
-            return resp;
-        };
-        let sink = self.shared.and_then(|s| s.sink.clone()).expect("recording");
-        let pending = Pending {
-            record: Some(record),
-            bytes_in: self.bytes_in.take(),
-            sink,
-        };
-        resp.map(|inner| Recorded { inner, pending }.boxed_unsync())
+        match self.finish(Some(resp.status().as_u16())) {
+            Some(pending) => resp.map(|inner| Recorded { inner, pending }.boxed_unsync()),
+            None => resp,
+        }
     }
 
-    /// Counts the outcome and returns the completed record, when recording.
-    fn finish(&mut self, status: Option<u16>) -> Option<Box<Record>> {
+    /// Counts the outcome; when recording, returns the completed record,
+    /// still to be written.
+    fn finish(&mut self, status: Option<u16>) -> Option<Pending> {
         self.done = true;
         let shared = self.shared?;
         let fault = self.fault.as_ref().map(|h| h.fault().name.as_str());
@@ -299,22 +274,20 @@ impl RequestLog<'_> {
         record.fault = fault.map(str::to_string);
         record.latency_ms = status.map(|_| millis(clock::now() - self.arrival));
         record.reached_upstream = self.reached_upstream;
-        Some(record)
+        Some(Pending {
+            record: Some(record),
+            bytes_in: self.bytes_in.take(),
+            sink: shared.sink.clone()?,
+        })
     }
 }
 
 impl Drop for RequestLog<'_> {
+    /// No answer was sent: the request is logged with no status (the
+    /// record, if any, is written as the [`Pending`] drops).
     fn drop(&mut self) {
-        if self.done {
-            return;
-        }
-        if let Some(record) = self.finish(None) {
-            Pending {
-                record: Some(record),
-                bytes_in: self.bytes_in.take(),
-                sink: self.shared.and_then(|s| s.sink.clone()).expect("recording"),
-            }
-            .write();
+        if !self.done {
+            self.finish(None);
         }
     }
 }

@@ -20,7 +20,7 @@ use hyper_util::rt::TokioIo;
 use self::body::{Throttled, Truncated};
 use self::io::{CountedIo, ResettableIo};
 use super::record::Recorder;
-use super::run::Telemetry;
+use super::telemetry::Telemetry;
 use super::traffic::Traffic;
 use crate::clock::{self, Instant};
 use crate::fault::{Direction, FaultKind, FaultPlan};
