@@ -90,13 +90,7 @@ pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
         tracing::info!(listen = %acceptor.local_addr(), %upstream, routes = config.routes.len(), "defense line ready");
         let shutdown = shutdown_on_stop_signal(None);
         if let Some(addr) = options.metrics_listen {
-            let metrics = TcpAcceptor::bind(addr)
-                .await
-                .map_err(|e| CliError::runtime(e).context(format!("--metrics-listen {addr}: cannot bind")))?;
-            let registry = Arc::new(crate::metrics::MetricsRegistry::default());
-            registry.register(line.clone());
-            tracing::info!(listen = %metrics.local_addr(), "metrics ready at /metrics");
-            tokio::spawn(crate::metrics::serve(metrics, registry, shutdown.clone()));
+            super::runtime::serve_metrics(addr, line.clone(), shutdown.clone()).await?;
         }
         crate::defense::serve::serve(acceptor, line.clone(), shutdown, grace.get())
             .await

@@ -12,9 +12,6 @@ use super::exit::{CliError, EXIT_OK};
 use super::runtime::{init_logging, runtime, shutdown_on_stop_signal};
 use crate::clock::Duration;
 use crate::fault::FaultPlan;
-use crate::http::ShutdownSignal;
-use crate::metrics::{MetricSource, MetricsRegistry};
-use crate::net::TcpAcceptor;
 use crate::proxy::record::{JsonLines, flush_every};
 use crate::proxy::{BoundProxy, ProxyMetrics, ProxyMode, RecordSink, Recorder, Telemetry};
 use crate::schema::units::Dur;
@@ -119,7 +116,7 @@ pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
                 upstream: upstream.clone(),
                 telemetry: telemetry.clone(),
             };
-            serve_metrics(addr, Arc::new(metrics), shutdown.clone()).await?;
+            super::runtime::serve_metrics(addr, Arc::new(metrics), shutdown.clone()).await?;
         }
         let flusher = records
             .clone()
@@ -137,20 +134,4 @@ pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
         tracing::info!("proxy stopped");
         Ok(EXIT_OK)
     })
-}
-
-/// Binds `addr` and serves `source` on /metrics until `shutdown`.
-async fn serve_metrics(
-    addr: SocketAddr,
-    source: Arc<dyn MetricSource>,
-    shutdown: ShutdownSignal,
-) -> Result<(), CliError> {
-    let acceptor = TcpAcceptor::bind(addr).await.map_err(|e| {
-        CliError::runtime(e).context(format!("--metrics-listen {addr}: cannot bind"))
-    })?;
-    let registry = Arc::new(MetricsRegistry::default());
-    registry.register(source);
-    tracing::info!(listen = %acceptor.local_addr(), "metrics ready at /metrics");
-    tokio::spawn(crate::metrics::serve(acceptor, registry, shutdown));
-    Ok(())
 }

@@ -69,3 +69,19 @@ pub fn shutdown_on_stop_signal(note: Option<&'static str>) -> crate::http::Shutd
     });
     shutdown
 }
+
+/// Binds `addr` and serves `source` on /metrics until `shutdown`.
+pub async fn serve_metrics(
+    addr: std::net::SocketAddr,
+    source: std::sync::Arc<dyn crate::metrics::MetricSource>,
+    shutdown: crate::http::ShutdownSignal,
+) -> Result<(), CliError> {
+    let acceptor = crate::net::TcpAcceptor::bind(addr).await.map_err(|e| {
+        CliError::runtime(e).context(format!("--metrics-listen {addr}: cannot bind"))
+    })?;
+    let registry = std::sync::Arc::new(crate::metrics::MetricsRegistry::default());
+    registry.register(source);
+    tracing::info!(listen = %acceptor.local_addr(), "metrics ready at /metrics");
+    tokio::spawn(crate::metrics::serve(acceptor, registry, shutdown));
+    Ok(())
+}

@@ -138,6 +138,26 @@ pub async fn flush_every<W: Write + Send>(sink: Arc<JsonLines<W>>, period: Durat
     }
 }
 
+/// Keeps every record in memory (an experiment's dependency proxies).
+#[derive(Debug, Default)]
+pub struct Collected(Mutex<Vec<Record>>);
+
+impl Collected {
+    /// The records so far, in the order they finished.
+    pub fn records(&self) -> Vec<Record> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl RecordSink for Collected {
+    fn record(&self, record: &Record) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(record.clone());
+    }
+}
+
 /// What one proxy records and counts per request. Cheap to clone; the
 /// default is off (the in-process proxies of an experiment).
 #[derive(Debug, Clone, Default)]
