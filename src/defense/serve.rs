@@ -9,6 +9,33 @@ use crate::clock::Duration;
 use crate::http::ShutdownSignal;
 use crate::net::Acceptor;
 
+/// Builds a defense line of `config` calling `upstream` (its backups too:
+/// in a drill every call goes through the fault proxy), reporting to
+/// `observer`, and serves it on `acceptor` in a task of its own.
+#[allow(clippy::too_many_arguments)]
+pub fn start<A: Acceptor>(
+    config: &super::DefenseConfig,
+    upstream: Arc<dyn crate::http::client::Upstream>,
+    acceptor: A,
+    seed: u64,
+    run_start: crate::clock::Instant,
+    observer: &Arc<super::report::Recorder>,
+    shutdown: &ShutdownSignal,
+    grace: Duration,
+) -> Arc<DefenseLine> {
+    let backup = |_: &str| upstream.clone();
+    let line = DefenseLine::new(
+        config,
+        upstream.clone(),
+        &backup,
+        seed,
+        run_start,
+        observer.clone(),
+    );
+    tokio::spawn(serve(acceptor, line.clone(), shutdown.clone(), grace));
+    line
+}
+
 /// Serves `line` on `acceptor` until `shutdown`, then drains for `grace`.
 pub async fn serve<A: Acceptor>(
     acceptor: A,

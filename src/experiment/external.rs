@@ -6,9 +6,9 @@
 use std::sync::{Arc, Mutex};
 
 use super::config::{DependencySpec, Experiment, SystemSpec, Upstream as DependencyUpstream};
+use super::error::RunError;
 use super::infer::{InferParams, infer};
 use super::reported::{Change, ReportedSource, read_events};
-use super::run::RunError;
 use super::timeline::{BreakerInfo, RequestRecord};
 use crate::clock::{Duration, Instant};
 use crate::defense::breaker::State;
@@ -69,7 +69,7 @@ pub async fn stand_up(
                     Arc::new(TcpConnector { addr: proxy }),
                     &proxy.to_string(),
                 ));
-                super::run::serve_defense(
+                crate::defense::serve::start(
                     config,
                     to_proxy,
                     acceptor,

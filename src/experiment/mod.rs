@@ -10,6 +10,7 @@
 //! * [`run`] — stands everything up, drives the load, collects the timeline.
 //! * [`halt`] — halt conditions, watched during the run.
 //! * [`progress`] — the live progress bar of a real-time drill.
+//! * [`error`] — why a run could not start or go on.
 //! * [`external`] — dependency proxies around the user's service; its
 //!   breakers inferred.
 //! * [`topology`] — the user's own service, its inferred breakers and its
@@ -23,6 +24,7 @@
 
 pub mod classify;
 pub mod config;
+pub mod error;
 pub mod expect;
 pub mod external;
 pub mod file;

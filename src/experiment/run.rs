@@ -63,55 +63,7 @@ pub struct Live {
     pub metrics_listen: Option<std::net::SocketAddr>,
 }
 
-/// Why a run could not start or go on (exit 3).
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The tokio runtime could not be built.
-    #[error("cannot start the runtime: {0}")]
-    Runtime(#[source] std::io::Error),
-    /// No free port for one of the run's servers.
-    #[error("cannot listen on a free 127.0.0.1 port: {0}")]
-    Listen(#[source] std::io::Error),
-    /// `target.url` does not resolve.
-    #[error("target.url {url}: cannot resolve: {source}")]
-    TargetResolve {
-        /// The URL as written.
-        url: String,
-        /// The resolver's error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// `target.url` refused the first connection.
-    #[error("target.url {url}: unreachable at start: {source}")]
-    TargetUnreachable {
-        /// The URL as written.
-        url: String,
-        /// The connection error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A part of the topology (a dependency's listen address or upstream,
-    /// the service) could not be set up.
-    #[error("{key}: {message}: {source}")]
-    Topology {
-        /// The experiment key at fault, e.g. `dependencies.inventory.listen`.
-        key: String,
-        /// What could not be done.
-        message: String,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// `--metrics-listen` could not be bound.
-    #[error("--metrics-listen {addr}: cannot bind: {source}")]
-    MetricsBind {
-        /// The address asked for.
-        addr: std::net::SocketAddr,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
-    },
-}
+pub use super::error::RunError;
 
 /// Runs `experiment` with its clock (or `clock` when given), stopping
 /// early when `interrupt` resolves.
@@ -184,7 +136,7 @@ async fn execute<N: Network>(
     let (client, line): (Arc<dyn Upstream>, Option<Arc<DefenseLine>>) = match &experiment.defense {
         Some(config) => {
             let (acceptor, connector, authority) = listen().await?;
-            let line = serve_defense(
+            let line = crate::defense::serve::start(
                 config,
                 to_proxy.clone(),
                 acceptor,
@@ -454,37 +406,6 @@ async fn stand_up_target<N: Network>(
         &proxy_authority,
     ));
     Ok((to_proxy, plan))
-}
-
-/// Starts a defense line of `config` on `acceptor`, calling `upstream` (its
-/// backups too: in a drill every call goes through the fault proxy).
-#[allow(clippy::too_many_arguments)]
-pub(super) fn serve_defense<A: crate::net::Acceptor>(
-    config: &crate::defense::DefenseConfig,
-    upstream: Arc<dyn Upstream>,
-    acceptor: A,
-    seed: u64,
-    start: clock::Instant,
-    recorder: &Arc<Recorder>,
-    servers: &ShutdownSignal,
-    grace: Duration,
-) -> Arc<DefenseLine> {
-    let backup = |_: &str| upstream.clone();
-    let line = DefenseLine::new(
-        config,
-        upstream.clone(),
-        &backup,
-        seed,
-        start,
-        recorder.clone(),
-    );
-    tokio::spawn(crate::defense::serve::serve(
-        acceptor,
-        line.clone(),
-        servers.clone(),
-        grace,
-    ));
-    line
 }
 
 /// Starts the HTTP fault proxy in front of whatever `connector` reaches.

@@ -1,0 +1,52 @@
+//! Why a run could not start or go on: the error `firedrill run` maps to
+//! exit 3, naming the part (and, for the topology, the key) at fault.
+
+/// Why a run could not start or go on (exit 3).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The tokio runtime could not be built.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// No free port for one of the run's servers.
+    #[error("cannot listen on a free 127.0.0.1 port: {0}")]
+    Listen(#[source] std::io::Error),
+    /// `target.url` does not resolve.
+    #[error("target.url {url}: cannot resolve: {source}")]
+    TargetResolve {
+        /// The URL as written.
+        url: String,
+        /// The resolver's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `target.url` refused the first connection.
+    #[error("target.url {url}: unreachable at start: {source}")]
+    TargetUnreachable {
+        /// The URL as written.
+        url: String,
+        /// The connection error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A part of the topology (a dependency's listen address or upstream,
+    /// the service) could not be set up.
+    #[error("{key}: {message}: {source}")]
+    Topology {
+        /// The experiment key at fault, e.g. `dependencies.inventory.listen`.
+        key: String,
+        /// What could not be done.
+        message: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `--metrics-listen` could not be bound.
+    #[error("--metrics-listen {addr}: cannot bind: {source}")]
+    MetricsBind {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
