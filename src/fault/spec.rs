@@ -158,13 +158,9 @@ pub struct KindInfo {
     take: fn(&mut RawFault) -> Option<FaultKind>,
 }
 
-/// Every fault kind, in the order of [`RawFault`]'s kind fields: the one list
-/// of kind names and of the proxy modes each acts in. `FaultKind::key` and
-/// `works_in_*`, the loader (which kind an entry has), its messages and the
-/// schema's "exactly one kind" rule all read it. A new kind is a
-/// [`FaultKind`] variant, a [`RawFault`] field (whose doc says where it
-/// works) and a row here, plus its key in `RawFault`'s description; the
-/// tests below fail until they agree.
+/// Every fault kind, in the order of [`RawFault`]'s kind fields: the one
+/// list of kind names and their proxy modes, read by `key`, `works_in_*`,
+/// the loader, its messages and the schema (tests fail until they agree).
 pub const KINDS: &[KindInfo] = &[
     KindInfo {
         key: "latency",
