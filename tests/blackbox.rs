@@ -269,6 +269,19 @@ fn black_box_drill(
     start: fn(u16, &Path, bool) -> Service,
     breaker: bool,
 ) -> (blackbox_support::Drill, Vec<(f64, String, String)>) {
+    black_box_drill_reported(name, start, breaker, |events, _| {
+        format!("{{ events: {} }}", events.display())
+    })
+}
+
+/// As `black_box_drill`, with the experiment's `reported:` source replaced
+/// by what `reported` gives for the events file and the service's port.
+fn black_box_drill_reported(
+    name: &str,
+    start: fn(u16, &Path, bool) -> Service,
+    breaker: bool,
+    reported: impl Fn(&Path, u16) -> String,
+) -> (blackbox_support::Drill, Vec<(f64, String, String)>) {
     let dependency_port = free_port();
     let dir = tempfile::tempdir().unwrap();
     let events = dir.path().join("events.jsonl");
@@ -279,8 +292,8 @@ fn black_box_drill(
         dependency_port,
         dir.path(),
         &[(
-            &format!("/tmp/{name}-events.jsonl"),
-            events.display().to_string(),
+            &format!("{{ events: /tmp/{name}-events.jsonl }}"),
+            reported(&events, service.port),
         )],
     );
     drop(service);
@@ -370,6 +383,39 @@ fn without_a_breaker_the_drill_fails(name: &str, start: fn(u16, &Path, bool) -> 
 #[test]
 fn opossum_breaker_is_inferred_as_its_own_events_say() {
     inferred_matches_the_library("opossum", opossum);
+}
+
+/// opossum-prometheus's event counters, scraped every 100 ms during the
+/// drill, give the report the same changes as opossum's own events, each
+/// within a scrape interval plus 50 ms.
+#[test]
+fn opossum_prometheus_counters_scraped_during_the_drill_match_its_own_events() {
+    let interval_ms = 100.0;
+    let (drill, events) = black_box_drill_reported("opossum", opossum, true, |_, port| {
+        format!(
+            "{{ prometheus: {{ url: http://127.0.0.1:{port}/metrics, name: inventory, interval: {interval_ms}ms }} }}"
+        )
+    });
+    assert_eq!(drill.exit, Some(0), "{}", drill.output);
+    let reported = blackbox_support::reported(&drill.report, "inventory");
+    let started = drill.report["started_at_unix_ms"].as_f64().unwrap();
+    assert_eq!(
+        reported.len(),
+        events.len(),
+        "{reported:?} vs opossum's {events:?}"
+    );
+    assert_eq!(events.len(), 3, "{events:?}");
+    for ((at, from, to), (event_ms, event_from, event_to)) in reported.iter().zip(&events) {
+        assert_eq!((from, to), (event_from, event_to));
+        let library_at = event_ms - started;
+        eprintln!(
+            "opossum-prometheus: {from} -> {to} scraped {at:.0} ms, library {library_at:.0} ms"
+        );
+        assert!(
+            (at - library_at).abs() <= interval_ms + 50.0,
+            "{from} -> {to}: scraped at {at:.0} ms, opossum at {library_at:.0} ms"
+        );
+    }
 }
 
 #[test]

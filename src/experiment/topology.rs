@@ -122,7 +122,8 @@ struct RawInferred {
     /// Where the service reports this breaker's state itself, shown in the
     /// report beside the inferred transitions: `{ events: FILE }` (JSON
     /// lines `{"at_ms", "from", "to"}`) or `{ prometheus: { url, name } }`
-    /// (resilience4j's `resilience4j_circuitbreaker_state`).
+    /// (resilience4j's `resilience4j_circuitbreaker_state` or
+    /// opossum-prometheus's `circuit{name,event}` counter).
     #[serde(default)]
     reported: Option<super::reported::ReportedSource>,
 }

@@ -73,7 +73,9 @@ impl Service {
         for (k, v) in env {
             command.env(k, v);
         }
-        let mut child = command.spawn().unwrap();
+        let mut child = command.spawn().unwrap_or_else(|e| {
+            panic!("cannot start {program} (run ci/install-test-clients.sh first): {e}")
+        });
         let stdout = child.stdout.take().unwrap();
         let mut line = String::new();
         BufReader::new(stdout).read_line(&mut line).unwrap();

@@ -30,6 +30,9 @@
 //                        Failure or open breaker: 200 {"items":[],"fallback":true}
 //                        with header `x-fallback: cached`.
 //   GET /health       -> 200 `ok` (never touches the breaker)
+//   GET /metrics      -> opossum-prometheus's Prometheus text: the counter
+//                        `circuit{name="inventory",event=...}` per breaker event
+//                        (404 with NO_BREAKER=1)
 //   anything else     -> 404 (405 for a non-GET method on a known route)
 //
 // SIGTERM / SIGINT: stop listening, close connections, exit 0.
@@ -37,6 +40,8 @@
 const fs = require('fs');
 const http = require('http');
 const CircuitBreaker = require('opossum');
+const PrometheusMetrics = require('opossum-prometheus');
+const { Registry } = require('prom-client');
 
 function fail (message) {
   process.stderr.write(`opossum service: ${message}\n`);
@@ -112,9 +117,11 @@ function fetchInventory (sku) {
 const eventsFd = EVENTS_FILE ? fs.openSync(EVENTS_FILE, 'a') : null;
 
 let breaker = null;
+let metrics = null;
 let call = fetchInventory;
 if (!NO_BREAKER) {
   breaker = new CircuitBreaker(fetchInventory, {
+    name: 'inventory',
     timeout: CALL_TIMEOUT_MS,
     errorThresholdPercentage: numberEnv('ERROR_THRESHOLD_PERCENTAGE', 50),
     volumeThreshold: numberEnv('VOLUME_THRESHOLD', 5, { integer: true }),
@@ -138,6 +145,9 @@ if (!NO_BREAKER) {
   breaker.on('open', () => record('open'));
   breaker.on('halfOpen', () => record('half_open'));
   breaker.on('close', () => record('closed'));
+  // Counts every event that has a listener when the breaker is added: the
+  // three above among them. Its own registry: no default process metrics.
+  metrics = new PrometheusMetrics({ circuits: [breaker], registry: new Registry() });
   call = sku => breaker.fire(sku);
 }
 
@@ -153,11 +163,15 @@ function sendFallback (res) {
 const server = http.createServer((req, res) => {
   const path = req.url.split('?', 1)[0];
   const stock = /^\/stock\/([^/]+)$/.exec(path);
-  if (path !== '/health' && !stock) {
+  const known = path === '/health' || (path === '/metrics' && metrics);
+  if (!known && !stock) {
     return send(res, 404, { 'content-type': 'text/plain' }, 'not found');
   }
   if (req.method !== 'GET') {
     return send(res, 405, { 'content-type': 'text/plain', allow: 'GET' }, 'method not allowed');
+  }
+  if (path === '/metrics') {
+    return send(res, 200, { 'content-type': 'text/plain; version=0.0.4' }, metrics.metrics);
   }
   if (!stock) return send(res, 200, { 'content-type': 'text/plain' }, 'ok');
 
