@@ -12,23 +12,24 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-venv=tests/clients/python/.venv
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
-"$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/clients/python/requirements.txt
-"$venv/bin/python" -c 'import toxiproxy, prometheus_client.parser'
+# python_env DIR MODULE: a venv in DIR/.venv with DIR/requirements.txt.
+python_env() {
+  local venv=$1/.venv
+  if [ ! -x "$venv/bin/python" ]; then
+    python3 -m venv "$venv"
+  fi
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$1/requirements.txt"
+  "$venv/bin/python" -c "import $2"
+}
 
-(cd tests/clients/node && npm ci --no-audit --no-fund --loglevel=error)
-node -e 'require("./tests/clients/node/node_modules/toxiproxy-node-client")'
+# node_env DIR MODULE: DIR/node_modules from the committed package-lock.json.
+node_env() {
+  (cd "$1" && npm ci --no-audit --no-fund --loglevel=error)
+  node -e "require('./$1/node_modules/$2')"
+}
 
-venv=tests/services/pybreaker/.venv
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
-"$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/services/pybreaker/requirements.txt
-"$venv/bin/python" -c 'import pybreaker'
-
-(cd tests/services/opossum && npm ci --no-audit --no-fund --loglevel=error)
-node -e 'require("./tests/services/opossum/node_modules/opossum")'
+python_env tests/clients/python 'toxiproxy, prometheus_client.parser'
+node_env tests/clients/node toxiproxy-node-client
+python_env tests/services/pybreaker pybreaker
+node_env tests/services/opossum opossum
 echo "test clients installed"

@@ -8,10 +8,9 @@ mod api_support;
 mod client_support;
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use api_support::{Server, server};
-use client_support::{clients_dir, missing, venv_python};
+use client_support::{missing, parse_metrics, venv_python};
 use serde_json::Value;
 
 /// The fixture target on loopback, for the proxies to stand in front of;
@@ -55,25 +54,9 @@ async fn statuses(listen: SocketAddr, path: &str, times: usize) -> Vec<u16> {
 /// Runs the parser on the server's /metrics: one JSON object per sample.
 async fn parsed(s: &Server) -> Vec<Value> {
     let python = venv_python().expect("checked by the caller");
-    let out = tokio::time::timeout(
-        Duration::from_secs(60),
-        tokio::process::Command::new(python)
-            .arg(clients_dir().join("python/metrics_parse.py"))
-            .arg(s.base.trim_start_matches("http://"))
-            .output(),
-    )
-    .await
-    .expect("the parser finishes within 60s")
-    .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
-        .collect()
+    parse_metrics(&python, s.base.trim_start_matches("http://"))
+        .await
+        .0
 }
 
 /// The value of the sample `name` whose labels include `labels`.

@@ -17,7 +17,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use assert_cmd::cargo::CommandCargoExt;
-use client_support::{clients_dir, missing, venv_python};
+use client_support::{missing, parse_metrics, venv_python};
 use serde_json::Value;
 
 /// Far longer than anything here takes on a loaded machine.
@@ -253,21 +253,9 @@ fn metrics_listen_serves_request_counters_that_the_prometheus_parser_reads() {
         assert!(pair.get("/health").starts_with("HTTP/1.1 200"));
     }
     assert!(pair.get("/down/x").starts_with("HTTP/1.1 503"));
-    let out = Command::new(python)
-        .arg(clients_dir().join("python/metrics_parse.py"))
-        .arg(&metrics)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let samples: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (samples, text) = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(parse_metrics(&python, &metrics));
     let requests = |class: &str, fault: &str| {
         samples
             .iter()

@@ -405,22 +405,7 @@ async fn resilience4j_metrics_after_a_breaker_opens_are_read_by_the_prometheus_p
     let addr = acceptor.local_addr();
     let (_stop, shutdown) = firedrill::http::ShutdownSignal::new();
     tokio::spawn(firedrill::metrics::serve(acceptor, registry, shutdown));
-    let out = tokio::process::Command::new(python)
-        .arg(client_support::clients_dir().join("python/metrics_parse.py"))
-        .arg(addr.to_string())
-        .output()
-        .await
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(
-        out.status.success(),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let samples: Vec<serde_json::Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (samples, text) = client_support::parse_metrics(&python, &addr.to_string()).await;
     let value = |name: &str, labels: &[(&str, &str)]| -> f64 {
         samples
             .iter()

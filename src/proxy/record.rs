@@ -270,14 +270,24 @@ impl RequestLog<'_> {
         }
         let count = Arc::new(AtomicU64::new(0));
         self.bytes_in = Some(count.clone());
-        Counted { inner: body, count }.boxed_unsync()
+        Tapped {
+            inner: body,
+            tap: count,
+        }
+        .boxed_unsync()
     }
 
     /// Logs the response head going to the client; when recording, the
     /// record is written once its body has passed.
     pub(crate) fn answered(mut self, resp: Response<BoxBody>) -> Response<BoxBody> {
         match self.finish(Some(resp.status().as_u16())) {
-            Some(pending) => resp.map(|inner| Recorded { inner, pending }.boxed_unsync()),
+            Some(pending) => resp.map(|inner| {
+                Tapped {
+                    inner,
+                    tap: pending,
+                }
+                .boxed_unsync()
+            }),
             None => resp,
         }
     }
@@ -345,68 +355,56 @@ fn data_len(frame: &Frame<Bytes>) -> u64 {
     frame.data_ref().map_or(0, |d| d.len() as u64)
 }
 
-pin_project_lite::pin_project! {
-    /// A request body whose bytes are counted as they are read.
-    struct Counted {
-        #[pin]
-        inner: BoxBody,
-        count: Arc<AtomicU64>,
-    }
+/// What a [`Tapped`] body does with each frame it passes on (`None`: the
+/// body ended).
+trait Tap {
+    fn frame(&mut self, frame: Option<&Result<Frame<Bytes>, BoxError>>);
 }
 
-impl Body for Counted {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = self.project();
-        let frame = ready!(this.inner.poll_frame(cx));
-        if let Some(Ok(f)) = &frame {
-            this.count.fetch_add(data_len(f), Ordering::Relaxed);
+/// A request body's bytes, counted as they are read.
+impl Tap for Arc<AtomicU64> {
+    fn frame(&mut self, frame: Option<&Result<Frame<Bytes>, BoxError>>) {
+        if let Some(Ok(f)) = frame {
+            self.fetch_add(data_len(f), Ordering::Relaxed);
         }
-        Poll::Ready(frame)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
     }
 }
 
-pin_project_lite::pin_project! {
-    /// A response body whose bytes are counted into its record, which is
-    /// written when the body ends, fails or is dropped.
-    struct Recorded {
-        #[pin]
-        inner: BoxBody,
-        pending: Pending,
-    }
-}
-
-impl Body for Recorded {
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = self.project();
-        let frame = ready!(this.inner.poll_frame(cx));
-        match &frame {
+/// A response body's bytes, counted into its record, which is written when
+/// the body ends or fails (or, failing that, when it is dropped).
+impl Tap for Pending {
+    fn frame(&mut self, frame: Option<&Result<Frame<Bytes>, BoxError>>) {
+        match frame {
             Some(Ok(f)) => {
-                if let Some(record) = &mut this.pending.record {
+                if let Some(record) = &mut self.record {
                     record.bytes_out += data_len(f);
                 }
             }
-            Some(Err(_)) | None => this.pending.write(),
+            Some(Err(_)) | None => self.write(),
         }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A body passed through unchanged, each frame shown to its tap.
+    struct Tapped<T> {
+        #[pin]
+        inner: BoxBody,
+        tap: T,
+    }
+}
+
+impl<T: Tap> Body for Tapped<T> {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.project();
+        let frame = ready!(this.inner.poll_frame(cx));
+        this.tap.frame(frame.as_ref());
         Poll::Ready(frame)
     }
 
