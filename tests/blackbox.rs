@@ -327,6 +327,14 @@ fn inferred_matches_the_library(name: &str, start: fn(u16, &Path, bool) -> Servi
         sequence(&events),
         "the report shows the events file beside the inference"
     );
+    // report.html draws both bands, and what reached the dependency.
+    for row in [
+        "<b>inventory</b><small>inferred</small>",
+        "<b>inventory</b><small>reported by the service</small>",
+        "class=\"row dependency-row\"",
+    ] {
+        assert_eq!(drill.html.matches(row).count(), 1, "{row}");
+    }
     let started = drill.report["started_at_unix_ms"]
         .as_f64()
         .expect("a real-time report says when it started");
@@ -387,7 +395,8 @@ fn opossum_breaker_is_inferred_as_its_own_events_say() {
 
 /// opossum-prometheus's event counters, scraped every 100 ms during the
 /// drill, give the report the same changes as opossum's own events, each
-/// within a scrape interval plus 50 ms.
+/// within two scrape intervals plus 50 ms (a scrape sees a change up to one
+/// interval late; a busy machine can delay it one more).
 #[test]
 fn opossum_prometheus_counters_scraped_during_the_drill_match_its_own_events() {
     let interval_ms = 100.0;
@@ -412,7 +421,7 @@ fn opossum_prometheus_counters_scraped_during_the_drill_match_its_own_events() {
             "opossum-prometheus: {from} -> {to} scraped {at:.0} ms, library {library_at:.0} ms"
         );
         assert!(
-            (at - library_at).abs() <= interval_ms + 50.0,
+            (at - library_at).abs() <= 2.0 * interval_ms + 50.0,
             "{from} -> {to}: scraped at {at:.0} ms, opossum at {library_at:.0} ms"
         );
     }

@@ -15,6 +15,7 @@ pub mod defend;
 pub mod demo;
 pub mod exit;
 pub mod proxy;
+pub mod report;
 pub mod run;
 pub mod runtime;
 pub mod schema;
@@ -54,6 +55,9 @@ pub enum Command {
     /// Run an experiment: stand up target, fault proxy and defense line,
     /// drive the load, play the fault timeline, judge the expectations.
     Run(run::RunArgs),
+    /// Draw report.html again from the files of a finished run's report
+    /// directory.
+    Report(report::ReportArgs),
     /// Serve a Toxiproxy-compatible REST API that manages named proxies
     /// and their toxics at runtime, plus Prometheus /metrics.
     Server(server::ServerArgs),
@@ -71,6 +75,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Validate(args) => validate::validate(&args),
         Command::Schema(args) => schema::print(&args),
         Command::Run(args) => run::run(&args),
+        Command::Report(args) => report::report(&args),
         Command::Proxy(args) => proxy::proxy(&args),
         Command::Target(args) => target::target(&args),
         Command::Defend(args) => defend::defend(&args),

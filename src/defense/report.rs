@@ -1,14 +1,14 @@
 //! What the defense line tells its observers: one report per client
 //! request, and every breaker transition as it happens.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::breaker::{State, Transition};
 use super::fallback::FallbackKind;
 use crate::clock::Duration;
 
 /// Why the defense line answered without calling the dependency.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rejection {
     /// The token bucket was empty.
@@ -22,7 +22,7 @@ pub enum Rejection {
 }
 
 /// How the last attempt failed, when it did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CallError {
     /// The dependency answered with a status that counts as a failure.

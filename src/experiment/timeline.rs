@@ -3,7 +3,7 @@
 //! target, every breaker transition, and the fault windows. Expectations
 //! and reports read only this, so they are pure functions of a run.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::clock::Duration;
 use crate::defense::breaker::{State, Transition};
@@ -38,7 +38,7 @@ pub struct Timeline {
 }
 
 /// One client request.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {
     /// Sequence number, also sent as `x-firedrill-request-id`.
     pub id: u64,
@@ -70,7 +70,7 @@ pub struct RequestRecord {
     pub reached_dependency: u32,
     /// The route's own `success` statuses judged the answer: whether it
     /// was a success (none: the default, 2xx and 3xx).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub success: Option<bool>,
 }
 
@@ -92,7 +92,7 @@ impl RequestRecord {
 }
 
 /// Why the load generator got no response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClientError {
     /// The load route's own timeout fired.

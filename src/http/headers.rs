@@ -12,7 +12,9 @@ pub const REASON_HEADER: &str = "x-firedrill-reason";
 pub const FAULT_HEADER: &str = "x-firedrill-fault";
 
 /// Which fallback served a response.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum FallbackKind {
     /// The last good response for the same request.

@@ -2,12 +2,13 @@
 //! exporter per format behind a small trait, as hyperfine does it.
 //!
 //! * [`summary`] — figures per load route.
-//! * [`json`], [`junit`], [`journal`], [`requests`], [`dependencies`] —
-//!   file formats.
+//! * [`json`], [`junit`], [`journal`], [`requests`], [`dependencies`],
+//!   [`html`] — file formats.
 //! * [`console`] — the summary printed at the end of a run.
 
 pub mod console;
 pub mod dependencies;
+pub mod html;
 pub mod journal;
 pub mod json;
 pub mod junit;
@@ -32,6 +33,8 @@ pub struct RunReport {
     pub experiment: String,
     /// Its description.
     pub description: Option<String>,
+    /// The firedrill version that ran it.
+    pub version: &'static str,
     /// The seed used.
     pub seed: u64,
     /// The clock used.
@@ -42,6 +45,9 @@ pub struct RunReport {
     pub started_at_unix_ms: Option<u64>,
     /// How long the run lasted, in milliseconds.
     pub duration_ms: f64,
+    /// A run cut short (halted, interrupted): how long it was to last.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planned_duration_ms: Option<f64>,
     /// How it ended.
     pub ending: Ending,
     /// Whether every expectation held and the run completed.
@@ -74,6 +80,11 @@ pub struct RunReport {
 pub struct BreakerReport {
     /// Its name.
     pub name: String,
+    /// `inferred` for a user's service's breaker, whose transitions were
+    /// inferred from what reached its dependency; absent for firedrill's
+    /// own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<&'static str>,
     /// Its state at the end.
     pub final_state: String,
     /// Its transitions.
@@ -138,17 +149,19 @@ impl RunReport {
                         .collect::<Vec<_>>()
                 };
                 let transitions = of(&t.transitions);
-                let reported_by_service = experiment.system.as_ref().is_some_and(|s| {
-                    s.breakers
-                        .get(&b.name)
-                        .is_some_and(|i| i.reported.is_some())
-                });
-                let reported = reported_by_service.then(|| of(&t.reported));
+                let inferred = experiment
+                    .system
+                    .as_ref()
+                    .and_then(|s| s.breakers.get(&b.name));
+                let reported = inferred
+                    .is_some_and(|i| i.reported.is_some())
+                    .then(|| of(&t.reported));
                 let final_state = transitions
                     .last()
                     .map_or("closed".to_string(), |x| x.to.clone());
                 BreakerReport {
                     name: b.name.clone(),
+                    source: inferred.map(|_| "inferred"),
                     final_state,
                     transitions,
                     reported,
@@ -168,10 +181,13 @@ impl RunReport {
         RunReport {
             experiment: experiment.name.clone(),
             description: experiment.description.clone(),
+            version: env!("CARGO_PKG_VERSION"),
             seed: experiment.seed,
             clock,
             started_at_unix_ms: result.started_at_unix_ms,
             duration_ms: ms(t.duration),
+            planned_duration_ms: (result.ending != Ending::Completed)
+                .then(|| ms(experiment.duration)),
             ending: result.ending.clone(),
             passed,
             verdicts,
@@ -222,5 +238,6 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(journal::Journal),
         Box::new(requests::Requests),
         Box::new(dependencies::Dependencies),
+        Box::new(html::Html),
     ]
 }

@@ -110,6 +110,8 @@ pub struct Drill {
     pub output: String,
     /// report.json, parsed (null when none was written).
     pub report: serde_json::Value,
+    /// report.html (empty when none was written).
+    pub html: String,
 }
 
 impl Drill {
@@ -150,7 +152,9 @@ impl Drill {
         let report = std::fs::read_to_string(reports.join("report.json"))
             .map(|t| serde_json::from_str(&t).unwrap())
             .unwrap_or(serde_json::Value::Null);
+        let html = std::fs::read_to_string(reports.join("report.html")).unwrap_or_default();
         Drill {
+            html,
             exit: out.status.code(),
             output: format!(
                 "{}{}",

@@ -57,7 +57,28 @@ pub fn evaluate(expectation: &Expectation, timeline: &Timeline) -> Verdict {
         expected,
         seen,
         at,
+        judged: judged(&expectation.rule, timeline),
     }
+}
+
+/// The part of the run `rule` looked at: its window, the span from an
+/// anchor to its deadline, or the whole run.
+fn judged(rule: &Rule, timeline: &Timeline) -> Vec<(Duration, Duration)> {
+    let window = match rule {
+        Rule::Count { window, .. }
+        | Rule::Stays { window, .. }
+        | Rule::Calls { window, .. }
+        | Rule::Route { window, .. } => window,
+        Rule::Reaches { within, anchor, .. } => {
+            return anchor_time(timeline, anchor)
+                .map(|(from, _)| (from, (from + *within).min(timeline.duration)))
+                .into_iter()
+                .filter(|(a, b)| a < b)
+                .collect();
+        }
+        Rule::Sequence { .. } | Rule::WaitInOpen { .. } => &Window::Run,
+    };
+    resolve(window, timeline).unwrap_or_default()
 }
 
 /// What a judge returns: passed, expected, seen, where.

@@ -24,6 +24,14 @@ pub struct Verdict {
     /// the start of the window; `None` when there is no such place.
     #[serde(serialize_with = "as_dur")]
     pub at: Option<Duration>,
+    /// The `[start, end)` intervals it judged, in milliseconds.
+    #[serde(rename = "judged_ms", serialize_with = "as_ms")]
+    pub judged: Vec<(Duration, Duration)>,
+}
+
+fn as_ms<S: Serializer>(spans: &[(Duration, Duration)], s: S) -> Result<S::Ok, S::Error> {
+    let ms = |d: &Duration| d.as_micros() as f64 / 1000.0;
+    s.collect_seq(spans.iter().map(|(a, b)| (ms(a), ms(b))))
 }
 
 fn as_dur<S: Serializer>(at: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {

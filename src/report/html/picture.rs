@@ -1,0 +1,377 @@
+//! What the HTML report draws, read from the report's own files (or the
+//! same data in memory): the header facts, fault windows, breaker bands,
+//! and per-bucket figures per load route and per dependency. Requests are
+//! folded into time buckets as they are read, so the page stays small for
+//! any run length.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use crate::experiment::timeline::RequestRecord;
+use crate::http::headers::FallbackKind;
+use crate::report::summary::percentile;
+
+/// The fields of `report.json` the page shows.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Facts {
+    /// The experiment's name.
+    pub experiment: String,
+    /// Its description.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The firedrill version that ran it (absent in reports of older ones).
+    #[serde(default)]
+    pub version: Option<String>,
+    /// The seed.
+    pub seed: u64,
+    /// `virtual` or `real`.
+    pub clock: String,
+    /// Real clock: the start, Unix epoch milliseconds.
+    #[serde(default)]
+    pub started_at_unix_ms: Option<u64>,
+    /// How long it ran.
+    pub duration_ms: f64,
+    /// How long it was to run, when it was cut short.
+    #[serde(default)]
+    pub planned_duration_ms: Option<f64>,
+    /// How it ended.
+    pub ending: EndingFacts,
+    /// Whether it passed.
+    pub passed: bool,
+    /// One per expectation.
+    pub verdicts: Vec<VerdictFacts>,
+    /// Breakers and their transitions.
+    pub breakers: Vec<BreakerFacts>,
+    /// Fault windows.
+    pub faults: Vec<FaultFacts>,
+    /// What could not be read after the run.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+}
+
+/// `ending` in report.json.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EndingFacts {
+    /// `completed`, `halted` or `interrupted`.
+    pub kind: String,
+    /// A halt's condition.
+    #[serde(default)]
+    pub condition: Option<String>,
+}
+
+/// One verdict.
+#[derive(Debug, Clone, Deserialize)]
+pub struct VerdictFacts {
+    /// The sentence.
+    pub expectation: String,
+    /// Whether it held.
+    pub passed: bool,
+    /// What it required.
+    pub expected: String,
+    /// What the run showed.
+    pub seen: String,
+    /// The intervals it judged, milliseconds.
+    #[serde(default)]
+    pub judged_ms: Vec<(f64, f64)>,
+}
+
+/// One breaker.
+#[derive(Debug, Clone, Deserialize)]
+pub struct BreakerFacts {
+    /// Its name.
+    pub name: String,
+    /// `inferred` for a user's service's breaker.
+    #[serde(default)]
+    pub source: Option<String>,
+    /// Its transitions.
+    pub transitions: Vec<TransitionFacts>,
+    /// What the service reported itself, when it did.
+    #[serde(default)]
+    pub reported: Option<Vec<TransitionFacts>>,
+}
+
+/// One transition.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TransitionFacts {
+    /// When, milliseconds.
+    pub at_ms: f64,
+    /// From.
+    pub from: String,
+    /// To.
+    pub to: String,
+    /// Why.
+    #[serde(default)]
+    pub reason: String,
+}
+
+/// One fault.
+#[derive(Debug, Clone, Deserialize)]
+pub struct FaultFacts {
+    /// Its name.
+    pub name: String,
+    /// Its kind.
+    pub kind: String,
+    /// `[start, end)` windows, milliseconds.
+    pub windows_ms: Vec<(f64, f64)>,
+}
+
+/// What a client got, as the page colours it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Outcome {
+    /// A 2xx/3xx (or the route's `success`) answer from the dependency.
+    Success,
+    /// A fallback answered.
+    Fallback(FallbackKind),
+    /// The defense line turned it away.
+    Rejected,
+    /// It timed out (client or defense line).
+    Timeout,
+    /// Anything else: an error status, a broken connection.
+    Error,
+}
+
+impl Outcome {
+    /// Every outcome, bottom of the stack first.
+    pub const ALL: [Outcome; 8] = [
+        Outcome::Success,
+        Outcome::Fallback(FallbackKind::Stale),
+        Outcome::Fallback(FallbackKind::Backup),
+        Outcome::Fallback(FallbackKind::Static),
+        Outcome::Fallback(FallbackKind::Service),
+        Outcome::Rejected,
+        Outcome::Timeout,
+        Outcome::Error,
+    ];
+
+    /// What a request's record says it got.
+    pub fn of(record: &RequestRecord) -> Outcome {
+        if let Some(kind) = record.fallback {
+            Outcome::Fallback(kind)
+        } else if record.rejected_by.is_some() {
+            Outcome::Rejected
+        } else if record.timed_out() {
+            Outcome::Timeout
+        } else if record.succeeded() {
+            Outcome::Success
+        } else {
+            Outcome::Error
+        }
+    }
+
+    /// Its name in the legend and in CSS classes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Success => "success",
+            Outcome::Fallback(FallbackKind::Stale) => "fallback stale",
+            Outcome::Fallback(FallbackKind::Backup) => "fallback backup",
+            Outcome::Fallback(FallbackKind::Static) => "fallback static",
+            Outcome::Fallback(FallbackKind::Service) => "fallback service",
+            Outcome::Rejected => "rejected",
+            Outcome::Timeout => "timeout",
+            Outcome::Error => "error",
+        }
+    }
+
+    fn index(self) -> usize {
+        Outcome::ALL.iter().position(|o| *o == self).unwrap_or(0)
+    }
+}
+
+/// One time bucket of a load route.
+#[derive(Debug, Clone, Default)]
+pub struct Bucket {
+    /// Requests per outcome, in [`Outcome::ALL`] order.
+    pub counts: [u32; 8],
+    /// Latencies of answered requests, milliseconds (dropped once the
+    /// percentiles are taken).
+    latencies: Vec<f64>,
+    /// Median latency, milliseconds.
+    pub p50: Option<f64>,
+    /// 99th percentile latency, milliseconds.
+    pub p99: Option<f64>,
+}
+
+impl Bucket {
+    /// Requests in the bucket.
+    pub fn total(&self) -> u32 {
+        self.counts.iter().sum()
+    }
+}
+
+/// One load route over the run.
+#[derive(Debug, Clone)]
+pub struct RouteTrack {
+    /// The route's name.
+    pub name: String,
+    /// Its buckets, from time zero.
+    pub buckets: Vec<Bucket>,
+}
+
+/// Arrivals at one dependency proxy over the run.
+#[derive(Debug, Clone)]
+pub struct ArrivalTrack {
+    /// The dependency's name.
+    pub name: String,
+    /// Per bucket: requests forwarded to the upstream, and answered by a
+    /// fault without reaching it.
+    pub buckets: Vec<(u32, u32)>,
+}
+
+/// One request as `requests.jsonl` has it.
+#[derive(Debug, Deserialize)]
+pub struct SentRequest {
+    /// Sent, milliseconds.
+    pub sent_ms: f64,
+    /// Time to the response head, milliseconds.
+    pub latency_ms: Option<f64>,
+    /// The rest.
+    #[serde(flatten)]
+    pub record: RequestRecord,
+}
+
+/// One line of `dependencies.jsonl`, the fields the page needs.
+#[derive(Debug, Deserialize)]
+pub struct Arrival {
+    /// Arrived, milliseconds.
+    pub at_ms: f64,
+    /// The dependency.
+    pub proxy: String,
+    /// Whether it was forwarded to the upstream.
+    pub reached_upstream: bool,
+}
+
+/// Everything the page draws.
+#[derive(Debug, Clone)]
+pub struct Picture {
+    /// The facts of report.json.
+    pub facts: Facts,
+    /// The time axis runs from 0 to this, milliseconds (the planned
+    /// duration of a run cut short).
+    pub axis_ms: f64,
+    /// The width of one bucket, milliseconds (1 s, more for long runs).
+    pub bucket_ms: f64,
+    /// Load routes, in the order they first sent.
+    pub routes: Vec<RouteTrack>,
+    /// Dependency proxies, by name.
+    pub dependencies: Vec<ArrivalTrack>,
+}
+
+/// At most this many buckets across the axis.
+const MAX_BUCKETS: f64 = 600.0;
+
+impl Picture {
+    /// Folds requests and dependency arrivals into buckets.
+    pub fn new(
+        facts: Facts,
+        requests: impl IntoIterator<Item = SentRequest>,
+        arrivals: impl IntoIterator<Item = Arrival>,
+    ) -> Picture {
+        let axis_ms = facts
+            .planned_duration_ms
+            .unwrap_or(facts.duration_ms)
+            .max(facts.duration_ms)
+            .max(1.0);
+        let bucket_ms = (axis_ms / MAX_BUCKETS / 1000.0).ceil().max(1.0) * 1000.0;
+        let n = (axis_ms / bucket_ms).ceil() as usize;
+        let slot = |t: f64| ((t / bucket_ms).floor().max(0.0) as usize).min(n - 1);
+        let mut routes: Vec<RouteTrack> = Vec::new();
+        for r in requests {
+            let i = match routes.iter().position(|t| t.name == r.record.route) {
+                Some(i) => i,
+                None => {
+                    routes.push(RouteTrack {
+                        name: r.record.route.clone(),
+                        buckets: vec![Bucket::default(); n],
+                    });
+                    routes.len() - 1
+                }
+            };
+            let bucket = &mut routes[i].buckets[slot(r.sent_ms)];
+            bucket.counts[Outcome::of(&r.record).index()] += 1;
+            if let (Some(l), Some(_)) = (r.latency_ms, r.record.status) {
+                bucket.latencies.push(l);
+            }
+        }
+        for bucket in routes.iter_mut().flat_map(|r| r.buckets.iter_mut()) {
+            let mut l = std::mem::take(&mut bucket.latencies);
+            if !l.is_empty() {
+                l.sort_by(f64::total_cmp);
+                bucket.p50 = Some(percentile(&l, 50.0));
+                bucket.p99 = Some(percentile(&l, 99.0));
+            }
+        }
+        let mut dependencies: BTreeMap<String, Vec<(u32, u32)>> = BTreeMap::new();
+        for a in arrivals {
+            let buckets = dependencies
+                .entry(a.proxy)
+                .or_insert_with(|| vec![(0, 0); n]);
+            let b = &mut buckets[slot(a.at_ms)];
+            if a.reached_upstream {
+                b.0 += 1;
+            } else {
+                b.1 += 1;
+            }
+        }
+        Picture {
+            facts,
+            axis_ms,
+            bucket_ms,
+            routes,
+            dependencies: dependencies
+                .into_iter()
+                .map(|(name, buckets)| ArrivalTrack { name, buckets })
+                .collect(),
+        }
+    }
+}
+
+/// A breaker's states as `[from, to)` segments over `[0, end)`, starting
+/// closed.
+pub fn segments(transitions: &[TransitionFacts], end: f64) -> Vec<(f64, f64, String)> {
+    let mut out = Vec::new();
+    let mut from = 0.0;
+    let mut state = "closed".to_string();
+    for t in transitions {
+        let at = t.at_ms.min(end);
+        if at > from {
+            out.push((from, at, state.clone()));
+        }
+        from = from.max(at);
+        state.clone_from(&t.to);
+    }
+    if end > from {
+        out.push((from, end, state));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(at_ms: f64, to: &str) -> TransitionFacts {
+        TransitionFacts {
+            at_ms,
+            from: String::new(),
+            to: to.to_string(),
+            reason: String::new(),
+        }
+    }
+
+    #[test]
+    fn segments_start_closed_and_cover_the_run_up_to_the_cut() {
+        let s = segments(&[t(1000.0, "open"), t(3000.0, "half_open")], 4000.0);
+        assert_eq!(
+            s,
+            [
+                (0.0, 1000.0, "closed".to_string()),
+                (1000.0, 3000.0, "open".to_string()),
+                (3000.0, 4000.0, "half_open".to_string()),
+            ]
+        );
+        // A transition at the very end and one past a cut add no segment.
+        let s = segments(&[t(0.0, "open"), t(5000.0, "closed")], 2000.0);
+        assert_eq!(s, [(0.0, 2000.0, "open".to_string())]);
+    }
+}

@@ -1,0 +1,414 @@
+//! `report.html` in a real browser: headless Chromium (installed by
+//! `.ci/run` from Debian's packages) opens the page from disk, runs its
+//! script, and the test reads the DOM it ended with, every console message
+//! it logged, and screenshots at 1400 and 800 px.
+//!
+//! `FIREDRILL_SCREENSHOTS=DIR cargo test --test html_report` also keeps the
+//! screenshots in DIR (the README's picture is made this way).
+#![allow(clippy::disallowed_methods)] // real processes, bounded by a deadline
+
+mod client_support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// Chromium, when installed.
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .filter_map(|name| {
+            std::env::var_os("PATH")?
+                .to_str()?
+                .split(':')
+                .map(|dir| Path::new(dir).join(name))
+                .find(|p| p.is_file())
+        })
+        .next()
+}
+
+/// Runs a command, killing it if it outlives a minute.
+fn bounded(mut command: Command) -> Output {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // 1,200 polls 50 ms apart: about a minute.
+    for _ in 0..1200 {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    panic!("{command:?} did not finish within a minute");
+}
+
+/// Headless Chromium on `page` (with `#hash`): flags first.
+fn browse(browser: &Path, page: &Path, hash: &str, flags: &[&str]) -> Output {
+    let mut command = Command::new(browser);
+    command
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .args(flags)
+        .arg(format!("file://{}{hash}", page.display()));
+    bounded(command)
+}
+
+/// The console messages a page logged (Chromium writes each as a
+/// `:CONSOLE` line when logging to stderr): errors, blocked fetches, logs.
+fn console(out: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The DOM after the page's script ran, and its console messages.
+fn dom(browser: &Path, page: &Path, hash: &str) -> (String, Vec<String>) {
+    let out = browse(browser, page, hash, &["--dump-dom"]);
+    assert!(out.status.success(), "{out:?}");
+    (
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        console(&out),
+    )
+}
+
+/// A screenshot at `width` px: its pixels, as RGBA rows.
+fn screenshot(browser: &Path, page: &Path, width: u32, keep_as: &str) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("shot.png");
+    let out = browse(
+        browser,
+        page,
+        "",
+        &[
+            &format!("--window-size={width},1300"),
+            &format!("--screenshot={}", png.display()),
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(console(&out), Vec::<String>::new());
+    if let Some(keep) = std::env::var_os("FIREDRILL_SCREENSHOTS") {
+        std::fs::create_dir_all(&keep).unwrap();
+        std::fs::copy(&png, Path::new(&keep).join(keep_as)).unwrap();
+    }
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut pixels).unwrap();
+    assert_eq!(info.width, width);
+    pixels.truncate(info.buffer_size());
+    pixels
+}
+
+/// Distinct colours among the pixels (RGB or RGBA alike: taken 3 bytes at
+/// a time, enough to tell a blank page from a drawn one).
+fn colours(pixels: &[u8]) -> usize {
+    let mut seen: Vec<[u8; 3]> = pixels.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect();
+    seen.sort_unstable();
+    seen.dedup();
+    seen.len()
+}
+
+/// Runs `experiment` in virtual time into `dir`; returns report.json.
+fn run(experiment: &Path, dir: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .arg("run")
+        .arg(experiment)
+        .args(["--clock", "virtual", "--quiet", "--report-dir"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap()
+}
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn count(haystack: &str, needle: &str) -> usize {
+    haystack.matches(needle).count()
+}
+
+/// State bands a list of transitions makes over `[0, duration)`: one to
+/// start, one more per transition that moves time on.
+fn bands(transitions: &[Value], duration: f64) -> usize {
+    let mut last = 0.0;
+    let mut bands = 0;
+    for t in transitions {
+        let at = t["at_ms"].as_f64().unwrap().min(duration);
+        if at > last {
+            bands += 1;
+            last = at;
+        }
+    }
+    bands + usize::from(duration > last)
+}
+
+/// Every band the page must draw: each breaker's, and the service's own
+/// where it reported one.
+fn expected_bands(report: &Value) -> usize {
+    let duration = report["duration_ms"].as_f64().unwrap();
+    report["breakers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let own = bands(b["transitions"].as_array().unwrap(), duration);
+            own + b["reported"].as_array().map_or(0, |r| bands(r, duration))
+        })
+        .sum()
+}
+
+/// The page of `experiment` opened in Chromium: no console message, one
+/// state band per breaker state and one shaded band per fault window in
+/// the DOM, the chosen expectation's judged window marked, and screenshots
+/// that are not blank at either width.
+fn renders_in_chromium(experiment: &str, keep_as: &str) -> (String, Value) {
+    let Some(browser) = chromium() else {
+        assert!(client_support::missing(
+            "chromium (apt-get install chromium)"
+        ));
+        return (String::new(), Value::Null);
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let report = run(&root().join(experiment), dir.path());
+    let page = dir.path().join("report.html");
+    // The last expectation, chosen in the address.
+    let chosen = report["verdicts"].as_array().unwrap().len();
+    let (html, messages) = dom(&browser, &page, &format!("#expect-{chosen}"));
+    assert_eq!(messages, Vec::<String>::new(), "console messages");
+    assert_eq!(
+        count(&html, "<rect class=\"state st-"),
+        expected_bands(&report),
+        "state bands"
+    );
+    let windows: usize = report["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["windows_ms"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(
+        count(&html, "<rect class=\"fault\""),
+        windows,
+        "fault windows"
+    );
+    let selected = format!("<li id=\"expect-{chosen}\" class=\"");
+    let class = html.split(&selected).nth(1).unwrap_or_default();
+    assert!(
+        class.starts_with("pass selected\"") || class.starts_with("fail selected\""),
+        "the expectation in the address is selected"
+    );
+    let judged = &report["verdicts"][chosen - 1]["judged_ms"];
+    let marks = html
+        .split("<div id=\"judged\">")
+        .nth(1)
+        .unwrap()
+        .split("</div></div>")
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        count(&marks, "class=\"span\""),
+        judged.as_array().unwrap().len(),
+        "one mark per judged interval: {marks}"
+    );
+    for (width, name) in [(1400, "1400"), (800, "800")] {
+        let pixels = screenshot(&browser, &page, width, &format!("{keep_as}-{name}.png"));
+        assert!(
+            colours(&pixels) > 50,
+            "the {width}px screenshot is blank ({} colours)",
+            colours(&pixels)
+        );
+    }
+    (html, report)
+}
+
+#[test]
+fn quickstart_page_draws_its_breaker_fault_and_routes_in_chromium() {
+    let (html, report) = renders_in_chromium("experiments/quickstart.yaml", "quickstart");
+    if report.is_null() {
+        return;
+    }
+    assert_eq!(count(&html, "class=\"row route-row\""), 1);
+    assert_eq!(count(&html, "class=\"row latency-row\""), 1);
+    assert_eq!(count(&html, "<g class=\"transition\">"), 3);
+    assert!(html.contains("id=\"verdict\">PASSED</p>"));
+}
+
+#[test]
+fn flapping_page_draws_every_state_band_in_chromium() {
+    let (html, report) = renders_in_chromium(
+        "experiments/half_open_flapping_permitted_1.yaml",
+        "flapping",
+    );
+    if report.is_null() {
+        return;
+    }
+    let transitions = report["breakers"][0]["transitions"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(transitions > 3, "a flapping run: {transitions} transitions");
+    assert_eq!(count(&html, "<g class=\"transition\">"), transitions);
+}
+
+#[test]
+fn a_halted_run_draws_the_cut_where_it_stopped() {
+    let (html, report) = renders_in_chromium("fixtures/experiments/halt_on_errors.yaml", "halted");
+    if report.is_null() {
+        return;
+    }
+    assert_eq!(report["ending"]["kind"], "halted");
+    let cut = report["duration_ms"].as_f64().unwrap()
+        / report["planned_duration_ms"].as_f64().unwrap()
+        * 100.0;
+    assert!(
+        html.contains(&format!("id=\"cut\" style=\"left:{cut:.3}%\"")),
+        "cut at {cut:.3}%"
+    );
+    assert!(html.contains("halted at 4s"));
+    assert!(html.contains("id=\"verdict\">HALTED</p>"));
+}
+
+/// The console check sees what a broken page logs: a script error and a
+/// blocked fetch (so an empty list above means a clean page).
+#[test]
+fn the_console_check_sees_script_errors_and_blocked_fetches() {
+    let Some(browser) = chromium() else {
+        assert!(client_support::missing(
+            "chromium (apt-get install chromium)"
+        ));
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("broken.html");
+    std::fs::write(
+        &page,
+        "<!doctype html><html><head><meta http-equiv=\"Content-Security-Policy\" \
+         content=\"default-src 'none'; script-src 'unsafe-inline'\"></head><body>\
+         <img src=\"http://127.0.0.1:9/x.png\"><script>missing();</script></body></html>",
+    )
+    .unwrap();
+    let (_, messages) = dom(&browser, &page, "");
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("Content Security Policy"))
+    );
+    assert!(messages.iter().any(|m| m.contains("ReferenceError")));
+}
+
+/// Every experiment's page is one file with nothing to fetch, under 500 KB.
+#[test]
+fn every_experiment_page_is_self_contained_and_under_500_kb() {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("experiments"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 10);
+    for file in files {
+        let dir = tempfile::tempdir().unwrap();
+        run(&file, dir.path());
+        let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+        assert!(
+            html.len() < 500_000,
+            "{}: {} bytes",
+            file.display(),
+            html.len()
+        );
+        for fetch in ["src=\"http", "href=\"http", "url(", "@import", "<link"] {
+            assert!(!html.contains(fetch), "{}: {fetch}", file.display());
+        }
+    }
+}
+
+/// A long drill is drawn in wider buckets: the page stays bounded.
+#[test]
+fn a_two_hour_drill_is_drawn_in_wider_buckets_and_stays_small() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(root().join("experiments/quickstart.yaml"))
+        .unwrap()
+        .replace("duration: 12s", "duration: 2h")
+        .replace("rate: 20/s", "rate: 1/s");
+    assert!(text.contains("duration: 2h") && text.contains("rate: 1/s"));
+    let file = dir.path().join("long.yaml");
+    std::fs::write(&file, text).unwrap();
+    let reports = dir.path().join("report");
+    run(&file, &reports);
+    let html = std::fs::read_to_string(reports.join("report.html")).unwrap();
+    assert!(html.contains("Buckets of 12s."), "7200 s in 600 buckets");
+    assert!(html.len() < 500_000, "{} bytes", html.len());
+}
+
+/// `firedrill report DIR` draws the same page again from the files.
+#[test]
+fn report_command_draws_the_same_page_from_the_files() {
+    let dir = tempfile::tempdir().unwrap();
+    run(&root().join("experiments/quickstart.yaml"), dir.path());
+    let page = dir.path().join("report.html");
+    let first = std::fs::read(&page).unwrap();
+    std::fs::remove_file(&page).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .arg("report")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        page.display().to_string()
+    );
+    assert_eq!(std::fs::read(&page).unwrap(), first);
+}
+
+/// A bad line in requests.jsonl is a located error, exit 2.
+#[test]
+fn report_command_names_the_file_and_line_of_a_bad_record() {
+    let dir = tempfile::tempdir().unwrap();
+    run(&root().join("experiments/quickstart.yaml"), dir.path());
+    let requests = dir.path().join("requests.jsonl");
+    let mut text = std::fs::read_to_string(&requests).unwrap();
+    text.push_str("{\"sent_ms\": \"soon\"}\n");
+    let lines = text.lines().count();
+    std::fs::write(&requests, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .arg("report")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("requests.jsonl:{lines}:")),
+        "{stderr}"
+    );
+    let missing = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .arg("report")
+        .arg(missing.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("report.json"));
+}
