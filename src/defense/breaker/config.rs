@@ -55,6 +55,31 @@ pub struct BreakerConfig {
     pub model: ModelConfig,
     /// Which results count as failures.
     pub classifier: Classifier,
+    /// What happens to a call admitted in an earlier state that finishes
+    /// now.
+    pub stragglers: Stragglers,
+}
+
+/// A call admitted in one state that finishes in another (a straggler).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stragglers {
+    /// Recorded in the state current when it finishes, as resilience4j and
+    /// Sentinel do: in half-open it can decide, in closed it counts (the
+    /// default of `window` and `ratio`).
+    Count,
+    /// Kept out of the current state's statistics: each state judges only
+    /// the calls it admitted (the default of `consecutive`).
+    Drop,
+}
+
+impl Stragglers {
+    /// The library's behaviour for `model`.
+    pub fn default_for(model: &ModelConfig) -> Stragglers {
+        match model {
+            ModelConfig::Consecutive(_) => Stragglers::Drop,
+            ModelConfig::Window(_) | ModelConfig::Ratio(_) => Stragglers::Count,
+        }
+    }
 }
 
 /// The decision model of a breaker (YAML `model:`).
@@ -134,6 +159,8 @@ pub struct WindowConfig {
     pub permitted_calls_in_half_open: u32,
     /// Back to open when the trial calls do not finish within this.
     pub max_wait_in_half_open: Option<Duration>,
+    /// How far into a one-second bucket the run starts (time window).
+    pub window_offset: Duration,
 }
 
 /// Parameters of the `consecutive` model.
@@ -175,6 +202,16 @@ pub enum Recovery {
     },
 }
 
+/// The shape of the `ratio` model's statistics window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowShape {
+    /// One window of `stat_window`, started afresh at each edge
+    /// (Sentinel's circuit breakers).
+    Tumbling,
+    /// The last `stat_window` seconds in one-second buckets.
+    Sliding,
+}
+
 /// Parameters of the `ratio` model.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RatioConfig {
@@ -183,8 +220,13 @@ pub struct RatioConfig {
     /// Open when the ratio exceeds this (Sentinel: strictly greater, or
     /// equal when the threshold is 100 %).
     pub threshold: Percent,
-    /// Statistics window, whole seconds from 1 s to 120 min.
+    /// Statistics window: any whole number of milliseconds up to 120 min
+    /// (whole seconds when sliding).
     pub stat_window: Duration,
+    /// Tumbling (Sentinel) or sliding.
+    pub stat_window_shape: WindowShape,
+    /// How far into a window the run starts.
+    pub window_offset: Duration,
     /// Requests in the window before a verdict.
     pub minimum_requests: u32,
     /// How long open rejects before recovery starts.
@@ -206,6 +248,7 @@ impl Default for WindowConfig {
             automatic_half_open: false,
             permitted_calls_in_half_open: defaults::PERMITTED_CALLS_IN_HALF_OPEN,
             max_wait_in_half_open: None,
+            window_offset: Duration::ZERO,
         }
     }
 }
@@ -226,6 +269,8 @@ impl Default for RatioConfig {
             threshold_type: ThresholdType::ErrorRatio,
             threshold: percent(defaults::FAILURE_RATE_THRESHOLD),
             stat_window: defaults::STAT_WINDOW,
+            stat_window_shape: WindowShape::Tumbling,
+            window_offset: Duration::ZERO,
             minimum_requests: defaults::MINIMUM_REQUESTS,
             breaker_duration: defaults::WAIT_IN_OPEN,
             recovery: Recovery::SingleProbe,
@@ -239,10 +284,12 @@ pub(crate) fn percent(value: f64) -> Percent {
 }
 
 impl BreakerConfig {
-    /// A breaker called `name` running `model` with the default classifier.
+    /// A breaker called `name` running `model` with the default classifier
+    /// and the model's library's handling of stragglers.
     pub fn new(name: impl Into<String>, model: ModelConfig) -> Self {
         BreakerConfig {
             name: name.into(),
+            stragglers: Stragglers::default_for(&model),
             model,
             classifier: Classifier::default(),
         }

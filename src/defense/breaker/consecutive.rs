@@ -71,8 +71,10 @@ impl Model for ConsecutiveModel {
         self.probe_in_flight = false;
     }
 
-    fn record_half_open(&mut self, call: Call, _now: Instant) -> Verdict {
-        self.probe_in_flight = false;
+    fn record_half_open(&mut self, call: Call, trial: bool, _now: Instant) -> Verdict {
+        if trial {
+            self.probe_in_flight = false;
+        }
         let needed = self.config.success_threshold;
         if call.failed {
             return Verdict::Open(Reason::ProbeFailed {

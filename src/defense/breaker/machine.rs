@@ -1,7 +1,7 @@
 //! The circuit breaker as a pure state machine: no I/O, no clock of its
 //! own; every entry point takes `now`, so virtual time drives it exactly.
 
-use super::config::BreakerConfig;
+use super::config::{BreakerConfig, Stragglers};
 use super::journal::{Counters, Reason, Transition};
 use super::model::{Call, Model, Verdict};
 use super::outcome::{Classifier, Outcome};
@@ -43,6 +43,10 @@ pub struct Breaker {
     phase: Phase,
     /// Bumped on every transition and progressive stage; permits carry it.
     episode: u64,
+    /// Transitions so far; permits carry it.
+    transitions: u64,
+    /// What a straggler's outcome does.
+    stragglers: Stragglers,
     /// Opens since the breaker last closed (drives wait backoff).
     opens_in_a_row: u32,
     /// Every transition so far, oldest first.
@@ -62,6 +66,8 @@ impl Breaker {
             model,
             phase: Phase::Closed,
             episode: 0,
+            transitions: 0,
+            stragglers: config.stragglers,
             opens_in_a_row: 0,
             journal: Vec::new(),
             counters: Counters::default(),
@@ -122,7 +128,7 @@ impl Breaker {
     pub fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejected> {
         self.advance(now);
         if let Phase::Open { until, wait } = self.phase {
-            if now < until {
+            if now < until || (now == until && !self.model.admits_at_end_of_wait()) {
                 return Err(self.reject(State::Open, Some(until - now)));
             }
             let key = self.model.wait_key();
@@ -137,7 +143,9 @@ impl Breaker {
     }
 
     /// Records the outcome of an admitted call that took `duration`.
-    /// An outcome from an earlier episode is counted as a straggler and
+    /// An outcome from an earlier episode is a straggler: with
+    /// [`Stragglers::Count`] it is recorded in the current state (unless
+    /// it is only a progressive stage old), with [`Stragglers::Drop`] it is
     /// kept out of the current statistics.
     pub fn record(&mut self, permit: Permit, outcome: Outcome, duration: Duration, now: Instant) {
         self.advance(now);
@@ -156,24 +164,30 @@ impl Breaker {
                 self.counters.ignored_seconds += seconds;
             }
         }
-        if permit.episode != self.episode {
+        let straggler = permit.episode != self.episode;
+        if straggler {
             self.counters.stragglers += 1;
-            return;
+            if self.stragglers == Stragglers::Drop || permit.transitions == self.transitions {
+                return;
+            }
         }
         let call = Call {
             failed: matches!(outcome, Outcome::Failure(_)),
             duration,
         };
         match (self.phase, outcome) {
-            (Phase::HalfOpen, Outcome::Ignored) => self.model.release_half_open(),
-            (Phase::HalfOpen, _) => {
-                let verdict = self.model.record_half_open(call, now);
+            (Phase::HalfOpen, Outcome::Ignored) if !straggler => self.model.release_half_open(),
+            (Phase::HalfOpen, Outcome::Success | Outcome::Failure(_)) => {
+                let verdict = self.model.record_half_open(call, !straggler, now);
                 self.apply(verdict, now);
             }
             (Phase::Closed, Outcome::Success | Outcome::Failure(_)) => {
                 if let Some(reason) = self.model.record_closed(call, now) {
                     self.transition(State::Open, now, reason);
                 }
+            }
+            (Phase::Open { .. }, Outcome::Success | Outcome::Failure(_)) => {
+                self.model.record_open(call, now);
             }
             _ => {}
         }
@@ -269,6 +283,7 @@ impl Breaker {
         tracing::trace!(breaker = %self.name, %state, "call admitted");
         Permit {
             episode: self.episode,
+            transitions: self.transitions,
             state,
         }
     }
@@ -283,6 +298,7 @@ impl Breaker {
         let from = self.state();
         tracing::info!(breaker = %self.name, %from, %to, %reason, "breaker transition");
         self.episode += 1;
+        self.transitions += 1;
         self.phase = match to {
             State::Closed => {
                 self.opens_in_a_row = 0;

@@ -29,7 +29,7 @@ mod tests;
 
 pub use config::{
     Backoff, BreakerConfig, ConsecutiveConfig, ModelConfig, RatioConfig, Recovery, SlidingWindow,
-    ThresholdType, WindowConfig,
+    Stragglers, ThresholdType, WindowConfig, WindowShape,
 };
 pub use journal::{Counters, PerState, Reason, Transition, is_legal};
 pub use machine::Breaker;

@@ -57,6 +57,16 @@ pub(crate) trait Model: fmt::Debug + Send {
     /// Counts a call made in closed; `Some` opens the breaker.
     fn record_closed(&mut self, call: Call, now: Instant) -> Option<Reason>;
 
+    /// A call admitted earlier finished while open (a straggler): counted
+    /// where the library counts it, deciding nothing.
+    fn record_open(&mut self, _call: Call, _now: Instant) {}
+
+    /// Whether a call at exactly the end of the wait in open is admitted
+    /// (Sentinel: at or after; resilience4j: strictly after).
+    fn admits_at_end_of_wait(&self) -> bool {
+        true
+    }
+
     /// Starts a half-open episode at `now`.
     fn enter_half_open(&mut self, now: Instant);
 
@@ -67,8 +77,9 @@ pub(crate) trait Model: fmt::Debug + Send {
     /// its slot so half-open cannot get stuck.
     fn release_half_open(&mut self);
 
-    /// Counts a trial call.
-    fn record_half_open(&mut self, call: Call, now: Instant) -> Verdict;
+    /// Counts a call finished in half-open: a trial (`trial`: it holds one
+    /// of this episode's slots, which it gives back) or a straggler.
+    fn record_half_open(&mut self, call: Call, trial: bool, now: Instant) -> Verdict;
 
     /// When half-open must decide without further calls, if ever.
     fn half_open_deadline(&self) -> Option<Instant>;

@@ -1,11 +1,12 @@
 //! The `ratio` model (Sentinel / Alibaba MSE): an error or slow ratio over
-//! per-second buckets of `stat_window`; recovery by one probe or by
-//! progressive stages that admit k/phases of the traffic.
+//! one tumbling window of `stat_window` (Sentinel's circuit breakers) or,
+//! as an option, one-second buckets sliding over it; recovery by one probe
+//! or by progressive stages that admit k/phases of the traffic.
 
-use super::config::{RatioConfig, Recovery, ThresholdType};
+use super::config::{RatioConfig, Recovery, ThresholdType, WindowShape};
 use super::journal::Reason;
 use super::model::{Call, Model, Verdict};
-use super::rolling::{SecondBuckets, Tally};
+use super::rolling::{Edges, SecondBuckets, Tally, TumblingWindow};
 use crate::clock::{Duration, Instant};
 
 /// State of the ratio model.
@@ -13,9 +14,11 @@ use crate::clock::{Duration, Instant};
 pub(crate) struct RatioModel {
     /// Parameters.
     config: RatioConfig,
-    /// Requests of the last `stat_window` (closed); a bad request is
+    /// Requests of the statistics window (closed); a bad request is
     /// counted in `failures`.
-    stats: SecondBuckets,
+    stats: Stats,
+    /// Where window and millisecond edges fall.
+    edges: Edges,
     /// Single probe: whether the probe slot is taken.
     probe_in_flight: bool,
     /// Progressive: current stage, 1-based.
@@ -29,12 +32,31 @@ pub(crate) struct RatioModel {
     stage_tally: Tally,
 }
 
+/// The closed-state statistics, by window shape.
+#[derive(Debug)]
+enum Stats {
+    Tumbling(TumblingWindow),
+    Sliding(SecondBuckets),
+}
+
 impl RatioModel {
     pub(crate) fn new(config: RatioConfig, base: Instant) -> Self {
-        let stats = SecondBuckets::new(config.stat_window.as_secs(), base);
+        let edges = Edges {
+            base,
+            offset: config.window_offset,
+        };
+        let stats = match config.stat_window_shape {
+            WindowShape::Tumbling => {
+                Stats::Tumbling(TumblingWindow::new(config.stat_window, edges))
+            }
+            WindowShape::Sliding => {
+                Stats::Sliding(SecondBuckets::new(config.stat_window.as_secs(), edges))
+            }
+        };
         RatioModel {
             config,
             stats,
+            edges,
             probe_in_flight: false,
             stage: 1,
             stage_since: base,
@@ -43,21 +65,32 @@ impl RatioModel {
         }
     }
 
-    /// Whether the call counts as bad for the configured threshold type
-    /// (slow means strictly above `max_rt`).
-    fn bad(&self, call: Call) -> bool {
+    /// Whether the call that ended at `now` counts as bad for the
+    /// configured threshold type. Slow means a response time above
+    /// `max_rt` in whole milliseconds, measured as Sentinel does: the
+    /// millisecond clock at the end minus the one at the start.
+    fn bad(&self, call: Call, now: Instant) -> bool {
         match self.config.threshold_type {
             ThresholdType::ErrorRatio => call.failed,
-            ThresholdType::SlowRatio { max_rt } => call.duration > max_rt,
+            ThresholdType::SlowRatio { max_rt } => {
+                let edges = self.edges;
+                let end = (now.saturating_duration_since(edges.base) + edges.offset).as_nanos();
+                let start = end as i128 - call.duration.as_nanos() as i128;
+                let ms = 1_000_000;
+                let rt = (end as i128).div_euclid(ms) - start.div_euclid(ms);
+                rt > max_rt.as_millis() as i128
+            }
         }
     }
 
-    /// Sentinel's rule: the ratio must exceed the threshold, or equal it
-    /// when the threshold is 100 %.
+    /// Sentinel's rule: the ratio must exceed the threshold; a slow-ratio
+    /// threshold of 100 % also opens at 100 % (an error ratio of 100 %
+    /// never opens: no ratio exceeds it).
     fn exceeded(&self, t: Tally) -> Option<Reason> {
         let threshold = self.config.threshold.percent();
         let ratio = t.failure_rate();
-        let over = ratio > threshold || (threshold >= 100.0 && ratio >= 100.0);
+        let slow = matches!(self.config.threshold_type, ThresholdType::SlowRatio { .. });
+        let over = ratio > threshold || (slow && threshold >= 100.0 && ratio >= 100.0);
         over.then_some(Reason::Ratio {
             metric: match self.config.threshold_type {
                 ThresholdType::ErrorRatio => "error_ratio",
@@ -105,11 +138,18 @@ impl Model for RatioModel {
     }
 
     fn enter_closed(&mut self) {
-        self.stats.clear();
+        match &mut self.stats {
+            Stats::Tumbling(w) => w.clear(),
+            Stats::Sliding(w) => w.clear(),
+        }
     }
 
     fn record_closed(&mut self, call: Call, now: Instant) -> Option<Reason> {
-        let total = self.stats.record(Tally::one(self.bad(call), false), now);
+        let one = Tally::one(self.bad(call, now), false);
+        let total = match &mut self.stats {
+            Stats::Tumbling(w) => w.record(one, now),
+            Stats::Sliding(w) => w.record(one, now),
+        };
         if total.calls < self.config.minimum_requests {
             return None;
         }
@@ -136,11 +176,15 @@ impl Model for RatioModel {
         self.probe_in_flight = false;
     }
 
-    fn record_half_open(&mut self, call: Call, now: Instant) -> Verdict {
-        let bad = self.bad(call);
+    /// Sentinel: any request that completes in half-open decides, the
+    /// probe or a straggler.
+    fn record_half_open(&mut self, call: Call, trial: bool, now: Instant) -> Verdict {
+        let bad = self.bad(call, now);
         match self.config.recovery {
             Recovery::SingleProbe => {
-                self.probe_in_flight = false;
+                if trial {
+                    self.probe_in_flight = false;
+                }
                 if bad {
                     Verdict::Open(Reason::ProbeFailed { ok: 0, needed: 1 })
                 } else {

@@ -6,7 +6,7 @@ use serde::Deserialize;
 
 use super::config::{
     Backoff, BreakerConfig, ConsecutiveConfig, ModelConfig, RatioConfig, Recovery, SlidingWindow,
-    ThresholdType, WindowConfig, defaults,
+    Stragglers, ThresholdType, WindowConfig, WindowShape, defaults,
 };
 use super::outcome::{Classifier, StatusPattern};
 use crate::clock::Duration;
@@ -43,6 +43,28 @@ pub(crate) enum WindowType {
     Count,
     /// The calls of the last `sliding_window_size` seconds.
     Time,
+}
+
+/// What happens to a call admitted in one state that finishes in another.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum StragglersName {
+    /// Recorded in the state current when it finishes (resilience4j,
+    /// Sentinel; the default of `window` and `ratio`).
+    Count,
+    /// Kept out: each state judges only the calls it admitted (the default
+    /// of `consecutive`).
+    Drop,
+}
+
+/// The shape of the ratio model's statistics window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum ShapeName {
+    /// One window of `stat_window`, started afresh at each edge (Sentinel).
+    Tumbling,
+    /// The last `stat_window` seconds, in one-second buckets.
+    Sliding,
 }
 
 /// What the ratio model's `threshold` is a share of.
@@ -181,6 +203,14 @@ pub(crate) struct RawBreaker {
     /// Count 4xx not listed elsewhere as failures (default false).
     #[serde(default)]
     count_4xx: bool,
+    /// A call admitted in an earlier state that finishes now: `count` (in
+    /// the current state, as resilience4j and Sentinel do; the default of
+    /// `window` and `ratio`) or `drop` (the default of `consecutive`).
+    stragglers: Option<StragglersName>,
+    /// window (time), ratio: how far into a window the run starts, so
+    /// windows line up with a library's wall-clock windows (default `0s`:
+    /// windows start at the run's start).
+    window_offset: Option<Dur>,
     /// window: `count` (default) or `time`.
     sliding_window_type: Option<WindowType>,
     /// window: calls (count) or seconds (time) in the window (default 10).
@@ -219,8 +249,12 @@ pub(crate) struct RawBreaker {
     threshold: Option<Percent>,
     /// ratio: a call slower than this is slow.
     max_rt: Option<Dur>,
-    /// ratio: the statistics window (default `10s`).
+    /// ratio: the statistics window, any whole number of milliseconds up
+    /// to `120m` (default `10s`).
     stat_window: Option<Dur>,
+    /// ratio: `tumbling` (one window, as Sentinel; the default) or
+    /// `sliding` (one-second buckets; whole seconds).
+    stat_window_shape: Option<ShapeName>,
     /// ratio: calls needed before the ratio is judged (default 5).
     #[schemars(range(min = 1))]
     minimum_requests: Option<u32>,
@@ -231,7 +265,7 @@ pub(crate) struct RawBreaker {
 }
 
 /// The keys that belong to some models only, with those models.
-const MODEL_KEYS: [(&str, &[ModelName]); 20] = {
+const MODEL_KEYS: [(&str, &[ModelName]); 22] = {
     use ModelName::{Consecutive as C, Ratio as R, Window as W};
     [
         ("sliding_window_type", &[W]),
@@ -251,6 +285,8 @@ const MODEL_KEYS: [(&str, &[ModelName]); 20] = {
         ("threshold", &[R]),
         ("max_rt", &[R]),
         ("stat_window", &[R]),
+        ("stat_window_shape", &[R]),
+        ("window_offset", &[W, R]),
         ("minimum_requests", &[R]),
         ("breaker_duration", &[R]),
         ("recovery", &[R]),
@@ -339,6 +375,8 @@ impl RawBreaker {
             "threshold" => self.threshold.is_some(),
             "max_rt" => self.max_rt.is_some(),
             "stat_window" => self.stat_window.is_some(),
+            "stat_window_shape" => self.stat_window_shape.is_some(),
+            "window_offset" => self.window_offset.is_some(),
             "minimum_requests" => self.minimum_requests.is_some(),
             "breaker_duration" => self.breaker_duration.is_some(),
             "recovery" => self.recovery.is_some(),
@@ -400,6 +438,7 @@ impl RawBreaker {
                 defaults::PERMITTED_CALLS_IN_HALF_OPEN,
             ),
             max_wait_in_half_open: self.max_wait_in_half_open.map(Dur::get),
+            window_offset: self.window_offset.map_or(Duration::ZERO, Dur::get),
         }
     }
 
@@ -431,16 +470,21 @@ impl RawBreaker {
             },
         };
         let stat_window = self.stat_window.map_or(defaults::STAT_WINDOW, Dur::get);
-        if stat_window < Duration::from_secs(1)
+        let stat_window_shape = match self.stat_window_shape {
+            None | Some(ShapeName::Tumbling) => WindowShape::Tumbling,
+            Some(ShapeName::Sliding) => WindowShape::Sliding,
+        };
+        let (unit, least) = match stat_window_shape {
+            WindowShape::Tumbling => ("milliseconds from 1ms", Duration::from_millis(1)),
+            WindowShape::Sliding => ("seconds from 1s", Duration::from_secs(1)),
+        };
+        if stat_window < least
             || stat_window > Duration::from_secs(120 * 60)
-            || stat_window.subsec_nanos() != 0
+            || !stat_window.as_nanos().is_multiple_of(least.as_nanos())
         {
             p.add(
                 "stat_window",
-                format!(
-                    "must be whole seconds from 1s to 120m, got {}",
-                    Dur(stat_window)
-                ),
+                format!("must be whole {unit} to 120m, got {}", Dur(stat_window)),
             );
         }
         let breaker_duration = self
@@ -474,6 +518,8 @@ impl RawBreaker {
                 defaults::FAILURE_RATE_THRESHOLD,
             ),
             stat_window,
+            stat_window_shape,
+            window_offset: self.window_offset.map_or(Duration::ZERO, Dur::get),
             minimum_requests: p.positive(
                 "minimum_requests",
                 self.minimum_requests,
@@ -512,52 +558,20 @@ impl TryFrom<RawBreaker> for BreakerConfig {
         if let Some(failure_statuses) = raw.failure_statuses {
             classifier.failure_statuses = failure_statuses;
         }
+        let stragglers = match raw.stragglers {
+            None => Stragglers::default_for(&model),
+            Some(StragglersName::Count) => Stragglers::Count,
+            Some(StragglersName::Drop) => Stragglers::Drop,
+        };
         Ok(BreakerConfig {
             name: raw.name,
             model,
             classifier,
+            stragglers,
         })
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_model_key_is_a_breaker_field_and_counts_as_set_when_given() {
-        let schema = schemars::schema_for!(RawBreaker);
-        let properties = schema.get("properties").and_then(|p| p.as_object());
-        for (key, models) in MODEL_KEYS {
-            assert!(
-                properties.is_some_and(|p| p.contains_key(key)),
-                "{key} is not a breaker key"
-            );
-            // Set it under a model it does not belong to: it must be named.
-            let other = [ModelName::Window, ModelName::Consecutive, ModelName::Ratio]
-                .into_iter()
-                .find(|m| !models.contains(m))
-                .unwrap();
-            let value = match key {
-                "sliding_window_type" => "count",
-                "threshold_type" => "error_ratio",
-                "automatic_half_open" => "true",
-                "recovery" => "single_probe",
-                "wait_in_open_backoff" => "{ multiplier: 2, max: 1m }",
-                "failure_rate_threshold" | "slow_call_rate_threshold" | "threshold" => "50%",
-                k if k.ends_with("duration")
-                    || k.starts_with("wait")
-                    || k.starts_with("max_")
-                    || k == "stat_window" =>
-                {
-                    "1s"
-                }
-                _ => "3",
-            };
-            let text = format!("model: {}\n{key}: {value}\n", other.key());
-            let raw: RawBreaker =
-                serde_yaml_ng::from_str(&text).unwrap_or_else(|e| panic!("{text}: {e}"));
-            assert_eq!(raw.foreign_keys(), vec![key], "{text}");
-        }
-    }
-}
+#[path = "raw_tests.rs"]
+mod tests;

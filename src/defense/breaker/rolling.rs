@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use crate::clock::Instant;
+use crate::clock::{Duration, Instant};
 
 /// Counts of judged calls (ignored outcomes never get here).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -95,15 +95,73 @@ impl CountWindow {
     }
 }
 
-/// Calls of the last `seconds` whole seconds, counted from `base`: a call at
-/// `base + 12.7s` lands in bucket 12, which expires once the current bucket
-/// is 12 + `seconds` (resilience4j's epoch-second buckets).
+/// Where time-window edges fall: every `interval` from `base` (the run's
+/// start), shifted so that `base` lies `offset` into a window (the start's
+/// wall-clock phase, to line up with a library's epoch-aligned windows).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Edges {
+    /// The run's start.
+    pub(crate) base: Instant,
+    /// How far into a window the run starts.
+    pub(crate) offset: Duration,
+}
+
+impl Edges {
+    /// The index of the window of width `interval` that holds `now`.
+    pub(crate) fn index(self, now: Instant, interval: Duration) -> u64 {
+        let since = now.saturating_duration_since(self.base) + self.offset;
+        (since.as_nanos() / interval.as_nanos().max(1)) as u64
+    }
+}
+
+/// One tumbling window of `interval` (Sentinel's circuit-breaker statistic:
+/// a leap array of one bucket of `statIntervalMs`): a call is counted in
+/// the window it falls in; a call in a later window starts it afresh.
+#[derive(Debug, Clone)]
+pub(crate) struct TumblingWindow {
+    /// Its width.
+    interval: Duration,
+    /// Where its edges fall.
+    edges: Edges,
+    /// The window the counts belong to, and the counts.
+    current: Option<(u64, Tally)>,
+}
+
+impl TumblingWindow {
+    pub(crate) fn new(interval: Duration, edges: Edges) -> Self {
+        TumblingWindow {
+            interval,
+            edges,
+            current: None,
+        }
+    }
+
+    /// Adds a call at `now`; returns the counts of its window.
+    pub(crate) fn record(&mut self, call: Tally, now: Instant) -> Tally {
+        let index = self.edges.index(now, self.interval);
+        let tally = match &mut self.current {
+            Some((i, tally)) if *i == index => tally,
+            current => &mut current.insert((index, Tally::default())).1,
+        };
+        tally.add(call);
+        *tally
+    }
+
+    /// Empties the window (Sentinel resets its current bucket on close).
+    pub(crate) fn clear(&mut self) {
+        self.current = None;
+    }
+}
+
+/// Calls of the last `seconds` whole seconds (resilience4j's epoch-second
+/// buckets): a call 12.7 s past the first edge lands in bucket 12, which
+/// expires once the current bucket is 12 + `seconds`.
 #[derive(Debug, Clone)]
 pub(crate) struct SecondBuckets {
     /// Width of the window in buckets (seconds).
     seconds: u64,
-    /// Instant of bucket 0 (the run start), so buckets align across breakers.
-    base: Instant,
+    /// Where the one-second edges fall.
+    edges: Edges,
     /// Non-empty buckets, oldest first: (second index, counts).
     buckets: VecDeque<(u64, Tally)>,
     /// Sum of `buckets`.
@@ -111,17 +169,17 @@ pub(crate) struct SecondBuckets {
 }
 
 impl SecondBuckets {
-    pub(crate) fn new(seconds: u64, base: Instant) -> Self {
+    pub(crate) fn new(seconds: u64, edges: Edges) -> Self {
         SecondBuckets {
             seconds,
-            base,
+            edges,
             buckets: VecDeque::new(),
             total: Tally::default(),
         }
     }
 
     fn second(&self, now: Instant) -> u64 {
-        now.saturating_duration_since(self.base).as_secs()
+        self.edges.index(now, Duration::from_secs(1))
     }
 
     /// Drops buckets that left the window at `now`; returns what remains.
@@ -157,7 +215,6 @@ impl SecondBuckets {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clock::Duration;
 
     #[test]
     fn count_window_keeps_only_the_last_n_calls() {
@@ -180,11 +237,46 @@ mod tests {
     fn second_buckets_expire_a_bucket_exactly_n_seconds_after_its_second() {
         let base = Instant::now();
         let at = |ms: u64| base + Duration::from_millis(ms);
-        let mut w = SecondBuckets::new(2, base);
+        let mut w = SecondBuckets::new(
+            2,
+            Edges {
+                base,
+                offset: Duration::ZERO,
+            },
+        );
         w.record(Tally::one(true, false), at(900)); // bucket 0
         w.record(Tally::one(false, false), at(1_100)); // bucket 1
         assert_eq!(w.total(at(1_999)).calls, 2);
         assert_eq!(w.total(at(2_000)).calls, 1, "bucket 0 leaves at 2s");
         assert_eq!(w.total(at(3_000)).calls, 0, "bucket 1 leaves at 3s");
+    }
+
+    #[test]
+    fn an_offset_moves_the_edges_as_if_the_run_started_that_far_into_a_window() {
+        let base = Instant::now();
+        let edges = Edges {
+            base,
+            offset: Duration::from_millis(300),
+        };
+        let second = Duration::from_secs(1);
+        assert_eq!(edges.index(base + Duration::from_millis(699), second), 0);
+        assert_eq!(edges.index(base + Duration::from_millis(700), second), 1);
+    }
+
+    #[test]
+    fn a_tumbling_window_counts_only_the_calls_of_its_own_interval() {
+        let base = Instant::now();
+        let at = |ms: u64| base + Duration::from_millis(ms);
+        let edges = Edges {
+            base,
+            offset: Duration::ZERO,
+        };
+        let mut w = TumblingWindow::new(Duration::from_millis(2000), edges);
+        w.record(Tally::one(true, false), at(1500));
+        assert_eq!(w.record(Tally::one(true, false), at(1999)).calls, 2);
+        let fresh = w.record(Tally::one(true, false), at(2060));
+        assert_eq!((fresh.calls, fresh.failures), (1, 1), "a new window at 2s");
+        w.clear();
+        assert_eq!(w.record(Tally::one(false, false), at(2100)).calls, 1);
     }
 }

@@ -60,8 +60,11 @@ impl fmt::Display for State {
 pub struct Permit {
     /// The episode the call was admitted in; bumped by every transition and
     /// every progressive stage, so a straggler from an earlier episode is
-    /// recognised and kept out of the current statistics.
+    /// recognised.
     pub(crate) episode: u64,
+    /// Transitions before the call was admitted: a straggler of the same
+    /// state (a progressive stage ago) is told from one of another state.
+    pub(crate) transitions: u64,
     /// The state that admitted the call.
     pub(crate) state: State,
 }

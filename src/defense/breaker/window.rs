@@ -5,7 +5,7 @@
 use super::config::{SlidingWindow, WindowConfig};
 use super::journal::Reason;
 use super::model::{Call, Model, Verdict};
-use super::rolling::{CountWindow, SecondBuckets, Tally};
+use super::rolling::{CountWindow, Edges, SecondBuckets, Tally};
 use crate::clock::{Duration, Instant};
 
 /// The closed-state statistics.
@@ -26,9 +26,10 @@ pub(crate) struct WindowModel {
     /// window (a ring of 10 can never hold 100 calls), `minimum_calls` for
     /// a time window.
     minimum_calls: u32,
-    /// Trial calls admitted and not yet finished.
-    in_flight: u32,
-    /// Finished trial calls of this half-open episode.
+    /// Half-open slots handed out this episode (a trial that ends without
+    /// an outcome gives its slot back; one with an outcome keeps it).
+    permits: u32,
+    /// Calls recorded in this half-open episode (trials and stragglers).
     trials: Tally,
     /// When this half-open episode started.
     half_open_since: Option<Instant>,
@@ -45,7 +46,13 @@ impl WindowModel {
                 config.minimum_calls.min(size),
             ),
             SlidingWindow::Time(seconds) => (
-                Rolling::Time(SecondBuckets::new(u64::from(seconds), base)),
+                Rolling::Time(SecondBuckets::new(
+                    u64::from(seconds),
+                    Edges {
+                        base,
+                        offset: config.window_offset,
+                    },
+                )),
                 config.minimum_calls,
             ),
         };
@@ -53,7 +60,7 @@ impl WindowModel {
             config,
             rolling,
             minimum_calls,
-            in_flight: 0,
+            permits: 0,
             trials: Tally::default(),
             half_open_since: None,
             last_decision: None,
@@ -110,6 +117,11 @@ impl Model for WindowModel {
         self.config.automatic_half_open
     }
 
+    /// resilience4j's open state admits once the clock `isAfter` the wait.
+    fn admits_at_end_of_wait(&self) -> bool {
+        false
+    }
+
     fn failure_rate(&self) -> Option<f64> {
         self.last_decision.map(Tally::failure_rate)
     }
@@ -136,30 +148,34 @@ impl Model for WindowModel {
     }
 
     fn enter_half_open(&mut self, now: Instant) {
-        self.in_flight = 0;
+        self.permits = 0;
         self.trials = Tally::default();
         self.half_open_since = Some(now);
     }
 
     fn admit_half_open(&mut self) -> bool {
-        let taken = self.in_flight + self.trials.calls;
-        let free = taken < self.config.permitted_calls_in_half_open;
+        let free = self.permits < self.config.permitted_calls_in_half_open;
         if free {
-            self.in_flight += 1;
+            self.permits += 1;
         }
         free
     }
 
     fn release_half_open(&mut self) {
-        self.in_flight = self.in_flight.saturating_sub(1);
+        self.permits = self.permits.saturating_sub(1);
     }
 
-    fn record_half_open(&mut self, call: Call, _now: Instant) -> Verdict {
-        self.release_half_open();
-        let one = self.tally(call);
-        self.trials.add(one);
+    /// resilience4j's half-open window holds `permitted` calls and decides
+    /// once `min(minimum_calls, permitted)` results are in; a straggler's
+    /// result counts like a trial's.
+    fn record_half_open(&mut self, call: Call, _trial: bool, _now: Instant) -> Verdict {
+        self.trials.add(self.tally(call));
         let t = self.trials;
-        if t.calls < self.config.permitted_calls_in_half_open {
+        let needed = self
+            .config
+            .minimum_calls
+            .min(self.config.permitted_calls_in_half_open);
+        if t.calls < needed {
             return Verdict::Pending;
         }
         match self.over_threshold(t) {

@@ -41,6 +41,8 @@ wait_in_open_backoff: { multiplier: 2, max: 1m }
 automatic_half_open: true
 permitted_calls_in_half_open: 4
 max_wait_in_half_open: 10s
+window_offset: 250ms
+stragglers: drop
 failure_statuses: [\"5xx\", 429]
 ignore_statuses: [503]
 count_4xx: true
@@ -61,8 +63,10 @@ count_4xx: true
         automatic_half_open: true,
         permitted_calls_in_half_open: 4,
         max_wait_in_half_open: Some(Duration::from_secs(10)),
+        window_offset: Duration::from_millis(250),
     };
     assert_eq!(c.model, ModelConfig::Window(want));
+    assert_eq!(c.stragglers, Stragglers::Drop);
     assert_eq!(
         c.classifier,
         Classifier {
@@ -87,6 +91,11 @@ fn consecutive_and_ratio_keys_are_read() {
             wait_in_open: Duration::from_secs(7),
         })
     );
+    assert_eq!(
+        c.stragglers,
+        Stragglers::Drop,
+        "consecutive drops stragglers"
+    );
     let c = parse(
         "name: b
 model: ratio
@@ -94,6 +103,8 @@ threshold_type: slow_ratio
 max_rt: 800ms
 threshold: 30%
 stat_window: 1m
+stat_window_shape: sliding
+window_offset: 1500ms
 minimum_requests: 20
 breaker_duration: 15s
 recovery: { progressive: { phases: 4, min_passes_per_phase: 10, phase_duration: 20s } }
@@ -108,6 +119,8 @@ recovery: { progressive: { phases: 4, min_passes_per_phase: 10, phase_duration: 
             },
             threshold: Percent::new(30.0).unwrap(),
             stat_window: Duration::from_secs(60),
+            stat_window_shape: WindowShape::Sliding,
+            window_offset: Duration::from_millis(1500),
             minimum_requests: 20,
             breaker_duration: Duration::from_secs(15),
             recovery: Recovery::Progressive {
@@ -117,6 +130,7 @@ recovery: { progressive: { phases: 4, min_passes_per_phase: 10, phase_duration: 
             },
         })
     );
+    assert_eq!(c.stragglers, Stragglers::Count, "ratio counts stragglers");
     let c = parse("name: c\nmodel: ratio\nrecovery: single_probe").unwrap();
     assert_eq!(c.model, ModelConfig::Ratio(RatioConfig::default()));
 }
@@ -153,7 +167,11 @@ fn each_invalid_value_is_rejected_with_its_key_named() {
         ),
         ("model: consecutive\nminimum_calls: 3", "minimum_calls"),
         ("model: ratio\nthreshold: 0%", "threshold"),
-        ("model: ratio\nstat_window: 500ms", "stat_window"),
+        (
+            "model: ratio\nstat_window_shape: sliding\nstat_window: 500ms",
+            "stat_window",
+        ),
+        ("model: ratio\nstat_window: 1500us", "stat_window"),
         ("model: ratio\nstat_window: 121m", "stat_window"),
         ("model: ratio\nmax_rt: 1s", "max_rt"),
         (

@@ -39,21 +39,36 @@ fn error_ratio_must_exceed_the_threshold_not_just_reach_it() {
 }
 
 #[test]
-fn a_100_percent_threshold_opens_at_exactly_100_percent() {
+fn a_100_percent_slow_ratio_opens_at_exactly_100_percent() {
     let config = ratio(|c| {
         c.threshold = Percent::ALL;
+        c.threshold_type = ThresholdType::SlowRatio {
+            max_rt: Duration::from_millis(10),
+        };
         c.minimum_requests = 3;
     });
-    let b = replay(&config, &repeat(0, 100, 3, Fail(1)));
+    let b = replay(&config, &repeat(0, 100, 3, Ok(50)));
     assert_journal(
         &b,
         &[(
             200,
             "closed",
             "open",
-            "error_ratio 100% >= 100% over 3 requests",
+            "slow_ratio 100% >= 100% over 3 requests",
         )],
     );
+}
+
+/// Sentinel's exception-ratio breaker opens only when the ratio is
+/// strictly above the threshold: at 100 % nothing is above.
+#[test]
+fn a_100_percent_error_ratio_never_opens_even_when_every_request_fails() {
+    let config = ratio(|c| {
+        c.threshold = Percent::ALL;
+        c.minimum_requests = 3;
+    });
+    let b = replay(&config, &repeat(0, 100, 30, Fail(1)));
+    assert_journal(&b, &[]);
 }
 
 #[test]
@@ -82,9 +97,10 @@ fn slow_ratio_counts_only_responses_strictly_above_max_rt_and_ignores_errors() {
 }
 
 #[test]
-fn stat_window_drops_a_second_once_it_leaves_the_window() {
+fn sliding_stat_window_drops_a_second_once_it_leaves_the_window() {
     let config = ratio(|c| {
         c.stat_window = Duration::from_secs(2);
+        c.stat_window_shape = WindowShape::Sliding;
         c.minimum_requests = 3;
     });
     let steps = [
@@ -102,6 +118,76 @@ fn stat_window_drops_a_second_once_it_leaves_the_window() {
             "open",
             "error_ratio 100% > 50% over 3 requests",
         )],
+    );
+}
+
+/// Sentinel counts in one tumbling window of `statIntervalMs`: failures at
+/// 1.5 s, 1.6 s and 2.06 s fall in two windows of 2 s and never make the
+/// minimum of 3 together; sliding one-second buckets would open.
+#[test]
+fn tumbling_stat_window_starts_afresh_at_each_edge() {
+    let steps = [(1500, Fail(1)), (1600, Fail(1)), (2060, Fail(1))];
+    let tumbling = replay(
+        &ratio(|c| {
+            c.stat_window = Duration::from_secs(2);
+            c.minimum_requests = 3;
+        }),
+        &steps,
+    );
+    assert_journal(&tumbling, &[]);
+    let sliding = replay(
+        &ratio(|c| {
+            c.stat_window = Duration::from_secs(2);
+            c.stat_window_shape = WindowShape::Sliding;
+            c.minimum_requests = 3;
+        }),
+        &steps,
+    );
+    assert_eq!(sliding.state(), State::Open);
+    // Any number of milliseconds, and an offset that moves the edges.
+    let shifted = replay(
+        &ratio(|c| {
+            c.stat_window = Duration::from_millis(700);
+            c.window_offset = Duration::from_millis(400);
+            c.minimum_requests = 3;
+        }),
+        &[(1000, Fail(1)), (1200, Fail(1)), (1299, Fail(1))],
+    );
+    assert_journal(
+        &shifted,
+        &[(
+            1299,
+            "closed",
+            "open",
+            "error_ratio 100% > 50% over 3 requests",
+        )],
+    );
+}
+
+/// Sentinel's response time is the millisecond clock at the end minus the
+/// one at the start: 0.6 ms across a millisecond edge is 1 ms.
+#[test]
+fn slow_ratio_measures_response_time_in_whole_milliseconds_of_the_clock() {
+    let start = base();
+    let config = ratio(|c| {
+        c.threshold_type = ThresholdType::SlowRatio {
+            max_rt: Duration::ZERO,
+        };
+        c.minimum_requests = 1;
+        c.threshold = Percent::new(40.0).unwrap();
+    });
+    let mut b = Breaker::new(&config, start);
+    let p = b.try_acquire(start).unwrap();
+    let end = start + Duration::from_micros(1900);
+    b.record(p, Outcome::Success, Duration::from_micros(800), end);
+    assert_eq!(b.state(), State::Closed, "1.1 ms to 1.9 ms: 0 whole ms");
+    let p = b.try_acquire(end).unwrap();
+    let end = start + Duration::from_micros(2300);
+    b.record(p, Outcome::Success, Duration::from_micros(600), end);
+    assert_eq!(
+        b.state(),
+        State::Open,
+        "1.7 ms to 2.3 ms: 1 whole ms, 1 of 2"
     );
 }
 

@@ -22,7 +22,8 @@ fn opened_window() -> SharedBreaker {
 #[tokio::test(start_paused = true)]
 async fn a_dropped_guard_frees_its_half_open_slot() {
     let shared = opened_window();
-    tokio::time::advance(Duration::from_secs(5)).await;
+    // resilience4j admits strictly after the wait.
+    tokio::time::advance(Duration::from_millis(5001)).await;
     let guards: Vec<CallGuard> = (0..3)
         .map(|_| shared.try_acquire(clock::now()).unwrap())
         .collect();
@@ -38,7 +39,8 @@ async fn a_dropped_guard_frees_its_half_open_slot() {
 #[tokio::test(start_paused = true)]
 async fn a_recorded_guard_reports_exactly_one_outcome() {
     let shared = opened_window();
-    tokio::time::advance(Duration::from_secs(5)).await;
+    // resilience4j admits strictly after the wait.
+    tokio::time::advance(Duration::from_millis(5001)).await;
     for _ in 0..3 {
         let g = shared.try_acquire(clock::now()).unwrap();
         g.record(Outcome::Success, Duration::from_millis(5), clock::now());
@@ -54,7 +56,8 @@ async fn a_recorded_guard_reports_exactly_one_outcome() {
 #[tokio::test(start_paused = true)]
 async fn concurrent_tasks_get_exactly_the_permitted_half_open_calls() {
     let shared = opened_window();
-    tokio::time::advance(Duration::from_secs(5)).await;
+    // resilience4j admits strictly after the wait.
+    tokio::time::advance(Duration::from_millis(5001)).await;
     let tasks: Vec<_> = (0..10)
         .map(|_| {
             let shared = shared.clone();

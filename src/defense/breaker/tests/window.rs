@@ -164,9 +164,10 @@ fn time_window_drops_a_bucket_once_it_leaves_the_window() {
 }
 
 #[test]
-fn open_rejects_until_wait_in_open_has_passed_then_the_next_call_is_a_trial() {
+fn open_rejects_through_the_end_of_wait_in_open_then_the_next_call_is_a_trial() {
+    // resilience4j admits once the clock is strictly after the wait.
     let mut steps = five_failures();
-    steps.extend([(4000, Reject), (33_999, Reject), (34_000, Ok(10))]);
+    steps.extend([(4000, Reject), (34_000, Reject), (34_001, Ok(10))]);
     let b = replay(&window(|_| {}), &steps);
     assert_journal(
         &b,
@@ -177,7 +178,7 @@ fn open_rejects_until_wait_in_open_has_passed_then_the_next_call_is_a_trial() {
                 "open",
                 "failure_rate 100% >= 50% over 5 calls",
             ),
-            (34_000, "open", "half_open", "wait_in_open 30s elapsed"),
+            (34_001, "open", "half_open", "wait_in_open 30s elapsed"),
         ],
     );
     assert_eq!(b.counters().rejected.open, 2);
@@ -188,7 +189,7 @@ fn open_rejects_until_wait_in_open_has_passed_then_the_next_call_is_a_trial() {
 #[test]
 fn half_open_closes_after_the_permitted_calls_when_rates_stay_below() {
     let mut steps = five_failures();
-    steps.extend([(34_000, Ok(10)), (35_000, Ok(10)), (36_000, Fail(10))]);
+    steps.extend([(34_001, Ok(10)), (35_000, Ok(10)), (36_000, Fail(10))]);
     let b = replay(&window(|_| {}), &steps);
     assert_eq!(b.journal().len(), 3);
     assert_journal(
@@ -200,7 +201,7 @@ fn half_open_closes_after_the_permitted_calls_when_rates_stay_below() {
                 "open",
                 "failure_rate 100% >= 50% over 5 calls",
             ),
-            (34_000, "open", "half_open", "wait_in_open 30s elapsed"),
+            (34_001, "open", "half_open", "wait_in_open 30s elapsed"),
             (
                 36_000,
                 "half_open",
@@ -214,8 +215,8 @@ fn half_open_closes_after_the_permitted_calls_when_rates_stay_below() {
 #[test]
 fn half_open_reopens_for_a_full_wait_when_the_trials_fail() {
     let mut steps = five_failures();
-    steps.extend([(34_000, Ok(10)), (35_000, Fail(10)), (36_000, Fail(10))]);
-    steps.extend([(65_999, Reject), (66_000, Ok(10))]);
+    steps.extend([(34_001, Ok(10)), (35_000, Fail(10)), (36_000, Fail(10))]);
+    steps.extend([(66_000, Reject), (66_001, Ok(10))]);
     let b = replay(&window(|_| {}), &steps);
     let got = seen(&b);
     assert_eq!(
@@ -230,7 +231,7 @@ fn half_open_reopens_for_a_full_wait_when_the_trials_fail() {
     assert_eq!(
         got[3],
         (
-            66_000,
+            66_001,
             "open",
             "half_open",
             "wait_in_open 30s elapsed".into()
@@ -242,7 +243,7 @@ fn half_open_reopens_for_a_full_wait_when_the_trials_fail() {
 fn ignored_trial_calls_free_their_half_open_slot() {
     let mut steps = five_failures();
     steps.extend([
-        (34_000, Ignore),
+        (34_001, Ignore),
         (34_100, Ignore),
         (34_200, Ok(1)),
         (34_300, Ok(1)),
@@ -264,7 +265,7 @@ fn ignored_trial_calls_free_their_half_open_slot() {
 fn extra_half_open_calls_are_rejected_including_concurrent_ones() {
     let start = base();
     let mut b = replay(&window(|_| {}), &five_failures());
-    let t = ms(start, 34_000);
+    let t = ms(start, 34_001);
     let held: Vec<Permit> = (0..3).map(|_| b.try_acquire(t).unwrap()).collect();
     assert!(b.try_acquire(t).is_err(), "a fourth concurrent call");
     let mut held = held.into_iter();
@@ -288,22 +289,27 @@ fn max_wait_in_half_open_reopens_at_its_deadline_even_when_noticed_late() {
     let start = base();
     let config = window(|c| c.max_wait_in_half_open = Some(Duration::from_secs(10)));
     let mut b = replay(&config, &five_failures());
-    let stuck = b.try_acquire(ms(start, 34_000)).unwrap();
-    assert_eq!(b.next_timer(), Some(ms(start, 44_000)));
+    let stuck = b.try_acquire(ms(start, 34_001)).unwrap();
+    assert_eq!(b.next_timer(), Some(ms(start, 44_001)));
     b.on_timer(ms(start, 50_000));
     assert_eq!(
         seen(&b)[2],
         (
-            44_000,
+            44_001,
             "half_open",
             "open",
             "max_wait_in_half_open 10s elapsed".into()
         )
     );
-    assert!(b.try_acquire(ms(start, 73_999)).is_err());
-    b.record(stuck, Outcome::Success, Duration::ZERO, ms(start, 74_000));
+    assert!(b.try_acquire(ms(start, 74_001)).is_err());
+    b.record(stuck, Outcome::Success, Duration::ZERO, ms(start, 74_001));
     assert_eq!(b.counters().stragglers, 1);
-    assert!(b.try_acquire(ms(start, 74_000)).is_ok());
+    assert_eq!(
+        b.state(),
+        State::Open,
+        "a straggler decides nothing in open"
+    );
+    assert!(b.try_acquire(ms(start, 74_002)).is_ok());
 }
 
 #[test]
@@ -349,15 +355,15 @@ fn wait_in_open_grows_by_the_multiplier_up_to_max_and_resets_on_close() {
     });
     let steps = [
         (0, Fail(1)),
-        (9_999, Reject),
-        (10_000, Fail(1)), // trial fails: wait 20 s
-        (29_999, Reject),
-        (30_000, Fail(1)), // wait 40 s capped to 30 s
-        (59_999, Reject),
-        (60_000, Ok(1)),   // closes
+        (10_000, Reject),
+        (10_001, Fail(1)), // trial fails: wait 20 s
+        (30_001, Reject),
+        (30_002, Fail(1)), // wait 40 s capped to 30 s
+        (60_002, Reject),
+        (60_003, Ok(1)),   // closes
         (61_000, Fail(1)), // back to 10 s
-        (70_999, Reject),
-        (71_000, Ok(1)),
+        (71_000, Reject),
+        (71_001, Ok(1)),
     ];
     let b = replay(&config, &steps);
     let waits: Vec<(u64, String)> = seen(&b)
@@ -368,19 +374,23 @@ fn wait_in_open_grows_by_the_multiplier_up_to_max_and_resets_on_close() {
     assert_eq!(
         waits,
         [
-            (10_000, "wait_in_open 10s elapsed".to_string()),
-            (30_000, "wait_in_open 20s elapsed".to_string()),
-            (60_000, "wait_in_open 30s elapsed".to_string()),
-            (71_000, "wait_in_open 10s elapsed".to_string()),
+            (10_001, "wait_in_open 10s elapsed".to_string()),
+            (30_002, "wait_in_open 20s elapsed".to_string()),
+            (60_003, "wait_in_open 30s elapsed".to_string()),
+            (71_001, "wait_in_open 10s elapsed".to_string()),
         ]
     );
     assert_eq!(b.state(), State::Closed);
 }
 
-#[test]
-fn a_straggler_from_an_earlier_episode_is_kept_out_of_half_open() {
+/// A call admitted while closed that fails during half-open: with
+/// `stragglers: count` (resilience4j) it is one of the half-open results;
+/// with `drop` it is kept out and three trials decide.
+fn straggler_in_half_open(stragglers: Stragglers) -> Breaker {
     let start = base();
-    let mut b = Breaker::new(&window(|_| {}), start);
+    let mut config = window(|_| {});
+    config.stragglers = stragglers;
+    let mut b = Breaker::new(&config, start);
     let straggler = b.try_acquire(start).unwrap();
     for i in 1..=5 {
         let p = b.try_acquire(ms(start, i * 1000)).unwrap();
@@ -391,20 +401,37 @@ fn a_straggler_from_an_earlier_episode_is_kept_out_of_half_open() {
             ms(start, i * 1000),
         );
     }
-    let trial = b.try_acquire(ms(start, 35_000)).unwrap();
-    b.record(trial, Outcome::Success, Duration::ZERO, ms(start, 35_000));
+    let trial = b.try_acquire(ms(start, 35_001)).unwrap();
+    b.record(trial, Outcome::Success, Duration::ZERO, ms(start, 35_001));
     let late = Outcome::Failure(FailureKind::Reset);
     b.record(straggler, late, Duration::ZERO, ms(start, 35_500));
     assert_eq!(b.counters().stragglers, 1);
-    assert_eq!(
-        b.state(),
-        State::HalfOpen,
-        "the straggler is not the second trial"
-    );
     for t in [36_000, 37_000] {
-        let p = b.try_acquire(ms(start, t)).unwrap();
-        b.record(p, Outcome::Success, Duration::ZERO, ms(start, t));
+        if let Result::Ok(p) = b.try_acquire(ms(start, t)) {
+            b.record(p, Outcome::Success, Duration::ZERO, ms(start, t));
+        }
     }
+    b
+}
+
+#[test]
+fn a_straggler_is_recorded_in_the_state_current_when_it_finishes() {
+    let b = straggler_in_half_open(Stragglers::Count);
+    assert_eq!(
+        seen(&b)[2],
+        (
+            36_000,
+            "half_open",
+            "closed",
+            "failure_rate 33.3% and slow_call_rate 0% below thresholds over 3 calls".into()
+        ),
+        "trial, straggler, trial"
+    );
+}
+
+#[test]
+fn with_stragglers_drop_a_straggler_is_kept_out_of_half_open() {
+    let b = straggler_in_half_open(Stragglers::Drop);
     assert_eq!(
         seen(&b)[2],
         (
@@ -412,7 +439,46 @@ fn a_straggler_from_an_earlier_episode_is_kept_out_of_half_open() {
             "half_open",
             "closed",
             "failure_rate 0% and slow_call_rate 0% below thresholds over 3 calls".into()
-        )
+        ),
+        "three trials, the straggler left out"
+    );
+}
+
+/// resilience4j's half-open window has the permitted size and decides
+/// once min(minimum_calls, permitted) results are in (its issue 1523).
+#[test]
+fn half_open_decides_once_min_of_minimum_calls_and_permitted_results_are_in() {
+    let config = window(|c| {
+        c.sliding_window = SlidingWindow::Count(10);
+        c.minimum_calls = 2;
+        c.permitted_calls_in_half_open = 4;
+        c.wait_in_open = Duration::from_secs(5);
+    });
+    let steps = [
+        (0, Fail(1)),
+        (100, Fail(1)), // 2 of 2 failed: opens
+        (5_101, Fail(1)),
+        (5_200, Fail(1)), // the second trial decides: reopens
+        (5_300, Reject),
+    ];
+    let b = replay(&config, &steps);
+    assert_journal(
+        &b,
+        &[
+            (
+                100,
+                "closed",
+                "open",
+                "failure_rate 100% >= 50% over 2 calls",
+            ),
+            (5_101, "open", "half_open", "wait_in_open 5s elapsed"),
+            (
+                5_200,
+                "half_open",
+                "open",
+                "failure_rate 100% >= 50% over 2 calls",
+            ),
+        ],
     );
 }
 
