@@ -185,23 +185,23 @@ fn window_straggler_from_closed_is_recorded_in_half_open_and_decides() {
     );
 }
 
-/// Issue 16 (2): a trial call finishing after half-open closed counts in
-/// the closed window, and can open it.
+/// Issue 16 (2): a call admitted before the breaker opened, finishing after
+/// it closed again, counts in the new closed window and can open it.
 #[test]
-fn window_straggler_from_half_open_counts_in_closed_and_can_open() {
+fn window_straggler_from_an_earlier_closed_period_counts_in_closed_and_can_open() {
     let steps = at(&[
+        (0, Acquire), // the straggler
         (0, Acquire),
-        (1_000, Finish(0, F)), // min(1, 2) = 1 call at 100 %: open
-        (1_001_001, Acquire),
-        (1_001_001, Acquire),
-        (1_002_000, Finish(0, S)), // min(1, 2) results, 0 %: closed
-        (1_003_000, Finish(0, F)), // the other trial, now in closed
+        (1_000, Finish(1, F)),     // min(1, 2) = 1 call at 100 %: open
+        (1_001_001, Acquire),      // the one trial
+        (1_002_000, Finish(1, S)), // min(1, 1) results, 0 %: closed
+        (1_003_000, Finish(0, F)), // the straggler, now in closed
     ]);
     check_window(
-        r4j(2, 1, 2),
+        r4j(2, 1, 1),
         &steps,
         &[
-            (1, St::Open, None),
+            (2, St::Open, None),
             (4, St::Closed, None),
             (5, St::Open, None),
         ],
