@@ -8,7 +8,10 @@
 //! edges and onto the model's deadlines ±1 µs) through the real [`Breaker`]
 //! and the model, and require the same state — and the same admission for
 //! an acquire — after every event. A failure prints the shrunk sequence and
-//! the event-by-event trace with both states.
+//! the event-by-event trace with both states. Two calibration properties
+//! restrict the sequences to where firedrill's rules and the libraries'
+//! coincide today and must pass: they show the models and the harness are
+//! right. The examples of issue 16 are unit tests in `examples`.
 //!
 //! Time is integer microseconds since time zero; firedrill gets
 //! `base() + t`.
@@ -380,6 +383,91 @@ proptest! {
     ) {
         let edge = c.interval_ms * 1000;
         let seen = drive(&ratio_config(&c), &mut Sentinel::new(c.clone()), edge, &steps);
+        assert_agree(&seen)?;
+    }
+}
+
+/// Sequential calls (each finishes before the next starts), so no
+/// stragglers; gaps of at least 1 ms or exactly ±1 µs around the model's
+/// deadline, so never an acquire exactly at it.
+fn sequential_steps() -> impl Strategy<Value = Vec<Step>> {
+    let gap = prop_oneof![
+        (1000u64..3 * SECOND).prop_map(Gap::Us),
+        prop::sample::select(vec![-1i8, 1]).prop_map(Gap::Deadline),
+    ];
+    prop::collection::vec((gap.clone(), gap, end(), any::<bool>()), 1..40).prop_map(|v| {
+        v.into_iter()
+            .flat_map(|(a, b, end, timer)| {
+                let mut s = vec![(a, Ev::Acquire), (b, Ev::Finish(0, end))];
+                if timer {
+                    s.push((Gap::Us(0), Ev::Timer));
+                }
+                s
+            })
+            .collect()
+    })
+}
+
+/// Sequential calls at whole milliseconds (so response times are whole
+/// milliseconds), successes and failures only, sometimes exactly at the
+/// model's deadline.
+fn sequential_ms_steps() -> impl Strategy<Value = Vec<Step>> {
+    let gap = prop_oneof![
+        (0u64..3000).prop_map(|ms| Gap::Us(ms * 1000)),
+        Just(Gap::Deadline(0)),
+    ];
+    let end = prop_oneof![Just(End::Success), Just(End::Failure)];
+    prop::collection::vec((gap.clone(), gap, end), 1..40).prop_map(|v| {
+        v.into_iter()
+            .flat_map(|(a, b, end)| vec![(a, Ev::Acquire), (b, Ev::Finish(0, end))])
+            .collect()
+    })
+}
+
+// Calibration: where firedrill's rules and the library's coincide today
+// (no stragglers, no acquire exactly at a resilience4j deadline, half-open
+// permitted <= minimum calls, no max wait in half-open; Sentinel with a
+// 1 s interval, whole milliseconds, no 4xx, no 100 % error threshold), the
+// models must agree with firedrill — evidence that the models and the
+// harness are right where the differential properties find differences.
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 1000,
+        rng_seed: proptest::test_runner::RngSeed::Fixed(0x0ca1_1b7a),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn window_agrees_with_resilience4j_where_the_rules_coincide(
+        c in r4j_config(Kind::Count),
+        time in any::<bool>(),
+        steps in sequential_steps(),
+    ) {
+        let mut c = c;
+        if time {
+            c.kind = Kind::Time;
+        }
+        c.permitted = c.permitted.min(c.minimum_calls);
+        c.max_wait_half_open_us = None;
+        let seen = drive(&window_config(&c), &mut Resilience4j::new(c.clone()), SECOND, &steps);
+        assert_agree(&seen)?;
+    }
+
+    #[test]
+    fn ratio_agrees_with_sentinel_where_the_rules_coincide(
+        c in sentinel_config(false),
+        slow in any::<bool>(),
+        steps in sequential_ms_steps(),
+    ) {
+        let mut c = c;
+        c.interval_ms = 1000;
+        if slow {
+            c.max_rt_ms = Some(500);
+        } else if c.threshold == 100 {
+            c.threshold = 50;
+        }
+        let seen = drive(&ratio_config(&c), &mut Sentinel::new(c.clone()), SECOND, &steps);
         assert_agree(&seen)?;
     }
 }
