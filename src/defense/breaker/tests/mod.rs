@@ -4,6 +4,7 @@
 
 mod config;
 mod consecutive;
+mod fidelity;
 mod journal;
 mod props;
 mod ratio;
