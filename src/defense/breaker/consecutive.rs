@@ -67,8 +67,10 @@ impl Model for ConsecutiveModel {
         !std::mem::replace(&mut self.probe_in_flight, true)
     }
 
-    fn release_half_open(&mut self) {
-        self.probe_in_flight = false;
+    fn release_half_open(&mut self, trial: bool) {
+        if trial {
+            self.probe_in_flight = false;
+        }
     }
 
     fn record_half_open(&mut self, call: Call, trial: bool, _now: Instant) -> Verdict {

@@ -167,28 +167,30 @@ impl Breaker {
         let straggler = permit.episode != self.episode;
         if straggler {
             self.counters.stragglers += 1;
-            if self.stragglers == Stragglers::Drop || permit.transitions == self.transitions {
-                return;
-            }
         }
+        let Some(straggler) = self.counted(permit) else {
+            return;
+        };
         let call = Call {
             failed: matches!(outcome, Outcome::Failure(_)),
             duration,
         };
-        match (self.phase, outcome) {
-            (Phase::HalfOpen, Outcome::Ignored) if !straggler => self.model.release_half_open(),
-            (Phase::HalfOpen, Outcome::Success | Outcome::Failure(_)) => {
+        let judged = match outcome {
+            Outcome::Success | Outcome::Failure(_) => true,
+            Outcome::Ignored => self.model.ignored_is_a_good_call(),
+        };
+        match (self.phase, judged) {
+            (Phase::HalfOpen, false) => self.model.release_half_open(!straggler),
+            (Phase::HalfOpen, true) => {
                 let verdict = self.model.record_half_open(call, !straggler, now);
                 self.apply(verdict, now);
             }
-            (Phase::Closed, Outcome::Success | Outcome::Failure(_)) => {
+            (Phase::Closed, true) => {
                 if let Some(reason) = self.model.record_closed(call, now) {
                     self.transition(State::Open, now, reason);
                 }
             }
-            (Phase::Open { .. }, Outcome::Success | Outcome::Failure(_)) => {
-                self.model.record_open(call, now);
-            }
+            (Phase::Open { .. }, true) => self.model.record_open(call, now),
             _ => {}
         }
     }
@@ -198,9 +200,19 @@ impl Breaker {
     pub fn release_without_outcome(&mut self, permit: Permit, now: Instant) {
         self.advance(now);
         self.counters.cancelled += 1;
-        if permit.episode == self.episode && self.phase == Phase::HalfOpen {
-            self.model.release_half_open();
+        if let (Some(straggler), Phase::HalfOpen) = (self.counted(permit), self.phase) {
+            self.model.release_half_open(!straggler);
         }
+    }
+
+    /// Whether a call that ends now counts in the current state, and if so
+    /// whether it is a straggler (admitted in an earlier episode). A
+    /// straggler counts only with [`Stragglers::Count`] and only when a
+    /// transition came between (not just a progressive stage).
+    fn counted(&self, permit: Permit) -> Option<bool> {
+        let straggler = permit.episode != self.episode;
+        let kept = self.stragglers == Stragglers::Count && permit.transitions != self.transitions;
+        (!straggler || kept).then_some(straggler)
     }
 
     /// Operator override: reject everything until [`Breaker::reset`].
@@ -309,7 +321,7 @@ impl Breaker {
                 self.opens_in_a_row = self.opens_in_a_row.saturating_add(1);
                 let wait = self.model.open_wait(self.opens_in_a_row);
                 Phase::Open {
-                    until: at + wait,
+                    until: self.model.open_until(at, wait),
                     wait,
                 }
             }

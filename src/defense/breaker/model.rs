@@ -61,6 +61,19 @@ pub(crate) trait Model: fmt::Debug + Send {
     /// where the library counts it, deciding nothing.
     fn record_open(&mut self, _call: Call, _now: Instant) {}
 
+    /// Whether an ignored outcome (a 4xx by default) counts as a good call
+    /// rather than not at all (Sentinel has no "ignored": a request whose
+    /// exception is not traced is a normal request).
+    fn ignored_is_a_good_call(&self) -> bool {
+        false
+    }
+
+    /// When a wait in open of `wait` that starts at `at` ends (Sentinel
+    /// reads a millisecond clock, so its wait starts at the millisecond).
+    fn open_until(&self, at: Instant, wait: Duration) -> Instant {
+        at + wait
+    }
+
     /// Whether a call at exactly the end of the wait in open is admitted
     /// (Sentinel: at or after; resilience4j: strictly after).
     fn admits_at_end_of_wait(&self) -> bool {
@@ -73,9 +86,10 @@ pub(crate) trait Model: fmt::Debug + Send {
     /// Whether one more trial call may pass now (takes its slot if so).
     fn admit_half_open(&mut self) -> bool;
 
-    /// A trial call ended without a verdict (ignored or cancelled): free
-    /// its slot so half-open cannot get stuck.
-    fn release_half_open(&mut self);
+    /// A call ended in half-open without a verdict (ignored or cancelled):
+    /// a trial (`trial`) frees its slot so half-open cannot get stuck; a
+    /// straggler's release counts where the library counts it.
+    fn release_half_open(&mut self, trial: bool);
 
     /// Counts a call finished in half-open: a trial (`trial`: it holds one
     /// of this episode's slots, which it gives back) or a straggler.

@@ -137,6 +137,18 @@ impl Model for RatioModel {
         self.config.breaker_duration
     }
 
+    fn ignored_is_a_good_call(&self) -> bool {
+        true
+    }
+
+    /// Sentinel's retry time is the millisecond clock at the open plus the
+    /// duration: the wait starts at the start of that millisecond.
+    fn open_until(&self, at: Instant, wait: Duration) -> Instant {
+        let since = at.saturating_duration_since(self.edges.base) + self.edges.offset;
+        let into_ms = Duration::from_nanos((since.as_nanos() % 1_000_000) as u64);
+        at.checked_sub(into_ms).unwrap_or(at) + wait
+    }
+
     fn enter_closed(&mut self) {
         match &mut self.stats {
             Stats::Tumbling(w) => w.clear(),
@@ -172,8 +184,10 @@ impl Model for RatioModel {
         }
     }
 
-    fn release_half_open(&mut self) {
-        self.probe_in_flight = false;
+    fn release_half_open(&mut self, trial: bool) {
+        if trial {
+            self.probe_in_flight = false;
+        }
     }
 
     /// Sentinel: any request that completes in half-open decides, the

@@ -26,9 +26,11 @@ pub(crate) struct WindowModel {
     /// window (a ring of 10 can never hold 100 calls), `minimum_calls` for
     /// a time window.
     minimum_calls: u32,
-    /// Half-open slots handed out this episode (a trial that ends without
-    /// an outcome gives its slot back; one with an outcome keeps it).
-    permits: u32,
+    /// Half-open slots left this episode (resilience4j's
+    /// `permittedNumberOfCalls`): taken by each admitted trial; given back
+    /// by a call that ends without an outcome — a straggler's too, so it
+    /// can exceed the permitted number, as in resilience4j.
+    remaining: i64,
     /// Calls recorded in this half-open episode (trials and stragglers).
     trials: Tally,
     /// When this half-open episode started.
@@ -60,7 +62,7 @@ impl WindowModel {
             config,
             rolling,
             minimum_calls,
-            permits: 0,
+            remaining: 0,
             trials: Tally::default(),
             half_open_since: None,
             last_decision: None,
@@ -148,21 +150,21 @@ impl Model for WindowModel {
     }
 
     fn enter_half_open(&mut self, now: Instant) {
-        self.permits = 0;
+        self.remaining = i64::from(self.config.permitted_calls_in_half_open);
         self.trials = Tally::default();
         self.half_open_since = Some(now);
     }
 
     fn admit_half_open(&mut self) -> bool {
-        let free = self.permits < self.config.permitted_calls_in_half_open;
+        let free = self.remaining > 0;
         if free {
-            self.permits += 1;
+            self.remaining -= 1;
         }
         free
     }
 
-    fn release_half_open(&mut self) {
-        self.permits = self.permits.saturating_sub(1);
+    fn release_half_open(&mut self, _trial: bool) {
+        self.remaining += 1;
     }
 
     /// resilience4j's half-open window holds `permitted` calls and decides
