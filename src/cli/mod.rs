@@ -20,6 +20,7 @@ pub mod run;
 pub mod runtime;
 pub mod schema;
 pub mod server;
+pub mod sweep;
 pub mod target;
 pub mod validate;
 
@@ -58,6 +59,10 @@ pub enum Command {
     /// Draw report.html again from the files of a finished run's report
     /// directory.
     Report(report::ReportArgs),
+    /// Run an experiment at every point of a grid of values (and several
+    /// seeds) in virtual time, on every core: one row per point with the
+    /// verdicts and key figures.
+    Sweep(sweep::SweepArgs),
     /// Serve a Toxiproxy-compatible REST API that manages named proxies
     /// and their toxics at runtime, plus Prometheus /metrics.
     Server(server::ServerArgs),
@@ -76,6 +81,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Schema(args) => schema::print(&args),
         Command::Run(args) => run::run(&args),
         Command::Report(args) => report::report(&args),
+        Command::Sweep(args) => sweep::run(&args),
         Command::Proxy(args) => proxy::proxy(&args),
         Command::Target(args) => target::target(&args),
         Command::Defend(args) => defend::defend(&args),

@@ -21,6 +21,12 @@ pub struct RunArgs {
     /// Overrides the file's seed.
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Overrides any field of the file: `--set load.stock.rate=50/s`,
+    /// `--set defense.routes.stock.breaker.wait_in_open=10s` (dotted path:
+    /// keys, list indexes or list items' names; the value is YAML).
+    /// Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<crate::schema::overrides::Override>,
     /// Write report.json, junit.xml, journal.jsonl and requests.jsonl here.
     #[arg(long)]
     pub report_dir: Option<PathBuf>,
@@ -60,7 +66,7 @@ impl ClockArg {
 
 /// Runs the experiment file and returns the exit code.
 pub fn run(options: &RunArgs) -> Result<u8, CliError> {
-    let mut loaded = crate::experiment::file::load(&options.file)?;
+    let mut loaded = crate::experiment::file::load_with(&options.file, &options.set)?;
     if let Some(seed) = options.seed {
         loaded.experiment.seed = seed;
     }

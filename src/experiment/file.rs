@@ -7,6 +7,7 @@ use std::path::Path;
 use super::config::Experiment;
 use super::halt::HaltCondition;
 use crate::proxy::ProxyMode;
+use crate::schema::overrides::Override;
 use crate::schema::{self, LoadError, SchemaError, Segment};
 
 /// An experiment with its halt conditions and expectations checked.
@@ -23,8 +24,34 @@ pub struct Loaded {
 /// Reads, parses and checks an experiment file; every error names file,
 /// line, column and key.
 pub fn load(path: &Path) -> Result<Loaded, LoadError> {
+    load_with(path, &[])
+}
+
+/// As [`load`], then again with `overrides` applied (`--set`, a sweep's
+/// point): the file must be valid as written, and an override that makes
+/// it invalid is named with the key and what was expected.
+pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Loaded, LoadError> {
     let file = path.display().to_string();
     let text = schema::read_text(path)?;
+    let loaded = load_text(&file, &text)?;
+    if overrides.is_empty() {
+        return Ok(loaded);
+    }
+    let set: Vec<String> = overrides.iter().map(|o| format!("--set {o}")).collect();
+    let changed = schema::overrides::apply(&text, overrides).map_err(LoadError::Override)?;
+    load_text(&file, &changed).map_err(|e| {
+        let why = match e {
+            LoadError::Invalid(e) if e.key.is_empty() => e.message,
+            LoadError::Invalid(e) => format!("{}: {}", e.key, e.message),
+            other => other.to_string(),
+        };
+        LoadError::Override(format!("{file} with {}: {why}", set.join(" ")))
+    })
+}
+
+/// Parses and checks an experiment's text, read from `file`.
+fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
+    let (file, text) = (file.to_string(), text.to_string());
     let experiment: Experiment = schema::from_yaml_str(&file, &text)?;
     if let Some(misfit) = ProxyMode::Http.first_misfit(&experiment.faults) {
         let message = format!(

@@ -14,6 +14,7 @@ pub mod json;
 pub mod junit;
 pub mod requests;
 pub mod summary;
+pub mod sweep;
 
 use serde::Serialize;
 

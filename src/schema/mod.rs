@@ -8,6 +8,7 @@
 mod diagnose;
 pub mod json;
 pub mod locate;
+pub mod overrides;
 pub mod units;
 
 use std::fmt;
@@ -126,6 +127,9 @@ pub enum LoadError {
     /// The file was read but its contents are invalid.
     #[error(transparent)]
     Invalid(#[from] SchemaError),
+    /// A `--set` that cannot be applied, or whose result is invalid.
+    #[error("{0}")]
+    Override(String),
 }
 
 /// Deserializes a mapping into `Raw` and then converts it with

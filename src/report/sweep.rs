@@ -1,0 +1,306 @@
+//! A sweep: one experiment run at every point of a grid of `--set`
+//! values (and several seeds each) in virtual time, in parallel, with the
+//! verdicts and key figures of each run. A sweep explores: pass and fail
+//! are data, not the outcome.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+use super::{RunReport, exporters};
+use crate::experiment::config::{ClockKind, TargetSpec};
+use crate::experiment::file::{Loaded, load_with};
+use crate::experiment::run::Live;
+use crate::schema::LoadError;
+use crate::schema::overrides::Override;
+
+/// `--vary PATH=V1,V2,...`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Vary {
+    /// The dotted path (as `--set` takes it).
+    pub path: String,
+    /// Its values, in order.
+    pub values: Vec<String>,
+}
+
+impl FromStr for Vary {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let first: Override = s.parse()?;
+        let values: Vec<String> = first
+            .value
+            .split(',')
+            .map(|v| v.trim().to_string())
+            .collect();
+        if values.iter().any(String::is_empty) {
+            return Err(format!(
+                "`{s}`: expected PATH=V1,V2,... with no empty value"
+            ));
+        }
+        Ok(Vary {
+            path: first.path,
+            values,
+        })
+    }
+}
+
+/// What one run showed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Figures {
+    /// The seed it ran with.
+    pub seed: u64,
+    /// Whether every expectation held.
+    pub passed: bool,
+    /// Per expectation, in the file's order.
+    pub verdicts: Vec<bool>,
+    /// Transitions to open, every breaker.
+    pub opens: usize,
+    /// Of which from half-open (a failed probe).
+    pub half_open_to_open: usize,
+    /// Share of requests answered 2xx/3xx (fallbacks included), percent.
+    pub success_pct: f64,
+    /// Share answered by a fallback, percent.
+    pub fallback_pct: f64,
+    /// Share turned away by the defense line, percent.
+    pub rejected_pct: f64,
+    /// The largest p99 latency of the routes, milliseconds.
+    pub p99_ms: f64,
+}
+
+impl Figures {
+    fn of(report: &RunReport) -> Figures {
+        let transitions = report.breakers.iter().flat_map(|b| &b.transitions);
+        let requests: usize = report.routes.iter().map(|r| r.requests).sum();
+        let share = |pct: fn(&super::summary::RouteSummary) -> f64| {
+            if requests == 0 {
+                return 0.0;
+            }
+            let sum: f64 = report
+                .routes
+                .iter()
+                .map(|r| pct(r) * r.requests as f64)
+                .sum();
+            (sum / requests as f64 * 10.0).round() / 10.0
+        };
+        Figures {
+            seed: report.seed,
+            passed: report.passed,
+            verdicts: report.verdicts.iter().map(|v| v.passed).collect(),
+            opens: transitions.clone().filter(|t| t.to == "open").count(),
+            half_open_to_open: transitions
+                .filter(|t| t.from == "half_open" && t.to == "open")
+                .count(),
+            success_pct: share(|r| r.success_pct),
+            fallback_pct: share(|r| r.fallback_pct),
+            rejected_pct: share(|r| r.rejected_pct),
+            p99_ms: report
+                .routes
+                .iter()
+                .map(|r| r.latency_ms.p99)
+                .fold(0.0, f64::max),
+        }
+    }
+}
+
+/// One point of the grid and its runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct Point {
+    /// The value of each varied path, in `--vary` order.
+    pub values: Vec<String>,
+    /// One per seed.
+    pub runs: Vec<Figures>,
+}
+
+/// A whole sweep.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sweep {
+    /// The experiment's name.
+    pub experiment: String,
+    /// The varied paths.
+    pub varied: Vec<String>,
+    /// The expectations, in the file's order.
+    pub expectations: Vec<String>,
+    /// Every point, in grid order (the last `--vary` changes fastest).
+    pub points: Vec<Point>,
+}
+
+/// Why a sweep could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// The file, or one point of the grid, is invalid.
+    #[error(transparent)]
+    Invalid(#[from] LoadError),
+    /// The experiment cannot run in virtual time.
+    #[error("{0}")]
+    NotVirtual(String),
+    /// A run failed, or a report could not be written.
+    #[error("{0}")]
+    Run(String),
+}
+
+/// Every combination of the varied values, the last varying fastest.
+fn grid(varies: &[Vary]) -> Vec<Vec<String>> {
+    varies.iter().fold(vec![Vec::new()], |acc, vary| {
+        acc.iter()
+            .flat_map(|prefix| {
+                vary.values.iter().map(move |v| {
+                    let mut point = prefix.clone();
+                    point.push(v.clone());
+                    point
+                })
+            })
+            .collect()
+    })
+}
+
+/// Runs the sweep on `threads` threads; with `report_dir`, each run's
+/// reports go to `DIR/NNN-VALUES[/seed-S]`. Every point is loaded and
+/// checked before the first run.
+pub fn sweep(
+    file: &Path,
+    varies: &[Vary],
+    seeds: u32,
+    threads: usize,
+    report_dir: Option<&Path>,
+) -> Result<Sweep, SweepError> {
+    let points = grid(varies);
+    let mut jobs: Vec<(usize, u32, Loaded, PathBuf)> = Vec::new();
+    let mut name = String::new();
+    let mut expectations = Vec::new();
+    for (i, values) in points.iter().enumerate() {
+        let sets: Vec<Override> = varies
+            .iter()
+            .zip(values)
+            .map(|(v, value)| Override {
+                path: v.path.clone(),
+                value: value.clone(),
+            })
+            .collect();
+        let loaded = load_with(file, &sets)?;
+        let e = &loaded.experiment;
+        if e.system.is_some() || matches!(e.target, TargetSpec::Url(_)) {
+            return Err(SweepError::NotVirtual(format!(
+                "{}: a sweep runs in virtual time; a user's service (system) or a real target (target.url) needs the real clock",
+                file.display()
+            )));
+        }
+        name.clone_from(&e.name);
+        expectations = e.expect.clone();
+        let slug: String = values
+            .join("_")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' {
+                    c
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        for s in 0..seeds {
+            let mut run = loaded.clone();
+            run.experiment.seed = loaded.experiment.seed + u64::from(s);
+            let mut dir = PathBuf::from(format!("{:03}-{slug}", i + 1));
+            if seeds > 1 {
+                dir.push(format!("seed-{}", run.experiment.seed));
+            }
+            jobs.push((i, s, run, dir));
+        }
+    }
+    let queue = Mutex::new(jobs.into_iter());
+    let done: Mutex<Vec<(usize, u32, Figures)>> = Mutex::new(Vec::new());
+    let failure: Mutex<Option<String>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| {
+                loop {
+                    let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
+                    let Some((i, s, loaded, dir)) = next else {
+                        return;
+                    };
+                    match run_one(&loaded, report_dir.map(|d| d.join(&dir)).as_deref()) {
+                        Ok(figures) => done
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push((i, s, figures)),
+                        Err(e) => {
+                            *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    if let Some(e) = failure.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        return Err(SweepError::Run(e));
+    }
+    let mut done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+    done.sort_by_key(|(i, s, _)| (*i, *s));
+    let mut out: Vec<Point> = points
+        .into_iter()
+        .map(|values| Point {
+            values,
+            runs: Vec::new(),
+        })
+        .collect();
+    for (i, _, figures) in done {
+        out[i].runs.push(figures);
+    }
+    Ok(Sweep {
+        experiment: name,
+        varied: varies.iter().map(|v| v.path.clone()).collect(),
+        expectations,
+        points: out,
+    })
+}
+
+/// One run in virtual time, its reports written to `dir` when given.
+fn run_one(loaded: &Loaded, dir: Option<&Path>) -> Result<Figures, String> {
+    let (_, report) = super::execute(
+        loaded,
+        ClockKind::Virtual,
+        std::future::pending(),
+        Live::default(),
+    )
+    .map_err(|e| e.to_string())?;
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for exporter in exporters().iter().filter(|e| e.applies(&report)) {
+            let path = dir.join(exporter.file_name());
+            let bytes = exporter
+                .render(&report)
+                .map_err(|e| format!("{}: {e}", path.display()))?;
+            std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+    }
+    Ok(Figures::of(&report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grid_is_every_combination_with_the_last_vary_fastest() {
+        let varies: Vec<Vary> = ["a=1,2", "b=x,y,z"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        let g = grid(&varies);
+        assert_eq!(g.len(), 6);
+        assert_eq!(g[0], ["1", "x"]);
+        assert_eq!(g[1], ["1", "y"]);
+        assert_eq!(g[5], ["2", "z"]);
+    }
+
+    #[test]
+    fn a_vary_needs_a_path_and_non_empty_values() {
+        assert!("a=1,,2".parse::<Vary>().is_err());
+        assert!("=1".parse::<Vary>().is_err());
+        assert_eq!("a.b=1, 2".parse::<Vary>().unwrap().values, ["1", "2"]);
+    }
+}

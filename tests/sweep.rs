@@ -1,0 +1,244 @@
+//! `firedrill sweep` and `run --set`: the grid, seeds, formats, report
+//! directories, bad input, and two results a sweep exists to show — the
+//! permitted-calls setting that stops half-open flapping, and a bulkhead
+//! that loses what Erlang-B says it loses.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn firedrill(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn json(out: &Output) -> Value {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+const PERMITTED: &str = "defense.routes.stock.breaker.permitted_calls_in_half_open";
+
+/// Erlang-B loss B(c, a), by the usual recursion.
+fn erlang_b(c: u32, a: f64) -> f64 {
+    (1..=c).fold(1.0, |b, k| a * b / (f64::from(k) + a * b))
+}
+
+#[test]
+fn erlang_b_recursion_gives_the_textbook_values() {
+    assert!((erlang_b(1, 2.5) - 2.5 / 3.5).abs() < 1e-12);
+    assert!((erlang_b(5, 2.5) - 0.069_73).abs() < 1e-4);
+}
+
+/// A bulkhead of c slots, no queue, under Poisson load of 2.5 Erlang
+/// rejects B(c, 2.5) of the requests: every point within 1.5 points.
+#[test]
+fn a_bulkhead_sweep_reproduces_erlang_b_for_c_1_to_10() {
+    let out = firedrill(&[
+        "sweep",
+        "fixtures/sweeps/erlang_b.yaml",
+        "--vary",
+        "defense.routes.work.bulkhead.max_concurrent=1,2,3,4,5,6,7,8,9,10",
+        "--format",
+        "json",
+    ]);
+    let sweep = json(&out);
+    let points = sweep["points"].as_array().unwrap();
+    assert_eq!(points.len(), 10);
+    for (c, point) in (1..=10).zip(points) {
+        let rejected = point["runs"][0]["rejected_pct"].as_f64().unwrap();
+        let expected = erlang_b(c, 2.5) * 100.0;
+        eprintln!("c={c}: rejected {rejected:.1}%, Erlang-B {expected:.1}%");
+        assert!(
+            (rejected - expected).abs() <= 1.5,
+            "c={c}: rejected {rejected:.1}%, Erlang-B {expected:.1}%"
+        );
+    }
+}
+
+/// The flapping experiment with 1 permitted call never closes; with 5 it
+/// closes (its expectation "never closes" fails there).
+#[test]
+fn sweeping_permitted_calls_shows_1_flapping_and_5_closing() {
+    let out = firedrill(&[
+        "sweep",
+        "experiments/half_open_flapping_permitted_1.yaml",
+        "--vary",
+        &format!("{PERMITTED}=1,5"),
+        "--format",
+        "json",
+    ]);
+    let sweep = json(&out);
+    let never_closes = sweep["expectations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|e| e == "breaker stock never closes")
+        .unwrap();
+    let held = |i: usize| sweep["points"][i]["runs"][0]["verdicts"][never_closes].as_bool();
+    assert_eq!(held(0), Some(true), "1 permitted call: never closes");
+    assert_eq!(held(1), Some(false), "5 permitted calls: closes");
+    let failed_probes = |i: usize| sweep["points"][i]["runs"][0]["half_open_to_open"].as_u64();
+    assert!(failed_probes(0) > failed_probes(1), "{sweep:#}");
+    // The same sweep again gives the same bytes.
+    let again = firedrill(&[
+        "sweep",
+        "experiments/half_open_flapping_permitted_1.yaml",
+        "--vary",
+        &format!("{PERMITTED}=1,5"),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(again.stdout, out.stdout);
+}
+
+#[test]
+fn seeds_give_each_point_several_runs_with_mean_spread_and_k_of_n() {
+    let out = firedrill(&[
+        "sweep",
+        "experiments/quickstart.yaml",
+        "--vary",
+        "load.shop.rate=10/s,20/s",
+        "--vary",
+        "defense.routes.inventory.breaker.wait_in_open=2s",
+        "--seeds",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let table = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.trim_start().starts_with("10/s") || l.trim_start().starts_with("20/s"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    for row in rows {
+        assert!(row.contains("2s"), "{row}");
+        assert!(row.contains("/3"), "k of 3 seeds: {row}");
+        assert!(row.contains('±'), "mean and spread: {row}");
+    }
+    assert!(table.contains("E1: breaker inventory goes closed -> open -> half_open -> closed"));
+}
+
+#[test]
+fn csv_has_a_header_of_full_paths_and_sentences_and_a_row_per_point() {
+    let out = firedrill(&[
+        "sweep",
+        "experiments/quickstart.yaml",
+        "--vary",
+        "load.shop.rate=10/s,20/s,30/s",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(lines[0].starts_with("load.shop.rate,breaker inventory goes"));
+    assert!(lines[0].ends_with("opens,half_open->open,success%,fallback%,rejected%,p99ms"));
+    assert!(lines[3].starts_with("30/s,"));
+}
+
+#[test]
+fn report_dir_keeps_every_runs_reports() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = firedrill(&[
+        "sweep",
+        "experiments/quickstart.yaml",
+        "--vary",
+        "load.shop.rate=10/s,20/s",
+        "--seeds",
+        "2",
+        "--report-dir",
+        dir.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    for point in ["001-10-s", "002-20-s"] {
+        for seed in ["seed-7", "seed-8"] {
+            let report = dir.path().join(point).join(seed).join("report.json");
+            let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+            assert_eq!(r["clock"], "virtual", "{}", report.display());
+        }
+    }
+}
+
+#[test]
+fn a_bad_path_or_value_is_named_with_exit_2_before_anything_runs() {
+    let out = firedrill(&[
+        "sweep",
+        "experiments/quickstart.yaml",
+        "--vary",
+        "load.nope.rate=1/s",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--set load.nope.rate=1/s: `nope`: no item of the list has this name"),
+        "{stderr}"
+    );
+    let out = firedrill(&[
+        "sweep",
+        "experiments/quickstart.yaml",
+        "--vary",
+        "defense.routes.inventory.breaker.minimum_calls=5,0",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "minimum_calls=0: defense.routes.inventory.breaker.minimum_calls: must be at least 1"
+        ),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "nothing ran");
+    let out = firedrill(&[
+        "sweep",
+        "experiments/blackbox/opossum.yaml",
+        "--vary",
+        "seed=1",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("a sweep runs in virtual time"));
+}
+
+/// `run --set` changes the field for this run only; a bad value is
+/// located at the flag, exit 2.
+#[test]
+fn run_set_overrides_a_field_and_a_bad_value_names_the_flag() {
+    let out = firedrill(&[
+        "run",
+        "experiments/half_open_flapping_permitted_1.yaml",
+        "--clock",
+        "virtual",
+        "--quiet",
+        "--set",
+        &format!("{PERMITTED}=5"),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "5 permitted calls close: the flapping expectations fail"
+    );
+    let out = firedrill(&[
+        "run",
+        "experiments/quickstart.yaml",
+        "--set",
+        "load.shop.rate=fast",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "with --set load.shop.rate=fast: load[0].rate: invalid rate `fast`: expected requests per second"
+        ),
+        "{stderr}"
+    );
+}
