@@ -412,3 +412,47 @@ fn report_command_names_the_file_and_line_of_a_bad_record() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("report.json"));
 }
+
+/// `sweep --report-dir` writes sweep.html: one row per point linked to its
+/// own report, one bar per point, nothing logged in Chromium.
+#[test]
+fn a_sweep_page_has_a_row_and_a_bar_per_point_linked_to_its_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .current_dir(root())
+        .args([
+            "sweep",
+            "experiments/half_open_flapping_permitted_1.yaml",
+            "--vary",
+            "defense.routes.stock.breaker.permitted_calls_in_half_open=1,3,5",
+            "--chart",
+            "half-open-to-open",
+            "--report-dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let page = dir.path().join("sweep.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(count(&html, "<tr class=\"point\">"), 3);
+    assert_eq!(count(&html, "<g class=\"bar\">"), 3);
+    for link in [
+        "001-1/report.html",
+        "002-3/report.html",
+        "003-5/report.html",
+    ] {
+        assert!(html.contains(&format!("href=\"{link}\"")), "{link}");
+        assert!(dir.path().join(link).is_file(), "{link} exists");
+    }
+    assert!(html.contains("half_open -&gt; open by point"));
+    let Some(browser) = chromium() else {
+        assert!(client_support::missing(
+            "chromium (apt-get install chromium)"
+        ));
+        return;
+    };
+    let (dom, messages) = dom(&browser, &page, "");
+    assert_eq!(messages, Vec::<String>::new(), "console messages");
+    assert_eq!(count(&dom, "<tr class=\"point\">"), 3);
+}

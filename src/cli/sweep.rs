@@ -5,7 +5,8 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use super::exit::{CliError, EXIT_OK};
-use crate::report::sweep::{Figures, Point, Sweep, SweepError, Vary, sweep};
+use crate::report::html::sweep_page::Metric;
+use crate::report::sweep::{Figures, Point, Sweep, SweepError, Vary, sweep, write_summary};
 
 /// The flags of `firedrill sweep`.
 #[derive(Debug, Clone, clap::Args)]
@@ -24,9 +25,43 @@ pub struct SweepArgs {
     /// `table` (default), `csv` or `json`.
     #[arg(long, value_enum, default_value = "table")]
     pub format: SweepFormat,
-    /// Write each run's reports under DIR/NNN-VALUES[/seed-S].
+    /// Write each run's reports under DIR/NNN-VALUES[/seed-S], and
+    /// DIR/sweep.json and DIR/sweep.html (every point on one page).
     #[arg(long)]
     pub report_dir: Option<PathBuf>,
+    /// The figure sweep.html charts against the points.
+    #[arg(long, value_enum, default_value = "success")]
+    pub chart: ChartArg,
+}
+
+/// `--chart`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ChartArg {
+    /// Share answered 2xx/3xx.
+    Success,
+    /// Share answered by a fallback.
+    Fallback,
+    /// Share turned away by the defense line.
+    Rejected,
+    /// Transitions to open.
+    Opens,
+    /// Failed probes (half_open -> open).
+    HalfOpenToOpen,
+    /// The largest route p99.
+    P99,
+}
+
+impl From<ChartArg> for Metric {
+    fn from(c: ChartArg) -> Metric {
+        match c {
+            ChartArg::Success => Metric::Success,
+            ChartArg::Fallback => Metric::Fallback,
+            ChartArg::Rejected => Metric::Rejected,
+            ChartArg::Opens => Metric::Opens,
+            ChartArg::HalfOpenToOpen => Metric::HalfOpenToOpen,
+            ChartArg::P99 => Metric::P99,
+        }
+    }
 }
 
 /// `--format`.
@@ -55,6 +90,9 @@ pub fn run(args: &SweepArgs) -> Result<u8, CliError> {
         SweepError::Invalid(_) | SweepError::NotVirtual(_) => CliError::invalid(e),
         SweepError::Run(_) => CliError::runtime(e),
     })?;
+    if let Some(dir) = &args.report_dir {
+        write_summary(dir, &result, args.chart.into()).map_err(CliError::runtime)?;
+    }
     print!(
         "{}",
         match args.format {

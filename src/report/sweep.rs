@@ -110,6 +110,8 @@ impl Figures {
 pub struct Point {
     /// The value of each varied path, in `--vary` order.
     pub values: Vec<String>,
+    /// Its reports' folder inside a report directory (`NNN-VALUES`).
+    pub dir: String,
     /// One per seed.
     pub runs: Vec<Figures>,
 }
@@ -167,6 +169,11 @@ pub fn sweep(
     report_dir: Option<&Path>,
 ) -> Result<Sweep, SweepError> {
     let points = grid(varies);
+    let dirs: Vec<String> = points
+        .iter()
+        .enumerate()
+        .map(|(i, v)| point_dir(i, v))
+        .collect();
     let mut jobs: Vec<(usize, u32, Loaded, PathBuf)> = Vec::new();
     let mut name = String::new();
     let mut expectations = Vec::new();
@@ -189,21 +196,10 @@ pub fn sweep(
         }
         name.clone_from(&e.name);
         expectations = e.expect.clone();
-        let slug: String = values
-            .join("_")
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '.' {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect();
         for s in 0..seeds {
             let mut run = loaded.clone();
             run.experiment.seed = loaded.experiment.seed + u64::from(s);
-            let mut dir = PathBuf::from(format!("{:03}-{slug}", i + 1));
+            let mut dir = PathBuf::from(&dirs[i]);
             if seeds > 1 {
                 dir.push(format!("seed-{}", run.experiment.seed));
             }
@@ -242,8 +238,10 @@ pub fn sweep(
     done.sort_by_key(|(i, s, _)| (*i, *s));
     let mut out: Vec<Point> = points
         .into_iter()
-        .map(|values| Point {
+        .zip(dirs)
+        .map(|(values, dir)| Point {
             values,
+            dir,
             runs: Vec::new(),
         })
         .collect();
@@ -256,6 +254,45 @@ pub fn sweep(
         expectations,
         points: out,
     })
+}
+
+/// Writes `sweep.json` and `sweep.html` (charting `metric`) into `dir`,
+/// beside the points' folders.
+pub fn write_summary(
+    dir: &Path,
+    sweep: &Sweep,
+    metric: super::html::sweep_page::Metric,
+) -> Result<(), SweepError> {
+    let write = |name: &str, bytes: Vec<u8>| {
+        let path = dir.join(name);
+        std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::write(&path, bytes))
+            .map_err(|e| SweepError::Run(format!("{}: {e}", path.display())))
+    };
+    let mut json = serde_json::to_vec_pretty(sweep).map_err(|e| SweepError::Run(e.to_string()))?;
+    json.push(b'\n');
+    write("sweep.json", json)?;
+    write(
+        "sweep.html",
+        super::html::sweep_page::render(sweep, metric).into_bytes(),
+    )
+}
+
+/// The folder of point `i` (0-based): `NNN-VALUES`, the values made safe
+/// for a file name.
+fn point_dir(i: usize, values: &[String]) -> String {
+    let slug: String = values
+        .join("_")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("{:03}-{slug}", i + 1)
 }
 
 /// One run in virtual time, its reports written to `dir` when given.

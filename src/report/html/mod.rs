@@ -8,6 +8,7 @@
 
 pub mod page;
 pub mod picture;
+pub mod sweep_page;
 
 use std::path::{Path, PathBuf};
 

@@ -7,11 +7,11 @@ use std::fmt::Write;
 
 use super::picture::{Outcome, Picture, TransitionFacts, segments};
 
-const CSS: &str = include_str!("page.css");
+pub(super) const CSS: &str = include_str!("page.css");
 const JS: &str = include_str!("page.js");
 
 /// Escapes text for HTML content and attribute values.
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
