@@ -190,7 +190,6 @@ impl Breaker {
                     self.transition(State::Open, now, reason);
                 }
             }
-            (Phase::Open { .. }, true) => self.model.record_open(call, now),
             _ => {}
         }
     }

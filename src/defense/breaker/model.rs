@@ -57,10 +57,6 @@ pub(crate) trait Model: fmt::Debug + Send {
     /// Counts a call made in closed; `Some` opens the breaker.
     fn record_closed(&mut self, call: Call, now: Instant) -> Option<Reason>;
 
-    /// A call admitted earlier finished while open (a straggler): counted
-    /// where the library counts it, deciding nothing.
-    fn record_open(&mut self, _call: Call, _now: Instant) {}
-
     /// Whether an ignored outcome (a 4xx by default) counts as a good call
     /// rather than not at all (Sentinel has no "ignored": a request whose
     /// exception is not traced is a normal request).
