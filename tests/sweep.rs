@@ -170,43 +170,34 @@ fn report_dir_keeps_every_runs_reports() {
     }
 }
 
+/// Runs firedrill with `args`: it must exit 2 with `message` on stderr
+/// and print nothing on stdout.
+fn refused(args: &[&str], message: &str) {
+    let out = firedrill(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(message), "{stderr}");
+    assert!(out.stdout.is_empty(), "nothing ran");
+}
+
 #[test]
 fn a_bad_path_or_value_is_named_with_exit_2_before_anything_runs() {
-    let out = firedrill(&[
-        "sweep",
-        "experiments/quickstart.yaml",
-        "--vary",
-        "load.nope.rate=1/s",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("--set load.nope.rate=1/s: `nope`: no item of the list has this name"),
-        "{stderr}"
+    let sweep = |file: &'static str, vary: &'static str| ["sweep", file, "--vary", vary];
+    refused(
+        &sweep("experiments/quickstart.yaml", "load.nope.rate=1/s"),
+        "--set load.nope.rate=1/s: `nope`: no item of the list has this name",
     );
-    let out = firedrill(&[
-        "sweep",
-        "experiments/quickstart.yaml",
-        "--vary",
-        "defense.routes.inventory.breaker.minimum_calls=5,0",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(
-            "minimum_calls=0: defense.routes.inventory.breaker.minimum_calls: must be at least 1"
+    refused(
+        &sweep(
+            "experiments/quickstart.yaml",
+            "defense.routes.inventory.breaker.minimum_calls=5,0",
         ),
-        "{stderr}"
+        "minimum_calls=0: defense.routes.inventory.breaker.minimum_calls: must be at least 1",
     );
-    assert!(out.stdout.is_empty(), "nothing ran");
-    let out = firedrill(&[
-        "sweep",
-        "experiments/blackbox/opossum.yaml",
-        "--vary",
-        "seed=1",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("a sweep runs in virtual time"));
+    refused(
+        &sweep("experiments/blackbox/opossum.yaml", "seed=1"),
+        "a sweep runs in virtual time",
+    );
 }
 
 /// `run --set` changes the field for this run only; a bad value is
@@ -227,18 +218,13 @@ fn run_set_overrides_a_field_and_a_bad_value_names_the_flag() {
         Some(1),
         "5 permitted calls close: the flapping expectations fail"
     );
-    let out = firedrill(&[
-        "run",
-        "experiments/quickstart.yaml",
-        "--set",
-        "load.shop.rate=fast",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains(
-            "with --set load.shop.rate=fast: load[0].rate: invalid rate `fast`: expected requests per second"
-        ),
-        "{stderr}"
+    refused(
+        &[
+            "run",
+            "experiments/quickstart.yaml",
+            "--set",
+            "load.shop.rate=fast",
+        ],
+        "with --set load.shop.rate=fast: load[0].rate: invalid rate `fast`: expected requests per second",
     );
 }

@@ -29,39 +29,10 @@ pub struct SweepArgs {
     /// DIR/sweep.json and DIR/sweep.html (every point on one page).
     #[arg(long)]
     pub report_dir: Option<PathBuf>,
-    /// The figure sweep.html charts against the points.
-    #[arg(long, value_enum, default_value = "success")]
-    pub chart: ChartArg,
-}
-
-/// `--chart`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ChartArg {
-    /// Share answered 2xx/3xx.
-    Success,
-    /// Share answered by a fallback.
-    Fallback,
-    /// Share turned away by the defense line.
-    Rejected,
-    /// Transitions to open.
-    Opens,
-    /// Failed probes (half_open -> open).
-    HalfOpenToOpen,
-    /// The largest route p99.
-    P99,
-}
-
-impl From<ChartArg> for Metric {
-    fn from(c: ChartArg) -> Metric {
-        match c {
-            ChartArg::Success => Metric::Success,
-            ChartArg::Fallback => Metric::Fallback,
-            ChartArg::Rejected => Metric::Rejected,
-            ChartArg::Opens => Metric::Opens,
-            ChartArg::HalfOpenToOpen => Metric::HalfOpenToOpen,
-            ChartArg::P99 => Metric::P99,
-        }
-    }
+    /// The figure sweep.html charts against the points: success,
+    /// fallback, rejected, opens, half-open-to-open or p99.
+    #[arg(long, default_value = "success")]
+    pub chart: Metric,
 }
 
 /// `--format`.
@@ -91,7 +62,7 @@ pub fn run(args: &SweepArgs) -> Result<u8, CliError> {
         SweepError::Run(_) => CliError::runtime(e),
     })?;
     if let Some(dir) = &args.report_dir {
-        write_summary(dir, &result, args.chart.into()).map_err(CliError::runtime)?;
+        write_summary(dir, &result, args.chart).map_err(CliError::runtime)?;
     }
     print!(
         "{}",

@@ -172,27 +172,11 @@ pub fn render(p: &Picture) -> String {
             .max()
             .unwrap_or(0)
             .max(1);
-        let mut bars = String::new();
-        for (i, (reached, faulted)) in d.buckets.iter().enumerate() {
-            let at = i as f64 * p.bucket_ms;
-            let mut y = 100.0;
-            for (n, class) in [(*reached, "reached"), (*faulted, "faulted")] {
-                if n == 0 {
-                    continue;
-                }
-                let height = f64::from(n) / f64::from(max) * 100.0;
-                y -= height;
-                let _ = write!(
-                    bars,
-                    "<rect class=\"{class}\" x=\"{}\" width=\"{}\" y=\"{y:.2}%\" height=\"{height:.2}%\">\
-                     <title>{}–{}: {n} {class}</title></rect>",
-                    axis.pct(at),
-                    axis.width(at, at + p.bucket_ms),
-                    time(at),
-                    time(at + p.bucket_ms),
-                );
-            }
-        }
+        let stacks = d
+            .buckets
+            .iter()
+            .map(|(reached, faulted)| vec![(*reached, "reached"), (*faulted, "faulted")]);
+        let bars = stacked(stacks, p.bucket_ms, max, &axis);
         row(
             &mut h,
             "dependency-row",
@@ -425,6 +409,36 @@ fn state_band(transitions: &[TransitionFacts], end: f64, axis: &Axis) -> String 
     s
 }
 
+/// One stack of bars per bucket: each (count, name) from the bottom up,
+/// its height the count's share of `max`, its class the name with dashes.
+fn stacked(
+    stacks: impl Iterator<Item = Vec<(u32, &'static str)>>,
+    bucket_ms: f64,
+    max: u32,
+    axis: &Axis,
+) -> String {
+    let mut bars = String::new();
+    for (i, stack) in stacks.enumerate() {
+        let at = i as f64 * bucket_ms;
+        let mut y = 100.0;
+        for (n, name) in stack.into_iter().filter(|(n, _)| *n > 0) {
+            let height = f64::from(n) / f64::from(max) * 100.0;
+            y -= height;
+            let _ = write!(
+                bars,
+                "<rect class=\"{}\" x=\"{}\" width=\"{}\" y=\"{y:.2}%\" height=\"{height:.2}%\">\
+                 <title>{}–{}: {n} {name}</title></rect>",
+                name.replace(' ', "-"),
+                axis.pct(at),
+                axis.width(at, at + bucket_ms),
+                time(at),
+                time(at + bucket_ms),
+            );
+        }
+    }
+    bars
+}
+
 /// Per route: stacked outcomes per bucket, then p50 and p99 latency lines.
 fn route_rows(h: &mut String, p: &Picture, r: &super::picture::RouteTrack, axis: &Axis) {
     let max = r
@@ -434,29 +448,14 @@ fn route_rows(h: &mut String, p: &Picture, r: &super::picture::RouteTrack, axis:
         .max()
         .unwrap_or(0)
         .max(1);
-    let mut bars = String::new();
-    for (i, b) in r.buckets.iter().enumerate() {
-        let at = i as f64 * p.bucket_ms;
-        let mut y = 100.0;
-        for (o, n) in Outcome::ALL.iter().zip(b.counts) {
-            if n == 0 {
-                continue;
-            }
-            let height = f64::from(n) / f64::from(max) * 100.0;
-            y -= height;
-            let _ = write!(
-                bars,
-                "<rect class=\"{}\" x=\"{}\" width=\"{}\" y=\"{y:.2}%\" height=\"{height:.2}%\">\
-                 <title>{}–{}: {n} {}</title></rect>",
-                o.name().replace(' ', "-"),
-                axis.pct(at),
-                axis.width(at, at + p.bucket_ms),
-                time(at),
-                time(at + p.bucket_ms),
-                o.name()
-            );
-        }
-    }
+    let stacks = r.buckets.iter().map(|b| {
+        Outcome::ALL
+            .iter()
+            .zip(b.counts)
+            .map(|(o, n)| (n, o.name()))
+            .collect()
+    });
+    let bars = stacked(stacks, p.bucket_ms, max, axis);
     row(
         h,
         "route-row",

@@ -24,6 +24,28 @@ pub enum Metric {
     P99,
 }
 
+impl std::str::FromStr for Metric {
+    type Err = String;
+
+    /// `success`, `fallback`, `rejected`, `opens`, `half-open-to-open`,
+    /// `p99`.
+    fn from_str(s: &str) -> Result<Metric, String> {
+        Ok(match s {
+            "success" => Metric::Success,
+            "fallback" => Metric::Fallback,
+            "rejected" => Metric::Rejected,
+            "opens" => Metric::Opens,
+            "half-open-to-open" => Metric::HalfOpenToOpen,
+            "p99" => Metric::P99,
+            _ => {
+                return Err(format!(
+                    "`{s}`: expected success, fallback, rejected, opens, half-open-to-open or p99"
+                ));
+            }
+        })
+    }
+}
+
 impl Metric {
     /// Its name on the page.
     pub fn name(self) -> &'static str {
