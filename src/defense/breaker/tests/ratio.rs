@@ -291,3 +291,28 @@ fn progressive_stage_with_too_few_requests_moves_on_at_its_deadline() {
         ],
     );
 }
+
+/// `window_offset` moves the millisecond edges too: a call from 0.6 ms to
+/// 0.8 ms stays inside one millisecond, but 0.3 ms later on the clock
+/// (0.9 ms to 1.1 ms) it crosses an edge and takes 1 ms.
+#[test]
+fn window_offset_shifts_the_millisecond_clock_of_response_times() {
+    let start = base();
+    let slow_call = |offset_us: u64| {
+        let config = ratio(|c| {
+            c.threshold_type = ThresholdType::SlowRatio {
+                max_rt: Duration::ZERO,
+            };
+            c.minimum_requests = 1;
+            c.threshold = Percent::new(40.0).unwrap();
+            c.window_offset = Duration::from_micros(offset_us);
+        });
+        let mut b = Breaker::new(&config, start);
+        let p = b.try_acquire(start).unwrap();
+        let end = start + Duration::from_micros(800);
+        b.record(p, Outcome::Success, Duration::from_micros(200), end);
+        b.state()
+    };
+    assert_eq!(slow_call(0), State::Closed);
+    assert_eq!(slow_call(300), State::Open);
+}
