@@ -316,3 +316,34 @@ fn window_offset_shifts_the_millisecond_clock_of_response_times() {
     assert_eq!(slow_call(0), State::Closed);
     assert_eq!(slow_call(300), State::Open);
 }
+
+/// Sentinel's retry time counts from the millisecond the breaker opened
+/// in; `window_offset` moves that millisecond's start. Opened 0.5 ms into
+/// the run: with no offset the wait counts from 0 ms, with 0.3 ms of
+/// offset from -0.3 ms (the millisecond began at 0.7 ms on the shifted
+/// clock), so a request at 5 s - 0.2 ms is the probe only then.
+#[test]
+fn the_wait_in_open_counts_from_the_millisecond_of_the_open_with_the_offset() {
+    let start = base();
+    let probe_admitted = |offset_us: u64| {
+        let config = ratio(|c| {
+            c.minimum_requests = 1;
+            c.breaker_duration = Duration::from_secs(5);
+            c.window_offset = Duration::from_micros(offset_us);
+        });
+        let mut b = Breaker::new(&config, start);
+        let p = b.try_acquire(start).unwrap();
+        let opened = start + Duration::from_micros(500);
+        b.record(
+            p,
+            Outcome::Failure(FailureKind::Timeout),
+            Duration::ZERO,
+            opened,
+        );
+        assert_eq!(b.state(), State::Open);
+        b.try_acquire(start + Duration::from_secs(5) - Duration::from_micros(200))
+            .is_ok()
+    };
+    assert!(!probe_admitted(0));
+    assert!(probe_admitted(300));
+}
