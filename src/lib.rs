@@ -44,3 +44,4 @@ pub mod proxy;
 pub mod report;
 pub mod schema;
 pub mod target;
+pub mod trace;

@@ -1,0 +1,133 @@
+//! Recorded traffic read back: a dependency's answers and a client's
+//! arrival times, from firedrill's own JSON lines or from NGINX and Envoy
+//! access logs.
+//!
+//! A [`Trace`] is the recording as lines in arrival order, times counted
+//! from its first arrival. The `replay` fault turns it into a [`Model`]: per
+//! time bucket, the recorded answers to draw from (status mix, latency,
+//! connection errors and hangs together, so their joint distribution is
+//! kept); `load: replay` sends requests at its arrival times.
+
+mod formats;
+mod model;
+
+use std::path::Path;
+
+pub use formats::TraceFormat;
+pub use model::{Gap, Model};
+
+use crate::clock::Duration;
+use crate::schema::{LoadError, SchemaError};
+
+/// How the recorded request ended, as the dependency answered it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// A response with this status.
+    Status(u16),
+    /// The connection was reset or refused before a response.
+    Reset,
+    /// No answer: the caller gave up first (a timeout, NGINX 499).
+    Hang,
+}
+
+/// One recorded answer: what came back and how long it took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Outcome {
+    /// What came back.
+    pub answer: Answer,
+    /// From arrival to the answer (for a hang: how long the caller waited).
+    pub latency: Duration,
+}
+
+/// One recorded request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TraceLine {
+    /// Arrival, from the trace's first arrival.
+    pub at: Duration,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The line of the file it came from (1-based).
+    pub source_line: usize,
+}
+
+/// A recording, read and checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trace {
+    /// The file as the user named it.
+    pub file: String,
+    /// The requests, in arrival order.
+    pub lines: Vec<TraceLine>,
+}
+
+/// Longest trace line read (a longer one is an error, not a slow read).
+const MAX_LINE: usize = 64 * 1024;
+
+impl Trace {
+    /// Reads `path` (shown to the user as `shown`) in `format`. Empty lines
+    /// and lines starting with `#` are skipped; any other line that does not
+    /// parse is an error located at its line and column.
+    pub fn read(path: &Path, shown: &str, format: TraceFormat) -> Result<Trace, LoadError> {
+        let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+            file: shown.to_string(),
+            source,
+        })?;
+        Trace::parse(shown, &text, format).map_err(LoadError::from)
+    }
+
+    /// Parses a trace's text.
+    pub fn parse(file: &str, text: &str, format: TraceFormat) -> Result<Trace, SchemaError> {
+        let mut stamped: Vec<(f64, Outcome, usize)> = Vec::new();
+        for (i, line) in text.lines().enumerate() {
+            let number = i + 1;
+            let at = |column: usize, key: &str, message: String| SchemaError {
+                file: file.to_string(),
+                line: number,
+                column,
+                key: key.to_string(),
+                message,
+            };
+            if line.len() > MAX_LINE {
+                return Err(at(1, "", format!("line longer than {MAX_LINE} bytes")));
+            }
+            let trimmed = line.trim();
+            if trimmed.is_empty() || trimmed.starts_with('#') {
+                continue;
+            }
+            let parsed = formats::parse_line(format, line)
+                .map_err(|e| at(e.column, e.key, format!("{} ({} format)", e.message, format)))?;
+            if let Some((start, outcome)) = parsed {
+                stamped.push((start, outcome, number));
+            }
+        }
+        if stamped.is_empty() {
+            return Err(SchemaError {
+                file: file.to_string(),
+                line: 1,
+                column: 1,
+                key: String::new(),
+                message: format!("no requests in this {format} trace"),
+            });
+        }
+        // Access logs are written as requests end: order by arrival.
+        stamped.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let first = stamped[0].0;
+        let lines = stamped
+            .into_iter()
+            .map(|(start, outcome, source_line)| TraceLine {
+                at: Duration::from_secs_f64((start - first).max(0.0)),
+                outcome,
+                source_line,
+            })
+            .collect();
+        Ok(Trace {
+            file: file.to_string(),
+            lines,
+        })
+    }
+
+    /// From the first arrival to the last.
+    pub fn span(&self) -> Duration {
+        self.lines.last().map_or(Duration::ZERO, |l| l.at)
+    }
+}
+
