@@ -13,7 +13,8 @@ use crate::schema::{self, LoadError, SchemaError, Segment};
 pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, LoadError> {
     let file = path.display().to_string();
     let text = schema::read_text(path)?;
-    let faults: FaultFile = schema::from_yaml_str(&file, &text)?;
+    let mut faults: FaultFile = schema::from_yaml_str(&file, &text)?;
+    crate::fault::replay::load_recordings(&mut faults.faults, &file, &text, "faults")?;
     if let Some(i) = faults.faults.iter().position(|f| f.dependency.is_some()) {
         let at = [
             Segment::Key("faults".to_string()),

@@ -90,8 +90,12 @@ pub struct LoadRoute {
     pub headers: IndexMap<String, String>,
     /// Body.
     pub body: String,
-    /// Requests per second.
+    /// Requests per second (unused when `recorded` sends).
     pub rate: f64,
+    /// `replay:` as written: send at a recording's arrival times.
+    pub replay: Option<ArrivalReplay>,
+    /// The recording's arrival times, scaled by its speed, once read.
+    pub recorded: Option<std::sync::Arc<[Duration]>>,
     /// Arrival process.
     pub arrivals: Arrivals,
     /// Linear ramp from 0 to `rate` over this long.
@@ -108,6 +112,27 @@ pub struct LoadRoute {
     /// The statuses that count as success for this route (none: 2xx and
     /// 3xx).
     pub success: Option<Vec<crate::defense::breaker::StatusPattern>>,
+}
+
+/// `load[].replay`: a recording whose arrival times the route sends at.
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping with file, format, speed, e.g. `{ file: incident.log, format: nginx }`"
+)]
+pub struct ArrivalReplay {
+    /// The recording, relative to the experiment file.
+    pub file: String,
+    /// `requests`, `record`, `nginx` or `envoy` (see the `replay` fault).
+    pub format: crate::trace::TraceFormat,
+    /// Play the recording this many times as fast (default 1; 2 sends the
+    /// same requests in half the time).
+    #[serde(default = "normal_speed")]
+    pub speed: f64,
+}
+
+fn normal_speed() -> f64 {
+    1.0
 }
 
 /// How arrivals are spaced.
@@ -401,6 +426,7 @@ struct RawLoad(LoadRoute);
 /// for responses).
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(extend("oneOf" = [{ "required": ["rate"] }, { "required": ["replay"] }]))]
 struct LoadFields {
     /// Name in expectations (`route NAME ...`), halt conditions and reports;
     /// unique.
@@ -408,9 +434,13 @@ struct LoadFields {
     /// `METHOD /path[?query]`, e.g. `GET /inventory/sku-1`.
     #[schemars(schema_with = "crate::schema::json::request_line")]
     request: String,
-    /// Requests per second, e.g. `50/s`.
+    /// Requests per second, e.g. `50/s` (give `rate` or `replay`).
+    #[serde(default)]
     #[schemars(schema_with = "crate::schema::json::request_rate")]
-    rate: String,
+    rate: Option<String>,
+    /// Send at the arrival times of a recording instead of at a rate.
+    #[serde(default)]
+    replay: Option<ArrivalReplay>,
     /// `poisson` (exponential gaps, seeded; default) or `constant`.
     #[serde(default)]
     arrivals: Arrivals,
@@ -461,17 +491,27 @@ impl TryFrom<LoadFields> for RawLoad {
                 "request: invalid path `{path}`: expected /path[?query]"
             ));
         }
-        let number = raw
-            .rate
-            .trim()
-            .strip_suffix("/s")
-            .unwrap_or(raw.rate.trim())
-            .trim();
-        let rate: f64 = number
-            .parse()
-            .ok()
-            .filter(|r: &f64| *r > 0.0 && *r <= 100_000.0)
-            .ok_or_else(|| format!("rate: invalid rate `{}`: expected requests per second from >0 to 100000, e.g. `50/s`", raw.rate))?;
+        let rate = match (&raw.rate, &raw.replay) {
+            (Some(rate), None) => parse_rate(rate)?,
+            (None, Some(replay)) => {
+                if !(replay.speed > 0.0 && replay.speed <= 1000.0) {
+                    return Err(format!(
+                        "replay.speed: {}: expected a factor above 0, up to 1000",
+                        replay.speed
+                    ));
+                }
+                if !raw.ramp.get().is_zero() || raw.arrivals != Arrivals::default() {
+                    return Err("replay: the recording sets the arrival times; leave out `ramp` and `arrivals`".to_string());
+                }
+                0.0
+            }
+            (Some(_), Some(_)) => {
+                return Err("replay: give either `rate` or `replay`, not both".to_string());
+            }
+            (None, None) => {
+                return Err("rate: missing: give `rate` (e.g. `50/s`) or `replay` (a recording's arrival times)".to_string());
+            }
+        };
         for name in raw.headers.keys() {
             http::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| format!("headers: invalid header name `{name}`"))?;
@@ -483,6 +523,8 @@ impl TryFrom<LoadFields> for RawLoad {
             headers: raw.headers,
             body: raw.body,
             rate,
+            replay: raw.replay,
+            recorded: None,
             arrivals: raw.arrivals,
             ramp: raw.ramp.get(),
             timeout: raw.timeout.map(Dur::get).unwrap_or(Duration::from_secs(10)),
@@ -492,6 +534,16 @@ impl TryFrom<LoadFields> for RawLoad {
             success: raw.success,
         }))
     }
+}
+
+/// `50/s` or `50` as requests per second, from above 0 to 100000.
+fn parse_rate(text: &str) -> Result<f64, String> {
+    let number = text.trim().strip_suffix("/s").unwrap_or(text.trim()).trim();
+    number
+        .parse()
+        .ok()
+        .filter(|r: &f64| *r > 0.0 && *r <= 100_000.0)
+        .ok_or_else(|| format!("rate: invalid rate `{text}`: expected requests per second from >0 to 100000, e.g. `50/s`"))
 }
 
 impl<'de> Deserialize<'de> for RawLoad {

@@ -9,6 +9,7 @@ use super::halt::HaltCondition;
 use crate::proxy::ProxyMode;
 use crate::schema::overrides::Override;
 use crate::schema::{self, LoadError, SchemaError, Segment};
+use crate::trace::Trace;
 
 /// An experiment with its halt conditions and expectations checked.
 #[derive(Debug, Clone)]
@@ -52,7 +53,9 @@ pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Loaded, LoadErro
 /// Parses and checks an experiment's text, read from `file`.
 fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
     let (file, text) = (file.to_string(), text.to_string());
-    let experiment: Experiment = schema::from_yaml_str(&file, &text)?;
+    let mut experiment: Experiment = schema::from_yaml_str(&file, &text)?;
+    crate::fault::replay::load_recordings(&mut experiment.faults, &file, &text, "faults")?;
+    load_arrivals(&mut experiment, &file, &text)?;
     if let Some(misfit) = ProxyMode::Http.first_misfit(&experiment.faults) {
         let message = format!(
             "`{}` works in {} mode only; an experiment's faults act on HTTP requests",
@@ -93,4 +96,23 @@ fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
         halts,
         expectations,
     })
+}
+
+/// Reads the recordings `load[].replay` names: the route sends at their
+/// arrival times, divided by the speed.
+fn load_arrivals(experiment: &mut Experiment, file: &str, text: &str) -> Result<(), LoadError> {
+    for (i, route) in experiment.load.iter_mut().enumerate() {
+        let Some(replay) = &route.replay else {
+            continue;
+        };
+        let at = [
+            Segment::Key("load".to_string()),
+            Segment::Index(i),
+            Segment::Key("replay".to_string()),
+            Segment::Key("file".to_string()),
+        ];
+        let trace = Trace::read_named(file, text, &at, &replay.file, replay.format)?;
+        route.recorded = Some(trace.arrivals().map(|t| t.div_f64(replay.speed)).collect());
+    }
+    Ok(())
 }

@@ -89,6 +89,17 @@ impl Load {
     async fn schedule(self: &Arc<Self>, route: &LoadRoute, seed: u64, index: u64, until: Duration) {
         let mut rng = clock::seeded_rng(seed, 1000 + index);
         let end = route.length.map_or(until, |l| (route.from + l).min(until));
+        if let Some(recorded) = &route.recorded {
+            for &at in recorded.iter() {
+                let t = route.from + at;
+                if t >= end {
+                    return;
+                }
+                clock::sleep_until(self.start + t).await;
+                self.send(route);
+            }
+            return;
+        }
         let mut t = route.from;
         loop {
             let rate = ramped_rate(route, t);

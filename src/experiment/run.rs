@@ -228,7 +228,7 @@ async fn execute<N: Network>(
         line.as_deref(),
         duration,
     );
-    let mut warnings = Vec::new();
+    let mut warnings = crate::fault::replay::gap_warnings(&experiment.faults);
     if let Some(system) = &experiment.system {
         let (reported, unread) = super::external::reported(system, &reporters, started_at_unix_ms);
         timeline.reported = reported;
@@ -240,7 +240,7 @@ async fn execute<N: Network>(
         timeline
             .dependency_requests
             .sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
-        warnings = unread;
+        warnings.extend(unread);
     }
     Ok(RunResult {
         timeline,

@@ -3,6 +3,7 @@
 
 pub mod matcher;
 pub mod plan;
+pub mod replay;
 pub mod spec;
 pub mod window;
 

@@ -95,6 +95,8 @@ pub enum FaultKind {
     Slicer(Slicer),
     /// Close the connection after this many bytes (TCP only).
     LimitData(LimitData),
+    /// Answer as a recording did, second by second (HTTP only).
+    Replay(super::replay::Replay),
 }
 
 impl FaultKind {
@@ -221,6 +223,12 @@ pub const KINDS: &[KindInfo] = &[
         modes: Modes::TcpOnly,
         is: |k| matches!(k, FaultKind::LimitData(_)),
         take: |r| r.limit_data.take().map(FaultKind::LimitData),
+    },
+    KindInfo {
+        key: "replay",
+        modes: Modes::HttpOnly,
+        is: |k| matches!(k, FaultKind::Replay(_)),
+        take: |r| r.replay.take().map(FaultKind::Replay),
     },
 ];
 
@@ -397,7 +405,8 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
 
 /// A fault entry as written, before the one-kind check: exactly one of the
 /// kind keys (`latency`, `status`, `reset`, `close`, `blackhole`, `refuse`,
-/// `bandwidth`, `slow_close`, `slicer`, `limit_data`) with its parameters,
+/// `bandwidth`, `slow_close`, `slicer`, `limit_data`, `replay`) with its
+/// parameters,
 /// plus when, where and how often.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -473,6 +482,11 @@ pub struct RawFault {
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "LimitData")]
     limit_data: Option<LimitData>,
+    /// Kind (HTTP only): answer as a recorded trace did, bucket by bucket
+    /// (status mix, latency, resets and hangs, drawn with the seed).
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "super::replay::Replay")]
+    replay: Option<super::replay::Replay>,
 }
 
 /// `oneOf` with one `required: [kind]` per kind: exactly one kind key.

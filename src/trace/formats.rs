@@ -43,7 +43,7 @@ impl fmt::Display for TraceFormat {
 
 /// Why a line did not parse: where, which field, what was expected.
 #[derive(Debug)]
-pub struct LineError {
+pub(super) struct LineError {
     /// 1-based column.
     pub column: usize,
     /// The field.
@@ -60,12 +60,13 @@ fn error(column: usize, key: &'static str, message: impl Into<String>) -> LineEr
     }
 }
 
-/// Arrival (seconds on the trace's own clock) and answer of one line;
-/// `None` for a line that records no call to the dependency.
-pub type Parsed = Option<(f64, Outcome)>;
+/// Arrival (seconds on the trace's own clock) and answer of one line; no
+/// answer for a request that never reached the dependency (rejected by a
+/// breaker, shed by the client).
+pub(super) type Parsed = (f64, Option<Outcome>);
 
 /// Parses one non-empty line.
-pub fn parse_line(format: TraceFormat, line: &str) -> Result<Parsed, LineError> {
+pub(super) fn parse_line(format: TraceFormat, line: &str) -> Result<Parsed, LineError> {
     match format {
         TraceFormat::Requests => requests(line),
         TraceFormat::Record => record(line),
@@ -112,8 +113,9 @@ fn failure(kind: &str) -> Option<Answer> {
 
 fn requests(line: &str) -> Result<Parsed, LineError> {
     let r: RequestsLine = json(line)?;
+    let sent = r.sent_ms / 1000.0;
     if r.reached_dependency == Some(0) {
-        return Ok(None);
+        return Ok((sent, None));
     }
     let answer = match (&r.defense_error, &r.client_error) {
         // The dependency's status is not kept when a fallback answered in
@@ -124,7 +126,7 @@ fn requests(line: &str) -> Result<Parsed, LineError> {
         }),
         (Some(e), _) => failure(e)
             .ok_or_else(|| error(1, "defense_error", format!("unknown defense_error `{e}`")))?,
-        (None, Some(e)) if e == "shed" => return Ok(None),
+        (None, Some(e)) if e == "shed" => return Ok((sent, None)),
         (None, Some(e)) => failure(e)
             .ok_or_else(|| error(1, "client_error", format!("unknown client_error `{e}`")))?,
         (None, None) => Answer::Status(
@@ -136,7 +138,7 @@ fn requests(line: &str) -> Result<Parsed, LineError> {
         answer,
         latency: millis(r.latency_ms.unwrap_or(0.0)),
     };
-    Ok(Some((r.sent_ms / 1000.0, outcome)))
+    Ok((sent, Some(outcome)))
 }
 
 /// A line of `firedrill proxy --record`.
@@ -155,7 +157,7 @@ fn record(line: &str) -> Result<Parsed, LineError> {
         answer,
         latency: millis(r.latency_ms.unwrap_or(0.0)),
     };
-    Ok(Some((r.at_ms / 1000.0, outcome)))
+    Ok((r.at_ms / 1000.0, Some(outcome)))
 }
 
 /// Splits off the next space-separated field: (column, field, rest).
@@ -207,7 +209,11 @@ fn status(column: usize, code: u16) -> Result<u16, LineError> {
     if (100..=599).contains(&code) {
         Ok(code)
     } else {
-        Err(error(column, "status", format!("{code}: expected 100 to 599")))
+        Err(error(
+            column,
+            "status",
+            format!("{code}: expected 100 to 599"),
+        ))
     }
 }
 
@@ -220,7 +226,12 @@ fn seconds(column: usize, key: &'static str, value: f64) -> Result<f64, LineErro
 }
 
 fn nginx(line: &str) -> Result<Parsed, LineError> {
-    let (c, msec, rest) = number::<f64>(line, line, "msec", "seconds since the epoch, e.g. `1763373600.123`")?;
+    let (c, msec, rest) = number::<f64>(
+        line,
+        line,
+        "msec",
+        "seconds since the epoch, e.g. `1763373600.123`",
+    )?;
     let msec = seconds(c, "msec", msec)?;
     let (_, _request, rest) = enclosed(line, rest, '"', '"', "request")?;
     let (c, code, rest) = number::<u16>(line, rest, "status", "an HTTP status")?;
@@ -237,18 +248,22 @@ fn nginx(line: &str) -> Result<Parsed, LineError> {
         answer,
         latency: Duration::from_secs_f64(time),
     };
-    Ok(Some((msec - time, outcome)))
+    Ok((msec - time, Some(outcome)))
 }
 
 fn envoy(line: &str) -> Result<Parsed, LineError> {
     let (c, start, rest) = enclosed(line, line, '[', ']', "start_time")?;
     let start = iso8601(start).ok_or_else(|| {
-        error(c + 1, "start_time", "expected an RFC 3339 time, e.g. `2026-11-17T10:00:00.123Z`")
+        error(
+            c + 1,
+            "start_time",
+            "expected an RFC 3339 time, e.g. `2026-11-17T10:00:00.123Z`",
+        )
     })?;
     let (_, _request, rest) = enclosed(line, rest, '"', '"', "request")?;
     let (c, code, rest) = number::<u16>(line, rest, "response_code", "a status (0: no response)")?;
-    let (_, flags, rest) = field(line, rest)
-        .ok_or_else(|| error(line.len() + 1, "response_flags", "missing"))?;
+    let (_, flags, rest) =
+        field(line, rest).ok_or_else(|| error(line.len() + 1, "response_flags", "missing"))?;
     let (_, _, rest) = number::<u64>(line, rest, "bytes_received", "a byte count")?;
     let (_, _, rest) = number::<u64>(line, rest, "bytes_sent", "a byte count")?;
     let (_, duration, _) = number::<u64>(line, rest, "duration", "milliseconds")?;
@@ -270,7 +285,7 @@ fn envoy(line: &str) -> Result<Parsed, LineError> {
         answer,
         latency: Duration::from_millis(duration),
     };
-    Ok(Some((start, outcome)))
+    Ok((start, Some(outcome)))
 }
 
 /// Seconds since the epoch of `YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)`.
@@ -290,7 +305,12 @@ fn iso8601(text: &str) -> Option<f64> {
     }
     let (year, month, day) = (digits(0, 4)?, digits(5, 2)?, digits(8, 2)?);
     let (hour, minute, second) = (digits(11, 2)?, digits(14, 2)?, digits(17, 2)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
         return None;
     }
     let mut i = 19;
@@ -348,16 +368,13 @@ mod tests {
 
     #[test]
     fn an_nginx_line_arrives_its_request_time_before_it_was_logged() {
-        let (at, outcome) = nginx(r#"1794909600.500 "GET /stock/1 HTTP/1.1" 503 0.250"#)
-            .unwrap()
-            .unwrap();
+        let (at, outcome) = nginx(r#"1794909600.500 "GET /stock/1 HTTP/1.1" 503 0.250"#).unwrap();
+        let outcome = outcome.unwrap();
         assert!((at - 1_794_909_600.25).abs() < 1e-6);
         assert_eq!(outcome.answer, Answer::Status(503));
         assert_eq!(outcome.latency, Duration::from_millis(250));
-        let (_, gave_up) = nginx(r#"1.0 "GET / HTTP/1.1" 499 1.000 extra fields"#)
-            .unwrap()
-            .unwrap();
-        assert_eq!(gave_up.answer, Answer::Hang);
+        let (_, gave_up) = nginx(r#"1.0 "GET / HTTP/1.1" 499 1.000 extra fields"#).unwrap();
+        assert_eq!(gave_up.unwrap().answer, Answer::Hang);
     }
 
     #[test]
@@ -379,30 +396,44 @@ mod tests {
                 r#"[2026-11-17T10:00:00.100Z] "GET /stock/1 HTTP/1.1" {code} {flags} 0 12 37 36 "-" "curl" "id" "stock" "10.0.0.1:80""#
             )
         };
-        let (at, ok) = envoy(&line("200", "-")).unwrap().unwrap();
+        let (at, ok) = envoy(&line("200", "-")).unwrap();
+        let ok = ok.unwrap();
         assert!((at - 1_794_909_600.1).abs() < 1e-6);
         assert_eq!(ok.answer, Answer::Status(200));
         assert_eq!(ok.latency, Duration::from_millis(37));
-        assert_eq!(envoy(&line("0", "UF")).unwrap().unwrap().1.answer, Answer::Reset);
-        assert_eq!(envoy(&line("0", "UC,DC")).unwrap().unwrap().1.answer, Answer::Hang);
-        assert_eq!(envoy(&line("504", "UT")).unwrap().unwrap().1.answer, Answer::Status(504));
+        assert_eq!(
+            envoy(&line("0", "UF")).unwrap().1.unwrap().answer,
+            Answer::Reset
+        );
+        assert_eq!(
+            envoy(&line("0", "UC,DC")).unwrap().1.unwrap().answer,
+            Answer::Hang
+        );
+        assert_eq!(
+            envoy(&line("504", "UT")).unwrap().1.unwrap().answer,
+            Answer::Status(504)
+        );
         assert_eq!(envoy(&line("20x", "-")).unwrap_err().key, "response_code");
     }
 
     #[test]
     fn requests_lines_replay_what_the_dependency_did_not_what_the_client_saw() {
-        let answer = |line: &str| requests(line).unwrap().map(|(_, o)| o.answer);
+        let answer = |line: &str| requests(line).unwrap().1.map(|o| o.answer);
         assert_eq!(
             answer(r#"{"sent_ms":5.0,"latency_ms":2.0,"status":200,"reached_dependency":1}"#),
             Some(Answer::Status(200))
         );
         assert_eq!(
-            answer(r#"{"sent_ms":5.0,"status":200,"fallback":"static","defense_error":"status","reached_dependency":1}"#),
+            answer(
+                r#"{"sent_ms":5.0,"status":200,"fallback":"static","defense_error":"status","reached_dependency":1}"#
+            ),
             Some(Answer::Status(503)),
             "a fallback hid the failing status"
         );
         assert_eq!(
-            answer(r#"{"sent_ms":5.0,"status":504,"defense_error":"timeout","reached_dependency":1}"#),
+            answer(
+                r#"{"sent_ms":5.0,"status":504,"defense_error":"timeout","reached_dependency":1}"#
+            ),
             Some(Answer::Hang)
         );
         assert_eq!(
@@ -421,10 +452,9 @@ mod tests {
 
     #[test]
     fn record_lines_without_a_status_were_cut() {
-        let (at, o) = record(r#"{"at_ms":1500.0,"proxy":"p","status":null,"latency_ms":null}"#)
-            .unwrap()
-            .unwrap();
+        let (at, o) =
+            record(r#"{"at_ms":1500.0,"proxy":"p","status":null,"latency_ms":null}"#).unwrap();
         assert_eq!(at, 1.5);
-        assert_eq!(o.answer, Answer::Reset);
+        assert_eq!(o.unwrap().answer, Answer::Reset);
     }
 }

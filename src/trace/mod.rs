@@ -17,7 +17,7 @@ pub use formats::TraceFormat;
 pub use model::{Gap, Model};
 
 use crate::clock::Duration;
-use crate::schema::{LoadError, SchemaError};
+use crate::schema::{LoadError, SchemaError, Segment};
 
 /// How the recorded request ended, as the dependency answered it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,8 +44,9 @@ pub struct Outcome {
 pub struct TraceLine {
     /// Arrival, from the trace's first arrival.
     pub at: Duration,
-    /// How it ended.
-    pub outcome: Outcome,
+    /// How it ended at the dependency; `None` when it never reached it
+    /// (rejected, shed): still an arrival.
+    pub outcome: Option<Outcome>,
     /// The line of the file it came from (1-based).
     pub source_line: usize,
 }
@@ -74,9 +75,31 @@ impl Trace {
         Trace::parse(shown, &text, format).map_err(LoadError::from)
     }
 
+    /// Reads the recording `relative` names, relative to the directory of
+    /// `file` (whose text is `text`) that names it at `at`: a recording that
+    /// cannot be read is an error at that key, a bad line an error at its
+    /// line in the recording.
+    pub fn read_named(
+        file: &str,
+        text: &str,
+        at: &[Segment],
+        relative: &str,
+        format: TraceFormat,
+    ) -> Result<Trace, LoadError> {
+        let base = Path::new(file).parent().unwrap_or(Path::new(""));
+        let path = base.join(relative);
+        let shown = path.display().to_string();
+        Trace::read(&path, &shown, format).map_err(|e| match e {
+            LoadError::Read { source, .. } => {
+                SchemaError::at(file, text, at, format!("cannot read {shown}: {source}")).into()
+            }
+            other => other,
+        })
+    }
+
     /// Parses a trace's text.
     pub fn parse(file: &str, text: &str, format: TraceFormat) -> Result<Trace, SchemaError> {
-        let mut stamped: Vec<(f64, Outcome, usize)> = Vec::new();
+        let mut stamped: Vec<(f64, Option<Outcome>, usize)> = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let number = i + 1;
             let at = |column: usize, key: &str, message: String| SchemaError {
@@ -93,11 +116,14 @@ impl Trace {
             if trimmed.is_empty() || trimmed.starts_with('#') {
                 continue;
             }
-            let parsed = formats::parse_line(format, line)
-                .map_err(|e| at(e.column, e.key, format!("{} ({} format)", e.message, format)))?;
-            if let Some((start, outcome)) = parsed {
-                stamped.push((start, outcome, number));
-            }
+            let parsed = formats::parse_line(format, line).map_err(|e| {
+                at(
+                    e.column,
+                    e.key,
+                    format!("{} ({} format)", e.message, format),
+                )
+            })?;
+            stamped.push((parsed.0, parsed.1, number));
         }
         if stamped.is_empty() {
             return Err(SchemaError {
@@ -114,7 +140,9 @@ impl Trace {
         let lines = stamped
             .into_iter()
             .map(|(start, outcome, source_line)| TraceLine {
-                at: Duration::from_secs_f64((start - first).max(0.0)),
+                // Recordings carry at most microseconds; rounding keeps
+                // `0.999999` from standing for a logged `1.000`.
+                at: Duration::from_micros(((start - first).max(0.0) * 1e6).round() as u64),
                 outcome,
                 source_line,
             })
@@ -125,9 +153,13 @@ impl Trace {
         })
     }
 
-    /// From the first arrival to the last.
-    pub fn span(&self) -> Duration {
-        self.lines.last().map_or(Duration::ZERO, |l| l.at)
+    /// The arrivals, from the first one.
+    pub fn arrivals(&self) -> impl Iterator<Item = Duration> + '_ {
+        self.lines.iter().map(|l| l.at)
+    }
+
+    /// The requests that reached the dependency, with their answers.
+    pub fn answered(&self) -> impl Iterator<Item = (Duration, Outcome)> + '_ {
+        self.lines.iter().filter_map(|l| Some((l.at, l.outcome?)))
     }
 }
-

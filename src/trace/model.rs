@@ -42,18 +42,20 @@ pub struct Model {
 }
 
 impl Model {
-    /// Buckets `trace` into `width`-long buckets, splitting each into cold
-    /// and warm when `cold_after` is given. `width` must not be zero.
-    pub fn new(trace: &Trace, width: Duration, cold_after: Option<Duration>) -> Model {
+    /// Buckets the answered requests of `trace` into `width`-long buckets,
+    /// splitting each into cold and warm when `cold_after` is given; `None`
+    /// when no request reached the dependency. `width` must not be zero.
+    pub fn new(trace: &Trace, width: Duration, cold_after: Option<Duration>) -> Option<Model> {
         let bucket = |at: Duration| (at.as_nanos() / width.as_nanos().max(1)) as usize;
-        let count = bucket(trace.span()) + 1;
-        let mut recorded = vec![[Vec::new(), Vec::new()]; count];
+        let (last, _) = trace.answered().last()?;
+        let mut recorded = vec![[Vec::new(), Vec::new()]; bucket(last) + 1];
         let mut previous: Option<Duration> = None;
-        for line in &trace.lines {
-            let cold = cold_after.is_some_and(|idle| previous.is_none_or(|p| line.at - p >= idle));
-            previous = Some(line.at);
-            recorded[bucket(line.at)][usize::from(cold)].push(line.outcome);
+        for (at, outcome) in trace.answered() {
+            let cold = cold_after.is_some_and(|idle| previous.is_none_or(|p| at - p >= idle));
+            previous = Some(at);
+            recorded[bucket(at)][usize::from(cold)].push(outcome);
         }
+        let count = recorded.len();
         let mut last: [Option<usize>; 2] = [None, None];
         let mut held = Vec::with_capacity(count);
         for (i, buckets) in recorded.iter().enumerate() {
@@ -88,12 +90,12 @@ impl Model {
                 _ => gaps.push(Gap { from, to }),
             }
         }
-        Model {
+        Some(Model {
             width,
             recorded,
             source,
             gaps,
-        }
+        })
     }
 
     /// How long the model covers: whole buckets up to the last arrival.
@@ -129,10 +131,10 @@ mod tests {
                 .iter()
                 .map(|&(ms, code)| TraceLine {
                     at: Duration::from_millis(ms),
-                    outcome: Outcome {
+                    outcome: Some(Outcome {
                         answer: Answer::Status(code),
                         latency: Duration::from_millis(code.into()),
-                    },
+                    }),
                     source_line: 1,
                 })
                 .collect(),
@@ -154,7 +156,8 @@ mod tests {
             &trace(&[(0, 200), (100, 200), (200, 503), (300, 200), (1_100, 503)]),
             SECOND,
             None,
-        );
+        )
+        .unwrap();
         let at = Duration::from_millis(500);
         let drawn: Vec<_> = [0.0, 0.3, 0.5, 0.75, 0.999]
             .iter()
@@ -165,17 +168,29 @@ mod tests {
             [Some(200), Some(200), Some(503), Some(200), Some(200)],
             "a quarter 503, as recorded"
         );
-        assert_eq!(status(m.draw(Duration::from_millis(1_500), false, 0.0)), Some(503));
+        assert_eq!(
+            status(m.draw(Duration::from_millis(1_500), false, 0.0)),
+            Some(503)
+        );
         assert_eq!(m.span(), 2 * SECOND);
         assert_eq!(m.draw(2 * SECOND, false, 0.0), None, "past the recording");
     }
 
     #[test]
     fn a_gap_repeats_the_last_recorded_bucket_and_is_reported() {
-        let m = Model::new(&trace(&[(0, 500), (3_500, 200)]), SECOND, None);
-        assert_eq!(status(m.draw(Duration::from_millis(1_200), false, 0.5)), Some(500));
-        assert_eq!(status(m.draw(Duration::from_millis(2_900), false, 0.5)), Some(500));
-        assert_eq!(status(m.draw(Duration::from_millis(3_100), false, 0.5)), Some(200));
+        let m = Model::new(&trace(&[(0, 500), (3_500, 200)]), SECOND, None).unwrap();
+        assert_eq!(
+            status(m.draw(Duration::from_millis(1_200), false, 0.5)),
+            Some(500)
+        );
+        assert_eq!(
+            status(m.draw(Duration::from_millis(2_900), false, 0.5)),
+            Some(500)
+        );
+        assert_eq!(
+            status(m.draw(Duration::from_millis(3_100), false, 0.5)),
+            Some(200)
+        );
         assert_eq!(
             m.gaps(),
             [Gap {
@@ -189,31 +204,62 @@ mod tests {
     fn cold_requests_draw_from_the_calls_that_came_after_silence() {
         // Warm traffic answers 200; the calls after 2 s of silence got 503.
         let m = Model::new(
-            &trace(&[(0, 503), (50, 200), (100, 200), (3_000, 503), (3_050, 200), (4_000, 200)]),
+            &trace(&[
+                (0, 503),
+                (50, 200),
+                (100, 200),
+                (3_000, 503),
+                (3_050, 200),
+                (4_000, 200),
+            ]),
             SECOND,
             Some(SECOND),
+        )
+        .unwrap();
+        assert_eq!(
+            status(m.draw(Duration::from_millis(3_500), true, 0.9)),
+            Some(503)
         );
-        assert_eq!(status(m.draw(Duration::from_millis(3_500), true, 0.9)), Some(503));
-        assert_eq!(status(m.draw(Duration::from_millis(3_500), false, 0.0)), Some(200));
+        assert_eq!(
+            status(m.draw(Duration::from_millis(3_500), false, 0.0)),
+            Some(200)
+        );
         // Second 4 has no cold call: the last cold answer holds.
-        assert_eq!(status(m.draw(Duration::from_millis(4_500), true, 0.0)), Some(503));
+        assert_eq!(
+            status(m.draw(Duration::from_millis(4_500), true, 0.0)),
+            Some(503)
+        );
         // Second 1 has nothing: both strata repeat second 0.
-        assert_eq!(status(m.draw(Duration::from_millis(1_500), false, 0.0)), Some(200));
-        assert_eq!(status(m.draw(Duration::from_millis(1_500), true, 0.0)), Some(503));
+        assert_eq!(
+            status(m.draw(Duration::from_millis(1_500), false, 0.0)),
+            Some(200)
+        );
+        assert_eq!(
+            status(m.draw(Duration::from_millis(1_500), true, 0.0)),
+            Some(503)
+        );
     }
 
     #[test]
     fn without_cold_after_every_request_draws_from_one_stratum() {
-        let m = Model::new(&trace(&[(0, 503), (3_000, 200)]), SECOND, None);
-        assert_eq!(status(m.draw(Duration::from_millis(3_100), true, 0.0)), Some(200));
+        let m = Model::new(&trace(&[(0, 503), (3_000, 200)]), SECOND, None).unwrap();
+        assert_eq!(
+            status(m.draw(Duration::from_millis(3_100), true, 0.0)),
+            Some(200)
+        );
     }
 
     #[test]
     fn a_stratum_not_seen_yet_uses_the_other_one() {
-        let m = Model::new(&trace(&[(0, 200), (100, 200), (2_000, 503)]), SECOND, Some(SECOND));
+        let m = Model::new(
+            &trace(&[(0, 200), (100, 200), (2_000, 503)]),
+            SECOND,
+            Some(SECOND),
+        )
+        .unwrap();
         // The first line is cold (nothing before it); warm exists from 0.
         assert_eq!(status(m.draw(Duration::ZERO, true, 0.0)), Some(200));
-        let warm_only = Model::new(&trace(&[(0, 200)]), SECOND, None);
+        let warm_only = Model::new(&trace(&[(0, 200)]), SECOND, None).unwrap();
         assert_eq!(status(warm_only.draw(Duration::ZERO, true, 0.0)), Some(200));
     }
 }

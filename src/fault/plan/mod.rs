@@ -16,6 +16,7 @@ use tokio::sync::watch;
 
 use super::spec::{Fault, FaultKind};
 use crate::clock::{self, Duration, Instant, RunRng};
+use crate::trace::Outcome;
 
 /// A fault list bound to a start instant and a seed, replaceable at runtime.
 #[derive(Debug)]
@@ -74,6 +75,17 @@ struct FaultState {
     injected: AtomicU64,
     /// When a request matching the fault last arrived (for `after_idle`).
     last_match: Mutex<Option<Instant>>,
+}
+
+impl FaultState {
+    /// Whether a matching request arriving `now` comes after at least
+    /// `idle` without one (the first ever does); notes the arrival.
+    fn idle_for(&self, idle: Duration, now: Instant) -> bool {
+        let mut last = self.last_match.lock().unwrap_or_else(|e| e.into_inner());
+        let cold = last.is_none_or(|t| now.saturating_duration_since(t) >= idle);
+        *last = Some(now);
+        cold
+    }
 }
 
 /// One fault chosen for a connection or request. Owns its snapshot, so it
@@ -431,13 +443,24 @@ impl FaultPlan {
     /// that comes after that long without one (a cold start). Notes the
     /// arrival either way.
     fn cold_enough(fault: &Fault, state: &FaultState, now: Instant) -> bool {
-        let Some(idle) = fault.after_idle else {
-            return true;
-        };
-        let mut last = state.last_match.lock().unwrap_or_else(|e| e.into_inner());
-        let cold = last.is_none_or(|t| now.saturating_duration_since(t) >= idle);
-        *last = Some(now);
-        cold
+        match fault.after_idle {
+            Some(idle) => state.idle_for(idle, now),
+            None => true,
+        }
+    }
+
+    /// The recorded answer a `replay` hit gives a request arriving now:
+    /// drawn from the recording's bucket at the time into the fault's
+    /// window, from its cold calls when the request comes after
+    /// `cold_after` without one; `None` past the end of the recording.
+    pub fn hit_replay(&self, hit: &Hit, replay: &super::replay::Replay) -> Option<Outcome> {
+        let model = replay.model.as_ref()?;
+        let cold = replay
+            .fields
+            .cold_after
+            .is_some_and(|idle| hit.state().idle_for(idle.get(), clock::now()));
+        let into = self.elapsed().saturating_sub(hit.fault().window.start);
+        model.draw(into, cold, Self::draw(hit))
     }
 
     /// Whether the listener must refuse connections now, and when that next

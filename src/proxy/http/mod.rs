@@ -23,9 +23,10 @@ use super::record::Recorder;
 use super::telemetry::Telemetry;
 use super::traffic::Traffic;
 use crate::clock::{self, Instant};
-use crate::fault::{Direction, FaultKind, FaultPlan};
+use crate::fault::{Direction, FaultKind, FaultPlan, Hit};
 use crate::http::{BoxBody, BoxError, ShutdownSignal, boxed, full};
 use crate::net::{Connector, Transport};
+use crate::trace::Answer;
 
 /// Header on every response the proxy made up (injected status, gateway
 /// error), naming the fault or the error.
@@ -171,20 +172,7 @@ impl<C: Connector> Conn<C> {
                     if let Some(at) = decision.request_at {
                         clock::sleep_until_precise(at).await;
                     }
-                    let mut resp = Response::new(full(s.body.clone()));
-                    *resp.status_mut() =
-                        StatusCode::from_u16(s.code.0).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-                    for (k, v) in &s.headers {
-                        if let (Ok(k), Ok(v)) = (
-                            http::HeaderName::from_bytes(k.as_bytes()),
-                            HeaderValue::from_str(v),
-                        ) {
-                            resp.headers_mut().append(k, v);
-                        }
-                    }
-                    if let Ok(v) = HeaderValue::from_str(&hit.fault().name) {
-                        resp.headers_mut().insert(FAULT_HEADER, v);
-                    }
+                    let resp = status_response(s.code.0, &s.body, &s.headers, hit);
                     return Ok(log.answered(resp));
                 }
                 FaultKind::Blackhole => {
@@ -195,6 +183,34 @@ impl<C: Connector> Conn<C> {
                     plan.record_hit(hit, req.uri().path());
                     log.decided_by(hit);
                     return std::future::pending().await;
+                }
+                FaultKind::Replay(replay) => {
+                    let Some(outcome) = plan.hit_replay(hit, replay) else {
+                        continue;
+                    };
+                    plan.record_hit(hit, req.uri().path());
+                    let answer_at = arrival + outcome.latency;
+                    match outcome.answer {
+                        // A success goes to the real upstream, late.
+                        Answer::Status(code) if code < 400 => {
+                            log.shaped_by(hit);
+                            decision.request_at = Some(answer_at);
+                            continue;
+                        }
+                        Answer::Hang => {
+                            log.decided_by(hit);
+                            return std::future::pending().await;
+                        }
+                        _ => {}
+                    }
+                    log.decided_by(hit);
+                    clock::sleep_until_precise(answer_at).await;
+                    let Answer::Status(code) = outcome.answer else {
+                        self.reset.store(true, Ordering::SeqCst);
+                        return Err(body::Cut(0));
+                    };
+                    let resp = status_response(code, "", &Default::default(), hit);
+                    return Ok(log.answered(resp));
                 }
                 // `refuse` acts on the listener (the accept loop's gate);
                 // byte-stream kinds never reach an HTTP proxy (the mode
@@ -327,6 +343,30 @@ struct Unsent {
     request: Option<Request<BoxBody>>,
     /// Why.
     error: BoxError,
+}
+
+/// An answer made by the proxy in the target's place, marked with the
+/// fault that made it.
+fn status_response(
+    code: u16,
+    body: &str,
+    headers: &indexmap::IndexMap<String, String>,
+    hit: &Hit,
+) -> Response<BoxBody> {
+    let mut resp = Response::new(full(body.to_string()));
+    *resp.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+    for (k, v) in headers {
+        if let (Ok(k), Ok(v)) = (
+            http::HeaderName::from_bytes(k.as_bytes()),
+            HeaderValue::from_str(v),
+        ) {
+            resp.headers_mut().append(k, v);
+        }
+    }
+    if let Ok(v) = HeaderValue::from_str(&hit.fault().name) {
+        resp.headers_mut().insert(FAULT_HEADER, v);
+    }
+    resp
 }
 
 fn boxed_error<E: std::error::Error + Send + Sync + 'static>(err: E) -> BoxError {

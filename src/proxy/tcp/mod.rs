@@ -568,6 +568,6 @@ fn acts_in(kind: &FaultKind, dir: Direction) -> bool {
             c.after_bytes.is_none() || dir == Direction::Downstream
         }
         FaultKind::Blackhole => true,
-        FaultKind::Status(_) | FaultKind::Refuse => false,
+        FaultKind::Status(_) | FaultKind::Refuse | FaultKind::Replay(_) => false,
     }
 }

@@ -1,0 +1,170 @@
+//! The `replay` fault: the dependency answers as a recording did.
+//!
+//! Each request through the fault, `t` into its window, draws one recorded
+//! answer from the recording's bucket at `t` (seeded): a status after the
+//! recorded latency (a 2xx or 3xx is forwarded to the real upstream after
+//! that delay, an error status is answered by the proxy), a reset after the
+//! recorded latency, or a hang. The fault's window lasts as long as the
+//! recording unless `for` says otherwise; past its end requests pass
+//! through.
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Deserializer};
+
+use super::spec::{Fault, FaultKind};
+use crate::clock::Duration;
+use crate::schema::units::Dur;
+use crate::schema::{LoadError, SchemaError, Segment, deserialize_checked};
+use crate::trace::{Model, Trace, TraceFormat};
+
+/// `replay` as written.
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping with file, format, bucket, cold_after, e.g. `{ file: incident.log, format: nginx }`"
+)]
+pub struct ReplayFields {
+    /// The recording, relative to the file that names it.
+    pub file: String,
+    /// `requests` (a run's requests.jsonl), `record` (`firedrill proxy
+    /// --record`), `nginx` (`log_format firedrill '$msec "$request" $status
+    /// $request_time';`) or `envoy` (Envoy's default access log format).
+    pub format: TraceFormat,
+    /// Width of the time buckets answers are drawn from (default `1s`).
+    #[serde(default = "one_second")]
+    pub bucket: Dur,
+    /// Requests after this long without one draw from the recorded calls
+    /// that came after as long a silence (a cold start); default: off.
+    #[serde(default)]
+    pub cold_after: Option<Dur>,
+}
+
+fn one_second() -> Dur {
+    Dur(Duration::from_secs(1))
+}
+
+/// Parameters of `replay`, with the recording once it is read.
+#[derive(Clone, PartialEq)]
+pub struct Replay {
+    /// As written.
+    pub fields: ReplayFields,
+    /// The recording as buckets; `None` until [`load_recordings`] read it.
+    pub model: Option<Arc<Model>>,
+}
+
+impl fmt::Debug for Replay {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Replay")
+            .field("fields", &self.fields)
+            .field("read", &self.model.is_some())
+            .finish()
+    }
+}
+
+impl TryFrom<ReplayFields> for Replay {
+    type Error = String;
+    fn try_from(fields: ReplayFields) -> Result<Self, String> {
+        if fields.bucket.get() < Duration::from_millis(1) {
+            return Err("bucket: must be at least 1ms".to_string());
+        }
+        if fields.cold_after.is_some_and(|c| c.get().is_zero()) {
+            return Err("cold_after: must be longer than 0s".to_string());
+        }
+        if fields.file.trim().is_empty() {
+            return Err("file: the recording's path cannot be empty".to_string());
+        }
+        Ok(Replay {
+            fields,
+            model: None,
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Replay {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked::<D, ReplayFields, Replay>(d)
+    }
+}
+
+crate::schema_via!(Replay, ReplayFields, "Replay");
+
+/// Reads the recording of every `replay` fault in `faults` (the list at
+/// `key` of `file`, whose text is `text`), relative to the directory of
+/// `file`, and sets each replay's window to the recording's length unless
+/// `for` gave one. A recording that cannot be read is an error at the
+/// fault's `replay.file`; a bad line is an error at its line in the
+/// recording.
+pub fn load_recordings(
+    faults: &mut [Fault],
+    file: &str,
+    text: &str,
+    key: &str,
+) -> Result<(), LoadError> {
+    for (i, fault) in faults.iter_mut().enumerate() {
+        let FaultKind::Replay(replay) = &mut fault.kind else {
+            continue;
+        };
+        let at = [
+            Segment::Key(key.to_string()),
+            Segment::Index(i),
+            Segment::Key("replay".to_string()),
+            Segment::Key("file".to_string()),
+        ];
+        let fields = &replay.fields;
+        let trace = Trace::read_named(file, text, &at, &fields.file, fields.format)?;
+        let model = Model::new(
+            &trace,
+            replay.fields.bucket.get(),
+            replay.fields.cold_after.map(Dur::get),
+        )
+        .ok_or_else(|| {
+            let message = format!("{}: no request in it reached the dependency", trace.file);
+            LoadError::from(SchemaError::at(file, text, &at, message))
+        })?;
+        if fault.window.length.is_none() && fault.window.pattern.is_none() {
+            fault.window.length = Some(model.span());
+        }
+        replay.model = Some(Arc::new(model));
+    }
+    Ok(())
+}
+
+/// What the user should know about the recordings behind `faults`: one
+/// line per recording with gaps, naming the first few.
+pub fn gap_warnings(faults: &[Fault]) -> Vec<String> {
+    const SHOWN: usize = 5;
+    let mut out = Vec::new();
+    for fault in faults {
+        let FaultKind::Replay(replay) = &fault.kind else {
+            continue;
+        };
+        let Some(model) = &replay.model else { continue };
+        let gaps = model.gaps();
+        if gaps.is_empty() {
+            continue;
+        }
+        let width = replay.fields.bucket.get();
+        let empty: u128 = gaps
+            .iter()
+            .map(|g| (g.to - g.from).as_nanos() / width.as_nanos())
+            .sum();
+        let total = model.span().as_nanos() / width.as_nanos();
+        let mut spans: Vec<String> = gaps
+            .iter()
+            .take(SHOWN)
+            .map(|g| format!("{}s-{}s", g.from.as_secs_f64(), g.to.as_secs_f64()))
+            .collect();
+        if gaps.len() > SHOWN {
+            spans.push(format!("{} more", gaps.len() - SHOWN));
+        }
+        out.push(format!(
+            "fault {}: {} records no request in {empty} of its {total} buckets ({}): each repeats the last bucket with requests",
+            fault.name,
+            replay.fields.file,
+            spans.join(", "),
+        ));
+    }
+    out
+}
