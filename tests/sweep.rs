@@ -69,14 +69,22 @@ fn a_bulkhead_sweep_reproduces_erlang_b_for_c_1_to_10() {
 /// closes (its expectation "never closes" fails there).
 #[test]
 fn sweeping_permitted_calls_shows_1_flapping_and_5_closing() {
-    let out = firedrill(&[
-        "sweep",
-        "experiments/half_open_flapping_permitted_1.yaml",
-        "--vary",
-        &format!("{PERMITTED}=1,5"),
-        "--format",
-        "json",
-    ]);
+    sweep_shows_1_flapping_and_5_closing("experiments/half_open_flapping_permitted_1.yaml");
+}
+
+/// The same on the replayed incident: the recording's cold calls make
+/// every lone probe fail; five probes close the breaker.
+#[test]
+fn sweeping_permitted_calls_on_the_replayed_incident_shows_1_flapping_and_5_closing() {
+    sweep_shows_1_flapping_and_5_closing("experiments/incident_replay.yaml");
+}
+
+/// Sweeps `experiment` over permitted calls {1, 5}: "never closes" holds
+/// with 1 and fails with 5, and the same sweep gives the same bytes again.
+fn sweep_shows_1_flapping_and_5_closing(experiment: &str) {
+    let vary = format!("{PERMITTED}=1,5");
+    let args = ["sweep", experiment, "--vary", &vary, "--format", "json"];
+    let out = firedrill(&args);
     let sweep = json(&out);
     let never_closes = sweep["expectations"]
         .as_array()
@@ -89,16 +97,11 @@ fn sweeping_permitted_calls_shows_1_flapping_and_5_closing() {
     assert_eq!(held(1), Some(false), "5 permitted calls: closes");
     let failed_probes = |i: usize| sweep["points"][i]["runs"][0]["half_open_to_open"].as_u64();
     assert!(failed_probes(0) > failed_probes(1), "{sweep:#}");
-    // The same sweep again gives the same bytes.
-    let again = firedrill(&[
-        "sweep",
-        "experiments/half_open_flapping_permitted_1.yaml",
-        "--vary",
-        &format!("{PERMITTED}=1,5"),
-        "--format",
-        "json",
-    ]);
-    assert_eq!(again.stdout, out.stdout);
+    assert_eq!(
+        firedrill(&args).stdout,
+        out.stdout,
+        "same sweep, same bytes"
+    );
 }
 
 #[test]

@@ -509,7 +509,10 @@ impl TryFrom<LoadFields> for RawLoad {
                 return Err("replay: give either `rate` or `replay`, not both".to_string());
             }
             (None, None) => {
-                return Err("rate: missing: give `rate` (e.g. `50/s`) or `replay` (a recording's arrival times)".to_string());
+                return Err(
+                    "missing field `rate` (e.g. `50/s`), or `replay` (a recording's arrival times)"
+                        .to_string(),
+                );
             }
         };
         for name in raw.headers.keys() {

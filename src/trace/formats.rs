@@ -30,6 +30,14 @@ pub enum TraceFormat {
     Envoy,
 }
 
+impl TraceFormat {
+    /// Whether its times are wall-clock times (access logs), not offsets
+    /// from a run's start (firedrill's own files).
+    pub fn wall_clock(self) -> bool {
+        matches!(self, TraceFormat::Nginx | TraceFormat::Envoy)
+    }
+}
+
 impl fmt::Display for TraceFormat {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

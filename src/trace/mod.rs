@@ -42,7 +42,7 @@ pub struct Outcome {
 /// One recorded request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceLine {
-    /// Arrival, from the trace's first arrival.
+    /// Arrival, from the trace's start (see [`Trace`]).
     pub at: Duration,
     /// How it ended at the dependency; `None` when it never reached it
     /// (rejected, shed): still an arrival.
@@ -51,7 +51,8 @@ pub struct TraceLine {
     pub source_line: usize,
 }
 
-/// A recording, read and checked.
+/// A recording, read and checked: times count from the first arrival
+/// (access logs) or from the recorded run's start (firedrill's files).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Trace {
     /// The file as the user named it.
@@ -76,9 +77,9 @@ impl Trace {
     }
 
     /// Reads the recording `relative` names, relative to the directory of
-    /// `file` (whose text is `text`) that names it at `at`: a recording that
-    /// cannot be read is an error at that key, a bad line an error at its
-    /// line in the recording.
+    /// `file` (whose text is `text`) that names it at `at`. An error is
+    /// located at that key, and a bad line also at its line and column in
+    /// the recording.
     pub fn read_named(
         file: &str,
         text: &str,
@@ -93,7 +94,7 @@ impl Trace {
             LoadError::Read { source, .. } => {
                 SchemaError::at(file, text, at, format!("cannot read {shown}: {source}")).into()
             }
-            other => other,
+            other => SchemaError::at(file, text, at, other.to_string()).into(),
         })
     }
 
@@ -136,7 +137,13 @@ impl Trace {
         }
         // Access logs are written as requests end: order by arrival.
         stamped.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let first = stamped[0].0;
+        // Access logs carry wall-clock times: the replay starts at the
+        // first arrival. firedrill's own files count from their run's start.
+        let first = if format.wall_clock() {
+            stamped[0].0
+        } else {
+            0.0
+        };
         let lines = stamped
             .into_iter()
             .map(|(start, outcome, source_line)| TraceLine {
