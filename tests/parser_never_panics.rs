@@ -193,6 +193,7 @@ const KIND_PARAMETERS: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     ("limit_data", &[("bytes", "1MB")]),
+    ("replay", &[("file", "trace.log"), ("format", "nginx")]),
 ];
 
 /// The valid parameters of `kind`, from [`KIND_PARAMETERS`].
