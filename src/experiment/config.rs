@@ -123,8 +123,10 @@ pub struct LoadRoute {
 pub struct ArrivalReplay {
     /// The recording, relative to the experiment file.
     pub file: String,
-    /// `requests`, `record`, `nginx` or `envoy` (see the `replay` fault).
-    pub format: crate::trace::TraceFormat,
+    /// `requests`, `record`, `nginx` or `envoy` (see the `replay` fault);
+    /// default: told from the recording's first line.
+    #[serde(default)]
+    pub format: Option<crate::trace::TraceFormat>,
     /// Play the recording this many times as fast (default 1; 2 sends the
     /// same requests in half the time).
     #[serde(default = "normal_speed")]
@@ -133,6 +135,16 @@ pub struct ArrivalReplay {
 
 fn normal_speed() -> f64 {
     1.0
+}
+
+impl crate::schema::FromFile for ArrivalReplay {
+    fn from_file(file: &str) -> Result<Self, String> {
+        Ok(ArrivalReplay {
+            file: file.to_string(),
+            format: None,
+            speed: normal_speed(),
+        })
+    }
 }
 
 /// How arrivals are spaced.
@@ -438,8 +450,10 @@ struct LoadFields {
     #[serde(default)]
     #[schemars(schema_with = "crate::schema::json::request_rate")]
     rate: Option<String>,
-    /// Send at the arrival times of a recording instead of at a rate.
-    #[serde(default)]
+    /// Send at the arrival times of a recording instead of at a rate: its
+    /// path, or `{ file, format, speed }`.
+    #[serde(default, deserialize_with = "crate::schema::file_or_mapping")]
+    #[schemars(schema_with = "crate::schema::json::file_or::<ArrivalReplay>")]
     replay: Option<ArrivalReplay>,
     /// `poisson` (exponential gaps, seeded; default) or `constant`.
     #[serde(default)]

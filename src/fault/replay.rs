@@ -30,8 +30,10 @@ pub struct ReplayFields {
     pub file: String,
     /// `requests` (a run's requests.jsonl), `record` (`firedrill proxy
     /// --record`), `nginx` (`log_format firedrill '$msec "$request" $status
-    /// $request_time';`) or `envoy` (Envoy's default access log format).
-    pub format: TraceFormat,
+    /// $request_time';`) or `envoy` (Envoy's default access log format);
+    /// default: told from the recording's first line.
+    #[serde(default)]
+    pub format: Option<TraceFormat>,
     /// Width of the time buckets answers are drawn from (default `1s`).
     #[serde(default = "one_second")]
     pub bucket: Dur,
@@ -82,6 +84,17 @@ impl TryFrom<ReplayFields> for Replay {
     }
 }
 
+impl crate::schema::FromFile for Replay {
+    fn from_file(file: &str) -> Result<Self, String> {
+        Replay::try_from(ReplayFields {
+            file: file.to_string(),
+            format: None,
+            bucket: one_second(),
+            cold_after: None,
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for Replay {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         deserialize_checked::<D, ReplayFields, Replay>(d)
@@ -121,7 +134,8 @@ pub fn load_recordings(
         )
         .ok_or_else(|| {
             let message = format!("{}: no request in it reached the dependency", trace.file);
-            LoadError::from(SchemaError::at(file, text, &at, message))
+            let at = crate::trace::file_key(text, &at);
+            LoadError::from(SchemaError::at(file, text, at, message))
         })?;
         if fault.window.length.is_none() && fault.window.pattern.is_none() {
             fault.window.length = Some(model.span());

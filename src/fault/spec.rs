@@ -484,8 +484,8 @@ pub struct RawFault {
     limit_data: Option<LimitData>,
     /// Kind (HTTP only): answer as a recorded trace did, bucket by bucket
     /// (status mix, latency, resets and hangs, drawn with the seed).
-    #[serde(default, deserialize_with = "present")]
-    #[schemars(with = "super::replay::Replay")]
+    #[serde(default, deserialize_with = "crate::schema::file_or_mapping")]
+    #[schemars(schema_with = "crate::schema::json::file_or::<super::replay::Replay>")]
     replay: Option<super::replay::Replay>,
 }
 

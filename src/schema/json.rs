@@ -165,3 +165,15 @@ pub fn no_parameters(_: &mut SchemaGenerator) -> Schema {
         ],
     })
 }
+
+/// A recording's path on its own (`replay: incident.log`, its format told
+/// from its first line), or the mapping `T`.
+pub fn file_or<T: schemars::JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    let mapping = generator.subschema_for::<T>();
+    json_schema!({
+        "anyOf": [
+            { "type": "string", "minLength": 1, "description": "The recording's path, relative to this file; its format is told from its first line." },
+            mapping,
+        ],
+    })
+}

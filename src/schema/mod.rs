@@ -166,3 +166,33 @@ where
 
     deserializer.deserialize_map(Checked(PhantomData))
 }
+
+/// A value that names a file on its own (`replay: incident.log`) or is a
+/// mapping with more settings.
+pub trait FromFile: Sized {
+    /// The value for a bare file name.
+    fn from_file(file: &str) -> Result<Self, String>;
+}
+
+/// Reads `T` from a bare string (through [`FromFile`]) or from a mapping
+/// (through its own `Deserialize`), as an `Option` field's value.
+pub fn file_or_mapping<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromFile + Deserialize<'de>,
+{
+    struct V<T>(PhantomData<T>);
+    impl<'de, T: FromFile + Deserialize<'de>> Visitor<'de> for V<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a recording's path, or a mapping with file and format")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+            T::from_file(v).map_err(E::custom)
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+            T::deserialize(de::value::MapAccessDeserializer::new(map))
+        }
+    }
+    d.deserialize_any(V(PhantomData)).map(Some)
+}

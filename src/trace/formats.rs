@@ -31,6 +31,22 @@ pub enum TraceFormat {
 }
 
 impl TraceFormat {
+    /// The format a recording's first line is written in, if it tells.
+    pub fn sniff(line: &str) -> Option<TraceFormat> {
+        let line = line.trim_start();
+        if line.starts_with('{') {
+            if line.contains("\"sent_ms\"") {
+                return Some(TraceFormat::Requests);
+            }
+            return line.contains("\"at_ms\"").then_some(TraceFormat::Record);
+        }
+        if line.starts_with('[') {
+            return Some(TraceFormat::Envoy);
+        }
+        let first = line.split(' ').next()?;
+        first.parse::<f64>().is_ok().then_some(TraceFormat::Nginx)
+    }
+
     /// Whether its times are wall-clock times (access logs), not offsets
     /// from a run's start (firedrill's own files).
     pub fn wall_clock(self) -> bool {
@@ -359,6 +375,29 @@ fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_format_is_told_from_a_first_line_of_each_kind() {
+        let sniff = TraceFormat::sniff;
+        assert_eq!(
+            sniff(r#"{"id":0,"sent_ms":1.0}"#),
+            Some(TraceFormat::Requests)
+        );
+        assert_eq!(
+            sniff(r#"{"at_ms":1.0,"proxy":"p"}"#),
+            Some(TraceFormat::Record)
+        );
+        assert_eq!(
+            sniff(r#"[2026-11-17T02:14:00.100Z] "GET / HTTP/1.1" 200"#),
+            Some(TraceFormat::Envoy)
+        );
+        assert_eq!(
+            sniff(r#"1794881640.021 "GET / HTTP/1.1" 200 0.021"#),
+            Some(TraceFormat::Nginx)
+        );
+        assert_eq!(sniff(r#"{"time":1}"#), None);
+        assert_eq!(sniff("127.0.0.1 - - [17/Nov/2026:02:14:00 +0000]"), None);
+    }
 
     #[test]
     fn rfc3339_times_count_seconds_since_the_epoch_with_their_offset() {

@@ -61,6 +61,15 @@ pub struct Trace {
     pub lines: Vec<TraceLine>,
 }
 
+/// Where to report a problem with the recording named at `at` (a `file`
+/// key): there, or at its parent for the short form `replay: FILE`.
+pub fn file_key<'a>(text: &str, at: &'a [Segment]) -> &'a [Segment] {
+    match at.split_last() {
+        Some((_, parent)) if crate::schema::locate(text, at).is_none() => parent,
+        _ => at,
+    }
+}
+
 /// Longest trace line read (a longer one is an error, not a slow read).
 const MAX_LINE: usize = 64 * 1024;
 
@@ -68,7 +77,7 @@ impl Trace {
     /// Reads `path` (shown to the user as `shown`) in `format`. Empty lines
     /// and lines starting with `#` are skipped; any other line that does not
     /// parse is an error located at its line and column.
-    pub fn read(path: &Path, shown: &str, format: TraceFormat) -> Result<Trace, LoadError> {
+    pub fn read(path: &Path, shown: &str, format: Option<TraceFormat>) -> Result<Trace, LoadError> {
         let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
             file: shown.to_string(),
             source,
@@ -85,8 +94,9 @@ impl Trace {
         text: &str,
         at: &[Segment],
         relative: &str,
-        format: TraceFormat,
+        format: Option<TraceFormat>,
     ) -> Result<Trace, LoadError> {
+        let at = file_key(text, at);
         let base = Path::new(file).parent().unwrap_or(Path::new(""));
         let path = base.join(relative);
         let shown = path.display().to_string();
@@ -98,8 +108,28 @@ impl Trace {
         })
     }
 
-    /// Parses a trace's text.
-    pub fn parse(file: &str, text: &str, format: TraceFormat) -> Result<Trace, SchemaError> {
+    /// Parses a trace's text in `format`, or in the format its first line
+    /// is written in.
+    pub fn parse(
+        file: &str,
+        text: &str,
+        format: Option<TraceFormat>,
+    ) -> Result<Trace, SchemaError> {
+        let first = text
+            .lines()
+            .enumerate()
+            .find(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+        let format = match (format, first) {
+            (Some(format), _) => format,
+            (None, Some((i, line))) => TraceFormat::sniff(line).ok_or_else(|| SchemaError {
+                file: file.to_string(),
+                line: i + 1,
+                column: 1,
+                key: String::new(),
+                message: "cannot tell the recording's format from this line: give `format` (requests, record, nginx or envoy)".to_string(),
+            })?,
+            (None, None) => TraceFormat::Nginx,
+        };
         let mut stamped: Vec<(f64, Option<Outcome>, usize)> = Vec::new();
         for (i, line) in text.lines().enumerate() {
             let number = i + 1;
