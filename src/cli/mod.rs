@@ -91,7 +91,7 @@ pub fn run(cli: Cli) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("error: {err}");
+            eprintln!("error: {}", crate::schema::vars::mask(&err.to_string()));
             ExitCode::from(err.exit_code())
         }
     }

@@ -86,7 +86,8 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
         .map_err(|e| located(&options.file, e))?;
     write_reports(&report, options)?;
     if !options.quiet {
-        print!("{}", report::console::render(&report));
+        let console = report::console::render(&report);
+        print!("{}", crate::schema::vars::mask(&console));
     }
     Ok(match result.ending {
         Ending::Interrupted => EXIT_INTERRUPTED,
@@ -106,17 +107,23 @@ fn write_reports(report: &RunReport, options: &RunArgs) -> Result<(), CliError> 
         std::fs::create_dir_all(dir)
             .map_err(|e| CliError::runtime(e).context(format!("--report-dir {}", dir.display())))?;
         for exporter in report::exporters().iter().filter(|e| e.applies(report)) {
-            write(&dir.join(exporter.file_name()), exporter.render(report))?;
+            write(
+                &dir.join(exporter.file_name()),
+                exporter.render_masked(report),
+            )?;
         }
     }
     if let Some(path) = &options.junit {
         write(
             path,
-            report::Exporter::render(&report::junit::Junit, report),
+            report::Exporter::render_masked(&report::junit::Junit, report),
         )?;
     }
     if let Some(path) = &options.json {
-        write(path, report::Exporter::render(&report::json::Json, report))?;
+        write(
+            path,
+            report::Exporter::render_masked(&report::json::Json, report),
+        )?;
     }
     Ok(())
 }

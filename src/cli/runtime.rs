@@ -28,9 +28,24 @@ pub fn init_logging(default: &str) {
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| MaskedStderr)
         .with_ansi(ansi)
         .try_init();
+}
+
+/// Standard error with every secret variable's value masked: tracing
+/// writes each event in one call, so a value is never split.
+struct MaskedStderr;
+
+impl std::io::Write for MaskedStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        std::io::stderr().write_all(crate::schema::vars::mask(&text).as_bytes())?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }
 
 /// Resolves when Ctrl-C or SIGTERM arrives.

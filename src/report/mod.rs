@@ -214,6 +214,15 @@ pub trait Exporter {
     fn applies(&self, _report: &RunReport) -> bool {
         true
     }
+    /// The bytes written to disk: [`Exporter::render`] with every secret
+    /// variable's value masked.
+    fn render_masked(&self, report: &RunReport) -> std::io::Result<Vec<u8>> {
+        let bytes = self.render(report)?;
+        Ok(match String::from_utf8(bytes) {
+            Ok(text) => crate::schema::vars::mask(&text).into_owned().into_bytes(),
+            Err(raw) => raw.into_bytes(),
+        })
+    }
 }
 
 /// Runs a loaded experiment and judges it: the entry point `firedrill run`

@@ -309,7 +309,7 @@ fn run_one(loaded: &Loaded, dir: Option<&Path>) -> Result<Figures, String> {
         for exporter in exporters().iter().filter(|e| e.applies(&report)) {
             let path = dir.join(exporter.file_name());
             let bytes = exporter
-                .render(&report)
+                .render_masked(&report)
                 .map_err(|e| format!("{}: {e}", path.display()))?;
             std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         }

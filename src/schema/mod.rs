@@ -10,6 +10,7 @@ pub mod json;
 pub mod locate;
 pub mod overrides;
 pub mod units;
+pub mod vars;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -91,11 +92,17 @@ pub fn from_yaml_file<T: DeserializeOwned>(path: &Path) -> Result<T, LoadError> 
 
 /// Reads the file at `path`, for callers that parse it and then check it
 /// further with [`SchemaError::at`].
+/// Variables (`${VAR}`, `${VAR:-default}`) are replaced from the
+/// environment here, before anything parses the text.
 pub fn read_text(path: &Path) -> Result<String, LoadError> {
-    std::fs::read_to_string(path).map_err(|source| LoadError::Read {
-        file: path.display().to_string(),
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+        file: file.clone(),
         source,
-    })
+    })?;
+    Ok(vars::substitute(&file, &text, |name| {
+        std::env::var(name).ok()
+    })?)
 }
 
 impl SchemaError {
