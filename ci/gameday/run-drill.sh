@@ -5,9 +5,10 @@
 #   STAGING_URL=http://staging.internal:8080 bash ci/gameday/run-drill.sh [REPORT_DIR]
 #
 # STAGING_URL (required): http://host:port of the staging service, from a
-#   CI variable. Experiment files have no environment substitution, so this
-#   script writes it into a copy of the drill: REPORT_DIR/drill.yaml (the
-#   report keeps the exact drill that ran).
+#   CI variable. The drill names it as ${STAGING_URL}; firedrill replaces
+#   variables from the environment when it reads the file. A copy of the drill
+#   as written goes to REPORT_DIR/drill.yaml (the report keeps the drill that
+#   ran; report.json names the target it ran against).
 # REPORT_DIR (default `gameday-report`): the copy, report.json, junit.xml,
 #   journal.jsonl (`firedrill run --report-dir`).
 # FIREDRILL_DRILL (default experiments/gameday/staging-drill.yaml): the drill,
@@ -29,18 +30,16 @@ if [ -z "$url" ]; then
   echo "run-drill: set STAGING_URL to the staging service, http://host:port" >&2
   exit 2
 fi
-# firedrill's target.url is plain http://host:port; checking the form here
-# also keeps the sed replacement below free of special characters.
-if ! [[ $url =~ ^http://[A-Za-z0-9.-]+:[0-9]+/?$ ]]; then
+if ! [[ $url =~ ^https?://[A-Za-z0-9.-]+(:[0-9]+)?(/.*)?$ ]]; then
   echo "run-drill: STAGING_URL \`$url\`: expected http://host:port" >&2
   exit 2
 fi
-if ! grep -q '\${STAGING_URL}' "$drill"; then
-  echo "run-drill: $drill has no \${STAGING_URL} placeholder to replace" >&2
+if ! grep -q '\${STAGING_URL' "$drill"; then
+  echo "run-drill: $drill does not use \${STAGING_URL}" >&2
   exit 2
 fi
 
 mkdir -p "$out"
-sed "s|\${STAGING_URL}|${url%/}|g" "$drill" > "$out/drill.yaml"
+cp "$drill" "$out/drill.yaml"
 echo "run-drill: $drill against $url, reports in $out"
-exec "$firedrill" run "$out/drill.yaml" --clock real --report-dir "$out"
+STAGING_URL=${url%/} exec "$firedrill" run "$drill" --clock real --report-dir "$out"
