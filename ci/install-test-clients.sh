@@ -8,8 +8,9 @@
 # that firedrill's tests drive black-box:
 #   * Python: pybreaker into tests/services/pybreaker/.venv
 #   * Node:   opossum into tests/services/opossum/node_modules (npm ci)
-# and headless Chromium from Debian's packages, which tests/html_report.rs
-# opens report.html in (installed with apt-get when missing).
+# and from Debian's packages (installed with apt-get when missing): headless
+# Chromium, which tests/html_report.rs opens report.html in, and tmux, the
+# terminal tests/live_view.rs watches the live panel in.
 # Needs python3 (with venv) and npm. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,11 +35,16 @@ python_env tests/clients/python 'toxiproxy, prometheus_client.parser'
 node_env tests/clients/node toxiproxy-node-client
 python_env tests/services/pybreaker pybreaker
 node_env tests/services/opossum opossum
-if ! command -v chromium >/dev/null 2>&1; then
+# Debian packages the tests need, installed when their command is missing.
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   if [ "$(id -u)" -ne 0 ]; then sudo=sudo; fi
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 chromium --version
+tmux -V
 echo "test clients installed"

@@ -36,9 +36,14 @@ pub struct RunArgs {
     /// Write the JSON report here.
     #[arg(long)]
     pub json: Option<PathBuf>,
-    /// No progress bar and no summary (exit code and files only).
+    /// No live view and no summary (exit code and files only).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Off a terminal (a CI log), print a heartbeat line this often during
+    /// a real-clock run (`0s`: none). On a terminal a live panel shows
+    /// instead.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub progress_interval: crate::schema::units::Dur,
     /// Serve the defense line's Prometheus /metrics (resilience4j
     /// names) on this address during a real-time run.
     #[arg(long)]
@@ -80,6 +85,7 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
     }
     let live = Live {
         progress: !options.quiet,
+        progress_interval: options.progress_interval.get(),
         metrics_listen: options.metrics_listen,
     };
     let (result, report) = report::execute(&loaded, clock, super::runtime::stop_signal(), live)

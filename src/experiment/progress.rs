@@ -1,6 +1,13 @@
-//! The live progress bar of a real-time drill: elapsed of total, each
-//! breaker's state, and per-route counts. Hidden when stderr is not a
-//! terminal or with `--quiet`.
+//! What a run shows while it runs.
+//!
+//! * On a terminal: a compact panel redrawn every second — elapsed of
+//!   total, the faults active now, per route ok / fallback / rejected /
+//!   timeouts, each breaker's state and its last transition. Colour unless
+//!   `NO_COLOR` is set.
+//! * Off a terminal (a CI log, `| cat`), real clock only: one heartbeat line
+//!   every `--progress-interval`, so a long drill shows it is alive.
+//!
+//! Nothing with `--quiet`.
 
 use std::sync::Arc;
 
@@ -10,60 +17,335 @@ use super::config::Experiment;
 use super::load::Load;
 use crate::clock::{self, Duration, Instant};
 use crate::defense::DefenseLine;
+use crate::defense::breaker::{State, Transition};
+use crate::defense::report::{CallError, Recorder};
 
-/// Updates a progress bar four times a second; never returns.
-pub async fn show(
-    enabled: bool,
-    experiment: &Experiment,
-    load: &Arc<Load>,
-    line: Option<Arc<DefenseLine>>,
-    start: Instant,
-) {
-    let target = if enabled {
-        ProgressDrawTarget::stderr()
-    } else {
-        ProgressDrawTarget::hidden()
-    };
-    if target.is_hidden() {
-        return std::future::pending().await;
-    }
-    let total = experiment.duration.as_millis() as u64;
-    let bar = ProgressBar::with_draw_target(Some(total), target);
-    bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {msg}")
-            .expect("a valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_prefix(experiment.name.clone());
-    loop {
-        let elapsed = clock::now().saturating_duration_since(start);
-        bar.set_position((elapsed.as_millis() as u64).min(total));
-        let mut message = format!(
-            "{:.0}s/{:.0}s",
-            elapsed.as_secs_f64(),
-            experiment.duration.as_secs_f64()
-        );
-        if let Some(line) = &line {
-            for (name, breaker) in line.breakers() {
-                message.push_str(&format!("  {name}: {}", breaker.state()));
+/// Everything the live view reads.
+#[derive(Debug)]
+pub struct Watched<'a> {
+    /// The experiment.
+    pub experiment: &'a Experiment,
+    /// The load generator's records.
+    pub load: &'a Arc<Load>,
+    /// The defense line, if any.
+    pub line: Option<Arc<DefenseLine>>,
+    /// Breaker transitions so far.
+    pub recorder: Arc<Recorder>,
+    /// Time zero.
+    pub start: Instant,
+}
+
+/// How the live view draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum View {
+    /// Nothing.
+    Off,
+    /// The panel, redrawn each second; with ANSI colour or without.
+    Panel {
+        /// Colour the states.
+        colour: bool,
+    },
+    /// One line every interval.
+    Heartbeat(Duration),
+}
+
+impl View {
+    /// The view for a run: the panel on a terminal, heartbeats off one
+    /// (real clock only: a virtual run is over in moments).
+    pub fn choose(enabled: bool, real_clock: bool, interval: Duration) -> View {
+        if !enabled {
+            View::Off
+        } else if std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            View::Panel {
+                colour: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
             }
+        } else if real_clock && !interval.is_zero() {
+            View::Heartbeat(interval)
+        } else {
+            View::Off
         }
-        let counts: Vec<(usize, usize)> = load.with_records(|records| {
-            experiment
-                .load
+    }
+}
+
+/// One route's counts so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RouteCounts {
+    /// The route.
+    pub name: String,
+    /// Answered, not by a fallback.
+    pub ok: usize,
+    /// Answered by a fallback.
+    pub fallback: usize,
+    /// Turned away by the defense line (breaker, bulkhead, rate limit).
+    pub rejected: usize,
+    /// Timed out at the client or in the defense line.
+    pub timeouts: usize,
+}
+
+/// A moment of the run, as the live view shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Moment {
+    /// The experiment's name.
+    pub name: String,
+    /// Since the start.
+    pub elapsed: Duration,
+    /// The planned length.
+    pub total: Duration,
+    /// Faults active now.
+    pub active: Vec<String>,
+    /// Per route, in the order of `load:`.
+    pub routes: Vec<RouteCounts>,
+    /// Per breaker: name, state now, last transition.
+    pub breakers: Vec<(String, State, Option<Transition>)>,
+}
+
+impl Moment {
+    /// Reads the run now.
+    pub fn read(w: &Watched<'_>) -> Moment {
+        let elapsed = clock::now().saturating_duration_since(w.start);
+        let e = w.experiment;
+        let active = e
+            .faults
+            .iter()
+            .filter(|f| f.window.is_active(elapsed))
+            .map(|f| f.name.clone())
+            .collect();
+        // What the defense line decided, by request id: the load's own
+        // records learn it only when the run is collected.
+        let decided: std::collections::BTreeMap<u64, (bool, bool)> = w
+            .recorder
+            .calls()
+            .iter()
+            .filter_map(|c| {
+                let id = c.request_id.as_deref()?.parse().ok()?;
+                let timeout = matches!(c.error, Some(CallError::Timeout | CallError::Deadline));
+                Some((id, (c.rejected_by.is_some(), timeout)))
+            })
+            .collect();
+        let routes = w.load.with_records(|records| {
+            e.load
                 .iter()
                 .map(|route| {
-                    let mine = records.values().filter(|r| r.route == route.name);
-                    mine.fold((0, 0), |(ok, sent), r| {
-                        (ok + usize::from(r.succeeded()), sent + 1)
-                    })
+                    let mut c = RouteCounts {
+                        name: route.name.clone(),
+                        ..RouteCounts::default()
+                    };
+                    for r in records.values().filter(|r| r.route == route.name) {
+                        let (rejected, timeout) = decided.get(&r.id).copied().unwrap_or_default();
+                        if rejected || r.rejected_by.is_some() {
+                            c.rejected += 1;
+                        }
+                        if timeout || r.timed_out() {
+                            c.timeouts += 1;
+                        }
+                        if r.fallback.is_some() {
+                            c.fallback += 1;
+                        } else if r.succeeded() {
+                            c.ok += 1;
+                        }
+                    }
+                    c
                 })
                 .collect()
         });
-        for (route, (ok, sent)) in experiment.load.iter().zip(counts) {
-            message.push_str(&format!("  {}: {ok}/{sent} ok", route.name));
+        let transitions = w.recorder.transitions();
+        let breakers = w
+            .line
+            .iter()
+            .flat_map(|line| line.breakers())
+            .map(|(name, breaker)| {
+                let last = transitions
+                    .iter()
+                    .rev()
+                    .find(|t| t.breaker == name)
+                    .cloned();
+                (name.to_string(), breaker.state(), last)
+            })
+            .collect();
+        Moment {
+            name: e.name.clone(),
+            elapsed,
+            total: e.duration,
+            active,
+            routes,
+            breakers,
         }
-        bar.set_message(message);
-        clock::sleep(Duration::from_millis(250)).await;
+    }
+
+    /// The panel's lines.
+    pub fn panel(&self, colour: bool) -> Vec<String> {
+        let paint = |state: State| {
+            let text = state.to_string();
+            if !colour {
+                return text;
+            }
+            let code = match state {
+                State::Closed => "32",
+                State::Open => "31;1",
+                _ => "33",
+            };
+            format!("\x1b[{code}m{text}\x1b[0m")
+        };
+        let mut lines = vec![format!(
+            "{}  {} / {}  active: {}",
+            self.name,
+            seconds(self.elapsed),
+            seconds(self.total),
+            if self.active.is_empty() {
+                "none".to_string()
+            } else {
+                self.active.join(", ")
+            }
+        )];
+        let width = self
+            .routes
+            .iter()
+            .map(|r| r.name.len())
+            .max()
+            .unwrap_or(0)
+            .max(5);
+        lines.push(format!(
+            "  {:<width$}  {:>8}  {:>8}  {:>8}  {:>8}",
+            "route", "ok", "fallback", "rejected", "timeouts"
+        ));
+        for r in &self.routes {
+            lines.push(format!(
+                "  {:<width$}  {:>8}  {:>8}  {:>8}  {:>8}",
+                r.name, r.ok, r.fallback, r.rejected, r.timeouts
+            ));
+        }
+        for (name, state, last) in &self.breakers {
+            let mut line = format!("  breaker {name}: {}", paint(*state));
+            if let Some(t) = last {
+                line.push_str(&format!(
+                    "  last: {} -> {} at {} ({})",
+                    t.from,
+                    t.to,
+                    seconds(t.at),
+                    t.reason
+                ));
+            }
+            lines.push(line);
+        }
+        lines
+    }
+
+    /// The heartbeat line.
+    pub fn heartbeat(&self) -> String {
+        let mut line = format!(
+            "[firedrill] {} / {}  active: {}",
+            seconds(self.elapsed),
+            seconds(self.total),
+            if self.active.is_empty() {
+                "none".to_string()
+            } else {
+                self.active.join(", ")
+            }
+        );
+        for r in &self.routes {
+            line.push_str(&format!(
+                "  {}: ok {} fallback {} rejected {} timeouts {}",
+                r.name, r.ok, r.fallback, r.rejected, r.timeouts
+            ));
+        }
+        for (name, state, last) in &self.breakers {
+            line.push_str(&format!("  breaker {name}: {state}"));
+            if let Some(t) = last {
+                line.push_str(&format!(" since {}", seconds(t.at)));
+            }
+        }
+        line
+    }
+}
+
+/// `12.3s`.
+fn seconds(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
+}
+
+/// Shows the run as `view` says; never returns (the run drops it).
+pub async fn show(view: View, watched: Watched<'_>) {
+    match view {
+        View::Off => std::future::pending().await,
+        View::Heartbeat(every) => loop {
+            clock::sleep(every).await;
+            let line = Moment::read(&watched).heartbeat();
+            eprintln!("{}", crate::schema::vars::mask(&line));
+        },
+        View::Panel { colour } => {
+            // indicatif redraws the lines in place and clears them at the
+            // end of the run.
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            bar.set_style(ProgressStyle::with_template("{msg}").expect("a valid template"));
+            loop {
+                let lines = Moment::read(&watched).panel(colour);
+                bar.set_message(crate::schema::vars::mask(&lines.join("\n")).into_owned());
+                clock::sleep(Duration::from_secs(1)).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::defense::breaker::Reason;
+
+    fn moment() -> Moment {
+        Moment {
+            name: "drill".into(),
+            elapsed: Duration::from_millis(12_300),
+            total: Duration::from_secs(60),
+            active: vec!["stock-down".into()],
+            routes: vec![RouteCounts {
+                name: "shop".into(),
+                ok: 100,
+                fallback: 20,
+                rejected: 18,
+                timeouts: 2,
+            }],
+            breakers: vec![(
+                "stock".into(),
+                State::Open,
+                Some(Transition {
+                    at: Duration::from_millis(10_500),
+                    breaker: "stock".into(),
+                    from: State::Closed,
+                    to: State::Open,
+                    reason: Reason::Manual {
+                        action: "force_open",
+                    },
+                }),
+            )],
+        }
+    }
+
+    #[test]
+    fn the_panel_shows_active_faults_route_counts_and_the_last_transition() {
+        let lines = moment().panel(false);
+        assert_eq!(lines[0], "drill  12.3s / 60.0s  active: stock-down");
+        assert_eq!(lines[1], "  route        ok  fallback  rejected  timeouts");
+        assert_eq!(lines[2], "  shop        100        20        18         2");
+        assert!(
+            lines[3].starts_with("  breaker stock: open  last: closed -> open at 10.5s ("),
+            "{}",
+            lines[3]
+        );
+    }
+
+    #[test]
+    fn colour_marks_the_state_only_when_asked() {
+        let coloured = moment().panel(true).join("\n");
+        assert!(coloured.contains("\x1b[31;1mopen\x1b[0m"));
+        assert!(!moment().panel(false).join("\n").contains('\x1b'));
+    }
+
+    #[test]
+    fn the_heartbeat_is_one_line_with_the_same_figures() {
+        let line = moment().heartbeat();
+        assert_eq!(
+            line,
+            "[firedrill] 12.3s / 60.0s  active: stock-down  shop: ok 100 fallback 20 rejected 18 timeouts 2  breaker stock: open since 10.5s"
+        );
     }
 }

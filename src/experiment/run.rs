@@ -57,8 +57,11 @@ pub struct RunResult {
 /// What a real-time run shows while it runs.
 #[derive(Debug, Clone, Default)]
 pub struct Live {
-    /// Draw the progress bar (hidden anyway when stderr is no terminal).
+    /// Show the run while it runs: the panel on a terminal, heartbeat lines
+    /// off one (real clock).
     pub progress: bool,
+    /// Off a terminal, one heartbeat line this often (zero: none).
+    pub progress_interval: Duration,
     /// Serve the defense line's Prometheus metrics on this address.
     pub metrics_listen: Option<std::net::SocketAddr>,
 }
@@ -187,14 +190,23 @@ async fn execute<N: Network>(
             }
         };
         let watch = super::halt::watch(halts, &load, start);
-        let bar = super::progress::show(live.progress, experiment, &load, line.clone(), start);
+        let view =
+            super::progress::View::choose(live.progress, N::WALL_CLOCK, live.progress_interval);
+        let watched = super::progress::Watched {
+            experiment,
+            load: &load,
+            line: line.clone(),
+            recorder: recorder.clone(),
+            start,
+        };
+        let bar = super::progress::show(view, watched);
         tokio::pin!(drive, watch, interrupt, bar);
         tokio::select! {
             biased;
             _ = &mut interrupt => Ending::Interrupted,
             (condition, seen) = &mut watch => Ending::Halted { condition, seen },
             _ = &mut drive => Ending::Completed,
-            _ = &mut bar => unreachable!("the progress bar never ends by itself"),
+            _ = &mut bar => unreachable!("the live view never ends by itself"),
         }
     };
     let ended_at = clock::now().saturating_duration_since(start);
