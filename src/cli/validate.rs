@@ -49,7 +49,8 @@ enum FileKind {
     Experiment,
 }
 
-fn detect_kind(text: &str) -> FileKind {
+/// The kind of `text` (read from `file`), once it is well-formed YAML.
+fn detect_kind(file: &str, text: &str) -> Result<FileKind, SchemaError> {
     const EXPERIMENT_KEYS: [&str; 4] = ["load", "expect", "duration", "name"];
     const DEFENSE_KEYS: [&str; 5] = [
         "routes",
@@ -60,11 +61,11 @@ fn detect_kind(text: &str) -> FileKind {
     ];
     let has_any =
         |keys: &[String], wanted: &[&str]| keys.iter().any(|k| wanted.contains(&k.as_str()));
-    match schema::top_level_keys(text) {
+    Ok(match schema::top_level_keys(file, text)? {
         Some(keys) if has_any(&keys, &EXPERIMENT_KEYS) => FileKind::Experiment,
         Some(keys) if has_any(&keys, &DEFENSE_KEYS) => FileKind::Defense,
         _ => FileKind::Faults,
-    }
+    })
 }
 
 /// The flags of `firedrill validate`.
@@ -82,7 +83,7 @@ pub struct ValidateArgs {
 pub fn validate(args: &ValidateArgs) -> Result<u8, CliError> {
     let (path, mode) = (args.file.as_path(), args.mode);
     let text = schema::read_text(path)?;
-    match detect_kind(&text) {
+    match detect_kind(&path.display().to_string(), &text)? {
         FileKind::Faults => {
             let file = load_faults(path, mode)?;
             println!("ok: {}: {} fault(s)", path.display(), file.faults.len());

@@ -19,7 +19,8 @@ pub(super) fn to_schema_error(
     err: serde_yaml_ng::Error,
 ) -> SchemaError {
     let mut path = segments(path);
-    let mut message = strip_positions(&err.to_string());
+    let raw = err.to_string();
+    let mut message = strip_positions(&raw);
     // serde_yaml_ng prefixes messages with its own path (of the enclosing
     // mapping); we print the key in our own place, so drop its copy.
     let key = display_path(&path);
@@ -33,6 +34,16 @@ pub(super) fn to_schema_error(
         Some(at) => (at.line(), at.column()),
         None => unplaced(text, &mut message),
     };
+    if let Some(at) = unclosed_quote(&raw) {
+        (line, column) = at;
+        message = "this quoted string is never closed: expected its closing quote before the end of the file".to_string();
+    }
+    if message.starts_with(super::syntax::DUPLICATE_KEY) {
+        // The path ends at the second copy; `locate` finds the first.
+        let first =
+            locate(text, &path).map_or(String::new(), |(l, _)| format!(" (first at line {l})"));
+        message = format!("this key appears twice in its mapping{first}: expected each key once");
+    }
     if let Some((field, rest)) = message.split_once(": ")
         && let Some(field) = field_path(field)
     {
@@ -84,10 +95,14 @@ fn segments(path: &serde_path_to_error::Path) -> Vec<Segment> {
 }
 
 /// Removes the ` at line L column C` that serde_yaml_ng and libyaml write
-/// into messages: the position is printed in front, once.
+/// after the problem: its position is printed in front, once. A later one
+/// (libyaml's context, `while parsing a flow mapping at line 2 column 14`)
+/// says where the construct that broke began, and is kept as `started at
+/// 2:14`.
 fn strip_positions(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
     let mut rest = message;
+    let mut first = true;
     while let Some(start) = rest.find(" at line ") {
         out.push_str(&rest[..start]);
         let after = &rest[start + " at line ".len()..];
@@ -96,6 +111,11 @@ fn strip_positions(message: &str) -> String {
         let column = after[line_len..].strip_prefix(" column ");
         match column {
             Some(column) if line_len > 0 && digits(column) > 0 => {
+                if !first {
+                    let line = &after[..line_len];
+                    out.push_str(&format!(" started at {line}:{}", &column[..digits(column)]));
+                }
+                first = false;
                 rest = &column[digits(column)..];
             }
             _ => {
@@ -112,12 +132,21 @@ fn strip_positions(message: &str) -> String {
 /// one such error a user can cause by hand (a second document).
 fn unplaced(text: &str, message: &mut String) -> (usize, usize) {
     if message.contains("more than one document") {
-        *message = "a fault file holds one YAML document; found a second one after `---`: \
-                    put every fault under one `faults:` list"
+        *message = "a second YAML document starts here: expected one document per file \
+                    (put every fault, route or setting in the first)"
             .to_string();
         return (second_document_line(text).unwrap_or(1), 1);
     }
     (1, 1)
+}
+
+/// Where a quoted scalar that runs to the end of the file opens: libyaml
+/// reports the end of the file, and the opening quote in its context.
+fn unclosed_quote(raw: &str) -> Option<(usize, usize)> {
+    let (_, opened) = raw.split_once("while scanning a quoted scalar at line ")?;
+    let (line, rest) = opened.split_once(" column ")?;
+    let column: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((line.parse().ok()?, column.parse().ok()?))
 }
 
 /// The line of the `---` that starts the second document, if any.
@@ -215,12 +244,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn positions_inside_libyaml_messages_are_removed() {
+    fn the_problem_position_is_removed_and_the_context_position_kept_short() {
         assert_eq!(
             strip_positions(
                 "did not find expected '-' indicator at line 3 column 4, while parsing a block collection at line 2 column 3"
             ),
-            "did not find expected '-' indicator, while parsing a block collection"
+            "did not find expected '-' indicator, while parsing a block collection started at 2:3"
         );
         assert_eq!(strip_positions("seen at line x"), "seen at line x");
     }
@@ -265,6 +294,20 @@ mod tests {
         ] {
             assert_eq!(field_path(prose), None, "{prose:?}");
         }
+    }
+
+    #[test]
+    fn an_unclosed_quote_is_placed_where_it_opens() {
+        assert_eq!(
+            unclosed_quote(
+                "found unexpected end of stream at line 4 column 1, while scanning a quoted scalar at line 2 column 11"
+            ),
+            Some((2, 11))
+        );
+        assert_eq!(
+            unclosed_quote("did not find expected key at line 2 column 3"),
+            None
+        );
     }
 
     #[test]

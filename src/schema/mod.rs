@@ -7,15 +7,19 @@
 
 mod diagnose;
 pub mod json;
+pub mod limits;
 pub mod locate;
 pub mod overrides;
+mod syntax;
 pub mod units;
 
 use std::fmt;
 use std::marker::PhantomData;
 use std::path::Path;
 
-use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, MapAccess, Visitor};
+use serde::de::{
+    self, Deserialize, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, Visitor,
+};
 
 pub use locate::{Segment, display_path, locate};
 
@@ -46,41 +50,74 @@ impl fmt::Display for SchemaError {
     }
 }
 
-/// Parses `text` (the contents of `file`) into `T`.
+/// Parses `text` (the contents of `file`) into `T`, after [`check_document`].
 pub fn from_yaml_str<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, SchemaError> {
-    if text.trim().is_empty()
-        || text
-            .lines()
-            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+    check_document(file, text)?;
+    parse(file, text, PhantomData::<T>)
+}
+
+/// Checks that `text` (the contents of `file`) is one well-formed YAML
+/// document within the [`limits`], whatever firedrill type it holds: not
+/// empty, not too large, not nested too deep, no syntax error, no second
+/// document, no key twice in a mapping, no integer beyond 64 bits. Each
+/// problem is reported at its own line and column.
+pub fn check_document(file: &str, text: &str) -> Result<(), SchemaError> {
+    let whole_file = |message: String| SchemaError::whole_file(file, message);
+    if text
+        .lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
     {
+        return Err(whole_file(
+            "the file is empty: expected a YAML mapping".to_string(),
+        ));
+    }
+    if let Some(message) = limits::too_large(text.len() as u64) {
+        return Err(whole_file(message));
+    }
+    if let Some(deep) = limits::first_too_deep(text, limits::MAX_DEPTH) {
         return Err(SchemaError {
             file: file.to_string(),
-            line: 1,
-            column: 1,
-            key: String::new(),
-            message: "the file is empty: expected a YAML mapping".to_string(),
+            line: deep.line,
+            column: deep.column,
+            key: deep.top_key.unwrap_or_default(),
+            message: format!(
+                "nested deeper than {} levels of mappings and lists: expected at most {}",
+                limits::MAX_DEPTH,
+                limits::MAX_DEPTH
+            ),
         });
     }
+    parse(file, text, syntax::Node)
+}
+
+/// Reads `text` with `seed`, the key path tracked, turning its error into
+/// a located [`SchemaError`].
+fn parse<'de, S: DeserializeSeed<'de>>(
+    file: &str,
+    text: &'de str,
+    seed: S,
+) -> Result<S::Value, SchemaError> {
     let deserializer = serde_yaml_ng::Deserializer::from_str(text);
     let mut track = serde_path_to_error::Track::new();
-    let result = T::deserialize(serde_path_to_error::Deserializer::new(
+    let result = seed.deserialize(serde_path_to_error::Deserializer::new(
         deserializer,
         &mut track,
     ));
     result.map_err(|err| diagnose::to_schema_error(file, text, &track.path(), err))
 }
 
-/// The keys of a document's top-level mapping, in order; `None` when the
-/// text is not a YAML mapping (the real parse then reports why). Used to
-/// tell a fault file from a defense config or an experiment.
-pub fn top_level_keys(text: &str) -> Option<Vec<String>> {
-    let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).ok()?;
-    let map = value.as_mapping()?;
-    Some(
+/// The keys of a document's top-level mapping, in order, once
+/// [`check_document`] passes; `None` when the document is not a mapping
+/// (the real parse then reports why). Used to tell a fault file from a
+/// defense config or an experiment.
+pub fn top_level_keys(file: &str, text: &str) -> Result<Option<Vec<String>>, SchemaError> {
+    check_document(file, text)?;
+    let value: serde_yaml_ng::Value = parse(file, text, PhantomData::<serde_yaml_ng::Value>)?;
+    Ok(value.as_mapping().map(|map| {
         map.keys()
             .filter_map(|k| k.as_str().map(str::to_string))
-            .collect(),
-    )
+            .collect()
+    }))
 }
 
 /// Reads and parses the file at `path`.
@@ -91,14 +128,32 @@ pub fn from_yaml_file<T: DeserializeOwned>(path: &Path) -> Result<T, LoadError> 
 
 /// Reads the file at `path`, for callers that parse it and then check it
 /// further with [`SchemaError::at`].
+/// A file over [`limits::MAX_FILE_BYTES`] is refused before it is read.
 pub fn read_text(path: &Path) -> Result<String, LoadError> {
-    std::fs::read_to_string(path).map_err(|source| LoadError::Read {
-        file: path.display().to_string(),
+    let file = path.display().to_string();
+    let read_error = |source| LoadError::Read {
+        file: file.clone(),
         source,
-    })
+    };
+    let bytes = std::fs::metadata(path).map_err(read_error)?.len();
+    if let Some(message) = limits::too_large(bytes) {
+        return Err(SchemaError::whole_file(&file, message).into());
+    }
+    std::fs::read_to_string(path).map_err(read_error)
 }
 
 impl SchemaError {
+    /// A problem with the file as a whole, reported at its start.
+    fn whole_file(file: &str, message: String) -> Self {
+        SchemaError {
+            file: file.to_string(),
+            line: 1,
+            column: 1,
+            key: String::new(),
+            message,
+        }
+    }
+
     /// A problem found after parsing, at the node `path` of `text` (the
     /// contents of `file`); line and column are 0 if the node is not found.
     pub fn at(file: &str, text: &str, path: &[Segment], message: impl Into<String>) -> Self {
