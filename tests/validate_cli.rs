@@ -158,7 +158,7 @@ fn every_good_fixture_is_accepted_and_its_faults_counted() {
 #[test]
 fn good_fixtures_cover_every_kind_in_block_and_flow_style() {
     for name in ["every_kind_block", "every_kind_flow"] {
-        let path = fixture_dir("good").join(format!("{name}.yaml"));
+        let path = fixture_dir("mixed_modes").join(format!("{name}.yaml"));
         let text = std::fs::read_to_string(&path).unwrap();
         let file: FaultFile = firedrill::schema::from_yaml_str(name, &text).unwrap();
         let kinds: BTreeSet<&str> = file.faults.iter().map(|f| f.kind.key()).collect();
@@ -167,6 +167,51 @@ fn good_fixtures_cover_every_kind_in_block_and_flow_style() {
             .collect();
         assert!(missing.is_empty(), "{name} lacks {missing:?}");
     }
+}
+
+/// A file with faults of both modes parses, but no proxy can run it:
+/// `validate` refuses it in the default mode and in each `--mode`, as
+/// `firedrill proxy` would, naming the first fault of the other mode.
+#[test]
+fn a_file_mixing_tcp_and_http_faults_is_refused_in_every_mode_and_by_default() {
+    let dir = fixture_dir("mixed_modes");
+    for name in yaml_names(&dir) {
+        for (mode, needed) in [(None, "http"), (Some("tcp"), "http"), (Some("http"), "tcp")] {
+            let mut cmd = Command::cargo_bin("firedrill").unwrap();
+            cmd.current_dir(&dir)
+                .arg("validate")
+                .arg(format!("{name}.yaml"));
+            if let Some(mode) = mode {
+                cmd.args(["--mode", mode]);
+            }
+            let output = cmd.output().unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{name} {mode:?}: {stderr}");
+            assert!(
+                stderr.contains(&format!("needs --mode {needed}")),
+                "{name} {mode:?}: {stderr}"
+            );
+        }
+    }
+}
+
+/// Without `--mode`, `validate` checks a fault file against the mode
+/// `firedrill proxy` runs in by default (tcp) and says so.
+#[test]
+fn an_http_only_fault_file_without_mode_is_refused_as_the_default_tcp_proxy_would() {
+    let dir = fixture_dir("good");
+    let mut cmd = Command::cargo_bin("firedrill").unwrap();
+    let output = cmd
+        .current_dir(&dir)
+        .args(["validate", "http_faults_in_http_mode.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "error: http_faults_in_http_mode.yaml:8:13: faults[1].status: `status` needs --mode http: \
+         without --mode a proxy runs in tcp mode\n"
+    );
 }
 
 #[test]

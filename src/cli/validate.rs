@@ -8,8 +8,9 @@ use crate::fault::FaultFile;
 use crate::proxy::ProxyMode;
 use crate::schema::{self, LoadError, SchemaError, Segment};
 
-/// Loads a fault file and, when `mode` is given, checks every fault works
-/// in it.
+/// Loads a fault file and checks every fault works in `mode`, the `--mode`
+/// flag; without one, in the proxy's default mode, tcp (what `firedrill
+/// proxy` would run it in).
 pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, LoadError> {
     let file = path.display().to_string();
     let text = schema::read_text(path)?;
@@ -23,16 +24,19 @@ pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, Lo
         let message = "names an experiment's dependency; a fault file's faults apply to the proxy that loads it";
         return Err(SchemaError::at(&file, &text, &at, message).into());
     }
-    let Some(mode) = mode else {
-        return Ok(faults);
-    };
-    if let Some(misfit) = mode.first_misfit(&faults.faults) {
-        let message = format!(
-            "`{}` needs --mode {}, but --mode is {}",
-            misfit.kind,
-            misfit.needed.name(),
-            mode.name()
-        );
+    let checked = mode.unwrap_or(ProxyMode::DEFAULT);
+    if let Some(misfit) = checked.first_misfit(&faults.faults) {
+        let (kind, needed) = (misfit.kind, misfit.needed.name());
+        let message = match mode {
+            Some(mode) => format!(
+                "`{kind}` needs --mode {needed}, but --mode is {}",
+                mode.name()
+            ),
+            None => format!(
+                "`{kind}` needs --mode {needed}: without --mode a proxy runs in {} mode",
+                checked.name()
+            ),
+        };
         return Err(misfit.error(&file, &text, message).into());
     }
     Ok(faults)
@@ -73,8 +77,9 @@ fn detect_kind(file: &str, text: &str) -> Result<FileKind, SchemaError> {
 pub struct ValidateArgs {
     /// The YAML file.
     pub file: PathBuf,
-    /// Also check that every fault of a fault file works in this proxy
-    /// mode (an experiment's faults always run in HTTP mode).
+    /// The proxy mode a fault file's faults must work in: tcp when not
+    /// given, as for `firedrill proxy` (an experiment's faults always run
+    /// in http mode).
     #[arg(long, value_enum)]
     pub mode: Option<ProxyMode>,
 }

@@ -13,6 +13,10 @@ pub enum ProxyMode {
 }
 
 impl ProxyMode {
+    /// The mode of `firedrill proxy` without `--mode`, and the one
+    /// `firedrill validate` checks a fault file against by default.
+    pub const DEFAULT: ProxyMode = ProxyMode::Tcp;
+
     /// Both modes, in the order the command line lists them.
     pub const ALL: [ProxyMode; 2] = [ProxyMode::Tcp, ProxyMode::Http];
 
