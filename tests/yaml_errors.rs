@@ -1,6 +1,7 @@
 //! Errors of the YAML itself (before any firedrill key is read) are the
 //! same, at the same line and column, in every command that reads a file:
-//! `validate`, `run` and `defend`. The files are in `fixtures/yaml/`.
+//! `validate`, `run` and `defend`. The files are in `fixtures/yaml/`; the
+//! file size limit is checked on a file made here.
 
 use std::path::{Path, PathBuf};
 
@@ -98,4 +99,35 @@ fn every_fixture_in_the_yaml_folder_is_a_case() {
     let mut cases: Vec<String> = CASES.iter().map(|(n, _)| n.to_string()).collect();
     cases.sort();
     assert_eq!(names, cases);
+}
+
+/// A file over the 1 MiB limit is refused before it is read or parsed,
+/// by every command, at its start.
+#[test]
+fn a_file_over_one_mebibyte_is_refused_by_validate_run_and_defend() {
+    let dir = tempfile::tempdir().unwrap();
+    let limit = firedrill::schema::limits::MAX_FILE_BYTES as usize;
+    let mut text = String::from("name: big\nduration: 10s\nload: []\n");
+    while text.len() <= limit {
+        text.push_str("# padding to pass the size limit\n");
+    }
+    std::fs::write(dir.path().join("big.yaml"), &text).unwrap();
+    let expected = format!(
+        "error: big.yaml:1:1: the file is {} bytes: expected at most {limit} bytes (1 MiB)\n",
+        text.len()
+    );
+    for (command, args) in commands("big.yaml") {
+        let output = Command::cargo_bin("firedrill")
+            .unwrap()
+            .current_dir(dir.path())
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{command}");
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            expected,
+            "{command}"
+        );
+    }
 }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Deserializer};
 use crate::clock::Duration;
 use crate::defense::DefenseConfig;
 use crate::fault::Fault;
+use crate::fault::spec::MAX_FAULTS;
 use crate::schema::deserialize_checked;
 use crate::schema::units::Dur;
 use crate::target::TargetRoute;
@@ -228,6 +229,9 @@ struct RawBuiltin {
     routes: Vec<TargetRoute>,
 }
 
+/// The longest experiment (24 hours): a game day, not a soak test.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+
 impl TryFrom<RawExperiment> for Experiment {
     type Error = String;
 
@@ -237,6 +241,28 @@ impl TryFrom<RawExperiment> for Experiment {
         }
         if raw.duration.get().is_zero() {
             return Err("duration: must be longer than 0s".to_string());
+        }
+        if raw.duration.get() > MAX_DURATION {
+            return Err(format!(
+                "duration: `{}` is too long: expected at most 24h ({})",
+                raw.duration,
+                Dur(MAX_DURATION)
+            ));
+        }
+        if let Some(message) = crate::fault::spec::too_many_faults(&raw.faults) {
+            return Err(format!("faults[{MAX_FAULTS}]: {message}"));
+        }
+        if let Some((i, f)) = raw
+            .faults
+            .iter()
+            .enumerate()
+            .find(|(_, f)| f.window.start >= raw.duration.get())
+        {
+            return Err(format!(
+                "faults[{i}].at: `{}` is at or after the end of the run: expected a start before the duration, {}",
+                Dur(f.window.start),
+                raw.duration
+            ));
         }
         let has_target = raw.target.is_some();
         let target = match raw.target {
@@ -475,6 +501,12 @@ impl TryFrom<LoadFields> for RawLoad {
         for name in raw.headers.keys() {
             http::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| format!("headers: invalid header name `{name}`"))?;
+        }
+        if raw.timeout.is_some_and(|t| t.get().is_zero()) {
+            return Err(
+                "timeout: must be longer than 0s: every request would time out before it is sent"
+                    .to_string(),
+            );
         }
         Ok(RawLoad(LoadRoute {
             name: raw.name,
