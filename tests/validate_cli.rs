@@ -100,7 +100,7 @@ fn bad_corpus_fails_with_expected_messages(corpus: &str, minimum: usize) {
 }
 
 #[test]
-fn every_expected_message_has_its_bad_fixture_and_is_one_located_line() {
+fn every_expected_message_has_its_bad_fixture_and_every_line_is_located() {
     for (corpus, _) in CORPORA {
         expected_messages_are_located_lines(corpus);
     }
@@ -117,21 +117,23 @@ fn expected_messages_are_located_lines(corpus: &str) {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         assert!(names.contains(&name), "{name}.expected has no {name}.yaml");
         let expected = std::fs::read_to_string(&path).unwrap();
-        let line = expected
+        let lines = expected
             .strip_suffix('\n')
             .unwrap_or_else(|| panic!("{name}.expected must end with a newline"));
-        assert!(!line.contains('\n'), "{name}.expected is not one line");
-        let prefix = format!("error: {name}.yaml:");
-        let rest = line.strip_prefix(&prefix).unwrap_or_else(|| {
-            panic!("{name}.expected must start with `{prefix}`: {line}");
-        });
-        let mut parts = rest.splitn(3, ':');
-        for what in ["line", "column"] {
-            let n: usize = parts
-                .next()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or_else(|| panic!("{name}.expected has no {what}: {line}"));
-            assert!(n >= 1, "{name}.expected has {what} 0: {line}");
+        // One problem per line: `validate` names every one it finds.
+        for line in lines.lines() {
+            let prefix = format!("error: {name}.yaml:");
+            let rest = line.strip_prefix(&prefix).unwrap_or_else(|| {
+                panic!("{name}.expected: every line must start with `{prefix}`: {line}");
+            });
+            let mut parts = rest.splitn(3, ':');
+            for what in ["line", "column"] {
+                let n: usize = parts
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| panic!("{name}.expected has no {what}: {line}"));
+                assert!(n >= 1, "{name}.expected has {what} 0: {line}");
+            }
         }
     }
 }

@@ -91,7 +91,10 @@ pub fn run(cli: Cli) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("error: {err}");
+            // One line per problem (`validate` reports every one it finds).
+            for line in err.to_string().lines() {
+                eprintln!("error: {line}");
+            }
             ExitCode::from(err.exit_code())
         }
     }

@@ -23,17 +23,26 @@ pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, Lo
         ];
         return Err(SchemaError::at(&file, &text, &at, message).into());
     }
-    if let Some(i) = faults.faults.iter().position(|f| f.dependency.is_some()) {
-        let at = [
+    let fault_key = |i: usize, key: &str| {
+        [
             Segment::Key("faults".to_string()),
             Segment::Index(i),
-            Segment::Key("dependency".to_string()),
-        ];
-        let message = "names an experiment's dependency; a fault file's faults apply to the proxy that loads it";
-        return Err(SchemaError::at(&file, &text, &at, message).into());
-    }
+            Segment::Key(key.to_string()),
+        ]
+    };
+    let dependencies = faults
+        .faults
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.dependency.is_some());
+    let mut problems: Vec<SchemaError> = dependencies
+        .map(|(i, _)| {
+            let message = "names an experiment's dependency; a fault file's faults apply to the proxy that loads it";
+            SchemaError::at(&file, &text, &fault_key(i, "dependency"), message)
+        })
+        .collect();
     let checked = mode.unwrap_or(ProxyMode::DEFAULT);
-    if let Some(misfit) = checked.first_misfit(&faults.faults) {
+    problems.extend(checked.misfits(&faults.faults).map(|misfit| {
         let (kind, needed) = (misfit.kind, misfit.needed.name());
         let message = match mode {
             Some(mode) => format!(
@@ -45,8 +54,9 @@ pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, Lo
                 checked.name()
             ),
         };
-        return Err(misfit.error(&file, &text, message).into());
-    }
+        misfit.error(&file, &text, message)
+    }));
+    schema::all_problems(problems)?;
     Ok(faults)
 }
 

@@ -182,9 +182,29 @@ pub enum LoadError {
     /// The file was read but its contents are invalid.
     #[error(transparent)]
     Invalid(#[from] SchemaError),
+    /// The file parsed, and then more than one check failed: every problem,
+    /// one line each, in the order of the file.
+    #[error("{}", problems_text(.0))]
+    Problems(Vec<SchemaError>),
     /// A `--set` that cannot be applied, or whose result is invalid.
     #[error("{0}")]
     Override(String),
+}
+
+/// Every problem in `problems` (none: `Ok`; one: [`LoadError::Invalid`];
+/// more: [`LoadError::Problems`], sorted by line and column).
+pub fn all_problems(mut problems: Vec<SchemaError>) -> Result<(), LoadError> {
+    problems.sort_by_key(|p| (p.line, p.column));
+    match problems.len() {
+        0 => Ok(()),
+        1 => Err(LoadError::Invalid(problems.remove(0))),
+        _ => Err(LoadError::Problems(problems)),
+    }
+}
+
+fn problems_text(problems: &[SchemaError]) -> String {
+    let lines: Vec<String> = problems.iter().map(SchemaError::to_string).collect();
+    lines.join("\n")
 }
 
 /// Deserializes a mapping into `Raw` and then converts it with
