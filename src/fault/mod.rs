@@ -1,5 +1,5 @@
-//! The fault catalogue (spec §3) as data, and the plan that decides, for each
-//! connection or request, which faults hit it.
+//! The fault catalogue (`docs/reference.md`, Fault file) as data, and the
+//! plan that decides, for each connection or request, which faults hit it.
 
 pub mod matcher;
 pub mod plan;
