@@ -120,7 +120,10 @@ impl Scan {
     }
 
     /// Scans the line from `at` for quotes, flow collections, comments and
-    /// block scalar indicators.
+    /// block scalar indicators. A quote, a `[`/`{` in block context or a
+    /// block scalar indicator counts only where a node starts (at the
+    /// line's content, after `: `, `,`, `[`, `{`, or an anchor or tag), as
+    /// YAML reads them: `a: rock 'n roll` opens no quote.
     fn rest(
         &mut self,
         chars: &[char],
@@ -129,56 +132,53 @@ impl Scan {
         limit: usize,
     ) -> Option<usize> {
         let start = at;
+        let mut node_start = true;
         while at < chars.len() {
             let c = chars[at];
-            let previous = (at > start).then(|| chars[at - 1]);
+            let after_space = at == start || chars[at - 1].is_whitespace();
             at += 1;
-            match self.quote {
-                Some('"') => {
-                    match c {
-                        '\\' => at += 1,
-                        '"' => self.quote = None,
-                        _ => {}
-                    }
-                    continue;
+            if let Some(quote) = self.quote {
+                match c {
+                    '\\' if quote == '"' => at += 1,
+                    '\'' if quote == '\'' && chars.get(at) == Some(&'\'') => at += 1,
+                    _ if c == quote => self.quote = None,
+                    _ => {}
                 }
-                Some(_) => {
-                    if c == '\'' {
-                        if chars.get(at) == Some(&'\'') {
-                            at += 1;
-                        } else {
-                            self.quote = None;
-                        }
-                    }
-                    continue;
-                }
-                None => {}
+                continue;
             }
-            let token_start = match previous {
-                None => true,
-                Some(p) => {
-                    p.is_whitespace() || matches!(p, '[' | '{' | ',') || (self.flow > 0 && p == ':')
-                }
-            };
+            if c.is_whitespace() {
+                continue;
+            }
+            let starts_node = std::mem::replace(&mut node_start, false);
+            let next_is_space = chars.get(at).is_none_or(|n| n.is_whitespace());
             match c {
-                '#' if previous.is_none_or(char::is_whitespace) => return None,
-                '"' | '\'' if token_start => self.quote = Some(c),
-                '[' | '{' if self.flow > 0 || token_start => {
+                '#' if after_space => return None,
+                '"' | '\'' if starts_node => self.quote = Some(c),
+                '&' | '!' if starts_node => {
+                    while chars.get(at).is_some_and(|n| !n.is_whitespace()) {
+                        at += 1;
+                    }
+                    node_start = true;
+                }
+                '[' | '{' if self.flow > 0 || starts_node => {
                     self.flow += 1;
                     if self.block.len() + self.flow > limit {
                         return Some(at);
                     }
+                    node_start = true;
                 }
                 ']' | '}' if self.flow > 0 => self.flow -= 1,
-                '|' | '>' if self.flow == 0 && token_start => {
-                    let header_ends = chars[at..]
+                ',' if self.flow > 0 => node_start = true,
+                ':' if next_is_space || self.flow > 0 => node_start = true,
+                '-' | '?' if starts_node && next_is_space => node_start = true,
+                '|' | '>' if self.flow == 0 && starts_node => {
+                    let header = chars[at..]
                         .iter()
-                        .position(|c| !(c.is_ascii_digit() || matches!(c, '+' | '-')))
-                        .map_or(chars.len(), |p| at + p);
-                    let after = &chars[header_ends..];
-                    let trimmed: String = after.iter().collect();
-                    let trimmed = trimmed.trim_start();
-                    if trimmed.is_empty() || trimmed.starts_with('#') {
+                        .take_while(|c| c.is_ascii_digit() || matches!(c, '+' | '-'))
+                        .count();
+                    let after: String = chars[at + header..].iter().collect();
+                    let after = after.trim_start();
+                    if after.is_empty() || after.starts_with('#') {
                         self.block_scalar = Some(indent);
                         return None;
                     }
@@ -235,6 +235,19 @@ d: |
 e: don't [x]
 ";
         assert_eq!(depth_error(text, 2), None);
+    }
+
+    #[test]
+    fn a_quote_inside_a_plain_scalar_opens_nothing_and_hides_no_brackets() {
+        let text = "a: rock 'n roll\nb: x \"y\nc: [[[1]]]\n";
+        assert_eq!(depth_error(text, 3), Some((3, 6)));
+    }
+
+    #[test]
+    fn an_anchor_or_a_tag_before_a_flow_collection_still_counts_it() {
+        assert_eq!(depth_error("a: &x [[1]]\n", 2), Some((1, 8)));
+        assert_eq!(depth_error("a: !tag {b: [1]}\n", 2), Some((1, 13)));
+        assert_eq!(depth_error("a: *x [1]\n", 1), None);
     }
 
     #[test]
