@@ -151,7 +151,7 @@ struct RawExperiment {
     /// Seed of every random decision of the run (`--seed` overrides it).
     #[serde(default = "one")]
     seed: u64,
-    /// How long load is sent, e.g. `60s`.
+    /// How long load is sent, e.g. `60s`: more than `0s`, at most `24h`.
     duration: Dur,
     /// `virtual` (in memory, paused time: fast, deterministic) or `real`
     /// (loopback sockets, wall time); `--clock` overrides it.
@@ -177,8 +177,10 @@ struct RawExperiment {
     /// generated traffic (live traffic or another load tool), judged from
     /// what the dependency proxies saw.
     load: LoadSection,
-    /// The fault timeline, as in a fault file.
+    /// The fault timeline, as in a fault file (at most 1000 faults, each
+    /// starting before the end of the run).
     #[serde(default)]
+    #[schemars(length(max = MAX_FAULTS))]
     faults: Vec<Fault>,
     /// Expectations judged on the recorded run, one sentence each; names
     /// of breakers (defense routes), faults, load routes and phases are
@@ -443,7 +445,8 @@ struct LoadFields {
     /// Linear ramp from 0 to `rate` over this long (default `0s`).
     #[serde(default)]
     ramp: Dur,
-    /// The client's own timeout per request (default `10s`).
+    /// The client's own timeout per request, more than `0s` (default
+    /// `10s`).
     #[serde(default)]
     timeout: Option<Dur>,
     /// Extra request headers.

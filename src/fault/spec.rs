@@ -30,7 +30,8 @@ pub fn too_many_faults(faults: &[Fault]) -> Option<String> {
 #[serde(deny_unknown_fields, expecting = "a mapping with a `faults:` list")]
 #[schemars(title = "firedrill fault file")]
 pub struct FaultFile {
-    /// The faults, in the order they are evaluated.
+    /// The faults, in the order they are evaluated (at most 1000).
+    #[schemars(length(max = MAX_FAULTS))]
     pub faults: Vec<Fault>,
 }
 
