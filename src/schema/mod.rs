@@ -1,5 +1,6 @@
-//! Reading firedrill's YAML formats (fault files, and later experiments and
-//! defense configurations) with errors that name file, line, column and key.
+//! Reading firedrill's YAML formats (fault files, defense configurations,
+//! experiments) within the input [`limits`], with errors that name file,
+//! line, column and key.
 //!
 //! This module is the only place that knows which YAML crate we use
 //! (`serde_yaml_ng`, a maintained fork of the archived `serde_yaml`): the rest
