@@ -70,7 +70,8 @@ pub enum Command {
     /// copies are in `schema/`).
     Schema(schema::SchemaArgs),
     /// Check a fault file, a defense config or an experiment without running
-    /// anything (the kind is told by the top-level keys).
+    /// anything (the kind is told by the top-level keys once the YAML
+    /// parses); names every problem found after the file is read.
     Validate(validate::ValidateArgs),
 }
 
