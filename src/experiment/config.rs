@@ -237,183 +237,207 @@ pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 impl TryFrom<RawExperiment> for Experiment {
     type Error = String;
 
+    /// Every problem of the checks that stand alone (names, duration,
+    /// fault windows, phases), and the first of those that build on each
+    /// other (target, system, dependencies, breakers), one line each.
     fn try_from(raw: RawExperiment) -> Result<Self, String> {
-        if raw.name.trim().is_empty() {
-            return Err("name: an experiment needs a name".to_string());
+        let mut problems = standalone_problems(&raw);
+        match build(raw) {
+            Ok(experiment) if problems.is_empty() => Ok(experiment),
+            Ok(_) => Err(problems.join("\n")),
+            Err(problem) => {
+                problems.push(problem);
+                Err(problems.join("\n"))
+            }
         }
-        if raw.duration.get().is_zero() {
-            return Err("duration: must be longer than 0s".to_string());
+    }
+}
+
+/// The problems each found on its own: an empty name, a duration out of
+/// bounds, too many faults, faults that start after the run, names used
+/// twice, phases that end before they start.
+fn standalone_problems(raw: &RawExperiment) -> Vec<String> {
+    let mut problems = Vec::new();
+    if raw.name.trim().is_empty() {
+        problems.push("name: an experiment needs a name".to_string());
+    }
+    let duration = raw.duration.get();
+    if duration.is_zero() {
+        problems.push("duration: must be longer than 0s".to_string());
+    } else if duration > MAX_DURATION {
+        problems.push(format!(
+            "duration: `{}` is too long: expected at most 24h ({})",
+            raw.duration,
+            Dur(MAX_DURATION)
+        ));
+    } else {
+        for (i, f) in raw.faults.iter().enumerate() {
+            if f.window.start >= duration {
+                problems.push(format!(
+                    "faults[{i}].at: `{}` is at or after the end of the run: expected a start before the duration, {}",
+                    Dur(f.window.start),
+                    raw.duration
+                ));
+            }
         }
-        if raw.duration.get() > MAX_DURATION {
-            return Err(format!(
-                "duration: `{}` is too long: expected at most 24h ({})",
-                raw.duration,
-                Dur(MAX_DURATION)
+    }
+    if let Some(message) = crate::fault::spec::too_many_faults(&raw.faults) {
+        problems.push(format!("faults[{MAX_FAULTS}]: {message}"));
+    }
+    let fault_names = raw.faults.iter().map(|f| f.name.as_str());
+    problems.extend(used_twice(fault_names).map(|(i, name)| {
+        format!("faults[{i}].name: `{name}` is used by another fault; give each a name")
+    }));
+    if let LoadSection::Routes(load) = &raw.load {
+        let load_names = load.iter().map(|l| l.0.name.as_str());
+        problems
+            .extend(used_twice(load_names).map(|(i, name)| {
+                format!("load[{i}].name: `{name}` is used by another load route")
+            }));
+    }
+    for (i, p) in raw.phases.iter().enumerate() {
+        if p.to.get() <= p.from.get() {
+            problems.push(format!(
+                "phases[{i}].to: `{}` must be after `from` ({})",
+                p.to, p.from
             ));
         }
-        if let Some(message) = crate::fault::spec::too_many_faults(&raw.faults) {
-            return Err(format!("faults[{MAX_FAULTS}]: {message}"));
-        }
-        if let Some((i, f)) = raw
-            .faults
-            .iter()
-            .enumerate()
-            .find(|(_, f)| f.window.start >= raw.duration.get())
-        {
-            return Err(format!(
-                "faults[{i}].at: `{}` is at or after the end of the run: expected a start before the duration, {}",
-                Dur(f.window.start),
-                raw.duration
-            ));
-        }
-        let has_target = raw.target.is_some();
-        let target = match raw.target {
-            None => TargetSpec::Builtin(Vec::new()),
-            Some(RawTarget {
-                builtin: Some(b),
-                url: None,
-            }) => TargetSpec::Builtin(b.routes),
-            Some(RawTarget {
-                builtin: None,
-                url: Some(u),
-            }) => {
-                let u = super::topology::http_url("target.url", &u)?;
-                if raw.clock == ClockKind::Virtual {
-                    return Err(
+    }
+    problems
+}
+
+/// Each name (with its index) that an earlier one already had.
+fn used_twice<'a>(names: impl Iterator<Item = &'a str>) -> impl Iterator<Item = (usize, &'a str)> {
+    let mut seen = std::collections::BTreeSet::new();
+    names
+        .enumerate()
+        .filter(move |(_, name)| !seen.insert(*name))
+}
+
+/// The experiment from its parts, or the first problem of the checks that
+/// build on each other.
+fn build(raw: RawExperiment) -> Result<Experiment, String> {
+    let has_target = raw.target.is_some();
+    let target = match raw.target {
+        None => TargetSpec::Builtin(Vec::new()),
+        Some(RawTarget {
+            builtin: Some(b),
+            url: None,
+        }) => TargetSpec::Builtin(b.routes),
+        Some(RawTarget {
+            builtin: None,
+            url: Some(u),
+        }) => {
+            let u = super::topology::http_url("target.url", &u)?;
+            if raw.clock == ClockKind::Virtual {
+                return Err(
                         "target.url: a real target needs `clock: real` (this experiment's clock is virtual)"
                             .to_string(),
                     );
-                }
-                TargetSpec::Url(u)
             }
-            Some(_) => return Err("target: give exactly one of builtin, url".to_string()),
-        };
-        let (load, external_load) = match raw.load {
-            LoadSection::External => (Vec::new(), true),
-            LoadSection::Routes(routes) => (routes, false),
-        };
-        if load.is_empty() && !external_load {
-            return Err("load: an experiment needs at least one load route".to_string());
+            TargetSpec::Url(u)
         }
-        let mut names = std::collections::BTreeSet::new();
-        for (i, l) in load.iter().enumerate() {
-            if !names.insert(l.0.name.clone()) {
-                return Err(format!(
-                    "load[{i}].name: `{}` is used by another load route",
-                    l.0.name
-                ));
+        Some(_) => return Err("target: give exactly one of builtin, url".to_string()),
+    };
+    let (load, external_load) = match raw.load {
+        LoadSection::External => (Vec::new(), true),
+        LoadSection::Routes(routes) => (routes, false),
+    };
+    if load.is_empty() && !external_load {
+        return Err("load: an experiment needs at least one load route".to_string());
+    }
+    let route_names: Vec<String> = load.iter().map(|l| l.0.name.clone()).collect();
+    let (system, dependencies) = match raw.system {
+        Some(system) => {
+            if has_target {
+                return Err("system: give either system (your own service) or target (firedrill's fixture or a URL behind the built-in defense), not both".to_string());
             }
-        }
-        let mut fault_names = std::collections::BTreeSet::new();
-        for (i, f) in raw.faults.iter().enumerate() {
-            if !fault_names.insert(f.name.clone()) {
-                return Err(format!(
-                    "faults[{i}].name: `{}` is used by another fault; give each a name",
-                    f.name
-                ));
-            }
-        }
-        let route_names: Vec<String> = load.iter().map(|l| l.0.name.clone()).collect();
-        let (system, dependencies) = match raw.system {
-            Some(system) => {
-                if has_target {
-                    return Err("system: give either system (your own service) or target (firedrill's fixture or a URL behind the built-in defense), not both".to_string());
-                }
-                if raw.clock == ClockKind::Virtual {
-                    return Err(
+            if raw.clock == ClockKind::Virtual {
+                return Err(
                         "system: your own service needs `clock: real` (this experiment's clock is virtual)"
                             .to_string(),
                     );
-                }
-                let (system, deps) = super::topology::read(system, raw.dependencies, &route_names)?;
-                (Some(system), deps)
             }
-            None if !raw.dependencies.is_empty() => {
-                return Err("dependencies: need `system` (the service that calls them)".to_string());
-            }
-            None if external_load => {
-                return Err(
-                    "load: `external` needs `system` (the service the outside traffic reaches)"
-                        .to_string(),
-                );
-            }
-            None => (None, Vec::new()),
-        };
-        let mut breaker_names = std::collections::BTreeSet::new();
-        let own = raw.defense.iter().flat_map(|d| {
-            d.breakers()
-                .map(|(n, ..)| ("defense.routes".to_string(), n.to_string()))
-        });
-        let per_dependency = dependencies.iter().flat_map(|dep| {
-            dep.defense.iter().flat_map(move |d| {
-                d.breakers().map(move |(n, ..)| {
-                    (
-                        format!("dependencies.{}.defense.routes", dep.name),
-                        n.to_string(),
-                    )
-                })
+            let (system, deps) = super::topology::read(system, raw.dependencies, &route_names)?;
+            (Some(system), deps)
+        }
+        None if !raw.dependencies.is_empty() => {
+            return Err("dependencies: need `system` (the service that calls them)".to_string());
+        }
+        None if external_load => {
+            return Err(
+                "load: `external` needs `system` (the service the outside traffic reaches)"
+                    .to_string(),
+            );
+        }
+        None => (None, Vec::new()),
+    };
+    let mut breaker_names = std::collections::BTreeSet::new();
+    let own = raw.defense.iter().flat_map(|d| {
+        d.breakers()
+            .map(|(n, ..)| ("defense.routes".to_string(), n.to_string()))
+    });
+    let per_dependency = dependencies.iter().flat_map(|dep| {
+        dep.defense.iter().flat_map(move |d| {
+            d.breakers().map(move |(n, ..)| {
+                (
+                    format!("dependencies.{}.defense.routes", dep.name),
+                    n.to_string(),
+                )
             })
-        });
-        let inferred = system.iter().flat_map(|s| {
-            s.breakers
-                .keys()
-                .map(|n| ("system.breakers".to_string(), n.clone()))
-        });
-        for (at, name) in own.chain(per_dependency).chain(inferred) {
-            if !breaker_names.insert(name.clone()) {
-                return Err(format!(
-                    "{at}.{name}: the breaker name `{name}` is used by another breaker; expectations name breakers, so each needs its own"
-                ));
-            }
-        }
-        let mut faults = raw.faults;
-        let dependency_names: Vec<&str> = dependencies.iter().map(|d| d.name.as_str()).collect();
-        for (i, f) in faults.iter_mut().enumerate() {
-            match (&f.dependency, dependency_names.as_slice()) {
-                (None, []) => {}
-                (None, [only]) => f.dependency = Some(only.to_string()),
-                (None, _) => {
-                    return Err(format!(
-                        "faults[{i}]: name the dependency it applies to: one of {}",
-                        dependency_names.join(", ")
-                    ));
-                }
-                (Some(d), names) if !names.contains(&d.as_str()) => {
-                    return Err(format!(
-                        "faults[{i}].dependency: unknown dependency `{d}`: expected one of {}",
-                        super::topology::one_of(names)
-                    ));
-                }
-                (Some(_), _) => {}
-            }
-        }
-        for (i, p) in raw.phases.iter().enumerate() {
-            if p.to.get() <= p.from.get() {
-                return Err(format!(
-                    "phases[{i}].to: `{}` must be after `from` ({})",
-                    p.to, p.from
-                ));
-            }
-        }
-        Ok(Experiment {
-            name: raw.name,
-            description: raw.description,
-            seed: raw.seed,
-            duration: raw.duration.get(),
-            clock: raw.clock,
-            target,
-            defense: raw.defense,
-            load: load.into_iter().map(|l| l.0).collect(),
-            faults,
-            expect: raw.expect,
-            halt: raw.halt,
-            phases: raw.phases,
-            max_in_flight: raw.max_in_flight.unwrap_or(10_000).max(1),
-            system,
-            dependencies,
-            external_load,
         })
+    });
+    let inferred = system.iter().flat_map(|s| {
+        s.breakers
+            .keys()
+            .map(|n| ("system.breakers".to_string(), n.clone()))
+    });
+    for (at, name) in own.chain(per_dependency).chain(inferred) {
+        if !breaker_names.insert(name.clone()) {
+            return Err(format!(
+                "{at}.{name}: the breaker name `{name}` is used by another breaker; expectations name breakers, so each needs its own"
+            ));
+        }
     }
+    let mut faults = raw.faults;
+    let dependency_names: Vec<&str> = dependencies.iter().map(|d| d.name.as_str()).collect();
+    for (i, f) in faults.iter_mut().enumerate() {
+        match (&f.dependency, dependency_names.as_slice()) {
+            (None, []) => {}
+            (None, [only]) => f.dependency = Some(only.to_string()),
+            (None, _) => {
+                return Err(format!(
+                    "faults[{i}]: name the dependency it applies to: one of {}",
+                    dependency_names.join(", ")
+                ));
+            }
+            (Some(d), names) if !names.contains(&d.as_str()) => {
+                return Err(format!(
+                    "faults[{i}].dependency: unknown dependency `{d}`: expected one of {}",
+                    super::topology::one_of(names)
+                ));
+            }
+            (Some(_), _) => {}
+        }
+    }
+    Ok(Experiment {
+        name: raw.name,
+        description: raw.description,
+        seed: raw.seed,
+        duration: raw.duration.get(),
+        clock: raw.clock,
+        target,
+        defense: raw.defense,
+        load: load.into_iter().map(|l| l.0).collect(),
+        faults,
+        expect: raw.expect,
+        halt: raw.halt,
+        phases: raw.phases,
+        max_in_flight: raw.max_in_flight.unwrap_or(10_000).max(1),
+        system,
+        dependencies,
+        external_load,
+    })
 }
 
 impl<'de> Deserialize<'de> for Experiment {

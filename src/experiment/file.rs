@@ -56,11 +56,12 @@ pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Loaded, LoadErro
     })
 }
 
-/// Parses and checks an experiment's text, read from `file`. Once it
-/// parses, every problem the later checks find is reported, not only the
-/// first: faults that need TCP, halt conditions, expectations.
+/// Parses and checks an experiment's text, read from `file`. Every problem
+/// of the checks across fields (names, windows, phases) is reported, and
+/// once it parses, every problem the later checks find: faults that need
+/// TCP, halt conditions, expectations.
 fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
-    let experiment: Experiment = schema::from_yaml_str(file, text)?;
+    let experiment: Experiment = schema::from_yaml_all(file, text)?;
     let at = |key: &str, i: usize, message: String| {
         SchemaError::at(
             file,

@@ -10,15 +10,17 @@
 use super::SchemaError;
 use super::locate::{Segment, display_path, locate};
 
-/// Builds the error for `err`, raised while reading the node at `path` of
-/// `text` (the contents of `file`).
-pub(super) fn to_schema_error(
+/// Builds the errors for `err`, raised while reading the node at `path` of
+/// `text` (the contents of `file`): one, or the first and the rest when a
+/// conversion that checks several fields found several problems (one line
+/// each, every line starting with the field at fault).
+pub(super) fn to_schema_errors(
     file: &str,
     text: &str,
     path: &serde_path_to_error::Path,
     err: serde_yaml_ng::Error,
-) -> SchemaError {
-    let mut path = segments(path);
+) -> (SchemaError, Vec<SchemaError>) {
+    let path = segments(path);
     let raw = err.to_string();
     let mut message = strip_positions(&raw);
     // serde_yaml_ng prefixes messages with its own path (of the enclosing
@@ -44,6 +46,30 @@ pub(super) fn to_schema_error(
             locate(text, &path).map_or(String::new(), |(l, _)| format!(" (first at line {l})"));
         message = format!("this key appears twice in its mapping{first}: expected each key once");
     }
+    let mut lines = message.lines();
+    let first = lines.next().unwrap_or_default().to_string();
+    let place = |message: &str| {
+        place(
+            file,
+            text,
+            path.clone(),
+            message.to_string(),
+            (line, column),
+        )
+    };
+    (place(&first), lines.map(place).collect())
+}
+
+/// One problem, moved from the node that reported it (`path`, at `line`
+/// and `column`) to the field its message starts with, if any, and worded
+/// for the file.
+fn place(
+    file: &str,
+    text: &str,
+    mut path: Vec<Segment>,
+    mut message: String,
+    (mut line, mut column): (usize, usize),
+) -> SchemaError {
     if let Some((field, rest)) = message.split_once(": ")
         && let Some(field) = field_path(field)
     {

@@ -51,10 +51,19 @@ impl fmt::Display for SchemaError {
     }
 }
 
-/// Parses `text` (the contents of `file`) into `T`, after [`check_document`].
+/// Parses `text` (the contents of `file`) into `T`, after [`check_document`];
+/// the first problem.
 pub fn from_yaml_str<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, SchemaError> {
     check_document(file, text)?;
-    parse(file, text, PhantomData::<T>)
+    parse(file, text, PhantomData::<T>).map_err(|(first, _)| first)
+}
+
+/// As [`from_yaml_str`], with every problem a conversion that checks
+/// several fields at once found (such as an experiment's names and
+/// windows), not only the first.
+pub fn from_yaml_all<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, LoadError> {
+    check_document(file, text)?;
+    parse(file, text, PhantomData::<T>).map_err(|(first, more)| problems_error(first, more))
 }
 
 /// Checks that `text` (the contents of `file`) is one well-formed YAML
@@ -88,23 +97,23 @@ pub fn check_document(file: &str, text: &str) -> Result<(), SchemaError> {
             ),
         });
     }
-    parse(file, text, syntax::Node)
+    parse(file, text, syntax::Node).map_err(|(first, _)| first)
 }
 
 /// Reads `text` with `seed`, the key path tracked, turning its error into
-/// a located [`SchemaError`].
+/// located [`SchemaError`]s: the first, and any more.
 fn parse<'de, S: DeserializeSeed<'de>>(
     file: &str,
     text: &'de str,
     seed: S,
-) -> Result<S::Value, SchemaError> {
+) -> Result<S::Value, (SchemaError, Vec<SchemaError>)> {
     let deserializer = serde_yaml_ng::Deserializer::from_str(text);
     let mut track = serde_path_to_error::Track::new();
     let result = seed.deserialize(serde_path_to_error::Deserializer::new(
         deserializer,
         &mut track,
     ));
-    result.map_err(|err| diagnose::to_schema_error(file, text, &track.path(), err))
+    result.map_err(|err| diagnose::to_schema_errors(file, text, &track.path(), err))
 }
 
 /// The keys of a document's top-level mapping, in order, once
@@ -113,7 +122,8 @@ fn parse<'de, S: DeserializeSeed<'de>>(
 /// defense config or an experiment.
 pub fn top_level_keys(file: &str, text: &str) -> Result<Option<Vec<String>>, SchemaError> {
     check_document(file, text)?;
-    let value: serde_yaml_ng::Value = parse(file, text, PhantomData::<serde_yaml_ng::Value>)?;
+    let value: serde_yaml_ng::Value =
+        parse(file, text, PhantomData::<serde_yaml_ng::Value>).map_err(|(first, _)| first)?;
     Ok(value.as_mapping().map(|map| {
         map.keys()
             .filter_map(|k| k.as_str().map(str::to_string))
@@ -195,12 +205,21 @@ pub enum LoadError {
 /// Every problem in `problems` (none: `Ok`; one: [`LoadError::Invalid`];
 /// more: [`LoadError::Problems`], sorted by line and column).
 pub fn all_problems(mut problems: Vec<SchemaError>) -> Result<(), LoadError> {
-    problems.sort_by_key(|p| (p.line, p.column));
-    match problems.len() {
-        0 => Ok(()),
-        1 => Err(LoadError::Invalid(problems.remove(0))),
-        _ => Err(LoadError::Problems(problems)),
+    if problems.is_empty() {
+        return Ok(());
     }
+    let first = problems.remove(0);
+    Err(problems_error(first, problems))
+}
+
+/// `first` alone, or with `more`, sorted by line and column.
+fn problems_error(first: SchemaError, mut more: Vec<SchemaError>) -> LoadError {
+    if more.is_empty() {
+        return LoadError::Invalid(first);
+    }
+    more.push(first);
+    more.sort_by_key(|p| (p.line, p.column));
+    LoadError::Problems(more)
 }
 
 fn problems_text(problems: &[SchemaError]) -> String {
