@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::exit::{CliError, EXIT_OK};
 use crate::fault::FaultFile;
-use crate::fault::spec::MAX_FAULTS;
+use crate::fault::MAX_FAULTS;
 use crate::proxy::ProxyMode;
 use crate::schema::{self, LoadError, SchemaError, Segment};
 
@@ -16,7 +16,7 @@ pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, Lo
     let file = path.display().to_string();
     let text = schema::read_text(path)?;
     let faults: FaultFile = schema::from_yaml_str(&file, &text)?;
-    if let Some(message) = crate::fault::spec::too_many_faults(&faults.faults) {
+    if let Some(message) = crate::fault::too_many_faults(&faults.faults) {
         let at = [
             Segment::Key("faults".to_string()),
             Segment::Index(MAX_FAULTS),

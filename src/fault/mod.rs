@@ -10,3 +10,16 @@ pub use matcher::HttpMatch;
 pub use plan::{ConnectionRolls, FaultPlan, Hit, Snapshot};
 pub use spec::{Direction, Fault, FaultFile, FaultKind};
 pub use window::{Pattern, Window};
+
+/// The most faults a fault file or an experiment may hold: each is a
+/// window on the timeline and a random stream of its own, checked on every
+/// connection or request.
+pub const MAX_FAULTS: usize = 1000;
+
+/// What is wrong with `faults` (a fault file's or an experiment's) when
+/// there are more than [`MAX_FAULTS`]; the error belongs at
+/// `faults[MAX_FAULTS]`, the first fault over the limit.
+pub fn too_many_faults(faults: &[Fault]) -> Option<String> {
+    (faults.len() > MAX_FAULTS)
+        .then(|| format!("{} faults: expected at most {MAX_FAULTS}", faults.len()))
+}

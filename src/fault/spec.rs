@@ -11,19 +11,6 @@ use super::window::Window;
 use crate::schema::deserialize_checked;
 use crate::schema::units::{ByteSize, Dur, ErrorStatus, Percent, Rate};
 
-/// The most faults a fault file or an experiment may hold: each is a
-/// window on the timeline and a random stream of its own, checked on every
-/// connection or request.
-pub const MAX_FAULTS: usize = 1000;
-
-/// What is wrong with `faults` (a fault file's or an experiment's) when
-/// there are more than [`MAX_FAULTS`]; the error belongs at
-/// `faults[MAX_FAULTS]`, the first fault over the limit.
-pub fn too_many_faults(faults: &[Fault]) -> Option<String> {
-    (faults.len() > MAX_FAULTS)
-        .then(|| format!("{} faults: expected at most {MAX_FAULTS}", faults.len()))
-}
-
 /// A fault file: the list of faults a proxy injects. Experiments reuse the
 /// same fault entries under their `faults:` key.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
@@ -31,7 +18,7 @@ pub fn too_many_faults(faults: &[Fault]) -> Option<String> {
 #[schemars(title = "firedrill fault file")]
 pub struct FaultFile {
     /// The faults, in the order they are evaluated (at most 1000).
-    #[schemars(length(max = MAX_FAULTS))]
+    #[schemars(length(max = super::MAX_FAULTS))]
     pub faults: Vec<Fault>,
 }
 
