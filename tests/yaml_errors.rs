@@ -62,27 +62,35 @@ fn commands(file: &str) -> [(&'static str, Vec<String>); 3] {
     ]
 }
 
+/// Runs each of the three commands on `file` in `dir`; every one that does
+/// not exit 2 with exactly `expected` on stderr, described.
+fn commands_refusing_otherwise(dir: &Path, file: &str, expected: &str) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (command, args) in commands(file) {
+        let output = Command::cargo_bin("firedrill")
+            .unwrap()
+            .current_dir(dir)
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if output.status.code() != Some(2) || stderr != expected {
+            failures.push(format!(
+                "{command} {file}: exit {:?}\n  expected: {expected:?}\n  actual:   {stderr:?}",
+                output.status.code()
+            ));
+        }
+    }
+    failures
+}
+
 #[test]
 fn each_yaml_error_is_reported_alike_at_its_own_place_by_validate_run_and_defend() {
     let mut failures = Vec::new();
     for (name, expected) in CASES {
         let file = format!("{name}.yaml");
         let expected = format!("error: {file}:{expected}\n");
-        for (command, args) in commands(&file) {
-            let output = Command::cargo_bin("firedrill")
-                .unwrap()
-                .current_dir(fixtures())
-                .args(&args)
-                .output()
-                .unwrap();
-            let stderr = String::from_utf8_lossy(&output.stderr);
-            if output.status.code() != Some(2) || stderr != expected {
-                failures.push(format!(
-                    "{command} {file}: exit {:?}\n  expected: {expected:?}\n  actual:   {stderr:?}",
-                    output.status.code()
-                ));
-            }
-        }
+        failures.extend(commands_refusing_otherwise(&fixtures(), &file, &expected));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -116,18 +124,16 @@ fn a_file_over_one_mebibyte_is_refused_by_validate_run_and_defend() {
         "error: big.yaml:1:1: the file is {} bytes: expected at most {limit} bytes (1 MiB)\n",
         text.len()
     );
-    for (command, args) in commands("big.yaml") {
-        let output = Command::cargo_bin("firedrill")
-            .unwrap()
-            .current_dir(dir.path())
-            .args(&args)
-            .output()
-            .unwrap();
-        assert_eq!(output.status.code(), Some(2), "{command}");
-        assert_eq!(
-            String::from_utf8_lossy(&output.stderr),
-            expected,
-            "{command}"
-        );
-    }
+    let failures = commands_refusing_otherwise(dir.path(), "big.yaml", &expected);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The depth limit holds in every command: the 100,000-deep fixture of
+/// `fixtures/faults/bad/` gets the same located refusal from each.
+#[test]
+fn a_file_nested_100k_deep_is_refused_alike_by_validate_run_and_defend() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/faults/bad");
+    let expected = std::fs::read_to_string(dir.join("nested_100k_deep.expected")).unwrap();
+    let failures = commands_refusing_otherwise(&dir, "nested_100k_deep.yaml", &expected);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
