@@ -41,14 +41,24 @@ fn yaml_names(dir: &Path) -> Vec<String> {
 /// Runs `firedrill validate NAME.yaml` inside `dir`, so messages name the
 /// file as the fixture's `.expected` does, wherever the checkout lives.
 fn validate(dir: &Path, name: &str) -> std::process::Output {
+    let mode = if name.ends_with("_in_http_mode") {
+        Some("http")
+    } else if name.ends_with("_in_tcp_mode") {
+        Some("tcp")
+    } else {
+        None
+    };
+    validate_in_mode(dir, name, mode)
+}
+
+/// Runs `firedrill validate NAME.yaml [--mode MODE]` inside `dir`.
+fn validate_in_mode(dir: &Path, name: &str, mode: Option<&str>) -> std::process::Output {
     let mut cmd = Command::cargo_bin("firedrill").unwrap();
     cmd.current_dir(dir)
         .arg("validate")
         .arg(format!("{name}.yaml"));
-    if name.ends_with("_in_http_mode") {
-        cmd.args(["--mode", "http"]);
-    } else if name.ends_with("_in_tcp_mode") {
-        cmd.args(["--mode", "tcp"]);
+    if let Some(mode) = mode {
+        cmd.args(["--mode", mode]);
     }
     cmd.output().unwrap()
 }
@@ -179,14 +189,7 @@ fn a_file_mixing_tcp_and_http_faults_is_refused_in_every_mode_and_by_default() {
     let dir = fixture_dir("mixed_modes");
     for name in yaml_names(&dir) {
         for (mode, needed) in [(None, "http"), (Some("tcp"), "http"), (Some("http"), "tcp")] {
-            let mut cmd = Command::cargo_bin("firedrill").unwrap();
-            cmd.current_dir(&dir)
-                .arg("validate")
-                .arg(format!("{name}.yaml"));
-            if let Some(mode) = mode {
-                cmd.args(["--mode", mode]);
-            }
-            let output = cmd.output().unwrap();
+            let output = validate_in_mode(&dir, &name, mode);
             let stderr = String::from_utf8_lossy(&output.stderr);
             assert_eq!(output.status.code(), Some(2), "{name} {mode:?}: {stderr}");
             assert!(
@@ -201,13 +204,7 @@ fn a_file_mixing_tcp_and_http_faults_is_refused_in_every_mode_and_by_default() {
 /// `firedrill proxy` runs in by default (tcp) and says so.
 #[test]
 fn an_http_only_fault_file_without_mode_is_refused_as_the_default_tcp_proxy_would() {
-    let dir = fixture_dir("good");
-    let mut cmd = Command::cargo_bin("firedrill").unwrap();
-    let output = cmd
-        .current_dir(&dir)
-        .args(["validate", "http_faults_in_http_mode.yaml"])
-        .output()
-        .unwrap();
+    let output = validate_in_mode(&fixture_dir("good"), "http_faults_in_http_mode", None);
     assert_eq!(output.status.code(), Some(2));
     assert_eq!(
         String::from_utf8_lossy(&output.stderr),
