@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use super::exit::{CliError, EXIT_OK};
 use crate::fault::FaultFile;
-use crate::fault::MAX_FAULTS;
+use crate::fault::{MAX_FAULTS, fault_path};
 use crate::proxy::ProxyMode;
-use crate::schema::{self, LoadError, SchemaError, Segment};
+use crate::schema::{self, LoadError, SchemaError};
 
 /// Loads a fault file and checks every fault works in `mode`, the `--mode`
 /// flag; without one, in the proxy's default mode, tcp (what `firedrill
@@ -17,19 +17,9 @@ pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, Lo
     let text = schema::read_text(path)?;
     let faults: FaultFile = schema::from_yaml_str(&file, &text)?;
     if let Some(message) = crate::fault::too_many_faults(&faults.faults) {
-        let at = [
-            Segment::Key("faults".to_string()),
-            Segment::Index(MAX_FAULTS),
-        ];
+        let at = fault_path(MAX_FAULTS, None);
         return Err(SchemaError::at(&file, &text, &at, message).into());
     }
-    let fault_key = |i: usize, key: &str| {
-        [
-            Segment::Key("faults".to_string()),
-            Segment::Index(i),
-            Segment::Key(key.to_string()),
-        ]
-    };
     let dependencies = faults
         .faults
         .iter()
@@ -38,7 +28,7 @@ pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, Lo
     let mut problems: Vec<SchemaError> = dependencies
         .map(|(i, _)| {
             let message = "names an experiment's dependency; a fault file's faults apply to the proxy that loads it";
-            SchemaError::at(&file, &text, &fault_key(i, "dependency"), message)
+            SchemaError::at(&file, &text, &fault_path(i, Some("dependency")), message)
         })
         .collect();
     let checked = mode.unwrap_or(ProxyMode::DEFAULT);

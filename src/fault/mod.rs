@@ -11,6 +11,16 @@ pub use plan::{ConnectionRolls, FaultPlan, Hit, Snapshot};
 pub use spec::{Direction, Fault, FaultFile, FaultKind};
 pub use window::{Pattern, Window};
 
+/// The path of a top-level `faults:` list's item `index` (a fault file's or
+/// an experiment's), and of its field `key` when given: where an error
+/// about that fault is reported.
+pub fn fault_path(index: usize, key: Option<&str>) -> Vec<crate::schema::Segment> {
+    use crate::schema::Segment;
+    let mut path = vec![Segment::Key("faults".to_string()), Segment::Index(index)];
+    path.extend(key.map(|k| Segment::Key(k.to_string())));
+    path
+}
+
 /// The most faults a fault file or an experiment may hold: each is a
 /// window on the timeline and a random stream of its own, checked on every
 /// connection or request.

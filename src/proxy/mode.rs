@@ -1,7 +1,7 @@
 //! The proxy's two modes, and which faults work in which.
 
 use crate::fault::Fault;
-use crate::schema::{SchemaError, Segment};
+use crate::schema::SchemaError;
 
 /// Which protocol the proxy speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,11 +59,7 @@ pub struct Misfit {
 impl Misfit {
     /// The error at the fault's kind key (`faults[i].slicer`) of `text`.
     pub fn error(&self, file: &str, text: &str, message: String) -> SchemaError {
-        let at = [
-            Segment::Key("faults".to_string()),
-            Segment::Index(self.index),
-            Segment::Key(self.kind.to_string()),
-        ];
+        let at = crate::fault::fault_path(self.index, Some(self.kind));
         SchemaError::at(file, text, &at, message)
     }
 }
