@@ -20,8 +20,13 @@ pub(super) fn to_schema_errors(
     path: &serde_path_to_error::Path,
     err: serde_yaml_ng::Error,
 ) -> (SchemaError, Vec<SchemaError>) {
-    let path = segments(path);
+    let mut path = segments(path);
     let raw = err.to_string();
+    if raw.starts_with("repetition limit exceeded") {
+        // The path runs through the aliases; the entry they expand in is
+        // what the reader can find.
+        path.truncate(1);
+    }
     let mut message = strip_positions(&raw);
     // serde_yaml_ng prefixes messages with its own path (of the enclosing
     // mapping); we print the key in our own place, so drop its copy.
@@ -34,7 +39,7 @@ pub(super) fn to_schema_errors(
     }
     let (mut line, mut column) = match err.location() {
         Some(at) => (at.line(), at.column()),
-        None => unplaced(text, &mut message),
+        None => unplaced(text, &path, &mut message),
     };
     if let Some(at) = unclosed_quote(&raw) {
         (line, column) = at;
@@ -156,14 +161,19 @@ fn strip_positions(message: &str) -> String {
 
 /// Where to report an error the parser gave no position for, rewording the
 /// one such error a user can cause by hand (a second document).
-fn unplaced(text: &str, message: &mut String) -> (usize, usize) {
+fn unplaced(text: &str, path: &[Segment], message: &mut String) -> (usize, usize) {
     if message.contains("more than one document") {
         *message = "a second YAML document starts here: expected one document per file \
                     (put every fault, route or setting in the first)"
             .to_string();
         return (second_document_line(text).unwrap_or(1), 1);
     }
-    (1, 1)
+    // Otherwise the node being read when it struck (such as an alias that
+    // expanded too far), or the nearest one above it that can be found.
+    (0..=path.len())
+        .rev()
+        .find_map(|end| locate(text, &path[..end]))
+        .unwrap_or((1, 1))
 }
 
 /// Where a quoted scalar that runs to the end of the file opens: libyaml
@@ -248,6 +258,13 @@ fn suggestion(message: &str) -> Option<String> {
 
 /// serde's words for Rust things, in the words of the file.
 fn plain_words(message: String) -> String {
+    if message == "repetition limit exceeded" {
+        // serde_yaml_ng stops following aliases once they have replayed
+        // 100 times the document's own events (a "billion laughs" file).
+        return "aliases (`*name`) repeat their anchors' content too often: \
+                expected the file to expand to less than 100 times its size"
+            .to_string();
+    }
     if let Some(unknown) = message.strip_suffix(", there are no fields") {
         return format!("{unknown}: this takes no parameters (write `{{}}` or nothing)");
     }
