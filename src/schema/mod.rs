@@ -29,8 +29,9 @@ pub use locate::{Segment, display_path, locate};
 pub struct SchemaError {
     /// The file as the user named it.
     pub file: String,
-    /// 1-based line of the offending value (1 when the parser gives no
-    /// position; 0 only from [`SchemaError::at`] for a node not found).
+    /// 1-based line of the offending value (when the parser gives no
+    /// position, of the nearest node on its path, else 1; 0 only from
+    /// [`SchemaError::at`] for a node not found).
     pub line: usize,
     /// 1-based column of the offending value (see `line`).
     pub column: usize,
