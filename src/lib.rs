@@ -7,9 +7,9 @@
 //! it, never from above.
 //!
 //! * [`clock`] — time (only through `tokio::time`) and seeded randomness.
-//! * [`schema`] — reading YAML with errors that name file, line, column, key;
-//!   the value types (durations, percentages, sizes, rates) and the JSON
-//!   Schema pieces they are described with.
+//! * [`schema`] — reading YAML, within the input limits, with errors that
+//!   name file, line, column, key; the value types (durations, percentages,
+//!   sizes, rates) and the JSON Schema pieces they are described with.
 //! * [`net`] — transports: TCP sockets and in-memory pipes behind one trait.
 //! * [`http`] — the HTTP floor: the body type, the accept loop with graceful
 //!   shutdown, the pooled client, the `x-firedrill-*` headers.

@@ -105,6 +105,7 @@ fn every_experiment_and_good_fixture_passes_its_schema() {
         (Format::Experiment, root().join("experiments")),
         (Format::Experiment, root().join("fixtures/experiments")),
         (Format::Faults, root().join("fixtures/faults/good")),
+        (Format::Faults, root().join("fixtures/faults/mixed_modes")),
         (Format::Defense, root().join("fixtures/defense/good")),
     ];
     let mut failures = Vec::new();

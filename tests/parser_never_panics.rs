@@ -382,6 +382,27 @@ fn check_kinds_are_locatable(text: &str, file: &FaultFile) {
     }
 }
 
+/// A chain of `depth` nested collections (a map or a list at each level,
+/// each with a scalar beside the deeper one); the root is the outermost.
+fn nested_chain() -> impl Strategy<Value = (usize, Node)> {
+    let levels = prop::collection::vec((any::<bool>(), select(VALUES)), 1..=90);
+    levels.prop_map(|levels| {
+        let mut node = Node::Scalar("x".to_string());
+        for (is_map, beside) in &levels {
+            let beside = Node::Scalar(beside.to_string());
+            node = match is_map {
+                true => Node::Map(vec![("k".to_string(), node), ("s".to_string(), beside)]),
+                false => Node::Seq(vec![node, beside]),
+            };
+        }
+        (levels.len(), node)
+    })
+}
+
+fn too_deep(text: &str) -> bool {
+    parse(text).is_err_and(|e| e.message.starts_with("nested deeper than"))
+}
+
 proptest! {
     // A fixed seed: the suite is deterministic; set another to explore.
     #![proptest_config(ProptestConfig {
@@ -405,6 +426,24 @@ proptest! {
     #[test]
     fn random_nested_yaml_gives_ok_or_a_located_error(node in any_node(), style in style()) {
         let _ = parse(&render(&node, style));
+    }
+
+    /// The depth limit (64) is measured before parsing by a scan of the
+    /// text: it must not miss real nesting (that would let libyaml's
+    /// quadratic time back in) nor refuse files well within it. The scan
+    /// may count a scalar after `- ` as a level, so 63 and 64 may go either
+    /// way.
+    #[test]
+    fn nesting_over_the_limit_is_refused_and_nesting_well_within_it_is_not(
+        (depth, node) in nested_chain(),
+        style in style(),
+    ) {
+        let text = render(&node, style);
+        if depth <= 62 {
+            prop_assert!(!too_deep(&text), "depth {depth} refused: {text}");
+        } else if depth > 64 {
+            prop_assert!(too_deep(&text), "depth {depth} passed: {text}");
+        }
     }
 
     #[test]

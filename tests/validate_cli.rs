@@ -41,14 +41,24 @@ fn yaml_names(dir: &Path) -> Vec<String> {
 /// Runs `firedrill validate NAME.yaml` inside `dir`, so messages name the
 /// file as the fixture's `.expected` does, wherever the checkout lives.
 fn validate(dir: &Path, name: &str) -> std::process::Output {
+    let mode = if name.ends_with("_in_http_mode") {
+        Some("http")
+    } else if name.ends_with("_in_tcp_mode") {
+        Some("tcp")
+    } else {
+        None
+    };
+    validate_in_mode(dir, name, mode)
+}
+
+/// Runs `firedrill validate NAME.yaml [--mode MODE]` inside `dir`.
+fn validate_in_mode(dir: &Path, name: &str, mode: Option<&str>) -> std::process::Output {
     let mut cmd = Command::cargo_bin("firedrill").unwrap();
     cmd.current_dir(dir)
         .arg("validate")
         .arg(format!("{name}.yaml"));
-    if name.ends_with("_in_http_mode") {
-        cmd.args(["--mode", "http"]);
-    } else if name.ends_with("_in_tcp_mode") {
-        cmd.args(["--mode", "tcp"]);
+    if let Some(mode) = mode {
+        cmd.args(["--mode", mode]);
     }
     cmd.output().unwrap()
 }
@@ -100,7 +110,7 @@ fn bad_corpus_fails_with_expected_messages(corpus: &str, minimum: usize) {
 }
 
 #[test]
-fn every_expected_message_has_its_bad_fixture_and_is_one_located_line() {
+fn every_expected_message_has_its_bad_fixture_and_every_line_is_located() {
     for (corpus, _) in CORPORA {
         expected_messages_are_located_lines(corpus);
     }
@@ -117,21 +127,23 @@ fn expected_messages_are_located_lines(corpus: &str) {
         let name = path.file_stem().unwrap().to_string_lossy().into_owned();
         assert!(names.contains(&name), "{name}.expected has no {name}.yaml");
         let expected = std::fs::read_to_string(&path).unwrap();
-        let line = expected
+        let lines = expected
             .strip_suffix('\n')
             .unwrap_or_else(|| panic!("{name}.expected must end with a newline"));
-        assert!(!line.contains('\n'), "{name}.expected is not one line");
-        let prefix = format!("error: {name}.yaml:");
-        let rest = line.strip_prefix(&prefix).unwrap_or_else(|| {
-            panic!("{name}.expected must start with `{prefix}`: {line}");
-        });
-        let mut parts = rest.splitn(3, ':');
-        for what in ["line", "column"] {
-            let n: usize = parts
-                .next()
-                .and_then(|n| n.parse().ok())
-                .unwrap_or_else(|| panic!("{name}.expected has no {what}: {line}"));
-            assert!(n >= 1, "{name}.expected has {what} 0: {line}");
+        // One problem per line: `validate` names every one it finds.
+        for line in lines.lines() {
+            let prefix = format!("error: {name}.yaml:");
+            let rest = line.strip_prefix(&prefix).unwrap_or_else(|| {
+                panic!("{name}.expected: every line must start with `{prefix}`: {line}");
+            });
+            let mut parts = rest.splitn(3, ':');
+            for what in ["line", "column"] {
+                let n: usize = parts
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or_else(|| panic!("{name}.expected has no {what}: {line}"));
+                assert!(n >= 1, "{name}.expected has {what} 0: {line}");
+            }
         }
     }
 }
@@ -158,7 +170,7 @@ fn every_good_fixture_is_accepted_and_its_faults_counted() {
 #[test]
 fn good_fixtures_cover_every_kind_in_block_and_flow_style() {
     for name in ["every_kind_block", "every_kind_flow"] {
-        let path = fixture_dir("good").join(format!("{name}.yaml"));
+        let path = fixture_dir("mixed_modes").join(format!("{name}.yaml"));
         let text = std::fs::read_to_string(&path).unwrap();
         let file: FaultFile = firedrill::schema::from_yaml_str(name, &text).unwrap();
         let kinds: BTreeSet<&str> = file.faults.iter().map(|f| f.kind.key()).collect();
@@ -167,6 +179,40 @@ fn good_fixtures_cover_every_kind_in_block_and_flow_style() {
             .collect();
         assert!(missing.is_empty(), "{name} lacks {missing:?}");
     }
+}
+
+/// A file with faults of both modes parses, but no proxy can run it:
+/// `validate` refuses it in the default mode and in each `--mode`, as
+/// `firedrill proxy` would, naming the first fault of the other mode.
+#[test]
+fn a_file_mixing_tcp_and_http_faults_is_refused_in_every_mode_and_by_default() {
+    let dir = fixture_dir("mixed_modes");
+    for name in yaml_names(&dir) {
+        for (mode, needed) in [(None, "http"), (Some("tcp"), "http"), (Some("http"), "tcp")] {
+            let output = validate_in_mode(&dir, &name, mode);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{name} {mode:?}: {stderr}");
+            assert!(
+                stderr.contains(&format!("needs --mode {needed}")),
+                "{name} {mode:?}: {stderr}"
+            );
+        }
+    }
+}
+
+/// Without `--mode`, `validate` checks a fault file against the mode
+/// `firedrill proxy` runs in by default (tcp) and says so.
+#[test]
+fn an_http_only_fault_file_without_mode_is_refused_as_the_default_tcp_proxy_would() {
+    let output = validate_in_mode(&fixture_dir("good"), "http_faults_in_http_mode", None);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "error: http_faults_in_http_mode.yaml:8:13: faults[1].status: `status` needs --mode http: \
+         without --mode a proxy runs in tcp mode\n\
+         error: http_faults_in_http_mode.yaml:20:13: faults[6].replay: `replay` needs --mode http: \
+         without --mode a proxy runs in tcp mode\n"
+    );
 }
 
 #[test]

@@ -70,7 +70,8 @@ pub enum Command {
     /// copies are in `schema/`).
     Schema(schema::SchemaArgs),
     /// Check a fault file, a defense config or an experiment without running
-    /// anything (the kind is told by the top-level keys).
+    /// anything (the kind is told by the top-level keys once the YAML
+    /// parses); names every problem found after the file is read.
     Validate(validate::ValidateArgs),
 }
 
@@ -91,7 +92,12 @@ pub fn run(cli: Cli) -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            eprintln!("error: {}", crate::schema::vars::mask(&err.to_string()));
+            // One line per problem (`validate` reports every one it finds),
+            // secret variables masked.
+            let text = crate::schema::vars::mask(&err.to_string()).into_owned();
+            for line in text.lines() {
+                eprintln!("error: {line}");
+            }
             ExitCode::from(err.exit_code())
         }
     }

@@ -39,7 +39,7 @@ pub struct ProxyArgs {
     #[arg(long)]
     pub upstream: String,
     /// `tcp` (byte streams) or `http` (per-request faults).
-    #[arg(long, value_enum, default_value = "tcp")]
+    #[arg(long, value_enum, default_value_t = ProxyMode::DEFAULT)]
     pub mode: ProxyMode,
     /// YAML fault file (see `fixtures/faults/good/`); none: pass-through.
     #[arg(long)]

@@ -5,37 +5,49 @@ use std::path::{Path, PathBuf};
 
 use super::exit::{CliError, EXIT_OK};
 use crate::fault::FaultFile;
+use crate::fault::{MAX_FAULTS, fault_path};
 use crate::proxy::ProxyMode;
-use crate::schema::{self, LoadError, SchemaError, Segment};
+use crate::schema::{self, LoadError, SchemaError};
 
-/// Loads a fault file and, when `mode` is given, checks every fault works
-/// in it.
+/// Loads a fault file and checks every fault works in `mode`, the `--mode`
+/// flag; without one, in the proxy's default mode, tcp (what `firedrill
+/// proxy` would run it in).
 pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, LoadError> {
     let file = path.display().to_string();
     let text = schema::read_text(path)?;
     let mut faults: FaultFile = schema::from_yaml_str(&file, &text)?;
-    crate::fault::replay::load_recordings(&mut faults.faults, &file, &text, "faults")?;
-    if let Some(i) = faults.faults.iter().position(|f| f.dependency.is_some()) {
-        let at = [
-            Segment::Key("faults".to_string()),
-            Segment::Index(i),
-            Segment::Key("dependency".to_string()),
-        ];
-        let message = "names an experiment's dependency; a fault file's faults apply to the proxy that loads it";
+    if let Some(message) = crate::fault::too_many_faults(&faults.faults) {
+        let at = fault_path(MAX_FAULTS, None);
         return Err(SchemaError::at(&file, &text, &at, message).into());
     }
-    let Some(mode) = mode else {
-        return Ok(faults);
-    };
-    if let Some(misfit) = mode.first_misfit(&faults.faults) {
-        let message = format!(
-            "`{}` needs --mode {}, but --mode is {}",
-            misfit.kind,
-            misfit.needed.name(),
-            mode.name()
-        );
-        return Err(misfit.error(&file, &text, message).into());
-    }
+    let dependencies = faults
+        .faults
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.dependency.is_some());
+    let mut problems: Vec<SchemaError> = dependencies
+        .map(|(i, _)| {
+            let message = "names an experiment's dependency; a fault file's faults apply to the proxy that loads it";
+            SchemaError::at(&file, &text, &fault_path(i, Some("dependency")), message)
+        })
+        .collect();
+    let checked = mode.unwrap_or(ProxyMode::DEFAULT);
+    problems.extend(checked.misfits(&faults.faults).map(|misfit| {
+        let (kind, needed) = (misfit.kind, misfit.needed.name());
+        let message = match mode {
+            Some(mode) => format!(
+                "`{kind}` needs --mode {needed}, but --mode is {}",
+                mode.name()
+            ),
+            None => format!(
+                "`{kind}` needs --mode {needed}: without --mode a proxy runs in {} mode",
+                checked.name()
+            ),
+        };
+        misfit.error(&file, &text, message)
+    }));
+    schema::all_problems(problems)?;
+    crate::fault::replay::load_recordings(&mut faults.faults, &file, &text, "faults")?;
     Ok(faults)
 }
 
@@ -50,7 +62,8 @@ enum FileKind {
     Experiment,
 }
 
-fn detect_kind(text: &str) -> FileKind {
+/// The kind of `text` (read from `file`), once it is well-formed YAML.
+fn detect_kind(file: &str, text: &str) -> Result<FileKind, SchemaError> {
     const EXPERIMENT_KEYS: [&str; 4] = ["load", "expect", "duration", "name"];
     const DEFENSE_KEYS: [&str; 5] = [
         "routes",
@@ -61,11 +74,11 @@ fn detect_kind(text: &str) -> FileKind {
     ];
     let has_any =
         |keys: &[String], wanted: &[&str]| keys.iter().any(|k| wanted.contains(&k.as_str()));
-    match schema::top_level_keys(text) {
+    Ok(match schema::top_level_keys(file, text)? {
         Some(keys) if has_any(&keys, &EXPERIMENT_KEYS) => FileKind::Experiment,
         Some(keys) if has_any(&keys, &DEFENSE_KEYS) => FileKind::Defense,
         _ => FileKind::Faults,
-    }
+    })
 }
 
 /// The flags of `firedrill validate`.
@@ -73,8 +86,9 @@ fn detect_kind(text: &str) -> FileKind {
 pub struct ValidateArgs {
     /// The YAML file.
     pub file: PathBuf,
-    /// Also check that every fault of a fault file works in this proxy
-    /// mode (an experiment's faults always run in HTTP mode).
+    /// The proxy mode a fault file's faults must work in: tcp when not
+    /// given, as for `firedrill proxy` (an experiment's faults always run
+    /// in http mode).
     #[arg(long, value_enum)]
     pub mode: Option<ProxyMode>,
 }
@@ -83,7 +97,7 @@ pub struct ValidateArgs {
 pub fn validate(args: &ValidateArgs) -> Result<u8, CliError> {
     let (path, mode) = (args.file.as_path(), args.mode);
     let text = schema::read_text(path)?;
-    match detect_kind(&text) {
+    match detect_kind(&path.display().to_string(), &text)? {
         FileKind::Faults => {
             let file = load_faults(path, mode)?;
             println!("ok: {}: {} fault(s)", path.display(), file.faults.len());

@@ -8,12 +8,15 @@ use serde::{Deserialize, Deserializer};
 use crate::clock::Duration;
 use crate::defense::DefenseConfig;
 use crate::fault::Fault;
+use crate::fault::MAX_FAULTS;
 use crate::schema::deserialize_checked;
 use crate::schema::units::Dur;
 use crate::target::TargetRoute;
 
 pub use super::topology::{DependencySpec, InferredBreaker, SystemSpec, Upstream};
 use super::topology::{RawDependency, RawSystem};
+
+mod checks;
 
 /// A parsed experiment; the expectations are still text here (see
 /// [`super::load`] for the checked form).
@@ -187,7 +190,7 @@ struct RawExperiment {
     /// Seed of every random decision of the run (`--seed` overrides it).
     #[serde(default = "one")]
     seed: u64,
-    /// How long load is sent, e.g. `60s`.
+    /// How long load is sent, e.g. `60s`: more than `0s`, at most `24h`.
     duration: Dur,
     /// `virtual` (in memory, paused time: fast, deterministic) or `real`
     /// (loopback sockets, wall time); `--clock` overrides it.
@@ -213,8 +216,10 @@ struct RawExperiment {
     /// generated traffic (live traffic or another load tool), judged from
     /// what the dependency proxies saw.
     load: LoadSection,
-    /// The fault timeline, as in a fault file.
+    /// The fault timeline, as in a fault file (at most 1000 faults, each
+    /// starting before the end of the run).
     #[serde(default)]
+    #[schemars(length(max = MAX_FAULTS))]
     faults: Vec<Fault>,
     /// Expectations judged on the recorded run, one sentence each; names
     /// of breakers (defense routes), faults, load routes and phases are
@@ -265,164 +270,152 @@ struct RawBuiltin {
     routes: Vec<TargetRoute>,
 }
 
+/// The longest experiment (24 hours): a game day, not a soak test.
+pub const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+
 impl TryFrom<RawExperiment> for Experiment {
     type Error = String;
 
+    /// Every problem of the checks that stand alone (names, duration,
+    /// fault windows, phases), and the first of those that build on each
+    /// other (target, system, dependencies, breakers), one line each.
     fn try_from(raw: RawExperiment) -> Result<Self, String> {
-        if raw.name.trim().is_empty() {
-            return Err("name: an experiment needs a name".to_string());
+        let mut problems = checks::standalone_problems(&raw);
+        match build(raw) {
+            Ok(experiment) if problems.is_empty() => Ok(experiment),
+            Ok(_) => Err(problems.join("\n")),
+            Err(problem) => {
+                problems.push(problem);
+                Err(problems.join("\n"))
+            }
         }
-        if raw.duration.get().is_zero() {
-            return Err("duration: must be longer than 0s".to_string());
-        }
-        let has_target = raw.target.is_some();
-        let target = match raw.target {
-            None => TargetSpec::Builtin(Vec::new()),
-            Some(RawTarget {
-                builtin: Some(b),
-                url: None,
-            }) => TargetSpec::Builtin(b.routes),
-            Some(RawTarget {
-                builtin: None,
-                url: Some(u),
-            }) => {
-                let u = super::topology::http_url("target.url", &u)?;
-                if raw.clock == ClockKind::Virtual {
-                    return Err(
+    }
+}
+
+/// The experiment from its parts, or the first problem of the checks that
+/// build on each other.
+fn build(raw: RawExperiment) -> Result<Experiment, String> {
+    let has_target = raw.target.is_some();
+    let target = match raw.target {
+        None => TargetSpec::Builtin(Vec::new()),
+        Some(RawTarget {
+            builtin: Some(b),
+            url: None,
+        }) => TargetSpec::Builtin(b.routes),
+        Some(RawTarget {
+            builtin: None,
+            url: Some(u),
+        }) => {
+            let u = super::topology::http_url("target.url", &u)?;
+            if raw.clock == ClockKind::Virtual {
+                return Err(
                         "target.url: a real target needs `clock: real` (this experiment's clock is virtual)"
                             .to_string(),
                     );
-                }
-                TargetSpec::Url(u)
             }
-            Some(_) => return Err("target: give exactly one of builtin, url".to_string()),
-        };
-        let (load, external_load) = match raw.load {
-            LoadSection::External => (Vec::new(), true),
-            LoadSection::Routes(routes) => (routes, false),
-        };
-        if load.is_empty() && !external_load {
-            return Err("load: an experiment needs at least one load route".to_string());
+            TargetSpec::Url(u)
         }
-        let mut names = std::collections::BTreeSet::new();
-        for (i, l) in load.iter().enumerate() {
-            if !names.insert(l.0.name.clone()) {
-                return Err(format!(
-                    "load[{i}].name: `{}` is used by another load route",
-                    l.0.name
-                ));
+        Some(_) => return Err("target: give exactly one of builtin, url".to_string()),
+    };
+    let (load, external_load) = match raw.load {
+        LoadSection::External => (Vec::new(), true),
+        LoadSection::Routes(routes) => (routes, false),
+    };
+    if load.is_empty() && !external_load {
+        return Err("load: an experiment needs at least one load route".to_string());
+    }
+    let route_names: Vec<String> = load.iter().map(|l| l.0.name.clone()).collect();
+    let (system, dependencies) = match raw.system {
+        Some(system) => {
+            if has_target {
+                return Err("system: give either system (your own service) or target (firedrill's fixture or a URL behind the built-in defense), not both".to_string());
             }
-        }
-        let mut fault_names = std::collections::BTreeSet::new();
-        for (i, f) in raw.faults.iter().enumerate() {
-            if !fault_names.insert(f.name.clone()) {
-                return Err(format!(
-                    "faults[{i}].name: `{}` is used by another fault; give each a name",
-                    f.name
-                ));
-            }
-        }
-        let route_names: Vec<String> = load.iter().map(|l| l.0.name.clone()).collect();
-        let (system, dependencies) = match raw.system {
-            Some(system) => {
-                if has_target {
-                    return Err("system: give either system (your own service) or target (firedrill's fixture or a URL behind the built-in defense), not both".to_string());
-                }
-                if raw.clock == ClockKind::Virtual {
-                    return Err(
+            if raw.clock == ClockKind::Virtual {
+                return Err(
                         "system: your own service needs `clock: real` (this experiment's clock is virtual)"
                             .to_string(),
                     );
-                }
-                let (system, deps) = super::topology::read(system, raw.dependencies, &route_names)?;
-                (Some(system), deps)
             }
-            None if !raw.dependencies.is_empty() => {
-                return Err("dependencies: need `system` (the service that calls them)".to_string());
-            }
-            None if external_load => {
-                return Err(
-                    "load: `external` needs `system` (the service the outside traffic reaches)"
-                        .to_string(),
-                );
-            }
-            None => (None, Vec::new()),
-        };
-        let mut breaker_names = std::collections::BTreeSet::new();
-        let own = raw.defense.iter().flat_map(|d| {
-            d.breakers()
-                .map(|(n, ..)| ("defense.routes".to_string(), n.to_string()))
-        });
-        let per_dependency = dependencies.iter().flat_map(|dep| {
-            dep.defense.iter().flat_map(move |d| {
-                d.breakers().map(move |(n, ..)| {
-                    (
-                        format!("dependencies.{}.defense.routes", dep.name),
-                        n.to_string(),
-                    )
-                })
+            let (system, deps) = super::topology::read(system, raw.dependencies, &route_names)?;
+            (Some(system), deps)
+        }
+        None if !raw.dependencies.is_empty() => {
+            return Err("dependencies: need `system` (the service that calls them)".to_string());
+        }
+        None if external_load => {
+            return Err(
+                "load: `external` needs `system` (the service the outside traffic reaches)"
+                    .to_string(),
+            );
+        }
+        None => (None, Vec::new()),
+    };
+    let mut breaker_names = std::collections::BTreeSet::new();
+    let own = raw.defense.iter().flat_map(|d| {
+        d.breakers()
+            .map(|(n, ..)| ("defense.routes".to_string(), n.to_string()))
+    });
+    let per_dependency = dependencies.iter().flat_map(|dep| {
+        dep.defense.iter().flat_map(move |d| {
+            d.breakers().map(move |(n, ..)| {
+                (
+                    format!("dependencies.{}.defense.routes", dep.name),
+                    n.to_string(),
+                )
             })
-        });
-        let inferred = system.iter().flat_map(|s| {
-            s.breakers
-                .keys()
-                .map(|n| ("system.breakers".to_string(), n.clone()))
-        });
-        for (at, name) in own.chain(per_dependency).chain(inferred) {
-            if !breaker_names.insert(name.clone()) {
-                return Err(format!(
-                    "{at}.{name}: the breaker name `{name}` is used by another breaker; expectations name breakers, so each needs its own"
-                ));
-            }
-        }
-        let mut faults = raw.faults;
-        let dependency_names: Vec<&str> = dependencies.iter().map(|d| d.name.as_str()).collect();
-        for (i, f) in faults.iter_mut().enumerate() {
-            match (&f.dependency, dependency_names.as_slice()) {
-                (None, []) => {}
-                (None, [only]) => f.dependency = Some(only.to_string()),
-                (None, _) => {
-                    return Err(format!(
-                        "faults[{i}]: name the dependency it applies to: one of {}",
-                        dependency_names.join(", ")
-                    ));
-                }
-                (Some(d), names) if !names.contains(&d.as_str()) => {
-                    return Err(format!(
-                        "faults[{i}].dependency: unknown dependency `{d}`: expected one of {}",
-                        super::topology::one_of(names)
-                    ));
-                }
-                (Some(_), _) => {}
-            }
-        }
-        for (i, p) in raw.phases.iter().enumerate() {
-            if p.to.get() <= p.from.get() {
-                return Err(format!(
-                    "phases[{i}].to: `{}` must be after `from` ({})",
-                    p.to, p.from
-                ));
-            }
-        }
-        Ok(Experiment {
-            name: raw.name,
-            description: raw.description,
-            seed: raw.seed,
-            duration: raw.duration.get(),
-            clock: raw.clock,
-            target,
-            defense: raw.defense,
-            load: load.into_iter().map(|l| l.0).collect(),
-            faults,
-            expect: raw.expect,
-            halt: raw.halt,
-            phases: raw.phases,
-            max_in_flight: raw.max_in_flight.unwrap_or(10_000).max(1),
-            system,
-            dependencies,
-            external_load,
         })
+    });
+    let inferred = system.iter().flat_map(|s| {
+        s.breakers
+            .keys()
+            .map(|n| ("system.breakers".to_string(), n.clone()))
+    });
+    for (at, name) in own.chain(per_dependency).chain(inferred) {
+        if !breaker_names.insert(name.clone()) {
+            return Err(format!(
+                "{at}.{name}: the breaker name `{name}` is used by another breaker; expectations name breakers, so each needs its own"
+            ));
+        }
     }
+    let mut faults = raw.faults;
+    let dependency_names: Vec<&str> = dependencies.iter().map(|d| d.name.as_str()).collect();
+    for (i, f) in faults.iter_mut().enumerate() {
+        match (&f.dependency, dependency_names.as_slice()) {
+            (None, []) => {}
+            (None, [only]) => f.dependency = Some(only.to_string()),
+            (None, _) => {
+                return Err(format!(
+                    "faults[{i}]: name the dependency it applies to: one of {}",
+                    dependency_names.join(", ")
+                ));
+            }
+            (Some(d), names) if !names.contains(&d.as_str()) => {
+                return Err(format!(
+                    "faults[{i}].dependency: unknown dependency `{d}`: expected one of {}",
+                    super::topology::one_of(names)
+                ));
+            }
+            (Some(_), _) => {}
+        }
+    }
+    Ok(Experiment {
+        name: raw.name,
+        description: raw.description,
+        seed: raw.seed,
+        duration: raw.duration.get(),
+        clock: raw.clock,
+        target,
+        defense: raw.defense,
+        load: load.into_iter().map(|l| l.0).collect(),
+        faults,
+        expect: raw.expect,
+        halt: raw.halt,
+        phases: raw.phases,
+        max_in_flight: raw.max_in_flight.unwrap_or(10_000).max(1),
+        system,
+        dependencies,
+        external_load,
+    })
 }
 
 impl<'de> Deserialize<'de> for Experiment {
@@ -461,7 +454,8 @@ struct LoadFields {
     /// Linear ramp from 0 to `rate` over this long (default `0s`).
     #[serde(default)]
     ramp: Dur,
-    /// The client's own timeout per request (default `10s`).
+    /// The client's own timeout per request, more than `0s` (default
+    /// `10s`).
     #[serde(default)]
     timeout: Option<Dur>,
     /// Extra request headers.
@@ -532,6 +526,12 @@ impl TryFrom<LoadFields> for RawLoad {
         for name in raw.headers.keys() {
             http::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| format!("headers: invalid header name `{name}`"))?;
+        }
+        if raw.timeout.is_some_and(|t| t.get().is_zero()) {
+            return Err(
+                "timeout: must be longer than 0s: every request would time out before it is sent"
+                    .to_string(),
+            );
         }
         Ok(RawLoad(LoadRoute {
             name: raw.name,

@@ -41,56 +41,68 @@ pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Loaded, LoadErro
     let set: Vec<String> = overrides.iter().map(|o| format!("--set {o}")).collect();
     let changed = schema::overrides::apply(&text, overrides).map_err(LoadError::Override)?;
     load_text(&file, &changed).map_err(|e| {
+        let without_place = |e: SchemaError| match e.key.is_empty() {
+            true => e.message,
+            false => format!("{}: {}", e.key, e.message),
+        };
         let why = match e {
-            LoadError::Invalid(e) if e.key.is_empty() => e.message,
-            LoadError::Invalid(e) => format!("{}: {}", e.key, e.message),
+            LoadError::Invalid(e) => without_place(e),
+            LoadError::Problems(all) => {
+                let all: Vec<String> = all.into_iter().map(without_place).collect();
+                all.join("; ")
+            }
             other => other.to_string(),
         };
         LoadError::Override(format!("{file} with {}: {why}", set.join(" ")))
     })
 }
 
-/// Parses and checks an experiment's text, read from `file`.
+/// Parses and checks an experiment's text, read from `file`. Every problem
+/// of the checks across fields (names, windows, phases) is reported, and
+/// once it parses, every problem the later checks find: faults that need
+/// TCP, halt conditions, expectations.
 fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
-    let (file, text) = (file.to_string(), text.to_string());
-    let mut experiment: Experiment = schema::from_yaml_str(&file, &text)?;
-    crate::fault::replay::load_recordings(&mut experiment.faults, &file, &text, "faults")?;
-    load_arrivals(&mut experiment, &file, &text)?;
-    if let Some(misfit) = ProxyMode::Http.first_misfit(&experiment.faults) {
-        let message = format!(
-            "`{}` works in {} mode only; an experiment's faults act on HTTP requests",
-            misfit.kind,
-            misfit.needed.name()
-        );
-        return Err(misfit.error(&file, &text, message).into());
-    }
-    let at = |key: &str, i: usize, message: String| -> LoadError {
+    let mut experiment: Experiment = schema::from_yaml_all(file, text)?;
+    crate::fault::replay::load_recordings(&mut experiment.faults, file, text, "faults")?;
+    load_arrivals(&mut experiment, file, text)?;
+    let at = |key: &str, i: usize, message: String| {
         SchemaError::at(
-            &file,
-            &text,
+            file,
+            text,
             &[Segment::Key(key.to_string()), Segment::Index(i)],
             message,
         )
-        .into()
     };
-    let halts = experiment
-        .halt
-        .iter()
-        .enumerate()
-        .map(|(i, h)| h.parse::<HaltCondition>().map_err(|e| at("halt", i, e)))
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut problems: Vec<SchemaError> = ProxyMode::Http
+        .misfits(&experiment.faults)
+        .map(|misfit| {
+            let message = format!(
+                "`{}` works in {} mode only; an experiment's faults act on HTTP requests",
+                misfit.kind,
+                misfit.needed.name()
+            );
+            misfit.error(file, text, message)
+        })
+        .collect();
     let routes = super::judge::names(&experiment).routes;
-    for (i, h) in halts.iter().enumerate() {
-        if !routes.contains(&h.route) {
-            let name = super::expect::ast::Name {
-                text: h.route.clone(),
-                column: h.route_column,
-            };
-            let message = super::expect::check::unknown("route", &name, &routes);
-            return Err(at("halt", i, message));
+    let mut halts = Vec::new();
+    for (i, h) in experiment.halt.iter().enumerate() {
+        match h.parse::<HaltCondition>() {
+            Ok(h) if !routes.contains(&h.route) => {
+                let name = super::expect::ast::Name {
+                    text: h.route.clone(),
+                    column: h.route_column,
+                };
+                let message = super::expect::check::unknown("route", &name, &routes);
+                problems.push(at("halt", i, message));
+            }
+            Ok(h) => halts.push(h),
+            Err(e) => problems.push(at("halt", i, e)),
         }
     }
-    let expectations = super::judge::check_all(&experiment).map_err(|(i, e)| at("expect", i, e))?;
+    let (expectations, bad) = super::judge::check_all(&experiment);
+    problems.extend(bad.into_iter().map(|(i, e)| at("expect", i, e)));
+    schema::all_problems(problems)?;
     Ok(Loaded {
         experiment,
         halts,

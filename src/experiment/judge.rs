@@ -36,20 +36,20 @@ pub fn names(experiment: &Experiment) -> Names {
     names
 }
 
-/// Parses and checks every expectation; the error carries the index of
-/// the first bad one and what is wrong with it.
-pub fn check_all(experiment: &Experiment) -> Result<Vec<Checked>, (usize, String)> {
+/// Parses and checks every expectation: the good ones, and the index of
+/// each bad one with what is wrong with it.
+pub fn check_all(experiment: &Experiment) -> (Vec<Checked>, Vec<(usize, String)>) {
     let names = names(experiment);
-    experiment
-        .expect
-        .iter()
-        .enumerate()
-        .map(|(i, text)| {
-            let parsed = expect::parse(text).map_err(|e| (i, e.to_string()))?;
-            expect::check(&parsed, &names).map_err(|e| (i, e))?;
-            Ok(parsed)
-        })
-        .collect()
+    let mut checked = Vec::new();
+    let mut problems = Vec::new();
+    for (i, text) in experiment.expect.iter().enumerate() {
+        let parsed = expect::parse(text).map_err(|e| e.to_string());
+        match parsed.and_then(|p| expect::check(&p, &names).map(|()| p)) {
+            Ok(parsed) => checked.push(parsed),
+            Err(e) => problems.push((i, e)),
+        }
+    }
+    (checked, problems)
 }
 
 /// Judges every expectation on a run's timeline.

@@ -1,5 +1,5 @@
-//! The fault catalogue (spec §3) as data, and the plan that decides, for each
-//! connection or request, which faults hit it.
+//! The fault catalogue (`docs/reference.md`, Fault file) as data, and the
+//! plan that decides, for each connection or request, which faults hit it.
 
 pub mod matcher;
 pub mod plan;
@@ -11,3 +11,26 @@ pub use matcher::HttpMatch;
 pub use plan::{ConnectionRolls, FaultPlan, Hit, Snapshot};
 pub use spec::{Direction, Fault, FaultFile, FaultKind};
 pub use window::{Pattern, Window};
+
+/// The path of a top-level `faults:` list's item `index` (a fault file's or
+/// an experiment's), and of its field `key` when given: where an error
+/// about that fault is reported.
+pub fn fault_path(index: usize, key: Option<&str>) -> Vec<crate::schema::Segment> {
+    use crate::schema::Segment;
+    let mut path = vec![Segment::Key("faults".to_string()), Segment::Index(index)];
+    path.extend(key.map(|k| Segment::Key(k.to_string())));
+    path
+}
+
+/// The most faults a fault file or an experiment may hold: each is a
+/// window on the timeline and a random stream of its own, checked on every
+/// connection or request.
+pub const MAX_FAULTS: usize = 1000;
+
+/// What is wrong with `faults` (a fault file's or an experiment's) when
+/// there are more than [`MAX_FAULTS`]; the error belongs at
+/// `faults[MAX_FAULTS]`, the first fault over the limit.
+pub fn too_many_faults(faults: &[Fault]) -> Option<String> {
+    (faults.len() > MAX_FAULTS)
+        .then(|| format!("{} faults: expected at most {MAX_FAULTS}", faults.len()))
+}

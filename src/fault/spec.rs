@@ -17,7 +17,8 @@ use crate::schema::units::{ByteSize, Dur, ErrorStatus, Percent, Rate};
 #[serde(deny_unknown_fields, expecting = "a mapping with a `faults:` list")]
 #[schemars(title = "firedrill fault file")]
 pub struct FaultFile {
-    /// The faults, in the order they are evaluated.
+    /// The faults, in the order they are evaluated (at most 1000).
+    #[schemars(length(max = super::MAX_FAULTS))]
     pub faults: Vec<Fault>,
 }
 

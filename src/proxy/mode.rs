@@ -1,7 +1,7 @@
 //! The proxy's two modes, and which faults work in which.
 
 use crate::fault::Fault;
-use crate::schema::{SchemaError, Segment};
+use crate::schema::SchemaError;
 
 /// Which protocol the proxy speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,6 +13,10 @@ pub enum ProxyMode {
 }
 
 impl ProxyMode {
+    /// The mode of `firedrill proxy` without `--mode`, and the one
+    /// `firedrill validate` checks a fault file against by default.
+    pub const DEFAULT: ProxyMode = ProxyMode::Tcp;
+
     /// Both modes, in the order the command line lists them.
     pub const ALL: [ProxyMode; 2] = [ProxyMode::Tcp, ProxyMode::Http];
 
@@ -24,10 +28,10 @@ impl ProxyMode {
         }
     }
 
-    /// The first fault of a top-level `faults:` list (a fault file's or an
-    /// experiment's) that does not work in this mode.
-    pub fn first_misfit(self, faults: &[Fault]) -> Option<Misfit> {
-        faults.iter().enumerate().find_map(|(index, fault)| {
+    /// Every fault of a top-level `faults:` list (a fault file's or an
+    /// experiment's) that does not work in this mode, in order.
+    pub fn misfits(self, faults: &[Fault]) -> impl Iterator<Item = Misfit> + '_ {
+        faults.iter().enumerate().filter_map(move |(index, fault)| {
             let (fits, needed) = match self {
                 ProxyMode::Tcp => (fault.kind.works_in_tcp(), ProxyMode::Http),
                 ProxyMode::Http => (fault.kind.works_in_http(), ProxyMode::Tcp),
@@ -55,11 +59,7 @@ pub struct Misfit {
 impl Misfit {
     /// The error at the fault's kind key (`faults[i].slicer`) of `text`.
     pub fn error(&self, file: &str, text: &str, message: String) -> SchemaError {
-        let at = [
-            Segment::Key("faults".to_string()),
-            Segment::Index(self.index),
-            Segment::Key(self.kind.to_string()),
-        ];
+        let at = crate::fault::fault_path(self.index, Some(self.kind));
         SchemaError::at(file, text, &at, message)
     }
 }
@@ -81,32 +81,34 @@ mod tests {
             "faults:\n  - { name: slow, latency: { delay: 1s } }\n  - { name: down, status: { code: 503 } }\n",
         );
         let misfit = ProxyMode::Tcp
-            .first_misfit(&list)
+            .misfits(&list)
+            .next()
             .expect("status needs http");
         assert_eq!(
             (misfit.index, misfit.kind, misfit.needed),
             (1, "status", ProxyMode::Http)
         );
-        assert_eq!(ProxyMode::Http.first_misfit(&list), None);
+        assert_eq!(ProxyMode::Http.misfits(&list).next(), None);
     }
 
     #[test]
     fn a_byte_stream_fault_misfits_http_and_needs_tcp() {
         let list = faults("faults:\n  - { name: chop, slicer: { average_size: 10 } }\n");
         let misfit = ProxyMode::Http
-            .first_misfit(&list)
+            .misfits(&list)
+            .next()
             .expect("slicer needs tcp");
         assert_eq!(
             (misfit.index, misfit.kind, misfit.needed),
             (0, "slicer", ProxyMode::Tcp)
         );
-        assert_eq!(ProxyMode::Tcp.first_misfit(&list), None);
+        assert_eq!(ProxyMode::Tcp.misfits(&list).next(), None);
     }
 
     #[test]
     fn a_misfit_error_points_at_the_kind_key() {
         let text = "faults:\n  - name: chop\n    slicer: { average_size: 10 }\n";
-        let misfit = ProxyMode::Http.first_misfit(&faults(text)).unwrap();
+        let misfit = ProxyMode::Http.misfits(&faults(text)).next().unwrap();
         let err = misfit.error("f.yaml", text, "needs tcp".to_string());
         assert_eq!((err.line, err.key.as_str()), (3, "faults[0].slicer"));
     }

@@ -10,16 +10,24 @@
 use super::SchemaError;
 use super::locate::{Segment, display_path, locate};
 
-/// Builds the error for `err`, raised while reading the node at `path` of
-/// `text` (the contents of `file`).
-pub(super) fn to_schema_error(
+/// Builds the errors for `err`, raised while reading the node at `path` of
+/// `text` (the contents of `file`): one, or the first and the rest when a
+/// conversion that checks several fields found several problems (one line
+/// each, every line starting with the field at fault).
+pub(super) fn to_schema_errors(
     file: &str,
     text: &str,
     path: &serde_path_to_error::Path,
     err: serde_yaml_ng::Error,
-) -> SchemaError {
+) -> (SchemaError, Vec<SchemaError>) {
     let mut path = segments(path);
-    let mut message = strip_positions(&err.to_string());
+    let raw = err.to_string();
+    if raw.starts_with("repetition limit exceeded") {
+        // The path runs through the aliases; the entry they expand in is
+        // what the reader can find.
+        path.truncate(1);
+    }
+    let mut message = strip_positions(&raw);
     // serde_yaml_ng prefixes messages with its own path (of the enclosing
     // mapping); we print the key in our own place, so drop its copy.
     let key = display_path(&path);
@@ -31,8 +39,42 @@ pub(super) fn to_schema_error(
     }
     let (mut line, mut column) = match err.location() {
         Some(at) => (at.line(), at.column()),
-        None => unplaced(text, &mut message),
+        None => unplaced(text, &path, &mut message),
     };
+    if let Some(at) = unclosed_quote(&raw) {
+        (line, column) = at;
+        message = "this quoted string is never closed: expected its closing quote before the end of the file".to_string();
+    }
+    if message.starts_with(super::syntax::DUPLICATE_KEY) {
+        // The path ends at the second copy; `locate` finds the first.
+        let first =
+            locate(text, &path).map_or(String::new(), |(l, _)| format!(" (first at line {l})"));
+        message = format!("this key appears twice in its mapping{first}: expected each key once");
+    }
+    let mut lines = message.lines();
+    let first = lines.next().unwrap_or_default().to_string();
+    let place = |message: &str| {
+        place(
+            file,
+            text,
+            path.clone(),
+            message.to_string(),
+            (line, column),
+        )
+    };
+    (place(&first), lines.map(place).collect())
+}
+
+/// One problem, moved from the node that reported it (`path`, at `line`
+/// and `column`) to the field its message starts with, if any, and worded
+/// for the file.
+fn place(
+    file: &str,
+    text: &str,
+    mut path: Vec<Segment>,
+    mut message: String,
+    (mut line, mut column): (usize, usize),
+) -> SchemaError {
     if let Some((field, rest)) = message.split_once(": ")
         && let Some(field) = field_path(field)
     {
@@ -84,10 +126,14 @@ fn segments(path: &serde_path_to_error::Path) -> Vec<Segment> {
 }
 
 /// Removes the ` at line L column C` that serde_yaml_ng and libyaml write
-/// into messages: the position is printed in front, once.
+/// after the problem: its position is printed in front, once. A later one
+/// (libyaml's context, `while parsing a flow mapping at line 2 column 14`)
+/// says where the construct that broke began, and is kept as `started at
+/// 2:14`.
 fn strip_positions(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
     let mut rest = message;
+    let mut first = true;
     while let Some(start) = rest.find(" at line ") {
         out.push_str(&rest[..start]);
         let after = &rest[start + " at line ".len()..];
@@ -96,6 +142,11 @@ fn strip_positions(message: &str) -> String {
         let column = after[line_len..].strip_prefix(" column ");
         match column {
             Some(column) if line_len > 0 && digits(column) > 0 => {
+                if !first {
+                    let line = &after[..line_len];
+                    out.push_str(&format!(" started at {line}:{}", &column[..digits(column)]));
+                }
+                first = false;
                 rest = &column[digits(column)..];
             }
             _ => {
@@ -110,14 +161,28 @@ fn strip_positions(message: &str) -> String {
 
 /// Where to report an error the parser gave no position for, rewording the
 /// one such error a user can cause by hand (a second document).
-fn unplaced(text: &str, message: &mut String) -> (usize, usize) {
+fn unplaced(text: &str, path: &[Segment], message: &mut String) -> (usize, usize) {
     if message.contains("more than one document") {
-        *message = "a fault file holds one YAML document; found a second one after `---`: \
-                    put every fault under one `faults:` list"
+        *message = "a second YAML document starts here: expected one document per file \
+                    (put every fault, route or setting in the first)"
             .to_string();
         return (second_document_line(text).unwrap_or(1), 1);
     }
-    (1, 1)
+    // Otherwise the node being read when it struck (such as an alias that
+    // expanded too far), or the nearest one above it that can be found.
+    (0..=path.len())
+        .rev()
+        .find_map(|end| locate(text, &path[..end]))
+        .unwrap_or((1, 1))
+}
+
+/// Where a quoted scalar that runs to the end of the file opens: libyaml
+/// reports the end of the file, and the opening quote in its context.
+fn unclosed_quote(raw: &str) -> Option<(usize, usize)> {
+    let (_, opened) = raw.split_once("while scanning a quoted scalar at line ")?;
+    let (line, rest) = opened.split_once(" column ")?;
+    let column: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    Some((line.parse().ok()?, column.parse().ok()?))
 }
 
 /// The line of the `---` that starts the second document, if any.
@@ -193,6 +258,13 @@ fn suggestion(message: &str) -> Option<String> {
 
 /// serde's words for Rust things, in the words of the file.
 fn plain_words(message: String) -> String {
+    if message == "repetition limit exceeded" {
+        // serde_yaml_ng stops following aliases once they have replayed
+        // 100 times the document's own events (a "billion laughs" file).
+        return "aliases (`*name`) repeat their anchors' content too often: \
+                expected the file to expand to less than 100 times its size"
+            .to_string();
+    }
     if let Some(unknown) = message.strip_suffix(", there are no fields") {
         return format!("{unknown}: this takes no parameters (write `{{}}` or nothing)");
     }
@@ -215,12 +287,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn positions_inside_libyaml_messages_are_removed() {
+    fn the_problem_position_is_removed_and_the_context_position_kept_short() {
         assert_eq!(
             strip_positions(
                 "did not find expected '-' indicator at line 3 column 4, while parsing a block collection at line 2 column 3"
             ),
-            "did not find expected '-' indicator, while parsing a block collection"
+            "did not find expected '-' indicator, while parsing a block collection started at 2:3"
         );
         assert_eq!(strip_positions("seen at line x"), "seen at line x");
     }
@@ -265,6 +337,20 @@ mod tests {
         ] {
             assert_eq!(field_path(prose), None, "{prose:?}");
         }
+    }
+
+    #[test]
+    fn an_unclosed_quote_is_placed_where_it_opens() {
+        assert_eq!(
+            unclosed_quote(
+                "found unexpected end of stream at line 4 column 1, while scanning a quoted scalar at line 2 column 11"
+            ),
+            Some((2, 11))
+        );
+        assert_eq!(
+            unclosed_quote("did not find expected key at line 2 column 3"),
+            None
+        );
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! Reading firedrill's YAML formats (fault files, and later experiments and
-//! defense configurations) with errors that name file, line, column and key.
+//! Reading firedrill's YAML formats (fault files, defense configurations,
+//! experiments) within the input [`limits`], with errors that name file,
+//! line, column and key.
 //!
 //! This module is the only place that knows which YAML crate we use
 //! (`serde_yaml_ng`, a maintained fork of the archived `serde_yaml`): the rest
@@ -7,8 +8,10 @@
 
 mod diagnose;
 pub mod json;
+pub mod limits;
 pub mod locate;
 pub mod overrides;
+mod syntax;
 pub mod units;
 pub mod vars;
 
@@ -16,7 +19,9 @@ use std::fmt;
 use std::marker::PhantomData;
 use std::path::Path;
 
-use serde::de::{self, Deserialize, DeserializeOwned, Deserializer, MapAccess, Visitor};
+use serde::de::{
+    self, Deserialize, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, Visitor,
+};
 
 pub use locate::{Segment, display_path, locate};
 
@@ -25,8 +30,9 @@ pub use locate::{Segment, display_path, locate};
 pub struct SchemaError {
     /// The file as the user named it.
     pub file: String,
-    /// 1-based line of the offending value (1 when the parser gives no
-    /// position; 0 only from [`SchemaError::at`] for a node not found).
+    /// 1-based line of the offending value (when the parser gives no
+    /// position, of the nearest node on its path, else 1; 0 only from
+    /// [`SchemaError::at`] for a node not found).
     pub line: usize,
     /// 1-based column of the offending value (see `line`).
     pub column: usize,
@@ -47,41 +53,84 @@ impl fmt::Display for SchemaError {
     }
 }
 
-/// Parses `text` (the contents of `file`) into `T`.
+/// Parses `text` (the contents of `file`) into `T`, after [`check_document`];
+/// the first problem.
 pub fn from_yaml_str<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, SchemaError> {
-    if text.trim().is_empty()
-        || text
-            .lines()
-            .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+    check_document(file, text)?;
+    parse(file, text, PhantomData::<T>).map_err(|(first, _)| first)
+}
+
+/// As [`from_yaml_str`], with every problem a conversion that checks
+/// several fields at once found (such as an experiment's names and
+/// windows), not only the first.
+pub fn from_yaml_all<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, LoadError> {
+    check_document(file, text)?;
+    parse(file, text, PhantomData::<T>).map_err(|(first, more)| problems_error(first, more))
+}
+
+/// Checks that `text` (the contents of `file`) is one well-formed YAML
+/// document within the [`limits`], whatever firedrill type it holds: not
+/// empty, not too large, not nested too deep, no syntax error, no second
+/// document, no key twice in a mapping, no integer beyond 64 bits. Each
+/// problem is reported at its own line and column.
+pub fn check_document(file: &str, text: &str) -> Result<(), SchemaError> {
+    let whole_file = |message: String| SchemaError::whole_file(file, message);
+    if text
+        .lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
     {
+        return Err(whole_file(
+            "the file is empty: expected a YAML mapping".to_string(),
+        ));
+    }
+    if let Some(message) = limits::too_large(text.len() as u64) {
+        return Err(whole_file(message));
+    }
+    if let Some(deep) = limits::first_too_deep(text, limits::MAX_DEPTH) {
         return Err(SchemaError {
             file: file.to_string(),
-            line: 1,
-            column: 1,
-            key: String::new(),
-            message: "the file is empty: expected a YAML mapping".to_string(),
+            line: deep.line,
+            column: deep.column,
+            key: deep.top_key.unwrap_or_default(),
+            message: format!(
+                "nested deeper than {} levels of mappings and lists: expected at most {}",
+                limits::MAX_DEPTH,
+                limits::MAX_DEPTH
+            ),
         });
     }
+    parse(file, text, syntax::Node).map_err(|(first, _)| first)
+}
+
+/// Reads `text` with `seed`, the key path tracked, turning its error into
+/// located [`SchemaError`]s: the first, and any more.
+fn parse<'de, S: DeserializeSeed<'de>>(
+    file: &str,
+    text: &'de str,
+    seed: S,
+) -> Result<S::Value, (SchemaError, Vec<SchemaError>)> {
     let deserializer = serde_yaml_ng::Deserializer::from_str(text);
     let mut track = serde_path_to_error::Track::new();
-    let result = T::deserialize(serde_path_to_error::Deserializer::new(
+    let result = seed.deserialize(serde_path_to_error::Deserializer::new(
         deserializer,
         &mut track,
     ));
-    result.map_err(|err| diagnose::to_schema_error(file, text, &track.path(), err))
+    result.map_err(|err| diagnose::to_schema_errors(file, text, &track.path(), err))
 }
 
-/// The keys of a document's top-level mapping, in order; `None` when the
-/// text is not a YAML mapping (the real parse then reports why). Used to
-/// tell a fault file from a defense config or an experiment.
-pub fn top_level_keys(text: &str) -> Option<Vec<String>> {
-    let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).ok()?;
-    let map = value.as_mapping()?;
-    Some(
+/// The keys of a document's top-level mapping, in order, once
+/// [`check_document`] passes; `None` when the document is not a mapping
+/// (the real parse then reports why). Used to tell a fault file from a
+/// defense config or an experiment.
+pub fn top_level_keys(file: &str, text: &str) -> Result<Option<Vec<String>>, SchemaError> {
+    check_document(file, text)?;
+    let value: serde_yaml_ng::Value =
+        parse(file, text, PhantomData::<serde_yaml_ng::Value>).map_err(|(first, _)| first)?;
+    Ok(value.as_mapping().map(|map| {
         map.keys()
             .filter_map(|k| k.as_str().map(str::to_string))
-            .collect(),
-    )
+            .collect()
+    }))
 }
 
 /// Reads and parses the file at `path`.
@@ -92,20 +141,37 @@ pub fn from_yaml_file<T: DeserializeOwned>(path: &Path) -> Result<T, LoadError> 
 
 /// Reads the file at `path`, for callers that parse it and then check it
 /// further with [`SchemaError::at`].
+/// A file over [`limits::MAX_FILE_BYTES`] is refused before it is read.
 /// Variables (`${VAR}`, `${VAR:-default}`) are replaced from the
 /// environment here, before anything parses the text.
 pub fn read_text(path: &Path) -> Result<String, LoadError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
+    let read_error = |source| LoadError::Read {
         file: file.clone(),
         source,
-    })?;
+    };
+    let bytes = std::fs::metadata(path).map_err(read_error)?.len();
+    if let Some(message) = limits::too_large(bytes) {
+        return Err(SchemaError::whole_file(&file, message).into());
+    }
+    let text = std::fs::read_to_string(path).map_err(read_error)?;
     Ok(vars::substitute(&file, &text, |name| {
         std::env::var(name).ok()
     })?)
 }
 
 impl SchemaError {
+    /// A problem with the file as a whole, reported at its start.
+    fn whole_file(file: &str, message: String) -> Self {
+        SchemaError {
+            file: file.to_string(),
+            line: 1,
+            column: 1,
+            key: String::new(),
+            message,
+        }
+    }
+
     /// A problem found after parsing, at the node `path` of `text` (the
     /// contents of `file`); line and column are 0 if the node is not found.
     pub fn at(file: &str, text: &str, path: &[Segment], message: impl Into<String>) -> Self {
@@ -134,9 +200,38 @@ pub enum LoadError {
     /// The file was read but its contents are invalid.
     #[error(transparent)]
     Invalid(#[from] SchemaError),
+    /// The file parsed, and then more than one check failed: every problem,
+    /// one line each, in the order of the file.
+    #[error("{}", problems_text(.0))]
+    Problems(Vec<SchemaError>),
     /// A `--set` that cannot be applied, or whose result is invalid.
     #[error("{0}")]
     Override(String),
+}
+
+/// Every problem in `problems` (none: `Ok`; one: [`LoadError::Invalid`];
+/// more: [`LoadError::Problems`], sorted by line and column).
+pub fn all_problems(mut problems: Vec<SchemaError>) -> Result<(), LoadError> {
+    if problems.is_empty() {
+        return Ok(());
+    }
+    let first = problems.remove(0);
+    Err(problems_error(first, problems))
+}
+
+/// `first` alone, or with `more`, sorted by line and column.
+fn problems_error(first: SchemaError, mut more: Vec<SchemaError>) -> LoadError {
+    if more.is_empty() {
+        return LoadError::Invalid(first);
+    }
+    more.push(first);
+    more.sort_by_key(|p| (p.line, p.column));
+    LoadError::Problems(more)
+}
+
+fn problems_text(problems: &[SchemaError]) -> String {
+    let lines: Vec<String> = problems.iter().map(SchemaError::to_string).collect();
+    lines.join("\n")
 }
 
 /// Deserializes a mapping into `Raw` and then converts it with

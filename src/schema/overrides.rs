@@ -51,6 +51,15 @@ pub fn apply(text: &str, overrides: &[Override]) -> Result<String, String> {
     let mut doc: Value =
         serde_yaml_ng::from_str(text).map_err(|e| format!("cannot read the file as YAML: {e}"))?;
     for o in overrides {
+        // The value meets the file's depth limit before the parser sees it.
+        if let Some(deep) = super::limits::first_too_deep(&o.value, super::limits::MAX_DEPTH) {
+            return Err(format!(
+                "--set {}: the value nests deeper than {} levels (at column {})",
+                o.path,
+                super::limits::MAX_DEPTH,
+                deep.column
+            ));
+        }
         let value: Value = serde_yaml_ng::from_str(&o.value)
             .map_err(|e| format!("--set {o}: the value is not YAML: {e}"))?;
         let segments: Vec<&str> = o.path.split('.').collect();
@@ -144,6 +153,16 @@ mod tests {
         assert!(err.contains("no item of the list has this name"), "{err}");
         let err = apply(text, &[o("seed.x=1")]).unwrap_err();
         assert!(err.contains("not a mapping or a list"), "{err}");
+    }
+
+    #[test]
+    fn a_value_nested_past_the_limit_is_refused_before_it_is_parsed() {
+        let deep = format!("seed={}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let err = apply("seed: 1\n", &[o(&deep)]).unwrap_err();
+        assert_eq!(
+            err,
+            "--set seed: the value nests deeper than 64 levels (at column 64)"
+        );
     }
 
     #[test]

@@ -1,0 +1,68 @@
+//! An experiment's checks across fields that stand alone, each reporting
+//! every problem it finds (the ones that build on each other are in
+//! `build`).
+
+use super::{LoadSection, MAX_DURATION, RawExperiment};
+use crate::fault::MAX_FAULTS;
+use crate::schema::units::Dur;
+
+/// The problems each found on its own: an empty name, a duration out of
+/// bounds, too many faults, faults that start after the run, names used
+/// twice, phases that end before they start.
+pub(super) fn standalone_problems(raw: &RawExperiment) -> Vec<String> {
+    let mut problems = Vec::new();
+    if raw.name.trim().is_empty() {
+        problems.push("name: an experiment needs a name".to_string());
+    }
+    let duration = raw.duration.get();
+    if duration.is_zero() {
+        problems.push("duration: must be longer than 0s".to_string());
+    } else if duration > MAX_DURATION {
+        problems.push(format!(
+            "duration: `{}` is too long: expected at most 24h ({})",
+            raw.duration,
+            Dur(MAX_DURATION)
+        ));
+    } else {
+        for (i, f) in raw.faults.iter().enumerate() {
+            if f.window.start >= duration {
+                problems.push(format!(
+                    "faults[{i}].at: `{}` is at or after the end of the run: expected a start before the duration, {}",
+                    Dur(f.window.start),
+                    raw.duration
+                ));
+            }
+        }
+    }
+    if let Some(message) = crate::fault::too_many_faults(&raw.faults) {
+        problems.push(format!("faults[{MAX_FAULTS}]: {message}"));
+    }
+    let fault_names = raw.faults.iter().map(|f| f.name.as_str());
+    problems.extend(used_twice(fault_names).map(|(i, name)| {
+        format!("faults[{i}].name: `{name}` is used by another fault; give each a name")
+    }));
+    if let LoadSection::Routes(load) = &raw.load {
+        let load_names = load.iter().map(|l| l.0.name.as_str());
+        problems
+            .extend(used_twice(load_names).map(|(i, name)| {
+                format!("load[{i}].name: `{name}` is used by another load route")
+            }));
+    }
+    for (i, p) in raw.phases.iter().enumerate() {
+        if p.to.get() <= p.from.get() {
+            problems.push(format!(
+                "phases[{i}].to: `{}` must be after `from` ({})",
+                p.to, p.from
+            ));
+        }
+    }
+    problems
+}
+
+/// Each name (with its index) that an earlier one already had.
+fn used_twice<'a>(names: impl Iterator<Item = &'a str>) -> impl Iterator<Item = (usize, &'a str)> {
+    let mut seen = std::collections::BTreeSet::new();
+    names
+        .enumerate()
+        .filter(move |(_, name)| !seen.insert(*name))
+}
