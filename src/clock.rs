@@ -28,6 +28,14 @@ pub fn unix_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// A Unix time in milliseconds as RFC 3339 in UTC, e.g.
+/// `2026-12-01T03:55:12.345Z`.
+pub fn rfc3339(unix_ms: u64) -> String {
+    chrono::DateTime::from_timestamp_millis(unix_ms as i64)
+        .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true))
+        .unwrap_or_default()
+}
+
 /// Sleeps until `deadline`, to well under a millisecond in real time.
 ///
 /// tokio's timer wheel works in whole milliseconds and wakes up to about

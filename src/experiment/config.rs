@@ -71,6 +71,16 @@ pub enum ClockKind {
     Real,
 }
 
+impl ClockKind {
+    /// Its name in files and output: `virtual` or `real`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClockKind::Virtual => "virtual",
+            ClockKind::Real => "real",
+        }
+    }
+}
+
 /// The dependency.
 #[derive(Debug, Clone)]
 pub enum TargetSpec {

@@ -13,10 +13,7 @@ pub fn render(report: &RunReport) -> String {
         "\n{} (seed {}, {} clock, {:.1}s)",
         report.experiment,
         report.seed,
-        match report.clock {
-            crate::experiment::config::ClockKind::Virtual => "virtual",
-            crate::experiment::config::ClockKind::Real => "real",
-        },
+        report.clock.name(),
         report.duration_ms / 1000.0
     );
     let _ = writeln!(

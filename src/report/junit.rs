@@ -44,7 +44,27 @@ impl Exporter for Junit {
             case.set_classname(format!("firedrill.{}", report.experiment));
             suite.add_test_case(case);
         }
+        let time = std::time::Duration::from_secs_f64(report.duration_ms / 1000.0);
+        suite.set_time(time);
+        suite.add_property(("firedrill.version", report.version));
+        suite.add_property(("seed", report.seed.to_string().as_str()));
+        suite.add_property(("clock", report.clock.name()));
+        for target in &report.targets {
+            suite.add_property(("target", target.as_str()));
+        }
+        if let Some(host) = &report.host {
+            suite.add_property(("host", host.as_str()));
+        }
         let mut junit = Report::new("firedrill");
+        junit.set_time(time);
+        // Real clock only: a virtual run's report is the same bytes every time.
+        if let Some(at) = report
+            .started_at_unix_ms
+            .and_then(|ms| chrono::DateTime::from_timestamp_millis(ms as i64))
+        {
+            suite.set_timestamp(at);
+            junit.set_timestamp(at);
+        }
         junit.add_test_suite(suite);
         junit
             .to_string()

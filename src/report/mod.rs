@@ -44,6 +44,15 @@ pub struct RunReport {
     /// epoch; every time in the report counts from it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub started_at_unix_ms: Option<u64>,
+    /// Real clock: the same instant in RFC 3339, UTC.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    /// Real clock: the machine the drill ran on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    /// What the run sent traffic to: the target, or the service and its
+    /// dependencies.
+    pub targets: Vec<String>,
     /// How long the run lasted, in milliseconds.
     pub duration_ms: f64,
     /// A run cut short (halted, interrupted): how long it was to last.
@@ -186,13 +195,16 @@ impl RunReport {
             seed: experiment.seed,
             clock,
             started_at_unix_ms: result.started_at_unix_ms,
+            started_at: result.started_at_unix_ms.map(crate::clock::rfc3339),
+            host: result.started_at_unix_ms.and_then(|_| host_name()),
+            targets: targets(experiment),
             duration_ms: ms(t.duration),
             planned_duration_ms: (result.ending != Ending::Completed)
                 .then(|| ms(experiment.duration)),
             ending: result.ending.clone(),
             passed,
             verdicts,
-            routes: summary::routes(t),
+            routes: summary::routes(t, experiment.load.iter().map(|l| l.name.as_str())),
             breakers,
             faults,
             target_hits: t.target_hits.len(),
@@ -202,6 +214,36 @@ impl RunReport {
             timeline: t.clone(),
         }
     }
+}
+
+/// This machine's name, for real-time reports.
+fn host_name() -> Option<String> {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+}
+
+/// What an experiment sends traffic to, one line each.
+fn targets(experiment: &Experiment) -> Vec<String> {
+    use crate::experiment::config::TargetSpec;
+    use crate::experiment::topology::Upstream;
+    let Some(system) = &experiment.system else {
+        return vec![match &experiment.target {
+            TargetSpec::Builtin(_) => "target: builtin".to_string(),
+            TargetSpec::Url(url) => format!("target: {url}"),
+        }];
+    };
+    let mut out = vec![format!("system: {}", system.url)];
+    for d in &experiment.dependencies {
+        out.push(match &d.upstream {
+            Upstream::Url(url) => format!("dependency {}: {url}", d.name),
+            Upstream::Builtin(_) => format!("dependency {}: builtin", d.name),
+        });
+    }
+    out
 }
 
 /// A report file format.

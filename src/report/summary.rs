@@ -66,9 +66,14 @@ fn pct(part: usize, whole: usize) -> f64 {
     }
 }
 
-/// Figures for every load route, in the order the routes first appear.
-pub fn routes(timeline: &Timeline) -> Vec<RouteSummary> {
-    let mut order: Vec<&str> = Vec::new();
+/// Figures for every load route: the routes of `load:` in their order
+/// (one that sent nothing included), then any other route the timeline
+/// holds, in the order it first appears.
+pub fn routes<'a>(
+    timeline: &'a Timeline,
+    load: impl IntoIterator<Item = &'a str>,
+) -> Vec<RouteSummary> {
+    let mut order: Vec<&str> = load.into_iter().collect();
     for r in &timeline.requests {
         if !order.contains(&r.route.as_str()) {
             order.push(&r.route);

@@ -84,13 +84,13 @@ pub enum Reason {
         /// The configuration key of the wait.
         key: &'static str,
         /// The wait that passed (after any backoff growth).
-        #[serde(serialize_with = "as_dur")]
+        #[serde(rename = "wait_ms", serialize_with = "as_ms")]
         wait: Duration,
     },
     /// Half-open trial calls did not finish within `max_wait_in_half_open`.
     MaxWaitInHalfOpen {
         /// The configured maximum.
-        #[serde(serialize_with = "as_dur")]
+        #[serde(rename = "wait_ms", serialize_with = "as_ms")]
         wait: Duration,
     },
     /// An operator override: `force_open`, `disable` or `reset`.
@@ -115,8 +115,14 @@ pub enum Reason {
     },
 }
 
-fn as_dur<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    Dur(*d).serialize(s)
+/// Milliseconds with microsecond precision: the one unit of times in
+/// report files.
+pub fn millis(d: Duration) -> f64 {
+    d.as_micros() as f64 / 1000.0
+}
+
+fn as_ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    millis(*d).serialize(s)
 }
 
 /// A percentage for humans: `60%`, `66.7%`.
@@ -241,12 +247,12 @@ impl Transition {
 }
 
 impl Serialize for Transition {
-    /// `{"at":"12s","at_seconds":12.0,"breaker":..,"from":..,"to":..,
-    /// "reason":"failure_rate 60% >= 50% over 10 calls","figures":{..}}`
+    /// `{"at_ms":12000.0,"breaker":..,"from":..,"to":..,
+    /// "reason":"failure_rate 60% >= 50% over 10 calls","figures":{..}}`:
+    /// times in milliseconds, as numbers, as in every report file.
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("Transition", 7)?;
-        st.serialize_field("at", &Dur(self.at))?;
-        st.serialize_field("at_seconds", &self.at.as_secs_f64())?;
+        let mut st = s.serialize_struct("Transition", 6)?;
+        st.serialize_field("at_ms", &millis(self.at))?;
         st.serialize_field("breaker", &self.breaker)?;
         st.serialize_field("from", &self.from)?;
         st.serialize_field("to", &self.to)?;

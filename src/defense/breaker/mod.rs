@@ -31,7 +31,7 @@ pub use config::{
     Backoff, BreakerConfig, ConsecutiveConfig, ModelConfig, RatioConfig, Recovery, SlidingWindow,
     Stragglers, ThresholdType, WindowConfig, WindowShape,
 };
-pub use journal::{Counters, PerState, Reason, Transition, is_legal};
+pub use journal::{Counters, PerState, Reason, Transition, is_legal, millis};
 pub use machine::Breaker;
 pub use outcome::{Classifier, FailureKind, Outcome, StatusPattern};
 pub use shared::{CallGuard, SharedBreaker};

@@ -7,7 +7,6 @@ use std::fmt;
 use serde::{Serialize, Serializer};
 
 use crate::clock::Duration;
-use crate::schema::units::Dur;
 
 /// What an expectation concluded about a run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -22,7 +21,7 @@ pub struct Verdict {
     pub seen: String,
     /// Where in the timeline to look: the offending transition or call, or
     /// the start of the window; `None` when there is no such place.
-    #[serde(serialize_with = "as_dur")]
+    #[serde(rename = "at_ms", serialize_with = "as_at_ms")]
     pub at: Option<Duration>,
     /// The `[start, end)` intervals it judged, in milliseconds.
     #[serde(rename = "judged_ms", serialize_with = "as_ms")]
@@ -34,8 +33,8 @@ fn as_ms<S: Serializer>(spans: &[(Duration, Duration)], s: S) -> Result<S::Ok, S
     s.collect_seq(spans.iter().map(|(a, b)| (ms(a), ms(b))))
 }
 
-fn as_dur<S: Serializer>(at: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
-    at.map(Dur).serialize(s)
+fn as_at_ms<S: Serializer>(at: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    at.map(crate::defense::breaker::millis).serialize(s)
 }
 
 impl fmt::Display for Verdict {
