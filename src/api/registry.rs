@@ -78,8 +78,8 @@ impl Registry {
         proxies.iter().map(|(k, p)| (k.clone(), p.view())).collect()
     }
 
-    /// Creates a proxy: 400 without name or upstream, 409 if the name is
-    /// taken, 500 if it cannot listen.
+    /// Creates a proxy: 400 without name or upstream or with an address
+    /// that is not one, 409 if the name is taken, 500 if it cannot listen.
     pub async fn create(&self, input: ProxyInput) -> Result<ProxyView, ApiError> {
         let new = check(input)?;
         let mut proxies = self.proxies.lock().await;

@@ -1,0 +1,88 @@
+//! The control plane answers as Toxiproxy 2.12 does (api.go,
+//! proxy_collection.go) where firedrill used to differ: percent-encoded
+//! proxy names, address errors, slow bodies, `/populate` error bodies.
+//! In process, on loopback.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use firedrill::api::guard::{BODY_LIMIT, Guard};
+use firedrill::api::{Api, serve};
+use firedrill::http::ShutdownSignal;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+/// An API server on a free loopback port; stopped when dropped.
+struct ApiServer {
+    addr: SocketAddr,
+    _stop: tokio::sync::watch::Sender<bool>,
+}
+
+async fn api_server() -> ApiServer {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, shutdown) = ShutdownSignal::new();
+    let api = Arc::new(Api::new(Guard::new(None, BODY_LIMIT), 1));
+    tokio::spawn(serve(listener, api, shutdown));
+    ApiServer { addr, _stop: stop }
+}
+
+impl ApiServer {
+    /// One request; the status and the body as JSON (`Null` when empty).
+    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut req = client.request(method, format!("http://{}{path}", self.addr));
+        if let Some(body) = body {
+            req = req.body(body.to_string());
+        }
+        let resp = req.send().await.expect("the API answers");
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+}
+
+/// A loopback port nothing listens on any more.
+async fn free_port() -> SocketAddr {
+    TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap()
+        .local_addr()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_address_that_is_not_one_is_400_and_a_valid_one_that_cannot_be_bound_is_500() {
+    let api = api_server().await;
+    let upstream = free_port().await;
+    for (listen, upstream, field) in [
+        ("no-port", upstream.to_string(), "listen"),
+        ("127.0.0.1:99999", upstream.to_string(), "listen"),
+        ("127.0.0.1:0", "no-port".to_string(), "upstream"),
+        ("127.0.0.1:0", "127.0.0.1:99999".to_string(), "upstream"),
+    ] {
+        let (status, body) = api
+            .call(
+                "POST",
+                "/proxies",
+                Some(json!({"name": "p", "listen": listen, "upstream": upstream})),
+            )
+            .await;
+        assert_eq!((status, &body["status"]), (400, &json!(400)), "{body}");
+        let message = body["error"].as_str().unwrap();
+        assert!(message.starts_with(field), "{message}");
+    }
+    // Taken: the API's own port.
+    let (status, body) = api
+        .call(
+            "POST",
+            "/proxies",
+            Some(json!({"name": "p", "listen": api.addr.to_string(), "upstream": upstream.to_string()})),
+        )
+        .await;
+    assert_eq!(status, 500, "{body}");
+    let (status, _) = api.call("GET", "/proxies/p", None).await;
+    assert_eq!(status, 404, "a failed create leaves nothing");
+}
+
