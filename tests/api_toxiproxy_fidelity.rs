@@ -53,6 +53,40 @@ async fn free_port() -> SocketAddr {
 }
 
 #[tokio::test]
+async fn a_percent_encoded_proxy_name_is_decoded_so_the_proxy_can_be_shown_edited_and_deleted() {
+    let api = api_server().await;
+    let upstream = free_port().await;
+    let (status, _) = api
+        .call(
+            "POST",
+            "/proxies",
+            Some(json!({"name": "with space", "upstream": upstream.to_string()})),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let (status, shown) = api.call("GET", "/proxies/with%20space", None).await;
+    assert_eq!((status, &shown["name"]), (200, &json!("with space")));
+    let (status, _) = api
+        .call(
+            "POST",
+            "/proxies/with%20space/toxics",
+            Some(json!({"type": "latency", "name": "slow%"})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let (status, toxic) = api
+        .call("GET", "/proxies/with%20space/toxics/slow%25", None)
+        .await;
+    assert_eq!((status, &toxic["name"]), (200, &json!("slow%")));
+    let (status, _) = api.call("DELETE", "/proxies/with%20space", None).await;
+    assert_eq!(status, 204);
+    let (status, _) = api.call("GET", "/proxies/with%20space", None).await;
+    assert_eq!(status, 404);
+    let (status, body) = api.call("GET", "/proxies/bad%zz", None).await;
+    assert_eq!((status, &body["status"]), (400, &json!(400)));
+}
+
+#[tokio::test]
 async fn an_address_that_is_not_one_is_400_and_a_valid_one_that_cannot_be_bound_is_500() {
     let api = api_server().await;
     let upstream = free_port().await;
