@@ -10,7 +10,8 @@ use firedrill::api::guard::{BODY_LIMIT, Guard};
 use firedrill::api::{Api, serve};
 use firedrill::http::ShutdownSignal;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
 
 /// An API server on a free loopback port; stopped when dropped.
 struct ApiServer {
@@ -120,3 +121,42 @@ async fn an_address_that_is_not_one_is_400_and_a_valid_one_that_cannot_be_bound_
     assert_eq!(status, 404, "a failed create leaves nothing");
 }
 
+/// Reads until the end of an HTTP response head.
+async fn read_head(stream: &mut TcpStream) -> String {
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        if stream.read(&mut byte).await.unwrap() == 0 {
+            break;
+        }
+        head.push(byte[0]);
+    }
+    String::from_utf8_lossy(&head).into_owned()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_body_shorter_than_its_content_length_gets_408_after_30_seconds_not_a_hang() {
+    let api = api_server().await;
+    let mut stream = TcpStream::connect(api.addr).await.unwrap();
+    // `Expect: 100-continue`: the interim answer says the server reads the
+    // body (the head was taken), so the clock that runs next is the body's.
+    stream
+        .write_all(
+            b"POST /proxies HTTP/1.1\r\nhost: x\r\ncontent-length: 40\r\nexpect: 100-continue\r\n\r\n",
+        )
+        .await
+        .unwrap();
+    assert!(read_head(&mut stream).await.starts_with("HTTP/1.1 100"));
+    stream.write_all(b"{\"name\":").await.unwrap();
+    let sent = tokio::time::Instant::now();
+    // Before the fix nothing ever answered: fail instead of hanging.
+    let head = tokio::time::timeout(std::time::Duration::from_secs(120), read_head(&mut stream))
+        .await
+        .expect("an answer, not a connection held forever");
+    assert!(head.starts_with("HTTP/1.1 408"), "{head:?}");
+    assert!(
+        sent.elapsed() >= std::time::Duration::from_secs(30),
+        "{:?}",
+        sent.elapsed()
+    );
+}
