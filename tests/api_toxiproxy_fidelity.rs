@@ -121,6 +121,60 @@ async fn an_address_that_is_not_one_is_400_and_a_valid_one_that_cannot_be_bound_
     assert_eq!(status, 404, "a failed create leaves nothing");
 }
 
+#[tokio::test]
+async fn populate_errors_carry_the_proxies_made_before_the_error() {
+    let api = api_server().await;
+    let upstream = free_port().await.to_string();
+    let (status, body) = api
+        .call(
+            "POST",
+            "/populate",
+            Some(json!([{"name": "a", "upstream": upstream}, {"name": "b"}])),
+        )
+        .await;
+    assert_eq!(
+        (status, body),
+        (
+            400,
+            json!({"error": "missing required field: upstream at proxy 2", "status": 400, "proxies": []})
+        )
+    );
+    let (status, body) = api.call("POST", "/populate", Some(json!({"x": 1}))).await;
+    assert_eq!((status, &body["proxies"]), (400, &json!([])), "{body}");
+    // The second cannot bind (the API's own port): the first stays.
+    let (status, body) = api
+        .call(
+            "POST",
+            "/populate",
+            Some(json!([
+                {"name": "a", "upstream": upstream},
+                {"name": "b", "listen": api.addr.to_string(), "upstream": upstream},
+            ])),
+        )
+        .await;
+    assert_eq!((status, &body["status"]), (500, &json!(500)), "{body}");
+    let names: Vec<&Value> = body["proxies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| &p["name"])
+        .collect();
+    assert_eq!(names, [&json!("a")]);
+    let (status, body) = api
+        .call(
+            "POST",
+            "/populate",
+            Some(json!([{"name": "c", "upstream": upstream}])),
+        )
+        .await;
+    assert_eq!(status, 201);
+    assert_eq!(
+        body.as_object().unwrap().len(),
+        1,
+        "no error fields: {body}"
+    );
+}
+
 /// Reads until the end of an HTTP response head.
 async fn read_head(stream: &mut TcpStream) -> String {
     let mut head = Vec::new();

@@ -109,12 +109,22 @@ pub async fn route(api: &Api, method: &Method, path: &str, body: Bytes) -> Resul
         }
         (["proxies"], _) => Err(not_allowed()),
         (["populate"], &Method::POST) => {
-            let inputs: Vec<ProxyInput> = parse(&body)?;
-            let proxies = registry.populate(inputs).await?;
-            json(
-                StatusCode::CREATED,
-                &serde_json::json!({ "proxies": proxies }),
-            )
+            // Toxiproxy answers every populate with the proxies it made,
+            // errors too: `{"error", "status", "proxies"}`.
+            let (proxies, result) = match parse::<Vec<ProxyInput>>(&body) {
+                Ok(inputs) => registry.populate(inputs).await,
+                Err(e) => (Vec::new(), Err(e)),
+            };
+            let mut answer = serde_json::json!({ "proxies": proxies });
+            let status = match result {
+                Ok(()) => StatusCode::CREATED,
+                Err(e) => {
+                    answer["error"] = e.message.into();
+                    answer["status"] = e.status.as_u16().into();
+                    e.status
+                }
+            };
+            json(status, &answer)
         }
         (["populate"], _) => Err(not_allowed()),
         (["proxies", name], m) => match *m {
