@@ -81,14 +81,6 @@ impl Guard {
         }
     }
 
-    /// The same checks with another body timeout.
-    pub fn with_body_timeout(self, body_timeout: Duration) -> Guard {
-        Guard {
-            body_timeout,
-            ..self
-        }
-    }
-
     /// 403 for a browser, 401 without the token.
     pub fn admit(&self, parts: &Parts) -> Result<(), ApiError> {
         let header = |name: http::header::HeaderName| {
