@@ -270,6 +270,15 @@ pub struct Cut {
     pub after_bytes: Option<ByteSize>,
     /// See [`CutFields::after`].
     pub after: Option<Dur>,
+    /// Set only by the control plane, for Toxiproxy's stream-bound toxics
+    /// (never in YAML): the cut holds this stream, so nothing more passes
+    /// that way, and the other stream flows. `reset` (`reset_peer`) is armed
+    /// by the stream's first data or its end and resets both sides `after`
+    /// later (at once without); `close` (`timeout`) holds the stream from
+    /// the start and closes the connection when the stream ends, when the
+    /// fault is removed, or `after` after it began acting on the connection
+    /// (never without).
+    pub stream: Option<Direction>,
 }
 
 /// `reset`/`close` as written.
@@ -552,6 +561,7 @@ impl TryFrom<CutFields> for Cut {
         Ok(Cut {
             after_bytes: raw.after_bytes,
             after: raw.after,
+            stream: None,
         })
     }
 }

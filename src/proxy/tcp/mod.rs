@@ -1,6 +1,8 @@
 //! TCP mode: carries byte streams both ways and applies the connection
 //! faults to them (latency per chunk, bandwidth, slicer, limit_data,
-//! slow_close, reset, close, blackhole).
+//! slow_close, reset, close, blackhole, and the control plane's
+//! stream-bound `reset_peer` and `timeout`), as Toxiproxy's toxics do where
+//! Toxiproxy has them.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,6 +14,7 @@ use tokio::sync::{Notify, mpsc};
 
 use super::traffic::Traffic;
 use crate::clock::{self, Duration, Instant};
+use crate::fault::spec::Cut;
 use crate::fault::{ConnectionRolls, Direction, FaultKind, FaultPlan, Hit};
 use crate::http::ShutdownSignal;
 use crate::net::{Connector, Transport};
@@ -82,11 +85,13 @@ pub async fn handle<S, C>(
             }
         }
     } else {
-        // A cut that is active right now happens before anything is forwarded.
+        // A cut that is active right now happens before anything is
+        // forwarded (a stream-bound one waits for its stream).
         for hit in rolls.hits() {
             if let FaultKind::Reset(cut) | FaultKind::Close(cut) = &hit.fault().kind
                 && cut.after.is_none()
                 && cut.after_bytes.is_none()
+                && cut.stream.is_none()
                 && plan.hit_active(&hit)
             {
                 plan.record_hit(&hit, "connection");
@@ -137,21 +142,29 @@ enum Verdict {
     Close = 1,
     /// Close the client side with RST now.
     Reset = 2,
+    /// Close both sides with RST now (Toxiproxy's `reset_peer` sets
+    /// SO_LINGER 0 on both of its link's sockets).
+    ResetBoth = 3,
 }
 
 impl Verdict {
     fn of(kind: &FaultKind) -> Verdict {
-        if matches!(kind, FaultKind::Reset(_)) {
-            Verdict::Reset
-        } else {
-            Verdict::Close
+        match kind {
+            FaultKind::Reset(cut) if cut.stream.is_some() => Verdict::ResetBoth,
+            FaultKind::Reset(_) => Verdict::Reset,
+            _ => Verdict::Close,
         }
     }
 }
 
 fn finish<S: Transport, U: Transport>(client: S, upstream: Option<U>, verdict: Verdict) {
-    if verdict == Verdict::Reset {
+    if matches!(verdict, Verdict::Reset | Verdict::ResetBoth) {
         client.reset_on_close();
+    }
+    if let Some(upstream) = &upstream
+        && verdict == Verdict::ResetBoth
+    {
+        upstream.reset_on_close();
     }
     drop(upstream);
     drop(client);
@@ -178,6 +191,7 @@ impl CutSignal {
         match self.verdict.load(Ordering::SeqCst) {
             1 => Verdict::Close,
             2 => Verdict::Reset,
+            3 => Verdict::ResetBoth,
             _ => Verdict::Normal,
         }
     }
@@ -219,12 +233,53 @@ struct ChunkPlan {
     release_at: Option<Instant>,
     /// Forward only this many bytes, then end the connection this way.
     truncate: Option<(usize, Verdict)>,
-    /// Swallow the chunk (blackhole), until this instant if the window ends.
-    discard: Option<Option<Instant>>,
+    /// Swallow the chunk, and the stream from here on: the fault that says
+    /// so and how the hold ends.
+    hold: Option<(Hit, Hold)>,
     /// Bytes per second (bandwidth).
     rate: Option<f64>,
     /// Slicer parameters: (fault, average, variation, pause).
     slicer: Option<(Hit, usize, usize, Duration)>,
+}
+
+/// A stream that stopped passing data: what it swallows is never
+/// forwarded, and the hold ends the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hold {
+    /// `blackhole`: closes when the stream ends, at the window's end (this
+    /// instant), or at the first chunk after it (bytes were lost).
+    Blackhole(Option<Instant>),
+    /// Toxiproxy's `timeout` (toxics/timeout.go): closes when the stream
+    /// ends or the toxic is removed (`Cleanup`); its timer is one of the
+    /// cut timers, counted from when the toxic began acting.
+    Timeout,
+    /// Toxiproxy's `reset_peer` (toxics/reset_peer.go), armed by the
+    /// stream's first data or its end: resets both sides at this instant,
+    /// whatever happens meanwhile (its `Pipe` waits without reading).
+    ResetPeer(Instant),
+}
+
+impl Hold {
+    /// The instant the hold ends the connection by itself, and how.
+    fn deadline(self) -> Option<(Instant, Verdict)> {
+        match self {
+            Hold::Blackhole(end) => end.map(|at| (at, Verdict::Close)),
+            Hold::Timeout => None,
+            Hold::ResetPeer(at) => Some((at, Verdict::ResetBoth)),
+        }
+    }
+}
+
+/// The hold of a stream-bound cut (`reset_peer`, `timeout`) in `dir`,
+/// for a chunk (or the stream's end) arriving at `arrival`.
+fn stream_hold(kind: &FaultKind, dir: Direction, arrival: Instant) -> Option<Hold> {
+    match kind {
+        FaultKind::Reset(cut) if cut.stream == Some(dir) => Some(Hold::ResetPeer(
+            arrival + cut.after.map_or(Duration::ZERO, |a| a.get()),
+        )),
+        FaultKind::Close(cut) if cut.stream == Some(dir) => Some(Hold::Timeout),
+        _ => None,
+    }
 }
 
 impl Conn<'_> {
@@ -271,7 +326,17 @@ impl Conn<'_> {
                 }
                 FaultKind::Blackhole => {
                     let (_, end) = self.plan.hit_next_change(&hit);
-                    chunk.discard = Some(end);
+                    chunk.hold = Some((hit.clone(), Hold::Blackhole(end)));
+                }
+                kind @ (FaultKind::Reset(Cut {
+                    stream: Some(_), ..
+                })
+                | FaultKind::Close(Cut {
+                    stream: Some(_), ..
+                })) => {
+                    if let Some(hold) = stream_hold(kind, dir, arrival) {
+                        chunk.hold = Some((hit.clone(), hold));
+                    }
                 }
                 FaultKind::Reset(cut) | FaultKind::Close(cut) => {
                     let verdict = Verdict::of(&hit.fault().kind);
@@ -365,39 +430,55 @@ impl Conn<'_> {
         };
         let egress = async {
             let mut sent: u64 = 0;
-            let mut discarded_until: Option<Option<Instant>> = None;
+            let mut hold: Option<Hold> = None;
+            let mut changes = self.plan.subscribe();
             let mut next_free = clock::now();
             loop {
-                let blackhole_end = async {
-                    match discarded_until {
-                        Some(Some(end)) => clock::sleep_until(end).await,
-                        _ => std::future::pending().await,
+                let deadline = async {
+                    match hold.and_then(Hold::deadline) {
+                        Some((at, verdict)) => {
+                            clock::sleep_until(at).await;
+                            verdict
+                        }
+                        None => std::future::pending().await,
                     }
+                };
+                let removed = async {
+                    if hold != Some(Hold::Timeout) {
+                        return std::future::pending().await;
+                    }
+                    while changes.changed().await.is_ok() {
+                        if !self.holds_timeout(dir) {
+                            return;
+                        }
+                    }
+                    std::future::pending().await
                 };
                 let next = tokio::select! {
                     biased;
-                    _ = blackhole_end => return Some(Verdict::Close),
+                    verdict = deadline => return Some(verdict),
+                    _ = removed => return Some(Verdict::Close),
                     next = rx.recv() => next,
                 };
                 let Some((arrival, mut data)) = next else {
                     if read_failed.load(Ordering::SeqCst) {
                         return Some(Verdict::Close);
                     }
-                    self.slow_close(dir).await;
-                    let _ = writer.shutdown().await;
-                    return discarded_until.map(|_| Verdict::Close);
+                    return self.stream_ended(dir, hold, writer).await;
                 };
-                let chunk = self.plan_chunk(dir, arrival, data.len(), sent);
-                if let Some(until) = chunk.discard {
-                    if discarded_until.is_none() {
-                        self.record_kind(dir, |k| matches!(k, FaultKind::Blackhole));
+                let mut chunk = self.plan_chunk(dir, arrival, data.len(), sent);
+                match (hold, chunk.hold.take()) {
+                    (None, Some((hit, new))) => {
+                        self.plan.record_hit(&hit, "connection");
+                        hold = Some(new);
+                        continue;
                     }
-                    discarded_until = Some(until);
-                    continue;
-                }
-                if discarded_until.is_some() {
-                    // The stream lost bytes in the blackhole: it cannot go on.
-                    return Some(Verdict::Close);
+                    // Swallowed: still held, or an armed reset_peer that
+                    // fires whatever happens to its toxic.
+                    (Some(_), Some(_)) | (Some(Hold::ResetPeer(_)), None) => continue,
+                    // The stream lost bytes in the hold: it cannot go on.
+                    (Some(_), None) => return Some(Verdict::Close),
+                    (None, None) => {}
                 }
                 if let Some(at) = chunk.release_at {
                     self.record_kind(dir, |k| matches!(k, FaultKind::Latency(_)));
@@ -479,6 +560,42 @@ impl Conn<'_> {
         true
     }
 
+    /// Ends a direction whose reader reached its end. A held stream ends
+    /// the connection: at once (blackhole, timeout), or when an armed
+    /// reset_peer fires; a stream-bound reset_peer not yet armed is armed
+    /// by the end, and a timeout closes the connection at the end even if
+    /// no data came. Otherwise the end passes on as a half-close, after
+    /// any slow_close.
+    async fn stream_ended<W: AsyncWrite + Unpin>(
+        &self,
+        dir: Direction,
+        hold: Option<Hold>,
+        writer: &mut W,
+    ) -> Option<Verdict> {
+        let now = clock::now();
+        let hold = hold.or_else(|| {
+            self.active(dir).iter().find_map(|hit| {
+                let hold = stream_hold(&hit.fault().kind, dir, now)?;
+                self.plan.record_hit(hit, "connection");
+                Some(hold)
+            })
+        });
+        if let Some(Hold::ResetPeer(at)) = hold {
+            clock::sleep_until(at).await;
+            return Some(Verdict::ResetBoth);
+        }
+        self.slow_close(dir).await;
+        let _ = writer.shutdown().await;
+        hold.map(|_| Verdict::Close)
+    }
+
+    /// Whether a `timeout` still holds `dir` (it was not removed).
+    fn holds_timeout(&self, dir: Direction) -> bool {
+        self.active(dir)
+            .iter()
+            .any(|hit| stream_hold(&hit.fault().kind, dir, clock::now()) == Some(Hold::Timeout))
+    }
+
     /// Holds back a close while a `slow_close` fault is active.
     async fn slow_close(&self, dir: Direction) {
         let delay = self
@@ -501,18 +618,27 @@ impl Conn<'_> {
         }
     }
 
-    /// Fires `reset`/`close` faults that cut `after` a delay; re-armed
-    /// when the fault list changes; done when both pumps are.
+    /// Fires `reset`/`close` faults that cut `after` a delay (from the
+    /// connection's start; a `timeout`'s from when it began acting);
+    /// re-armed when the fault list changes; done when both pumps are.
     async fn cut_timers(&self) {
         let mut changes = self.plan.subscribe();
         loop {
             let rolls = self.rolls();
             let mut earliest: Option<(Hit, Instant)> = None;
             for hit in rolls.hits() {
+                let from = match &hit.fault().kind {
+                    // reset_peer's timer starts at its stream's first data.
+                    FaultKind::Reset(c) if c.stream.is_some() => continue,
+                    // timeout's, when the toxic began acting (Toxiproxy
+                    // starts its Pipe with the link, or when it is added).
+                    FaultKind::Close(c) if c.stream.is_some() => rolls.since(&hit),
+                    _ => self.opened,
+                };
                 if let FaultKind::Reset(c) | FaultKind::Close(c) = &hit.fault().kind
                     && let Some(after) = c.after
                 {
-                    let at = self.opened + after.get();
+                    let at = from + after.get();
                     if earliest.as_ref().is_none_or(|(_, e)| at < *e) {
                         earliest = Some((hit, at));
                     }
@@ -562,11 +688,12 @@ fn acts_in(kind: &FaultKind, dir: Direction) -> bool {
         FaultKind::SlowClose(s) => s.direction == dir,
         FaultKind::Slicer(s) => s.0.direction == dir,
         FaultKind::LimitData(l) => l.direction == dir,
-        // Truncation counts response bytes; a cut before any byte acts on
-        // whichever side speaks first.
-        FaultKind::Reset(c) | FaultKind::Close(c) => {
-            c.after_bytes.is_none() || dir == Direction::Downstream
-        }
+        // A stream-bound cut acts on its stream; truncation counts response
+        // bytes; a cut before any byte acts on whichever side speaks first.
+        FaultKind::Reset(c) | FaultKind::Close(c) => match c.stream {
+            Some(stream) => stream == dir,
+            None => c.after_bytes.is_none() || dir == Direction::Downstream,
+        },
         FaultKind::Blackhole => true,
         FaultKind::Status(_) | FaultKind::Refuse => false,
     }
