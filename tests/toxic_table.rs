@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use firedrill::api::registry::Registry;
-use firedrill::api::toxic::ToxicInput;
+use firedrill::api::toxic::{TYPES, ToxicInput};
 use futures_util::future::join_all;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
@@ -395,6 +395,40 @@ async fn latency_delays_only_its_streams_data_and_the_close_behind_it() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bandwidth_rate_is_kilobytes_per_second_so_4000_bytes_at_10_take_400ms() {
+    // toxics/bandwidth.go: a chunk of n bytes waits n / rate ms (rate in
+    // KB/s is bytes per ms) before it leaves.
+    let slow = r#"{"rate": 10}"#;
+    let big_answer = Script {
+        response: 4000,
+        ..EXCHANGE
+    };
+    let big_request = Script {
+        request: 4000,
+        ..EXCHANGE
+    };
+    check(&[
+        row(
+            "bandwidth",
+            slow,
+            "downstream",
+            big_answer,
+            sees(4000, Eof).data_after(400),
+            sees(1000, Eof),
+        ),
+        row(
+            "bandwidth",
+            slow,
+            "upstream",
+            big_request,
+            sees(1000, Eof).data_after(400),
+            sees(4000, Eof).data_after(400),
+        ),
+    ])
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_close_holds_back_only_its_streams_close() {
     // toxics/slow_close.go: data passes; the end waits `delay`.
     let slow = r#"{"delay": 400}"#;
@@ -533,6 +567,37 @@ async fn reset_peer_lets_the_request_through_and_resets_once_its_stream_sees_dat
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slicer_halves_a_chunk_into_slices_each_followed_by_its_delay() {
+    // toxics/slicer.go: 100 bytes at average 10 become 16 slices of 6-7
+    // bytes, each followed by `delay` (µs): the last leaves after 15.
+    let slicer = r#"{"average_size": 10, "size_variation": 0, "delay": 20000}"#;
+    let small = Script {
+        request: 100,
+        response: 100,
+        ..EXCHANGE
+    };
+    check(&[
+        row(
+            "slicer",
+            slicer,
+            "downstream",
+            small,
+            sees(100, Eof).data_after(300),
+            sees(100, Eof),
+        ),
+        row(
+            "slicer",
+            slicer,
+            "upstream",
+            small,
+            sees(100, Eof).data_after(300),
+            sees(100, Eof).data_after(300),
+        ),
+    ])
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn limit_data_passes_exactly_its_bytes_on_its_stream_then_closes_the_connection() {
     // toxics/limit_data.go: bytes are counted on its stream; at the limit
     // the link closes, and with it the other side.
@@ -556,6 +621,33 @@ async fn limit_data_passes_exactly_its_bytes_on_its_stream_then_closes_the_conne
         ),
     ])
     .await;
+}
+
+#[test]
+fn every_tcp_toxic_type_has_a_table_here() {
+    let source: String = include_str!("toxic_table.rs").split_whitespace().collect();
+    for ty in TYPES
+        .iter()
+        .filter(|t| t.modes.tcp() && !t.name.starts_with("http_"))
+    {
+        for stream in ["downstream", "upstream"] {
+            // A row names its type, then (after the attributes) its stream.
+            let rows = source
+                .split(&format!("row(\"{}\",", ty.name))
+                .skip(1)
+                .filter(|rest| {
+                    rest.split(')')
+                        .next()
+                        .is_some_and(|args| args.contains(&format!("\"{stream}\"")))
+                })
+                .count();
+            assert!(
+                rows > 0,
+                "{} has no {stream} row in tests/toxic_table.rs",
+                ty.name
+            );
+        }
+    }
 }
 
 /// A proxy `p` in front of an upstream that accepts one connection, sends

@@ -20,8 +20,10 @@ use crate::http::ShutdownSignal;
 use crate::net::{Connector, Transport};
 
 mod pass;
+mod slices;
 
 use self::pass::{PassThrough, pass_through};
+use self::slices::slice_ends;
 
 /// Size of one read from either side.
 const CHUNK: usize = 64 * 1024;
@@ -511,48 +513,52 @@ impl Conn<'_> {
     }
 
     /// Writes a chunk, sliced and paced as the active faults say.
+    ///
+    /// Slicer (toxics/slicer.go): Toxiproxy's slices, each followed by the
+    /// pause, the last one too. Bandwidth (toxics/bandwidth.go): a piece of
+    /// `n` bytes leaves `n / rate` after the previous one (after its own
+    /// arrival when the stream was idle), so N bytes take N / rate; pieces
+    /// of at most 1/10 s of the rate, as Toxiproxy sends `rate * 100`
+    /// bytes every 100 ms.
     async fn write<W: AsyncWrite + Unpin>(
         &self,
         dir: Direction,
         writer: &mut W,
-        mut data: Bytes,
+        data: Bytes,
         chunk: &ChunkPlan,
         next_free: &mut Instant,
     ) -> bool {
-        if chunk.rate.is_none() && chunk.slicer.is_none() {
-            let len = data.len();
-            let ok = writer.write_all(&data).await.is_ok();
-            if ok {
-                self.traffic.add_sent(dir, len);
+        let (slices, pause) = match &chunk.slicer {
+            Some((hit, average, variation, pause)) => {
+                let mut draw = || self.plan.hit_uniform(hit);
+                let ends = slice_ends(data.len(), *average, *variation, &mut draw);
+                (ends, *pause)
             }
-            return ok;
-        }
-        while !data.is_empty() {
-            let piece_len = match &chunk.slicer {
-                Some((hit, average, variation, _)) => {
-                    let (average, variation) = (*average, *variation);
-                    let offset = (self.plan.hit_uniform(hit) * (2 * variation + 1) as f64) as usize;
-                    (average + offset).saturating_sub(variation).max(1)
-                }
-                // Pace in pieces of at most 1/20 s of the rate.
-                None => chunk
-                    .rate
-                    .map_or(CHUNK, |r| ((r / 20.0) as usize).clamp(1, CHUNK)),
+            None => (vec![data.len()], Duration::ZERO),
+        };
+        let mut start = 0;
+        for end in slices {
+            let slice = data.slice(start..end);
+            start = end;
+            if slice.is_empty() {
+                continue;
+            }
+            let pieces = match chunk.rate {
+                Some(rate) => ((rate / 10.0) as usize).clamp(1, CHUNK),
+                None => slice.len().max(1),
             };
-            let piece = data.split_to(piece_len.min(data.len()));
-            if let Some(rate) = chunk.rate {
-                clock::sleep_until(*next_free).await;
-                *next_free = (*next_free).max(clock::now())
-                    + Duration::from_secs_f64(piece.len() as f64 / rate);
+            for piece in slice.chunks(pieces) {
+                if let Some(rate) = chunk.rate {
+                    *next_free = (*next_free).max(clock::now())
+                        + Duration::from_secs_f64(piece.len() as f64 / rate);
+                    clock::sleep_until(*next_free).await;
+                }
+                if writer.write_all(piece).await.is_err() {
+                    return false;
+                }
+                self.traffic.add_sent(dir, piece.len());
             }
-            if writer.write_all(&piece).await.is_err() {
-                return false;
-            }
-            self.traffic.add_sent(dir, piece.len());
-            if let Some((_, _, _, pause)) = chunk.slicer
-                && !data.is_empty()
-                && !pause.is_zero()
-            {
+            if !pause.is_zero() {
                 let _ = writer.flush().await;
                 clock::sleep(pause).await;
             }
