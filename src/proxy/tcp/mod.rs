@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use bytes::{Bytes, BytesMut};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::mpsc;
 
 use super::traffic::Traffic;
 use crate::clock::{self, Duration, Instant};
@@ -19,11 +19,15 @@ use crate::fault::{ConnectionRolls, Direction, FaultKind, FaultPlan, Hit};
 use crate::http::ShutdownSignal;
 use crate::net::{Connector, Transport};
 
+mod hold;
 mod pass;
 mod slices;
+mod verdict;
 
+use self::hold::{Hold, stream_hold};
 use self::pass::{PassThrough, pass_through};
 use self::slices::slice_ends;
+use self::verdict::{CutSignal, Verdict, finish};
 
 /// Size of one read from either side.
 const CHUNK: usize = 64 * 1024;
@@ -135,80 +139,6 @@ async fn connect<C: Connector>(connector: &C) -> std::io::Result<C::Stream> {
     })
 }
 
-/// How a connection ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
-    /// Both sides closed normally.
-    Normal = 0,
-    /// Close both sides with FIN now.
-    Close = 1,
-    /// Close the client side with RST now.
-    Reset = 2,
-    /// Close both sides with RST now (Toxiproxy's `reset_peer` sets
-    /// SO_LINGER 0 on both of its link's sockets).
-    ResetBoth = 3,
-}
-
-impl Verdict {
-    fn of(kind: &FaultKind) -> Verdict {
-        match kind {
-            FaultKind::Reset(cut) if cut.stream.is_some() => Verdict::ResetBoth,
-            FaultKind::Reset(_) => Verdict::Reset,
-            _ => Verdict::Close,
-        }
-    }
-}
-
-fn finish<S: Transport, U: Transport>(client: S, upstream: Option<U>, verdict: Verdict) {
-    if matches!(verdict, Verdict::Reset | Verdict::ResetBoth) {
-        client.reset_on_close();
-    }
-    if let Some(upstream) = &upstream
-        && verdict == Verdict::ResetBoth
-    {
-        upstream.reset_on_close();
-    }
-    drop(upstream);
-    drop(client);
-}
-
-/// The first cut decided by any part of a connection; wakes the others.
-#[derive(Debug, Default)]
-struct CutSignal {
-    /// A [`Verdict`] as a number, `Normal` until a fault cuts.
-    verdict: AtomicU8,
-    /// Wakes the pumps and timers when a cut is decided.
-    notify: Notify,
-}
-
-impl CutSignal {
-    fn cut(&self, verdict: Verdict) {
-        let _ = self
-            .verdict
-            .compare_exchange(0, verdict as u8, Ordering::SeqCst, Ordering::SeqCst);
-        self.notify.notify_waiters();
-    }
-
-    fn get(&self) -> Verdict {
-        match self.verdict.load(Ordering::SeqCst) {
-            1 => Verdict::Close,
-            2 => Verdict::Reset,
-            3 => Verdict::ResetBoth,
-            _ => Verdict::Normal,
-        }
-    }
-
-    async fn cancelled(&self) {
-        loop {
-            let notified = self.notify.notified();
-            if self.get() != Verdict::Normal {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
 /// One faulted connection: the plan, the faults it rolled, and its cut.
 struct Conn<'a> {
     /// The run's fault plan (windows, RNG, counters).
@@ -242,46 +172,6 @@ struct ChunkPlan {
     rate: Option<f64>,
     /// Slicer parameters: (fault, average, variation, pause).
     slicer: Option<(Hit, usize, usize, Duration)>,
-}
-
-/// A stream that stopped passing data: what it swallows is never
-/// forwarded, and the hold ends the connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Hold {
-    /// `blackhole`: closes when the stream ends, at the window's end (this
-    /// instant), or at the first chunk after it (bytes were lost).
-    Blackhole(Option<Instant>),
-    /// Toxiproxy's `timeout` (toxics/timeout.go): closes when the stream
-    /// ends or the toxic is removed (`Cleanup`); its timer is one of the
-    /// cut timers, counted from when the toxic began acting.
-    Timeout,
-    /// Toxiproxy's `reset_peer` (toxics/reset_peer.go), armed by the
-    /// stream's first data or its end: resets both sides at this instant,
-    /// whatever happens meanwhile (its `Pipe` waits without reading).
-    ResetPeer(Instant),
-}
-
-impl Hold {
-    /// The instant the hold ends the connection by itself, and how.
-    fn deadline(self) -> Option<(Instant, Verdict)> {
-        match self {
-            Hold::Blackhole(end) => end.map(|at| (at, Verdict::Close)),
-            Hold::Timeout => None,
-            Hold::ResetPeer(at) => Some((at, Verdict::ResetBoth)),
-        }
-    }
-}
-
-/// The hold of a stream-bound cut (`reset_peer`, `timeout`) in `dir`,
-/// for a chunk (or the stream's end) arriving at `arrival`.
-fn stream_hold(kind: &FaultKind, dir: Direction, arrival: Instant) -> Option<Hold> {
-    match kind {
-        FaultKind::Reset(cut) if cut.stream == Some(dir) => Some(Hold::ResetPeer(
-            arrival + cut.after.map_or(Duration::ZERO, |a| a.get()),
-        )),
-        FaultKind::Close(cut) if cut.stream == Some(dir) => Some(Hold::Timeout),
-        _ => None,
-    }
 }
 
 impl Conn<'_> {
