@@ -12,6 +12,7 @@ use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use super::pace::Pace;
 use super::traffic::Traffic;
 use crate::clock::{self, Duration, Instant};
 use crate::fault::spec::Cut;
@@ -324,7 +325,7 @@ impl Conn<'_> {
             let mut sent: u64 = 0;
             let mut hold: Option<Hold> = None;
             let mut changes = self.plan.subscribe();
-            let mut next_free = clock::now();
+            let mut pace = Pace::default();
             loop {
                 let deadline = async {
                     match hold.and_then(Hold::deadline) {
@@ -380,7 +381,7 @@ impl Conn<'_> {
                     data.truncate(keep);
                 }
                 let len = data.len() as u64;
-                let ok = self.write(dir, writer, data, &chunk, &mut next_free).await;
+                let ok = self.write(dir, writer, data, &chunk, &mut pace).await;
                 sent += len;
                 if let Some((_, verdict)) = chunk.truncate {
                     let _ = writer.flush().await;
@@ -402,21 +403,16 @@ impl Conn<'_> {
         }
     }
 
-    /// Writes a chunk, sliced and paced as the active faults say.
-    ///
-    /// Slicer (toxics/slicer.go): Toxiproxy's slices, each followed by the
-    /// pause, the last one too. Bandwidth (toxics/bandwidth.go): a piece of
-    /// `n` bytes leaves `n / rate` after the previous one (after its own
-    /// arrival when the stream was idle), so N bytes take N / rate; pieces
-    /// of at most 1/10 s of the rate, as Toxiproxy sends `rate * 100`
-    /// bytes every 100 ms.
+    /// Writes a chunk, sliced and paced as the active faults say: slicer
+    /// (toxics/slicer.go) in Toxiproxy's slices, each followed by the
+    /// pause, the last one too; bandwidth as [`Pace`] says.
     async fn write<W: AsyncWrite + Unpin>(
         &self,
         dir: Direction,
         writer: &mut W,
         data: Bytes,
         chunk: &ChunkPlan,
-        next_free: &mut Instant,
+        pace: &mut Pace,
     ) -> bool {
         let (slices, pause) = match &chunk.slicer {
             Some((hit, average, variation, pause)) => {
@@ -433,15 +429,10 @@ impl Conn<'_> {
             if slice.is_empty() {
                 continue;
             }
-            let pieces = match chunk.rate {
-                Some(rate) => ((rate / 10.0) as usize).clamp(1, CHUNK),
-                None => slice.len().max(1),
-            };
+            let pieces = chunk.rate.map_or(slice.len(), Pace::piece_len);
             for piece in slice.chunks(pieces) {
                 if let Some(rate) = chunk.rate {
-                    *next_free = (*next_free).max(clock::now())
-                        + Duration::from_secs_f64(piece.len() as f64 / rate);
-                    clock::sleep_until(*next_free).await;
+                    clock::sleep_until(pace.release(piece.len(), rate)).await;
                 }
                 if writer.write_all(piece).await.is_err() {
                     return false;
