@@ -305,7 +305,7 @@ pub struct CutFields {
     expecting = "a mapping with rate, direction, e.g. `{ rate: 100KB/s }`"
 )]
 pub struct Bandwidth {
-    /// The cap, e.g. `100KB/s` (1 KB = 1000 bytes).
+    /// The cap, e.g. `100KB/s` (1 KB = 1000 bytes): N bytes take N / rate.
     pub rate: Rate,
     /// Which way the cap applies.
     #[serde(default)]
@@ -338,12 +338,13 @@ pub struct Slicer(pub SlicerFields);
     expecting = "a mapping with average_size, size_variation, delay, direction"
 )]
 pub struct SlicerFields {
-    /// Average slice size in bytes (must be at least 1).
+    /// Average slice size in bytes (must be at least 1): as Toxiproxy, a
+    /// chunk is halved until no slice is longer than average + variation.
     pub average_size: ByteSize,
-    /// Slices vary by up to this many bytes either way.
+    /// Each cut moves by up to this many bytes either way.
     #[serde(default)]
     pub size_variation: ByteSize,
-    /// Pause between slices.
+    /// Pause after each slice.
     #[serde(default)]
     pub delay: Dur,
     /// Which way data is sliced.
