@@ -526,9 +526,14 @@ async fn timeout_holds_only_its_stream_and_closes_at_its_time_or_when_the_stream
 async fn reset_peer_lets_the_request_through_and_resets_once_its_stream_sees_data_plus_timeout() {
     // toxics/reset_peer.go and link.go: the first data (or end) of its
     // stream is swallowed, and `timeout` later both sockets close with
-    // SO_LINGER 0. The client connects and the upstream is dialled first.
+    // SO_LINGER 0 (RST at both ends). The client connects and the upstream
+    // is dialled first.
     let at_once = r#"{"timeout": 0}"#;
     let later = r#"{"timeout": 400}"#;
+    let silent_close = Script {
+        response: 0,
+        ..EXCHANGE
+    };
     check(&[
         row(
             "reset_peer",
@@ -536,7 +541,7 @@ async fn reset_peer_lets_the_request_through_and_resets_once_its_stream_sees_dat
             "downstream",
             EXCHANGE,
             sees(0, Reset),
-            sees(1000, Closed),
+            sees(1000, Reset),
         ),
         row(
             "reset_peer",
@@ -544,7 +549,7 @@ async fn reset_peer_lets_the_request_through_and_resets_once_its_stream_sees_dat
             "downstream",
             EXCHANGE,
             sees(0, Reset).end_after(400),
-            sees(1000, Closed).end_after(400),
+            sees(1000, Reset).end_after(400),
         ),
         row(
             "reset_peer",
@@ -552,7 +557,7 @@ async fn reset_peer_lets_the_request_through_and_resets_once_its_stream_sees_dat
             "upstream",
             EXCHANGE,
             sees(0, Reset),
-            sees(0, Closed),
+            sees(0, Reset),
         ),
         row(
             "reset_peer",
@@ -560,7 +565,17 @@ async fn reset_peer_lets_the_request_through_and_resets_once_its_stream_sees_dat
             "upstream",
             EXCHANGE,
             sees(0, Reset).end_after(400),
-            sees(0, Closed).end_after(400),
+            sees(0, Reset).end_after(400),
+        ),
+        // The end of its stream arms it too: an upstream that closes
+        // without a byte.
+        row(
+            "reset_peer",
+            at_once,
+            "downstream",
+            silent_close,
+            sees(0, Reset),
+            sees(1000, Reset),
         ),
     ])
     .await;
