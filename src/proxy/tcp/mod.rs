@@ -15,7 +15,6 @@ use tokio::sync::mpsc;
 use super::pace::Pace;
 use super::traffic::Traffic;
 use crate::clock::{self, Duration, Instant};
-use crate::fault::spec::Cut;
 use crate::fault::{ConnectionRolls, Direction, FaultKind, FaultPlan, Hit};
 use crate::http::ShutdownSignal;
 use crate::net::{Connector, Transport};
@@ -199,6 +198,11 @@ impl Conn<'_> {
     fn plan_chunk(&self, dir: Direction, arrival: Instant, len: usize, sent: u64) -> ChunkPlan {
         let mut chunk = ChunkPlan::default();
         for hit in self.active(dir) {
+            // A stream-bound cut (reset_peer, timeout) holds the stream.
+            if let Some(hold) = stream_hold(&hit.fault().kind, dir, arrival) {
+                chunk.hold = Some((hit, hold));
+                continue;
+            }
             match &hit.fault().kind {
                 FaultKind::Latency(l) => {
                     let at = arrival + self.plan.hit_delay(&hit, l);
@@ -220,16 +224,6 @@ impl Conn<'_> {
                 FaultKind::Blackhole => {
                     let (_, end) = self.plan.hit_next_change(&hit);
                     chunk.hold = Some((hit.clone(), Hold::Blackhole(end)));
-                }
-                kind @ (FaultKind::Reset(Cut {
-                    stream: Some(_), ..
-                })
-                | FaultKind::Close(Cut {
-                    stream: Some(_), ..
-                })) => {
-                    if let Some(hold) = stream_hold(kind, dir, arrival) {
-                        chunk.hold = Some((hit.clone(), hold));
-                    }
                 }
                 FaultKind::Reset(cut) | FaultKind::Close(cut) => {
                     let verdict = Verdict::of(&hit.fault().kind);
@@ -253,11 +247,9 @@ impl Conn<'_> {
         }
         if chunk.truncate.is_some() {
             // Record once, where the cut happens.
-            self.record_kind(dir, |k| {
-                matches!(
-                    k,
-                    FaultKind::Reset(_) | FaultKind::Close(_) | FaultKind::LimitData(_)
-                )
+            self.record_kind(dir, |k| match k {
+                FaultKind::Reset(c) | FaultKind::Close(c) => c.stream.is_none(),
+                k => matches!(k, FaultKind::LimitData(_)),
             });
         }
         chunk
