@@ -665,15 +665,21 @@ fn every_tcp_toxic_type_has_a_table_here() {
     }
 }
 
-/// A proxy `p` in front of an upstream that accepts one connection, sends
-/// 1000 bytes and holds it open; returns the proxy's address.
-async fn proxy_to_holding_upstream(registry: &Registry) -> SocketAddr {
+/// A proxy `p` in front of an upstream that accepts one connection and
+/// holds it open, sending 1000 bytes each time it is told to (once at
+/// once); returns the proxy's address and the teller.
+async fn proxy_to_holding_upstream(
+    registry: &Registry,
+) -> (SocketAddr, tokio::sync::mpsc::UnboundedSender<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let upstream_addr = listener.local_addr().unwrap();
+    let (tell, mut told) = tokio::sync::mpsc::unbounded_channel::<()>();
+    tell.send(()).unwrap();
     tokio::spawn(async move {
         let (mut stream, _) = listener.accept().await.unwrap();
-        stream.write_all(&[b'd'; 1000]).await.unwrap();
-        tokio::time::sleep(DEADLINE * 2).await;
+        while told.recv().await.is_some() {
+            stream.write_all(&[b'd'; 1000]).await.unwrap();
+        }
     });
     let proxy = registry
         .create(
@@ -682,7 +688,7 @@ async fn proxy_to_holding_upstream(registry: &Registry) -> SocketAddr {
         )
         .await
         .unwrap();
-    proxy.listen.parse().unwrap()
+    (proxy.listen.parse().unwrap(), tell)
 }
 
 async fn add_toxic(registry: &Registry, toxic: serde_json::Value) {
@@ -697,7 +703,7 @@ async fn removing_a_timeout_closes_the_connections_it_holds_at_once() {
     // toxics/timeout.go: `Cleanup` closes the stub, so link.go closes the
     // connection; the swallowed bytes are gone.
     let registry = Registry::new(1);
-    let proxy = proxy_to_holding_upstream(&registry).await;
+    let (proxy, _tell) = proxy_to_holding_upstream(&registry).await;
     add_toxic(&registry, json!({"type": "timeout", "name": "hold"})).await;
     let mut client = TcpStream::connect(proxy).await.unwrap();
     // Wait until the proxy has swallowed the upstream's bytes.
@@ -725,7 +731,7 @@ async fn a_timeout_added_to_an_open_connection_counts_from_when_it_was_added() {
     // toxics/timeout.go: the timer starts when `Pipe` does, which for an
     // open connection is when the toxic is added (link.go `AddToxic`).
     let registry = Registry::new(1);
-    let proxy = proxy_to_holding_upstream(&registry).await;
+    let (proxy, _tell) = proxy_to_holding_upstream(&registry).await;
     let mut client = TcpStream::connect(proxy).await.unwrap();
     let mut first = vec![0u8; 1000];
     client.read_exact(&mut first).await.unwrap();
@@ -739,5 +745,27 @@ async fn a_timeout_added_to_an_open_connection_counts_from_when_it_was_added() {
     let seen = watch(&mut client, added, usize::MAX, &Notify::new()).await;
     assert_eq!((seen.bytes, seen.end), (0, End::Eof), "{seen:?}");
     assert!(seen.ended_at >= Duration::from_millis(400), "{seen:?}");
+    registry.stop_all().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn limit_data_added_to_an_open_connection_counts_only_the_bytes_after_it() {
+    // toxics/limit_data.go keeps its count in state made when the toxic is
+    // added to the link (link.go `AddToxic`): earlier bytes do not count.
+    let registry = Registry::new(1);
+    let (proxy, tell) = proxy_to_holding_upstream(&registry).await;
+    // A zero latency keeps the connection on the fault path from its start.
+    add_toxic(&registry, json!({"type": "latency"})).await;
+    let mut client = TcpStream::connect(proxy).await.unwrap();
+    let mut first = vec![0u8; 1000];
+    client.read_exact(&mut first).await.unwrap();
+    add_toxic(
+        &registry,
+        json!({"type": "limit_data", "attributes": {"bytes": 500}}),
+    )
+    .await;
+    tell.send(()).unwrap();
+    let seen = watch(&mut client, Instant::now(), usize::MAX, &Notify::new()).await;
+    assert_eq!((seen.bytes, seen.end), (500, End::Eof), "{seen:?}");
     registry.stop_all().await;
 }

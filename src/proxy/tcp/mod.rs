@@ -21,11 +21,13 @@ use crate::net::{Connector, Transport};
 
 mod hold;
 mod pass;
+mod sent;
 mod slices;
 mod verdict;
 
 use self::hold::{Hold, stream_hold};
 use self::pass::{PassThrough, pass_through};
+use self::sent::Sent;
 use self::slices::slice_ends;
 use self::verdict::{CutSignal, Verdict, finish};
 
@@ -194,10 +196,18 @@ impl Conn<'_> {
     }
 
     /// Decides what happens to a chunk of `len` bytes that arrived at
-    /// `arrival`, `sent` bytes having gone this way before it.
-    fn plan_chunk(&self, dir: Direction, arrival: Instant, len: usize, sent: u64) -> ChunkPlan {
+    /// `arrival`, after what was `sent` this way before it.
+    fn plan_chunk(
+        &self,
+        dir: Direction,
+        arrival: Instant,
+        len: usize,
+        sent: &mut Sent,
+    ) -> ChunkPlan {
         let mut chunk = ChunkPlan::default();
-        for hit in self.active(dir) {
+        let active = self.active(dir);
+        sent.keep_limits(&active);
+        for hit in active {
             // A stream-bound cut (reset_peer, timeout) holds the stream.
             if let Some(hold) = stream_hold(&hit.fault().kind, dir, arrival) {
                 chunk.hold = Some((hit, hold));
@@ -229,8 +239,8 @@ impl Conn<'_> {
                     let verdict = Verdict::of(&hit.fault().kind);
                     match (cut.after_bytes, cut.after) {
                         (Some(limit), _) => {
-                            if sent + len as u64 >= limit.0 {
-                                let keep = limit.0.saturating_sub(sent) as usize;
+                            if sent.total + len as u64 >= limit.0 {
+                                let keep = limit.0.saturating_sub(sent.total) as usize;
                                 chunk.truncate = Some((keep, verdict));
                             }
                         }
@@ -238,9 +248,12 @@ impl Conn<'_> {
                         (None, Some(_)) => {} // handled by the timers
                     }
                 }
-                FaultKind::LimitData(l) if sent + len as u64 >= l.bytes.0 => {
-                    let keep = l.bytes.0.saturating_sub(sent) as usize;
-                    chunk.truncate = Some((keep, Verdict::Close));
+                FaultKind::LimitData(l) => {
+                    let counted = sent.since_limit(&hit.fault().name);
+                    if counted + len as u64 >= l.bytes.0 {
+                        let keep = l.bytes.0.saturating_sub(counted) as usize;
+                        chunk.truncate = Some((keep, Verdict::Close));
+                    }
                 }
                 _ => {}
             }
@@ -314,7 +327,7 @@ impl Conn<'_> {
             drop(tx);
         };
         let egress = async {
-            let mut sent: u64 = 0;
+            let mut sent = Sent::default();
             let mut hold: Option<Hold> = None;
             let mut changes = self.plan.subscribe();
             let mut pace = Pace::default();
@@ -351,7 +364,7 @@ impl Conn<'_> {
                     }
                     return self.stream_ended(dir, hold, writer).await;
                 };
-                let mut chunk = self.plan_chunk(dir, arrival, data.len(), sent);
+                let mut chunk = self.plan_chunk(dir, arrival, data.len(), &mut sent);
                 match (hold, chunk.hold.take()) {
                     (None, Some((hit, new))) => {
                         self.plan.record_hit(&hit, "connection");
@@ -374,7 +387,7 @@ impl Conn<'_> {
                 }
                 let len = data.len() as u64;
                 let ok = self.write(dir, writer, data, &chunk, &mut pace).await;
-                sent += len;
+                sent.total += len;
                 if let Some((_, verdict)) = chunk.truncate {
                     let _ = writer.flush().await;
                     return Some(verdict);
