@@ -9,9 +9,15 @@ use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 
 use super::error::ApiError;
+use crate::clock::Duration;
 
 /// Largest request body accepted (a populate of a few hundred proxies).
 pub const BODY_LIMIT: usize = 64 * 1024;
+
+/// Longest wait for a whole request body once its head arrived: the same
+/// 30 s hyper gives the head, so a body shorter than its Content-Length
+/// does not hold a connection forever.
+pub const BODY_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The checks configured for a server.
 #[derive(Clone)]
@@ -20,6 +26,8 @@ pub struct Guard {
     token: Option<String>,
     /// Largest body, in bytes.
     body_limit: usize,
+    /// Longest wait for the whole body (408 past it).
+    body_timeout: Duration,
 }
 
 impl std::fmt::Debug for Guard {
@@ -28,6 +36,7 @@ impl std::fmt::Debug for Guard {
         f.debug_struct("Guard")
             .field("token", &self.token.as_ref().map(|_| "<set>"))
             .field("body_limit", &self.body_limit)
+            .field("body_timeout", &self.body_timeout)
             .finish()
     }
 }
@@ -62,9 +71,14 @@ fn same_secret(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl Guard {
-    /// Checks with an optional token and a body limit.
+    /// Checks with an optional token and a body limit; bodies time out
+    /// after [`BODY_TIMEOUT`].
     pub fn new(token: Option<String>, body_limit: usize) -> Guard {
-        Guard { token, body_limit }
+        Guard {
+            token,
+            body_limit,
+            body_timeout: BODY_TIMEOUT,
+        }
     }
 
     /// 403 for a browser, 401 without the token.
@@ -106,7 +120,7 @@ impl Guard {
     }
 
     /// Reads the body, 413 past the limit (at once when Content-Length
-    /// says so).
+    /// says so), 408 when it is not all there within the body timeout.
     pub async fn body(&self, parts: &Parts, body: Incoming) -> Result<Bytes, ApiError> {
         let too_large = || {
             ApiError::new(
@@ -122,7 +136,20 @@ impl Guard {
         if declared.is_some_and(|n| n > self.body_limit as u64) {
             return Err(too_large());
         }
-        match Limited::new(body, self.body_limit).collect().await {
+        let read = tokio::time::timeout(
+            self.body_timeout,
+            Limited::new(body, self.body_limit).collect(),
+        );
+        let Ok(collected) = read.await else {
+            return Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "request body not received within {}s",
+                    self.body_timeout.as_secs_f64()
+                ),
+            ));
+        };
+        match collected {
             Ok(collected) => Ok(collected.to_bytes()),
             Err(err) if err.is::<http_body_util::LengthLimitError>() => Err(too_large()),
             Err(err) => Err(ApiError::bad_body(err)),

@@ -134,8 +134,10 @@ impl ManagedProxy {
         self.running.is_some()
     }
 
-    /// Binds and serves; a no-op when already running. A bind failure is a
-    /// 500, as in Toxiproxy.
+    /// Binds and serves; a no-op when already running. An address that is
+    /// not one is the caller's mistake, a 400 (Toxiproxy 2.12 answers 500
+    /// for every failure here); a valid one that cannot be bound is a 500,
+    /// as in Toxiproxy.
     pub async fn start(&mut self) -> Result<(), ApiError> {
         if self.running.is_some() {
             return Ok(());
@@ -143,11 +145,14 @@ impl ManagedProxy {
         let bound = BoundProxy::bind(&self.listen, &self.upstream, self.mode)
             .await
             .map_err(|e| match e {
-                StartError::Bind { addr, source } => {
-                    ApiError::internal(format!("listen {addr}: cannot bind: {source}"))
+                StartError::Listen { addr, source } => {
+                    ApiError::invalid(format!("listen {addr}: not a valid address: {source}"))
                 }
                 StartError::Resolve { addr, source } => {
-                    ApiError::internal(format!("upstream {addr}: cannot resolve: {source}"))
+                    ApiError::invalid(format!("upstream {addr}: not a valid address: {source}"))
+                }
+                StartError::Bind { addr, source } => {
+                    ApiError::internal(format!("listen {addr}: cannot bind: {source}"))
                 }
             })?;
         self.listen = bound.local_addr().to_string();

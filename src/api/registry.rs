@@ -78,8 +78,8 @@ impl Registry {
         proxies.iter().map(|(k, p)| (k.clone(), p.view())).collect()
     }
 
-    /// Creates a proxy: 400 without name or upstream, 409 if the name is
-    /// taken, 500 if it cannot listen.
+    /// Creates a proxy: 400 without name or upstream or with an address
+    /// that is not one, 409 if the name is taken, 500 if it cannot listen.
     pub async fn create(&self, input: ProxyInput) -> Result<ProxyView, ApiError> {
         let new = check(input)?;
         let mut proxies = self.proxies.lock().await;
@@ -92,11 +92,29 @@ impl Registry {
         Ok(view)
     }
 
-    /// Creates or replaces many proxies. Every entry is checked before any
-    /// is touched (Toxiproxy creates the ones before a bad entry); an
-    /// existing proxy is replaced only when its listen or upstream differ.
-    pub async fn populate(&self, inputs: Vec<ProxyInput>) -> Result<Vec<ProxyView>, ApiError> {
-        let checked: Vec<NewProxy> = inputs.into_iter().map(check).collect::<Result<_, _>>()?;
+    /// Creates or replaces many proxies; returns the proxies created or
+    /// kept, and the error that stopped it. Every entry is checked before
+    /// any is touched (Toxiproxy creates the ones before a bad entry); an
+    /// existing proxy is replaced only when its listen or upstream differ;
+    /// a proxy that cannot start stops it with the earlier ones in place,
+    /// as in Toxiproxy.
+    pub async fn populate(
+        &self,
+        inputs: Vec<ProxyInput>,
+    ) -> (Vec<ProxyView>, Result<(), ApiError>) {
+        let checked = inputs
+            .into_iter()
+            .enumerate()
+            .map(|(i, input)| {
+                check(input).map_err(|e| {
+                    ApiError::new(e.status, format!("{} at proxy {}", e.message, i + 1))
+                })
+            })
+            .collect::<Result<Vec<NewProxy>, ApiError>>();
+        let checked = match checked {
+            Ok(checked) => checked,
+            Err(e) => return (Vec::new(), Err(e)),
+        };
         let mut proxies = self.proxies.lock().await;
         let mut views = Vec::new();
         for new in checked {
@@ -108,11 +126,15 @@ impl Registry {
                 existing.stop().await;
                 proxies.remove(&new.name);
             }
-            let proxy = self.start_new(new).await?;
-            views.push(proxy.view());
-            proxies.insert(proxy.name.clone(), proxy);
+            match self.start_new(new).await {
+                Ok(proxy) => {
+                    views.push(proxy.view());
+                    proxies.insert(proxy.name.clone(), proxy);
+                }
+                Err(e) => return (views, Err(e)),
+            }
         }
-        Ok(views)
+        (views, Ok(()))
     }
 
     /// One proxy.

@@ -40,9 +40,43 @@ fn not_allowed() -> ApiError {
     ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method not allowed")
 }
 
+/// A path segment with its `%XX` escapes decoded, as Go's `net/http`
+/// decodes Toxiproxy's paths (so `/proxies/with%20space` names the proxy
+/// `with space`). Decoded per segment, so `%2F` stays inside a name.
+fn decode_segment(segment: &str) -> Result<String, ApiError> {
+    let invalid = || {
+        ApiError::invalid(format!(
+            "path segment {segment:?}: invalid percent-encoding"
+        ))
+    };
+    let raw = segment.as_bytes();
+    let mut out = Vec::with_capacity(raw.len());
+    let mut i = 0;
+    while i < raw.len() {
+        if raw[i] == b'%' {
+            let hex = raw
+                .get(i + 1..i + 3)
+                .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+                .ok_or_else(invalid)?;
+            let digit = |d: u8| (d as char).to_digit(16).unwrap_or(0) as u8;
+            out.push(digit(hex[0]) * 16 + digit(hex[1]));
+            i += 3;
+        } else {
+            out.push(raw[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).map_err(|_| invalid())
+}
+
 /// Answers one request whose body has been read and checked.
 pub async fn route(api: &Api, method: &Method, path: &str, body: Bytes) -> Result<Reply, ApiError> {
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let decoded = path
+        .trim_matches('/')
+        .split('/')
+        .map(decode_segment)
+        .collect::<Result<Vec<String>, ApiError>>()?;
+    let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
     let registry = &api.registry;
     let ok = StatusCode::OK;
     match (segments.as_slice(), method) {
@@ -75,12 +109,22 @@ pub async fn route(api: &Api, method: &Method, path: &str, body: Bytes) -> Resul
         }
         (["proxies"], _) => Err(not_allowed()),
         (["populate"], &Method::POST) => {
-            let inputs: Vec<ProxyInput> = parse(&body)?;
-            let proxies = registry.populate(inputs).await?;
-            json(
-                StatusCode::CREATED,
-                &serde_json::json!({ "proxies": proxies }),
-            )
+            // Toxiproxy answers every populate with the proxies it made,
+            // errors too: `{"error", "status", "proxies"}`.
+            let (proxies, result) = match parse::<Vec<ProxyInput>>(&body) {
+                Ok(inputs) => registry.populate(inputs).await,
+                Err(e) => (Vec::new(), Err(e)),
+            };
+            let mut answer = serde_json::json!({ "proxies": proxies });
+            let status = match result {
+                Ok(()) => StatusCode::CREATED,
+                Err(e) => {
+                    answer["error"] = e.message.into();
+                    answer["status"] = e.status.as_u16().into();
+                    e.status
+                }
+            };
+            json(status, &answer)
         }
         (["populate"], _) => Err(not_allowed()),
         (["proxies", name], m) => match *m {
@@ -117,5 +161,21 @@ pub async fn route(api: &Api, method: &Method, path: &str, body: Bytes) -> Resul
             StatusCode::NOT_FOUND,
             format!("no such endpoint: {path}"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decode_segment;
+
+    #[test]
+    fn path_segments_decode_percent_escapes_and_refuse_broken_ones() {
+        assert_eq!(decode_segment("with%20space").unwrap(), "with space");
+        assert_eq!(decode_segment("a%2Fb%c3%a9").unwrap(), "a/bé");
+        assert_eq!(decode_segment("plain").unwrap(), "plain");
+        for broken in ["%", "%2", "%zz", "%+1", "%ff"] {
+            let e = decode_segment(broken).unwrap_err();
+            assert_eq!(e.status, http::StatusCode::BAD_REQUEST, "{broken}");
+        }
     }
 }

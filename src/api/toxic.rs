@@ -224,8 +224,9 @@ impl Toxic {
         Ok(next)
     }
 
-    /// The firedrill faults this toxic stands for (none for `noop`; two for
-    /// a `timeout` with a time: swallow data, then close).
+    /// The firedrill faults this toxic stands for in `mode` (none for
+    /// `noop`; in HTTP mode two for a `timeout` with a time: hold the
+    /// request, then close).
     pub fn faults(&self, mode: ProxyMode) -> Result<Vec<Fault>, ApiError> {
         if !(0.0..=1.0).contains(&self.toxicity) || !self.toxicity.is_finite() {
             return Err(ApiError::invalid(format!(
@@ -273,23 +274,42 @@ impl Toxic {
                 delay: Dur(ms("delay")?),
                 direction,
             })],
-            "timeout" => {
+            // TCP: Toxiproxy's own semantics (toxics/timeout.go,
+            // toxics/reset_peer.go), bound to the toxic's stream. HTTP mode
+            // has no streams to hold: per request, hold (then close) or
+            // reset.
+            "timeout" | "reset_peer" => {
                 let after = ms("timeout")?;
-                let mut kinds = vec![FaultKind::Blackhole];
-                if !after.is_zero() {
-                    kinds.push(FaultKind::Close(Cut {
-                        after_bytes: None,
-                        after: Some(Dur(after)),
-                    }));
+                let after = (!after.is_zero()).then_some(Dur(after));
+                let reset = self.kind == "reset_peer";
+                match mode {
+                    ProxyMode::Tcp => {
+                        let cut = Cut {
+                            after_bytes: None,
+                            after,
+                            stream: Some(direction),
+                        };
+                        vec![if reset {
+                            FaultKind::Reset(cut)
+                        } else {
+                            FaultKind::Close(cut)
+                        }]
+                    }
+                    ProxyMode::Http if reset => vec![FaultKind::Reset(Cut {
+                        after,
+                        ..Cut::default()
+                    })],
+                    ProxyMode::Http => {
+                        let mut kinds = vec![FaultKind::Blackhole];
+                        kinds.extend(after.map(|after| {
+                            FaultKind::Close(Cut {
+                                after: Some(after),
+                                ..Cut::default()
+                            })
+                        }));
+                        kinds
+                    }
                 }
-                kinds
-            }
-            "reset_peer" => {
-                let after = ms("timeout")?;
-                vec![FaultKind::Reset(Cut {
-                    after_bytes: None,
-                    after: (!after.is_zero()).then_some(Dur(after)),
-                })]
             }
             "slicer" => {
                 let fields = SlicerFields {
@@ -422,26 +442,48 @@ mod tests {
     }
 
     #[test]
-    fn timeout_with_a_time_is_a_blackhole_then_a_close_and_reset_peer_zero_resets_at_once() {
-        let t = Toxic::create(
-            input(r#"{"type":"timeout","attributes":{"timeout":500}}"#),
-            ProxyMode::Tcp,
-        )
-        .unwrap();
-        let f = t.faults(ProxyMode::Tcp).unwrap();
-        assert_eq!(f.len(), 2);
-        assert_eq!(f[0].kind, FaultKind::Blackhole);
+    fn timeout_and_reset_peer_hold_their_stream_in_tcp_and_act_per_request_in_http() {
+        let faults = |json: &str, mode| {
+            let t = Toxic::create(input(json), mode).unwrap();
+            let f = t.faults(mode).unwrap();
+            f.into_iter().map(|f| f.kind).collect::<Vec<_>>()
+        };
+        let half_second = Some(Dur(Duration::from_millis(500)));
         assert_eq!(
-            f[1].kind,
-            FaultKind::Close(Cut {
+            faults(
+                r#"{"type":"timeout","stream":"upstream","attributes":{"timeout":500}}"#,
+                ProxyMode::Tcp
+            ),
+            [FaultKind::Close(Cut {
                 after_bytes: None,
-                after: Some(Dur(Duration::from_millis(500)))
-            })
+                after: half_second,
+                stream: Some(Direction::Upstream)
+            })]
         );
-        let r = Toxic::create(input(r#"{"type":"reset_peer"}"#), ProxyMode::Tcp).unwrap();
         assert_eq!(
-            r.faults(ProxyMode::Tcp).unwrap()[0].kind,
-            FaultKind::Reset(Cut::default())
+            faults(r#"{"type":"reset_peer"}"#, ProxyMode::Tcp),
+            [FaultKind::Reset(Cut {
+                after_bytes: None,
+                after: None,
+                stream: Some(Direction::Downstream)
+            })]
+        );
+        assert_eq!(
+            faults(
+                r#"{"type":"timeout","attributes":{"timeout":500}}"#,
+                ProxyMode::Http
+            ),
+            [
+                FaultKind::Blackhole,
+                FaultKind::Close(Cut {
+                    after: half_second,
+                    ..Cut::default()
+                })
+            ]
+        );
+        assert_eq!(
+            faults(r#"{"type":"reset_peer"}"#, ProxyMode::Http),
+            [FaultKind::Reset(Cut::default())]
         );
     }
 

@@ -78,7 +78,7 @@ pub fn server(args: &ServerArgs) -> Result<u8, CliError> {
         let api = Arc::new(Api::new(Guard::new(token, BODY_LIMIT), args.seed));
         if !initial.is_empty() {
             let count = initial.len();
-            api.registry.populate(initial).await.map_err(|e| {
+            api.registry.populate(initial).await.1.map_err(|e| {
                 let message = format!("--config: {}", e.message);
                 if e.status == StatusCode::BAD_REQUEST {
                     CliError::invalid(message)

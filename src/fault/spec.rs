@@ -279,6 +279,15 @@ pub struct Cut {
     pub after_bytes: Option<ByteSize>,
     /// See [`CutFields::after`].
     pub after: Option<Dur>,
+    /// Set only by the control plane, for Toxiproxy's stream-bound toxics
+    /// (never in YAML): the cut holds this stream, so nothing more passes
+    /// that way, and the other stream flows. `reset` (`reset_peer`) is armed
+    /// by the stream's first data or its end and resets both sides `after`
+    /// later (at once without); `close` (`timeout`) holds the stream from
+    /// the start and closes the connection when the stream ends, when the
+    /// fault is removed, or `after` after it began acting on the connection
+    /// (never without).
+    pub stream: Option<Direction>,
 }
 
 /// `reset`/`close` as written.
@@ -305,7 +314,7 @@ pub struct CutFields {
     expecting = "a mapping with rate, direction, e.g. `{ rate: 100KB/s }`"
 )]
 pub struct Bandwidth {
-    /// The cap, e.g. `100KB/s` (1 KB = 1000 bytes).
+    /// The cap, e.g. `100KB/s` (1 KB = 1000 bytes): N bytes take N / rate.
     pub rate: Rate,
     /// Which way the cap applies.
     #[serde(default)]
@@ -338,12 +347,13 @@ pub struct Slicer(pub SlicerFields);
     expecting = "a mapping with average_size, size_variation, delay, direction"
 )]
 pub struct SlicerFields {
-    /// Average slice size in bytes (must be at least 1).
+    /// Average slice size in bytes (must be at least 1): as Toxiproxy, a
+    /// chunk is halved until no slice is longer than average + variation.
     pub average_size: ByteSize,
-    /// Slices vary by up to this many bytes either way.
+    /// Each cut moves by up to this many bytes either way.
     #[serde(default)]
     pub size_variation: ByteSize,
-    /// Pause between slices.
+    /// Pause after each slice.
     #[serde(default)]
     pub delay: Dur,
     /// Which way data is sliced.
@@ -567,6 +577,7 @@ impl TryFrom<CutFields> for Cut {
         Ok(Cut {
             after_bytes: raw.after_bytes,
             after: raw.after,
+            stream: None,
         })
     }
 }

@@ -4,6 +4,7 @@
 pub mod gate;
 pub mod http;
 pub mod mode;
+pub mod pace;
 pub mod record;
 pub mod requests;
 pub mod run;

@@ -15,7 +15,17 @@ use crate::net::{self, TcpAcceptor, TcpConnector};
 /// Why a proxy could not start (exit code 3).
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
-    /// The listen address could not be bound.
+    /// The listen address is not an address (or a name that resolves to
+    /// none): the caller's mistake.
+    #[error("--listen {addr}: cannot resolve: {source}")]
+    Listen {
+        /// The address asked for.
+        addr: String,
+        /// The resolver's error.
+        source: std::io::Error,
+    },
+    /// The listen address is valid but could not be bound (in use, not
+    /// local): the machine's refusal.
     #[error("--listen {addr}: cannot bind: {source}")]
     Bind {
         /// The address asked for.
@@ -57,12 +67,19 @@ impl BoundProxy {
                 addr: upstream.to_string(),
                 source,
             })?;
-        let bind_error = |source| StartError::Bind {
-            addr: listen.to_string(),
-            source,
-        };
-        let listen_addr: SocketAddr = net::resolve(listen).await.map_err(bind_error)?;
-        let acceptor = TcpAcceptor::bind(listen_addr).await.map_err(bind_error)?;
+        let listen_addr: SocketAddr =
+            net::resolve(listen)
+                .await
+                .map_err(|source| StartError::Listen {
+                    addr: listen.to_string(),
+                    source,
+                })?;
+        let acceptor = TcpAcceptor::bind(listen_addr)
+            .await
+            .map_err(|source| StartError::Bind {
+                addr: listen.to_string(),
+                source,
+            })?;
         Ok(BoundProxy {
             acceptor,
             connector: Arc::new(TcpConnector {

@@ -119,6 +119,10 @@ pub struct ConnectionRolls {
     snapshot: Arc<Snapshot>,
     /// Per fault of the snapshot: whether it hit this connection.
     rolled: Vec<bool>,
+    /// Per fault of the snapshot: when it began acting on this connection
+    /// (its roll; kept while the fault is unchanged), where Toxiproxy
+    /// starts a toxic's `Pipe` (its `timeout` counts from there).
+    since: Vec<Instant>,
 }
 
 impl ConnectionRolls {
@@ -137,6 +141,11 @@ impl ConnectionRolls {
                 index,
                 snapshot: self.snapshot.clone(),
             })
+    }
+
+    /// When a hit's fault began acting on this connection.
+    pub fn since(&self, hit: &Hit) -> Instant {
+        self.since[hit.index]
     }
 
     /// Whether no fault hit the connection (the fast path).
@@ -381,11 +390,12 @@ impl FaultPlan {
     /// unchanged since then keep their roll; new or edited ones roll now.
     pub fn roll_connection(&self, previous: Option<&ConnectionRolls>) -> ConnectionRolls {
         let snapshot = self.snapshot();
-        let rolled = (0..snapshot.faults.len())
+        let now = clock::now();
+        let (rolled, since) = (0..snapshot.faults.len())
             .map(|index| {
                 let fault = &snapshot.faults[index];
                 if matches!(fault.kind, FaultKind::Refuse | FaultKind::Status(_)) {
-                    return false;
+                    return (false, now);
                 }
                 let kept = previous.and_then(|p| {
                     let old = &p.snapshot;
@@ -395,17 +405,22 @@ impl FaultPlan {
                                 && old.faults[i].kind == fault.kind
                                 && old.faults[i].probability == fault.probability
                         })
-                        .map(|i| p.rolled[i])
+                        .map(|i| (p.rolled[i], p.since[i]))
                 });
                 kept.unwrap_or_else(|| {
-                    Self::roll_hit(&Hit {
+                    let hit = Hit {
                         index,
                         snapshot: snapshot.clone(),
-                    })
+                    };
+                    (Self::roll_hit(&hit), now)
                 })
             })
-            .collect();
-        ConnectionRolls { snapshot, rolled }
+            .unzip();
+        ConnectionRolls {
+            snapshot,
+            rolled,
+            since,
+        }
     }
 
     /// The faults that hit one HTTP request now: active, matching, and

@@ -10,8 +10,9 @@ use std::task::{Context, Poll, ready};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
-use crate::clock::{self, Duration, Instant};
+use crate::clock::{self, Instant};
 use crate::http::body::{BoxBody, BoxError};
+use crate::proxy::pace::Pace;
 
 /// The error a cut body ends with; hyper then aborts the connection.
 #[derive(Debug, thiserror::Error)]
@@ -86,13 +87,15 @@ impl Body for Truncated {
 }
 
 pin_project_lite::pin_project! {
-    /// Paces data to `rate` bytes per second, in pieces of 1/20 s.
+    /// Paces data to `rate` bytes per second, as [`Pace`] says.
     pub struct Throttled {
         #[pin]
         inner: BoxBody,
         bytes_per_second: f64,
-        next_free: Instant,
+        pace: Pace,
         held: Option<Bytes>,
+        // The next piece and when it leaves.
+        piece: Option<(Bytes, Instant)>,
         sleep: Pin<Box<tokio::time::Sleep>>,
         done: bool,
     }
@@ -101,13 +104,13 @@ pin_project_lite::pin_project! {
 impl Throttled {
     /// Paces `inner` to `bytes_per_second`.
     pub fn new(inner: BoxBody, bytes_per_second: f64) -> Throttled {
-        let now = clock::now();
         Throttled {
             inner,
             bytes_per_second,
-            next_free: now,
+            pace: Pace::default(),
             held: None,
-            sleep: Box::pin(clock::sleep_until(now)),
+            piece: None,
+            sleep: Box::pin(clock::sleep_until(clock::now())),
             done: false,
         }
     }
@@ -123,20 +126,23 @@ impl Body for Throttled {
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let mut this = self.project();
         loop {
-            if this.held.is_some() {
-                if clock::now() < *this.next_free {
-                    this.sleep.as_mut().reset(*this.next_free);
+            if let Some((_, at)) = this.piece {
+                if clock::now() < *at {
+                    this.sleep.as_mut().reset(*at);
                     ready!(this.sleep.as_mut().poll(cx));
                 }
-                let piece_len = ((*this.bytes_per_second / 20.0) as usize).max(1);
-                let held = this.held.as_mut().expect("checked above");
-                let piece = held.split_to(piece_len.min(held.len()));
+                let (piece, _) = this.piece.take().expect("checked above");
+                return Poll::Ready(Some(Ok(Frame::data(piece))));
+            }
+            if let Some(held) = this.held.as_mut() {
+                let len = Pace::piece_len(*this.bytes_per_second).min(held.len());
+                let piece = held.split_to(len);
                 if held.is_empty() {
                     *this.held = None;
                 }
-                let cost = Duration::from_secs_f64(piece.len() as f64 / *this.bytes_per_second);
-                *this.next_free = (*this.next_free).max(clock::now()) + cost;
-                return Poll::Ready(Some(Ok(Frame::data(piece))));
+                let at = this.pace.release(piece.len(), *this.bytes_per_second);
+                *this.piece = Some((piece, at));
+                continue;
             }
             if *this.done {
                 return Poll::Ready(None);

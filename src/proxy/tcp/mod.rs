@@ -1,6 +1,8 @@
 //! TCP mode: carries byte streams both ways and applies the connection
 //! faults to them (latency per chunk, bandwidth, slicer, limit_data,
-//! slow_close, reset, close, blackhole).
+//! slow_close, reset, close, blackhole, and the control plane's
+//! stream-bound `reset_peer` and `timeout`), as Toxiproxy's toxics do where
+//! Toxiproxy has them.
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
@@ -8,17 +10,26 @@ use std::sync::{Arc, Mutex};
 use bytes::{Bytes, BytesMut};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::mpsc;
 
+use super::pace::Pace;
 use super::traffic::Traffic;
 use crate::clock::{self, Duration, Instant};
 use crate::fault::{ConnectionRolls, Direction, FaultKind, FaultPlan, Hit};
 use crate::http::ShutdownSignal;
 use crate::net::{Connector, Transport};
 
+mod hold;
 mod pass;
+mod sent;
+mod slices;
+mod verdict;
 
+use self::hold::{Hold, stream_hold};
 use self::pass::{PassThrough, pass_through};
+use self::sent::Sent;
+use self::slices::slice_ends;
+use self::verdict::{CutSignal, Verdict, finish};
 
 /// Size of one read from either side.
 const CHUNK: usize = 64 * 1024;
@@ -82,11 +93,13 @@ pub async fn handle<S, C>(
             }
         }
     } else {
-        // A cut that is active right now happens before anything is forwarded.
+        // A cut that is active right now happens before anything is
+        // forwarded (a stream-bound one waits for its stream).
         for hit in rolls.hits() {
             if let FaultKind::Reset(cut) | FaultKind::Close(cut) = &hit.fault().kind
                 && cut.after.is_none()
                 && cut.after_bytes.is_none()
+                && cut.stream.is_none()
                 && plan.hit_active(&hit)
             {
                 plan.record_hit(&hit, "connection");
@@ -128,71 +141,6 @@ async fn connect<C: Connector>(connector: &C) -> std::io::Result<C::Stream> {
     })
 }
 
-/// How a connection ends.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
-    /// Both sides closed normally.
-    Normal = 0,
-    /// Close both sides with FIN now.
-    Close = 1,
-    /// Close the client side with RST now.
-    Reset = 2,
-}
-
-impl Verdict {
-    fn of(kind: &FaultKind) -> Verdict {
-        if matches!(kind, FaultKind::Reset(_)) {
-            Verdict::Reset
-        } else {
-            Verdict::Close
-        }
-    }
-}
-
-fn finish<S: Transport, U: Transport>(client: S, upstream: Option<U>, verdict: Verdict) {
-    if verdict == Verdict::Reset {
-        client.reset_on_close();
-    }
-    drop(upstream);
-    drop(client);
-}
-
-/// The first cut decided by any part of a connection; wakes the others.
-#[derive(Debug, Default)]
-struct CutSignal {
-    /// A [`Verdict`] as a number, `Normal` until a fault cuts.
-    verdict: AtomicU8,
-    /// Wakes the pumps and timers when a cut is decided.
-    notify: Notify,
-}
-
-impl CutSignal {
-    fn cut(&self, verdict: Verdict) {
-        let _ = self
-            .verdict
-            .compare_exchange(0, verdict as u8, Ordering::SeqCst, Ordering::SeqCst);
-        self.notify.notify_waiters();
-    }
-
-    fn get(&self) -> Verdict {
-        match self.verdict.load(Ordering::SeqCst) {
-            1 => Verdict::Close,
-            2 => Verdict::Reset,
-            _ => Verdict::Normal,
-        }
-    }
-
-    async fn cancelled(&self) {
-        loop {
-            let notified = self.notify.notified();
-            if self.get() != Verdict::Normal {
-                return;
-            }
-            notified.await;
-        }
-    }
-}
-
 /// One faulted connection: the plan, the faults it rolled, and its cut.
 struct Conn<'a> {
     /// The run's fault plan (windows, RNG, counters).
@@ -219,8 +167,9 @@ struct ChunkPlan {
     release_at: Option<Instant>,
     /// Forward only this many bytes, then end the connection this way.
     truncate: Option<(usize, Verdict)>,
-    /// Swallow the chunk (blackhole), until this instant if the window ends.
-    discard: Option<Option<Instant>>,
+    /// Swallow the chunk, and the stream from here on: the fault that says
+    /// so and how the hold ends.
+    hold: Option<(Hit, Hold)>,
     /// Bytes per second (bandwidth).
     rate: Option<f64>,
     /// Slicer parameters: (fault, average, variation, pause).
@@ -247,10 +196,23 @@ impl Conn<'_> {
     }
 
     /// Decides what happens to a chunk of `len` bytes that arrived at
-    /// `arrival`, `sent` bytes having gone this way before it.
-    fn plan_chunk(&self, dir: Direction, arrival: Instant, len: usize, sent: u64) -> ChunkPlan {
+    /// `arrival`, after what was `sent` this way before it.
+    fn plan_chunk(
+        &self,
+        dir: Direction,
+        arrival: Instant,
+        len: usize,
+        sent: &mut Sent,
+    ) -> ChunkPlan {
         let mut chunk = ChunkPlan::default();
-        for hit in self.active(dir) {
+        let active = self.active(dir);
+        sent.keep_limits(&active);
+        for hit in active {
+            // A stream-bound cut (reset_peer, timeout) holds the stream.
+            if let Some(hold) = stream_hold(&hit.fault().kind, dir, arrival) {
+                chunk.hold = Some((hit, hold));
+                continue;
+            }
             match &hit.fault().kind {
                 FaultKind::Latency(l) => {
                     let at = arrival + self.plan.hit_delay(&hit, l);
@@ -271,14 +233,14 @@ impl Conn<'_> {
                 }
                 FaultKind::Blackhole => {
                     let (_, end) = self.plan.hit_next_change(&hit);
-                    chunk.discard = Some(end);
+                    chunk.hold = Some((hit.clone(), Hold::Blackhole(end)));
                 }
                 FaultKind::Reset(cut) | FaultKind::Close(cut) => {
                     let verdict = Verdict::of(&hit.fault().kind);
                     match (cut.after_bytes, cut.after) {
                         (Some(limit), _) => {
-                            if sent + len as u64 >= limit.0 {
-                                let keep = limit.0.saturating_sub(sent) as usize;
+                            if sent.total + len as u64 >= limit.0 {
+                                let keep = limit.0.saturating_sub(sent.total) as usize;
                                 chunk.truncate = Some((keep, verdict));
                             }
                         }
@@ -286,20 +248,21 @@ impl Conn<'_> {
                         (None, Some(_)) => {} // handled by the timers
                     }
                 }
-                FaultKind::LimitData(l) if sent + len as u64 >= l.bytes.0 => {
-                    let keep = l.bytes.0.saturating_sub(sent) as usize;
-                    chunk.truncate = Some((keep, Verdict::Close));
+                FaultKind::LimitData(l) => {
+                    let counted = sent.since_limit(&hit.fault().name);
+                    if counted + len as u64 >= l.bytes.0 {
+                        let keep = l.bytes.0.saturating_sub(counted) as usize;
+                        chunk.truncate = Some((keep, Verdict::Close));
+                    }
                 }
                 _ => {}
             }
         }
         if chunk.truncate.is_some() {
             // Record once, where the cut happens.
-            self.record_kind(dir, |k| {
-                matches!(
-                    k,
-                    FaultKind::Reset(_) | FaultKind::Close(_) | FaultKind::LimitData(_)
-                )
+            self.record_kind(dir, |k| match k {
+                FaultKind::Reset(c) | FaultKind::Close(c) => c.stream.is_none(),
+                k => matches!(k, FaultKind::LimitData(_)),
             });
         }
         chunk
@@ -364,40 +327,56 @@ impl Conn<'_> {
             drop(tx);
         };
         let egress = async {
-            let mut sent: u64 = 0;
-            let mut discarded_until: Option<Option<Instant>> = None;
-            let mut next_free = clock::now();
+            let mut sent = Sent::default();
+            let mut hold: Option<Hold> = None;
+            let mut changes = self.plan.subscribe();
+            let mut pace = Pace::default();
             loop {
-                let blackhole_end = async {
-                    match discarded_until {
-                        Some(Some(end)) => clock::sleep_until(end).await,
-                        _ => std::future::pending().await,
+                let deadline = async {
+                    match hold.and_then(Hold::deadline) {
+                        Some((at, verdict)) => {
+                            clock::sleep_until(at).await;
+                            verdict
+                        }
+                        None => std::future::pending().await,
                     }
+                };
+                let removed = async {
+                    if hold != Some(Hold::Timeout) {
+                        return std::future::pending().await;
+                    }
+                    while changes.changed().await.is_ok() {
+                        if !self.holds_timeout(dir) {
+                            return;
+                        }
+                    }
+                    std::future::pending().await
                 };
                 let next = tokio::select! {
                     biased;
-                    _ = blackhole_end => return Some(Verdict::Close),
+                    verdict = deadline => return Some(verdict),
+                    _ = removed => return Some(Verdict::Close),
                     next = rx.recv() => next,
                 };
                 let Some((arrival, mut data)) = next else {
                     if read_failed.load(Ordering::SeqCst) {
                         return Some(Verdict::Close);
                     }
-                    self.slow_close(dir).await;
-                    let _ = writer.shutdown().await;
-                    return discarded_until.map(|_| Verdict::Close);
+                    return self.stream_ended(dir, hold, writer).await;
                 };
-                let chunk = self.plan_chunk(dir, arrival, data.len(), sent);
-                if let Some(until) = chunk.discard {
-                    if discarded_until.is_none() {
-                        self.record_kind(dir, |k| matches!(k, FaultKind::Blackhole));
+                let mut chunk = self.plan_chunk(dir, arrival, data.len(), &mut sent);
+                match (hold, chunk.hold.take()) {
+                    (None, Some((hit, new))) => {
+                        self.plan.record_hit(&hit, "connection");
+                        hold = Some(new);
+                        continue;
                     }
-                    discarded_until = Some(until);
-                    continue;
-                }
-                if discarded_until.is_some() {
-                    // The stream lost bytes in the blackhole: it cannot go on.
-                    return Some(Verdict::Close);
+                    // Swallowed: still held, or an armed reset_peer that
+                    // fires whatever happens to its toxic.
+                    (Some(_), Some(_)) | (Some(Hold::ResetPeer(_)), None) => continue,
+                    // The stream lost bytes in the hold: it cannot go on.
+                    (Some(_), None) => return Some(Verdict::Close),
+                    (None, None) => {}
                 }
                 if let Some(at) = chunk.release_at {
                     self.record_kind(dir, |k| matches!(k, FaultKind::Latency(_)));
@@ -407,8 +386,8 @@ impl Conn<'_> {
                     data.truncate(keep);
                 }
                 let len = data.len() as u64;
-                let ok = self.write(dir, writer, data, &chunk, &mut next_free).await;
-                sent += len;
+                let ok = self.write(dir, writer, data, &chunk, &mut pace).await;
+                sent.total += len;
                 if let Some((_, verdict)) = chunk.truncate {
                     let _ = writer.flush().await;
                     return Some(verdict);
@@ -429,54 +408,84 @@ impl Conn<'_> {
         }
     }
 
-    /// Writes a chunk, sliced and paced as the active faults say.
+    /// Writes a chunk, sliced and paced as the active faults say: slicer
+    /// (toxics/slicer.go) in Toxiproxy's slices, each followed by the
+    /// pause, the last one too; bandwidth as [`Pace`] says.
     async fn write<W: AsyncWrite + Unpin>(
         &self,
         dir: Direction,
         writer: &mut W,
-        mut data: Bytes,
+        data: Bytes,
         chunk: &ChunkPlan,
-        next_free: &mut Instant,
+        pace: &mut Pace,
     ) -> bool {
-        if chunk.rate.is_none() && chunk.slicer.is_none() {
-            let len = data.len();
-            let ok = writer.write_all(&data).await.is_ok();
-            if ok {
-                self.traffic.add_sent(dir, len);
+        let (slices, pause) = match &chunk.slicer {
+            Some((hit, average, variation, pause)) => {
+                let mut draw = || self.plan.hit_uniform(hit);
+                let ends = slice_ends(data.len(), *average, *variation, &mut draw);
+                (ends, *pause)
             }
-            return ok;
-        }
-        while !data.is_empty() {
-            let piece_len = match &chunk.slicer {
-                Some((hit, average, variation, _)) => {
-                    let (average, variation) = (*average, *variation);
-                    let offset = (self.plan.hit_uniform(hit) * (2 * variation + 1) as f64) as usize;
-                    (average + offset).saturating_sub(variation).max(1)
+            None => (vec![data.len()], Duration::ZERO),
+        };
+        let mut start = 0;
+        for end in slices {
+            let slice = data.slice(start..end);
+            start = end;
+            if slice.is_empty() {
+                continue;
+            }
+            let pieces = chunk.rate.map_or(slice.len(), Pace::piece_len);
+            for piece in slice.chunks(pieces) {
+                if let Some(rate) = chunk.rate {
+                    clock::sleep_until(pace.release(piece.len(), rate)).await;
                 }
-                // Pace in pieces of at most 1/20 s of the rate.
-                None => chunk
-                    .rate
-                    .map_or(CHUNK, |r| ((r / 20.0) as usize).clamp(1, CHUNK)),
-            };
-            let piece = data.split_to(piece_len.min(data.len()));
-            if let Some(rate) = chunk.rate {
-                clock::sleep_until(*next_free).await;
-                *next_free = (*next_free).max(clock::now())
-                    + Duration::from_secs_f64(piece.len() as f64 / rate);
+                if writer.write_all(piece).await.is_err() {
+                    return false;
+                }
+                self.traffic.add_sent(dir, piece.len());
             }
-            if writer.write_all(&piece).await.is_err() {
-                return false;
-            }
-            self.traffic.add_sent(dir, piece.len());
-            if let Some((_, _, _, pause)) = chunk.slicer
-                && !data.is_empty()
-                && !pause.is_zero()
-            {
+            if !pause.is_zero() {
                 let _ = writer.flush().await;
                 clock::sleep(pause).await;
             }
         }
         true
+    }
+
+    /// Ends a direction whose reader reached its end. A held stream ends
+    /// the connection: at once (blackhole, timeout), or when an armed
+    /// reset_peer fires; a stream-bound reset_peer not yet armed is armed
+    /// by the end, and a timeout closes the connection at the end even if
+    /// no data came. Otherwise the end passes on as a half-close, after
+    /// any slow_close.
+    async fn stream_ended<W: AsyncWrite + Unpin>(
+        &self,
+        dir: Direction,
+        hold: Option<Hold>,
+        writer: &mut W,
+    ) -> Option<Verdict> {
+        let now = clock::now();
+        let hold = hold.or_else(|| {
+            self.active(dir).iter().find_map(|hit| {
+                let hold = stream_hold(&hit.fault().kind, dir, now)?;
+                self.plan.record_hit(hit, "connection");
+                Some(hold)
+            })
+        });
+        if let Some(Hold::ResetPeer(at)) = hold {
+            clock::sleep_until(at).await;
+            return Some(Verdict::ResetBoth);
+        }
+        self.slow_close(dir).await;
+        let _ = writer.shutdown().await;
+        hold.map(|_| Verdict::Close)
+    }
+
+    /// Whether a `timeout` still holds `dir` (it was not removed).
+    fn holds_timeout(&self, dir: Direction) -> bool {
+        self.active(dir)
+            .iter()
+            .any(|hit| stream_hold(&hit.fault().kind, dir, clock::now()) == Some(Hold::Timeout))
     }
 
     /// Holds back a close while a `slow_close` fault is active.
@@ -501,18 +510,27 @@ impl Conn<'_> {
         }
     }
 
-    /// Fires `reset`/`close` faults that cut `after` a delay; re-armed
-    /// when the fault list changes; done when both pumps are.
+    /// Fires `reset`/`close` faults that cut `after` a delay (from the
+    /// connection's start; a `timeout`'s from when it began acting);
+    /// re-armed when the fault list changes; done when both pumps are.
     async fn cut_timers(&self) {
         let mut changes = self.plan.subscribe();
         loop {
             let rolls = self.rolls();
             let mut earliest: Option<(Hit, Instant)> = None;
             for hit in rolls.hits() {
+                let from = match &hit.fault().kind {
+                    // reset_peer's timer starts at its stream's first data.
+                    FaultKind::Reset(c) if c.stream.is_some() => continue,
+                    // timeout's, when the toxic began acting (Toxiproxy
+                    // starts its Pipe with the link, or when it is added).
+                    FaultKind::Close(c) if c.stream.is_some() => rolls.since(&hit),
+                    _ => self.opened,
+                };
                 if let FaultKind::Reset(c) | FaultKind::Close(c) = &hit.fault().kind
                     && let Some(after) = c.after
                 {
-                    let at = self.opened + after.get();
+                    let at = from + after.get();
                     if earliest.as_ref().is_none_or(|(_, e)| at < *e) {
                         earliest = Some((hit, at));
                     }
@@ -562,11 +580,12 @@ fn acts_in(kind: &FaultKind, dir: Direction) -> bool {
         FaultKind::SlowClose(s) => s.direction == dir,
         FaultKind::Slicer(s) => s.0.direction == dir,
         FaultKind::LimitData(l) => l.direction == dir,
-        // Truncation counts response bytes; a cut before any byte acts on
-        // whichever side speaks first.
-        FaultKind::Reset(c) | FaultKind::Close(c) => {
-            c.after_bytes.is_none() || dir == Direction::Downstream
-        }
+        // A stream-bound cut acts on its stream; truncation counts response
+        // bytes; a cut before any byte acts on whichever side speaks first.
+        FaultKind::Reset(c) | FaultKind::Close(c) => match c.stream {
+            Some(stream) => stream == dir,
+            None => c.after_bytes.is_none() || dir == Direction::Downstream,
+        },
         FaultKind::Blackhole => true,
         FaultKind::Status(_) | FaultKind::Refuse | FaultKind::Replay(_) => false,
     }

@@ -13,7 +13,12 @@ function check(cond, message) {
 
 function echoServer() {
   return new Promise((resolve) => {
-    const server = net.createServer((s) => s.pipe(s));
+    // reset_peer resets the upstream side too (Toxiproxy sets SO_LINGER 0
+    // on both sockets): an echo must survive ECONNRESET.
+    const server = net.createServer((s) => {
+      s.on("error", () => {});
+      s.pipe(s);
+    });
     server.listen(0, "127.0.0.1", () => resolve(server));
   });
 }
