@@ -115,33 +115,33 @@ pub struct Drill {
 }
 
 impl Drill {
-    /// Runs `experiment` (with `${SERVICE_PORT}` and `${DEPENDENCY_PORT}`
-    /// filled in) in real time, reports in `dir`.
+    /// Runs `experiment` in real time with the variables `SERVICE_PORT` and
+    /// `DEPENDENCY_PORT` set (firedrill fills in `${SERVICE_PORT}` and
+    /// `${DEPENDENCY_PORT}`), reports in `dir`.
     pub fn run(experiment: &Path, service_port: u16, dependency_port: u16, dir: &Path) -> Drill {
         Drill::run_with(experiment, service_port, dependency_port, dir, &[])
     }
 
-    /// [`Drill::run`], also replacing each `(from, to)` in the file.
+    /// [`Drill::run`], also setting each `(name, value)` variable.
     pub fn run_with(
         experiment: &Path,
         service_port: u16,
         dependency_port: u16,
         dir: &Path,
-        replacements: &[(&str, String)],
+        variables: &[(&str, String)],
     ) -> Drill {
-        let mut text = std::fs::read_to_string(experiment)
+        // The experiments under experiments/blackbox/ name fixed ports.
+        let text = std::fs::read_to_string(experiment)
             .unwrap()
-            .replace("${SERVICE_PORT}", &service_port.to_string())
-            .replace("${DEPENDENCY_PORT}", &dependency_port.to_string())
             .replace("127.0.0.1:18080", &format!("127.0.0.1:{service_port}"))
             .replace("127.0.0.1:19001", &format!("127.0.0.1:{dependency_port}"));
-        for (from, to) in replacements {
-            text = text.replace(from, to);
-        }
         let file = dir.join("experiment.yaml");
         std::fs::write(&file, text).unwrap();
         let reports = dir.join("report");
         let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+            .env("SERVICE_PORT", service_port.to_string())
+            .env("DEPENDENCY_PORT", dependency_port.to_string())
+            .envs(variables.iter().map(|(k, v)| (*k, v.as_str())))
             .arg("run")
             .arg(&file)
             .arg("--quiet")
