@@ -182,3 +182,105 @@ pub fn gap_warnings(faults: &[Fault]) -> Vec<String> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fault::FaultFile;
+
+    /// Loads `yaml` as a fault file beside a recording `trace.log` holding
+    /// `trace` (NGINX format).
+    fn load(yaml: &str, trace: &str) -> Result<Vec<Fault>, String> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("trace.log"), trace).unwrap();
+        let file = dir.path().join("f.yaml").display().to_string();
+        let mut faults: FaultFile =
+            crate::schema::from_yaml_str(&file, yaml).map_err(|e| e.to_string())?;
+        load_recordings(&mut faults.faults, &file, yaml, "faults").map_err(|e| e.to_string())?;
+        Ok(faults.faults)
+    }
+
+    /// One request a second for `seconds` seconds, each second listed in
+    /// `silent` left out.
+    fn trace(seconds: u64, silent: &[u64]) -> String {
+        (0..seconds)
+            .filter(|s| !silent.contains(s))
+            .map(|s| format!("{}.100 \"GET / HTTP/1.1\" 200 0.000\n", 1_000 + s))
+            .collect()
+    }
+
+    #[test]
+    fn the_window_lasts_as_long_as_the_recording_unless_for_says_otherwise() {
+        let faults = load(
+            "faults:\n  - { name: a, replay: trace.log }\n  - { name: b, replay: trace.log, for: 2s }\n  - { name: c, replay: trace.log, pattern: { down: 1s, up: 1s } }\n",
+            &trace(5, &[]),
+        )
+        .unwrap();
+        assert_eq!(faults[0].window.length, Some(Duration::from_secs(5)));
+        assert_eq!(faults[1].window.length, Some(Duration::from_secs(2)));
+        assert_eq!(
+            faults[2].window.length, None,
+            "a pattern keeps its own rhythm"
+        );
+    }
+
+    #[test]
+    fn a_bucket_of_at_least_1ms_is_accepted_and_0s_refused() {
+        assert!(
+            load(
+                "faults: [ { replay: { file: trace.log, bucket: 1ms } } ]\n",
+                &trace(2, &[])
+            )
+            .is_ok()
+        );
+        let err = load(
+            "faults: [ { replay: { file: trace.log, bucket: 0s } } ]\n",
+            &trace(2, &[]),
+        )
+        .unwrap_err();
+        assert!(err.contains("bucket: must be at least 1ms"), "{err}");
+    }
+
+    #[test]
+    fn gap_warnings_name_five_gaps_then_count_the_rest() {
+        let five = load(
+            "faults: [ { name: r, replay: trace.log } ]\n",
+            &trace(12, &[1, 3, 5, 7, 9]),
+        )
+        .unwrap();
+        let warning = &gap_warnings(&five)[0];
+        assert!(
+            warning.contains(
+                "records no request in 5 of its 12 buckets (1s-2s, 3s-4s, 5s-6s, 7s-8s, 9s-10s)"
+            ),
+            "{warning}"
+        );
+        let six = load(
+            "faults: [ { name: r, replay: trace.log } ]\n",
+            &trace(13, &[1, 3, 5, 7, 9, 11]),
+        )
+        .unwrap();
+        let warning = &gap_warnings(&six)[0];
+        assert!(warning.contains("9s-10s, 1 more)"), "{warning}");
+        let none = load(
+            "faults: [ { name: r, replay: trace.log } ]\n",
+            &trace(3, &[]),
+        )
+        .unwrap();
+        assert!(gap_warnings(&none).is_empty());
+    }
+
+    #[test]
+    fn debug_output_says_whether_the_recording_was_read_not_its_lines() {
+        let faults = load("faults: [ { replay: trace.log } ]\n", &trace(3, &[])).unwrap();
+        let FaultKind::Replay(replay) = &faults[0].kind else {
+            panic!("a replay");
+        };
+        let shown = format!("{replay:?}");
+        assert!(
+            shown.contains("read: true") && shown.contains("trace.log"),
+            "{shown}"
+        );
+        assert!(!shown.contains("Outcome"), "{shown}");
+    }
+}
