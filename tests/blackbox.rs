@@ -34,7 +34,7 @@ fn the_inferred_breaker_of_a_separate_defense_process_follows_its_own_journal() 
         service.port,
         dependency_port,
         dir.path(),
-        &[("METRICS_PORT", metrics_port.to_string())],
+        &[("${METRICS_PORT:-9}", metrics_port.to_string())],
     );
     drop(service);
     assert_eq!(drill.exit, Some(0), "{}", drill.output);

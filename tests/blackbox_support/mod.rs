@@ -122,26 +122,28 @@ impl Drill {
         Drill::run_with(experiment, service_port, dependency_port, dir, &[])
     }
 
-    /// [`Drill::run`], also setting each `(name, value)` variable.
+    /// [`Drill::run`], also replacing each `(from, to)` in the file.
     pub fn run_with(
         experiment: &Path,
         service_port: u16,
         dependency_port: u16,
         dir: &Path,
-        variables: &[(&str, String)],
+        replacements: &[(&str, String)],
     ) -> Drill {
         // The experiments under experiments/blackbox/ name fixed ports.
-        let text = std::fs::read_to_string(experiment)
+        let mut text = std::fs::read_to_string(experiment)
             .unwrap()
             .replace("127.0.0.1:18080", &format!("127.0.0.1:{service_port}"))
             .replace("127.0.0.1:19001", &format!("127.0.0.1:{dependency_port}"));
+        for (from, to) in replacements {
+            text = text.replace(from, to);
+        }
         let file = dir.join("experiment.yaml");
         std::fs::write(&file, text).unwrap();
         let reports = dir.join("report");
         let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
             .env("SERVICE_PORT", service_port.to_string())
             .env("DEPENDENCY_PORT", dependency_port.to_string())
-            .envs(variables.iter().map(|(k, v)| (*k, v.as_str())))
             .arg("run")
             .arg(&file)
             .arg("--quiet")
