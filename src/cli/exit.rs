@@ -10,6 +10,9 @@ pub const EXIT_ASSERTION: u8 = 1;
 pub const EXIT_INVALID: u8 = 2;
 /// Exit code: the run itself failed (port in use, upstream unresolvable).
 pub const EXIT_RUNTIME: u8 = 3;
+/// Exit code: the steady state did not hold before the first fault, so no
+/// fault was injected.
+pub const EXIT_NOT_HEALTHY: u8 = 4;
 /// Exit code: interrupted by Ctrl-C or SIGTERM.
 pub const EXIT_INTERRUPTED: u8 = 130;
 

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::exit::{CliError, EXIT_ASSERTION, EXIT_INTERRUPTED, EXIT_OK};
+use super::exit::{CliError, EXIT_ASSERTION, EXIT_INTERRUPTED, EXIT_NOT_HEALTHY, EXIT_OK};
 use crate::experiment::config::{ClockKind, TargetSpec};
 use crate::experiment::run::{Ending, Live, RunError};
 use crate::report::{self, RunReport};
@@ -97,6 +97,7 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
     }
     Ok(match result.ending {
         Ending::Interrupted => EXIT_INTERRUPTED,
+        Ending::NotHealthy { .. } => EXIT_NOT_HEALTHY,
         Ending::Halted { .. } => EXIT_ASSERTION,
         Ending::Completed if report.passed => EXIT_OK,
         Ending::Completed => EXIT_ASSERTION,

@@ -42,6 +42,9 @@ pub struct Experiment {
     pub faults: Vec<Fault>,
     /// Expectations, as written.
     pub expect: Vec<String>,
+    /// Steady-state expectations, as written: checked before the first
+    /// fault and after the last.
+    pub steady_state: Vec<String>,
     /// Halt conditions, as written.
     pub halt: Vec<String>,
     /// Named spans of the run.
@@ -237,6 +240,13 @@ struct RawExperiment {
     #[serde(default)]
     #[schemars(schema_with = "crate::experiment::expect::schema")]
     expect: Vec<String>,
+    /// Steady state: expectations without a window (`route A success >=
+    /// 99%`) that must hold over the warm-up before the first fault, checked
+    /// when it would start (if they fail, no fault is injected: exit 4), and
+    /// again after the last fault ends.
+    #[serde(default)]
+    #[schemars(schema_with = "crate::experiment::expect::schema")]
+    steady_state: Vec<String>,
     /// Halt conditions: abort the drill (faults removed, partial report,
     /// exit 1) when one holds; checked every second.
     #[serde(default)]
@@ -419,6 +429,7 @@ fn build(raw: RawExperiment) -> Result<Experiment, String> {
         load: load.into_iter().map(|l| l.0).collect(),
         faults,
         expect: raw.expect,
+        steady_state: raw.steady_state,
         halt: raw.halt,
         phases: raw.phases,
         max_in_flight: raw.max_in_flight.unwrap_or(10_000).max(1),

@@ -20,6 +20,8 @@ pub struct Loaded {
     pub halts: Vec<HaltCondition>,
     /// Its expectations, parsed and checked against its names.
     pub expectations: Vec<super::judge::Checked>,
+    /// Its steady-state checks, windowed by the fault timeline.
+    pub steady: Option<super::steady::SteadyState>,
 }
 
 /// Reads, parses and checks an experiment file; every error names file,
@@ -102,11 +104,17 @@ fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
     }
     let (expectations, bad) = super::judge::check_all(&experiment);
     problems.extend(bad.into_iter().map(|(i, e)| at("expect", i, e)));
+    let names = super::judge::names(&experiment);
+    let steady = super::steady::SteadyState::check(&experiment, &names).unwrap_or_else(|bad| {
+        problems.extend(bad.into_iter().map(|(i, e)| at("steady_state", i, e)));
+        None
+    });
     schema::all_problems(problems)?;
     Ok(Loaded {
         experiment,
         halts,
         expectations,
+        steady,
     })
 }
 

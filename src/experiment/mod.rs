@@ -36,6 +36,7 @@ pub mod network;
 pub mod progress;
 pub mod reported;
 pub mod run;
+pub mod steady;
 pub mod timeline;
 pub mod topology;
 

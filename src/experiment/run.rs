@@ -36,6 +36,12 @@ pub enum Ending {
     },
     /// Ctrl-C or SIGTERM; faults were removed and load stopped.
     Interrupted,
+    /// The steady state did not hold over the warm-up: no fault was
+    /// injected, load stopped.
+    NotHealthy {
+        /// The steady-state checks that failed, with what each saw.
+        failed: Vec<String>,
+    },
 }
 
 /// A finished run.
@@ -52,6 +58,8 @@ pub struct RunResult {
     pub started_at_unix_ms: Option<u64>,
     /// What could not be read after the run (a service's events file).
     pub warnings: Vec<String>,
+    /// How many times each fault was injected, by name.
+    pub injected: std::collections::BTreeMap<String, u64>,
 }
 
 /// What a real-time run shows while it runs.
@@ -74,6 +82,7 @@ pub fn run(
     experiment: &Experiment,
     clock: ClockKind,
     halts: &[HaltCondition],
+    steady: Option<&super::steady::SteadyState>,
     interrupt: impl std::future::Future<Output = ()> + Send + 'static,
     live: Live,
 ) -> Result<RunResult, RunError> {
@@ -88,6 +97,7 @@ pub fn run(
                 experiment,
                 MemoryNetwork::default(),
                 halts,
+                steady,
                 interrupt,
                 Live::default(),
             ))
@@ -97,7 +107,14 @@ pub fn run(
                 .enable_all()
                 .build()
                 .map_err(RunError::Runtime)?;
-            runtime.block_on(execute(experiment, LoopbackNetwork, halts, interrupt, live))
+            runtime.block_on(execute(
+                experiment,
+                LoopbackNetwork,
+                halts,
+                steady,
+                interrupt,
+                live,
+            ))
         }
     }
 }
@@ -106,6 +123,7 @@ async fn execute<N: Network>(
     experiment: &Experiment,
     network: N,
     halts: &[HaltCondition],
+    steady: Option<&super::steady::SteadyState>,
     interrupt: impl std::future::Future<Output = ()> + Send + 'static,
     live: Live,
 ) -> Result<RunResult, RunError> {
@@ -200,10 +218,37 @@ async fn execute<N: Network>(
             start,
         };
         let bar = super::progress::show(view, watched);
-        tokio::pin!(drive, watch, interrupt, bar);
+        let warm_up = async {
+            let Some(steady) = steady else {
+                return std::future::pending().await;
+            };
+            // Just before the first fault would act.
+            let at = steady.check_at.saturating_sub(Duration::from_millis(1));
+            clock::sleep_until(start + at).await;
+            let so_far = collect(
+                experiment,
+                &load,
+                &dependencies,
+                &recorder,
+                line.as_deref(),
+                at,
+            );
+            let failed: Vec<String> = steady
+                .judge_warm_up(&so_far)
+                .into_iter()
+                .filter(|v| !v.passed)
+                .map(|v| format!("{} (seen: {})", v.expectation, v.seen))
+                .collect();
+            if failed.is_empty() {
+                return std::future::pending().await;
+            }
+            failed
+        };
+        tokio::pin!(drive, watch, interrupt, bar, warm_up);
         tokio::select! {
             biased;
             _ = &mut interrupt => Ending::Interrupted,
+            failed = &mut warm_up => Ending::NotHealthy { failed },
             (condition, seen) = &mut watch => Ending::Halted { condition, seen },
             _ = &mut drive => Ending::Completed,
             _ = &mut bar => unreachable!("the live view never ends by itself"),
@@ -254,9 +299,16 @@ async fn execute<N: Network>(
             .sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
         warnings.extend(unread);
     }
+    let mut injected = std::collections::BTreeMap::new();
+    for dependency in &dependencies {
+        for (name, n) in dependency.plan.injected_by_name() {
+            *injected.entry(name).or_insert(0) += n;
+        }
+    }
     Ok(RunResult {
         timeline,
         ending,
+        injected,
         shed: load.shed(),
         started_at_unix_ms,
         warnings,

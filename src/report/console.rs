@@ -55,6 +55,15 @@ pub fn render(report: &RunReport) -> String {
         Ending::Interrupted => {
             let _ = writeln!(out, "\n  INTERRUPTED: every fault removed; partial report");
         }
+        Ending::NotHealthy { failed } => {
+            let _ = writeln!(
+                out,
+                "\n  NOT HEALTHY BEFORE INJECTION: no fault was injected; the steady state failed:"
+            );
+            for f in failed {
+                let _ = writeln!(out, "    {f}");
+            }
+        }
     }
     if !report.verdicts.is_empty() {
         let _ = writeln!(out, "\n  expectations:");
@@ -77,6 +86,7 @@ pub fn render(report: &RunReport) -> String {
         match (&report.ending, report.passed) {
             (Ending::Halted { .. }, _) => "FAILED (halted)",
             (Ending::Interrupted, _) => "INTERRUPTED",
+            (Ending::NotHealthy { .. }, _) => "NOT HEALTHY BEFORE INJECTION",
             (Ending::Completed, true) => "PASSED",
             (Ending::Completed, false) => "FAILED",
         },

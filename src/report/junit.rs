@@ -38,6 +38,10 @@ impl Exporter for Junit {
             s.set_message(match &report.ending {
                 Ending::Halted { condition, seen } => format!("halted: {condition} ({seen})"),
                 Ending::Interrupted => "interrupted".to_string(),
+                Ending::NotHealthy { failed } => format!(
+                    "not healthy before injection, no fault injected: {}",
+                    failed.join("; ")
+                ),
                 Ending::Completed => unreachable!("checked above"),
             });
             let mut case = TestCase::new("run completes", s);

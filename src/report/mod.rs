@@ -127,6 +127,8 @@ pub struct FaultReport {
     pub kind: String,
     /// `[start, end)` in milliseconds.
     pub windows_ms: Vec<(f64, f64)>,
+    /// How many times it was injected (requests it hit).
+    pub injected: u64,
 }
 
 /// Milliseconds with microsecond precision.
@@ -185,6 +187,7 @@ impl RunReport {
                 name: f.name.clone(),
                 kind: f.kind.clone(),
                 windows_ms: f.windows.iter().map(|(a, b)| (ms(*a), ms(*b))).collect(),
+                injected: result.injected.get(&f.name).copied().unwrap_or(0),
             })
             .collect();
         let passed = result.ending == Ending::Completed && verdicts.iter().all(|v| v.passed);
@@ -275,9 +278,18 @@ pub fn execute(
     interrupt: impl std::future::Future<Output = ()> + Send + 'static,
     live: Live,
 ) -> Result<(RunResult, RunReport), RunError> {
-    let result =
-        crate::experiment::run::run(&loaded.experiment, clock, &loaded.halts, interrupt, live)?;
-    let verdicts = crate::experiment::judge::judge(&loaded.expectations, &result.timeline);
+    let result = crate::experiment::run::run(
+        &loaded.experiment,
+        clock,
+        &loaded.halts,
+        loaded.steady.as_ref(),
+        interrupt,
+        live,
+    )?;
+    let mut verdicts = crate::experiment::judge::judge(&loaded.expectations, &result.timeline);
+    if let Some(steady) = &loaded.steady {
+        verdicts.extend(steady.judge(&result.timeline, &result.ending));
+    }
     let report = RunReport::new(&loaded.experiment, clock, &result, verdicts);
     Ok((result, report))
 }

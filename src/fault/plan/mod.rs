@@ -36,6 +36,9 @@ pub struct FaultPlan {
     /// these are the calls that reached the dependency (answered by the
     /// target or by a fault in its place).
     arrivals: Option<Mutex<Vec<Arrival>>>,
+    /// Injections of faults no longer in the list, by name (a halt or an
+    /// interrupt removes every fault; the report still counts them).
+    retired: Mutex<std::collections::BTreeMap<String, u64>>,
     /// Whether faults may be added while traffic runs (the control
     /// plane's proxies). Otherwise the list only ever shrinks (interrupt,
     /// halt), so a connection no fault hit can never be hit later and runs
@@ -197,6 +200,7 @@ impl FaultPlan {
             start,
             seed,
             arrivals: None,
+            retired: Mutex::new(std::collections::BTreeMap::new()),
             additions: false,
         }
     }
@@ -277,7 +281,16 @@ impl FaultPlan {
     pub fn replace(&self, faults: Vec<Fault>) {
         let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
         let version = current.version + 1;
-        *current = Arc::new(Self::build(faults, self.seed, version, Some(&current)));
+        let next = Self::build(faults, self.seed, version, Some(&current));
+        let mut retired = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+        for (fault, state) in current.faults.iter().zip(&current.states) {
+            if !next.states.iter().any(|s| Arc::ptr_eq(s, state)) {
+                *retired.entry(fault.name.clone()).or_default() +=
+                    state.injected.load(Ordering::Relaxed);
+            }
+        }
+        drop(retired);
+        *current = Arc::new(next);
         self.version.store(version, Ordering::Release);
         drop(current);
         self.changes.send_replace(version);
@@ -379,6 +392,21 @@ impl FaultPlan {
         hit.state().injected.fetch_add(1, Ordering::Relaxed);
         let fault = hit.fault();
         tracing::info!(fault = %fault.name, kind = fault.kind.key(), %target, "fault injected");
+    }
+
+    /// How many times each fault was injected, by name, over the plan's
+    /// life (removed faults included).
+    pub fn injected_by_name(&self) -> std::collections::BTreeMap<String, u64> {
+        let mut all = self
+            .retired
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let snapshot = self.snapshot();
+        for (fault, state) in snapshot.faults.iter().zip(&snapshot.states) {
+            *all.entry(fault.name.clone()).or_default() += state.injected.load(Ordering::Relaxed);
+        }
+        all
     }
 
     /// How many times fault `index` of the current list was injected.

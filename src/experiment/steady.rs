@@ -1,0 +1,160 @@
+//! Steady state, as Chaos Toolkit users know it: expectations that must
+//! hold before the first fault (over the warm-up, `[0, first fault start)`)
+//! and again after the last one ends (`[last fault end, duration)`). They
+//! are checked just before the first fault would start: if the system is
+//! not healthy then, no fault is injected and the run ends as "not healthy
+//! before injection" with its own exit code.
+//!
+//! Each sentence is an expectation without a window (`route shop success
+//! >= 99%`); the windows come from the fault timeline.
+
+use super::config::Experiment;
+use super::expect::{self, Expectation, Names, Verdict};
+use super::timeline::Timeline;
+use crate::clock::Duration;
+use crate::schema::units::Dur;
+
+/// The steady-state checks of an experiment, windowed.
+#[derive(Debug, Clone)]
+pub struct SteadyState {
+    /// When the warm-up ends: the first fault's start.
+    pub check_at: Duration,
+    /// Over the warm-up.
+    pub before: Vec<Expectation>,
+    /// After the last fault ends; empty when a fault lasts to the end.
+    pub after: Vec<Expectation>,
+}
+
+/// `sentence` with `window` where the grammar takes it: before the bound
+/// (`route A success >= 99%`, `calls to /a == 0`), else at the end
+/// (`breaker B never opens`).
+fn with_window(sentence: &str, window: &str) -> String {
+    let bound = [" >= ", " <= ", " == ", " > ", " < ", " within "]
+        .iter()
+        .filter_map(|op| sentence.find(op))
+        .min();
+    match bound {
+        Some(at) => format!("{} {window}{}", &sentence[..at], &sentence[at..]),
+        None => format!("{sentence} {window}"),
+    }
+}
+
+/// Words that give a sentence its own window, which steady state sets.
+const WINDOWS: &[&str] = &[" between ", " during ", " while ", " in phase "];
+
+impl SteadyState {
+    /// Parses and checks `experiment.steady_state`: `None` when it has none;
+    /// else the checks, or the index of each bad sentence with what is wrong.
+    pub fn check(
+        experiment: &Experiment,
+        names: &Names,
+    ) -> Result<Option<SteadyState>, Vec<(usize, String)>> {
+        if experiment.steady_state.is_empty() {
+            return Ok(None);
+        }
+        let starts = experiment.faults.iter().map(|f| f.window.start);
+        let check_at = starts.min().unwrap_or(experiment.duration);
+        if check_at.is_zero() {
+            return Err(vec![(
+                0,
+                "steady state needs a warm-up: the first fault starts at 0s; start it later so the system can be seen healthy first".to_string(),
+            )]);
+        }
+        // The last fault's end; none when one lasts to the end of the run.
+        let last_end = experiment
+            .faults
+            .iter()
+            .map(|f| f.window.end())
+            .try_fold(Duration::ZERO, |acc, end| end.map(|e| acc.max(e)))
+            .filter(|end| *end < experiment.duration);
+        let mut before = Vec::new();
+        let mut after = Vec::new();
+        let mut problems = Vec::new();
+        for (i, sentence) in experiment.steady_state.iter().enumerate() {
+            if let Some(word) = WINDOWS.iter().find(|w| sentence.contains(**w)) {
+                problems.push((
+                    i,
+                    format!(
+                        "`{}`: a steady-state sentence takes its window from the faults (before the first, after the last); leave out `{}`",
+                        sentence.trim(),
+                        word.trim()
+                    ),
+                ));
+                continue;
+            }
+            let windowed = |from: Duration, to: Duration| {
+                with_window(
+                    sentence.trim(),
+                    &format!("between {} and {}", Dur(from), Dur(to)),
+                )
+            };
+            let mut parse = |text: String, into: &mut Vec<Expectation>| {
+                let parsed = expect::parse(&text).map_err(|e| e.to_string());
+                match parsed.and_then(|p| expect::check(&p, names).map(|()| p)) {
+                    Ok(p) => into.push(p),
+                    Err(e) => problems.push((i, e)),
+                }
+            };
+            parse(windowed(Duration::ZERO, check_at), &mut before);
+            if let Some(end) = last_end {
+                parse(windowed(end, experiment.duration), &mut after);
+            }
+        }
+        if !problems.is_empty() {
+            // One report per sentence (its "before" and "after" fail alike).
+            problems.dedup_by_key(|(i, _)| *i);
+            return Err(problems);
+        }
+        Ok(Some(SteadyState {
+            check_at,
+            before,
+            after,
+        }))
+    }
+
+    /// Judges the warm-up on the run so far: only requests that have
+    /// finished count (one still in flight has no answer yet).
+    pub fn judge_warm_up(&self, timeline: &Timeline) -> Vec<Verdict> {
+        let mut finished = timeline.clone();
+        finished
+            .requests
+            .retain(|r| r.status.is_some() || r.client_error.is_some());
+        expect::evaluate_all(&self.before, &finished)
+    }
+
+    /// The steady-state verdicts of a run: before the first fault, and
+    /// after the last unless the run ended at the warm-up.
+    pub fn judge(&self, timeline: &Timeline, ending: &super::run::Ending) -> Vec<Verdict> {
+        let mut verdicts = expect::evaluate_all(&self.before, timeline);
+        if !matches!(ending, super::run::Ending::NotHealthy { .. }) {
+            verdicts.extend(expect::evaluate_all(&self.after, timeline));
+        }
+        verdicts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_window;
+
+    #[test]
+    fn the_window_goes_before_the_bound_or_at_the_end() {
+        let w = "between 0s and 3s";
+        assert_eq!(
+            with_window("route A success >= 99%", w),
+            "route A success between 0s and 3s >= 99%"
+        );
+        assert_eq!(
+            with_window("route A p99 within 5% of 20ms", w),
+            "route A p99 between 0s and 3s within 5% of 20ms"
+        );
+        assert_eq!(
+            with_window("calls to /a/* == 0", w),
+            "calls to /a/* between 0s and 3s == 0"
+        );
+        assert_eq!(
+            with_window("breaker B never opens", w),
+            "breaker B never opens between 0s and 3s"
+        );
+    }
+}

@@ -1,0 +1,106 @@
+//! Steady state: checked over the warm-up before the first fault and again
+//! after the last; unhealthy before injection means no fault is injected
+//! (the fault proxy's counter stays at 0) and exit 4.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+fn run(file: &str) -> (Option<i32>, String, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .args(["run", file, "--report-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let report =
+        serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        report,
+    )
+}
+
+fn injected(report: &Value, fault: &str) -> u64 {
+    report["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == fault)
+        .unwrap()["injected"]
+        .as_u64()
+        .unwrap()
+}
+
+#[test]
+fn a_system_unhealthy_before_injection_gets_no_fault_and_exit_4() {
+    let (code, stdout, report) = run("fixtures/steady/unhealthy_before.yaml");
+    assert_eq!(code, Some(4), "{stdout}");
+    assert!(
+        stdout.contains("NOT HEALTHY BEFORE INJECTION: no fault was injected"),
+        "{stdout}"
+    );
+    assert_eq!(
+        injected(&report, "stock-down"),
+        0,
+        "the proxy never hit a request"
+    );
+    assert_eq!(report["ending"]["kind"], "not_healthy", "{report:#}");
+    assert_eq!(report["ending"]["failed"].as_array().unwrap().len(), 1);
+    assert!(!report["passed"].as_bool().unwrap());
+    // The run stopped at the warm-up's end: nothing was sent after 3 s.
+    assert!(
+        report["duration_ms"].as_f64().unwrap() < 3000.0,
+        "{}",
+        report["duration_ms"]
+    );
+    let after: Vec<&Value> = report["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["expectation"].as_str().unwrap().contains("between 6s"))
+        .collect();
+    assert!(
+        after.is_empty(),
+        "no after-check for a run that never injected"
+    );
+}
+
+#[test]
+fn a_system_healthy_before_and_after_passes_both_checks_and_gets_its_fault() {
+    let (code, stdout, report) = run("fixtures/steady/healthy_around_outage.yaml");
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(injected(&report, "stock-down") > 0, "{report:#}");
+    let sentences: Vec<&str> = report["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["expectation"].as_str().unwrap())
+        .collect();
+    for s in [
+        "route shop fallback between 0s and 3s <= 5%",
+        "route shop fallback between 6s and 10s <= 5%",
+        "route shop p99 between 0s and 3s <= 100ms",
+        "route shop p99 between 6s and 10s <= 100ms",
+    ] {
+        assert!(sentences.contains(&s), "{s} in {sentences:?}");
+    }
+}
+
+#[test]
+fn a_system_that_does_not_recover_fails_the_check_after_the_last_fault() {
+    let (code, stdout, report) = run("fixtures/steady/not_steady_after.yaml");
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(injected(&report, "stock-down") > 0);
+    let failed: Vec<&str> = report["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["passed"] == false)
+        .map(|v| v["expectation"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, ["route shop fallback between 6s and 10s <= 5%"]);
+}
