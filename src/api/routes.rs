@@ -43,7 +43,7 @@ fn not_allowed() -> ApiError {
 /// A path segment with its `%XX` escapes decoded, as Go's `net/http`
 /// decodes Toxiproxy's paths (so `/proxies/with%20space` names the proxy
 /// `with space`). Decoded per segment, so `%2F` stays inside a name.
-fn decode_segment(segment: &str) -> Result<String, ApiError> {
+pub fn decode_segment(segment: &str) -> Result<String, ApiError> {
     let invalid = || {
         ApiError::invalid(format!(
             "path segment {segment:?}: invalid percent-encoding"

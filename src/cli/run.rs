@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::exit::{CliError, EXIT_ASSERTION, EXIT_INTERRUPTED, EXIT_NOT_HEALTHY, EXIT_OK};
 use crate::experiment::config::{ClockKind, TargetSpec};
-use crate::experiment::run::{Ending, Live, RunError};
+use crate::experiment::run::{ControlOptions, Ending, Live, RunError};
 use crate::report::{self, RunReport};
 use crate::schema::{SchemaError, Segment};
 
@@ -48,6 +48,15 @@ pub struct RunArgs {
     /// names) on this address during a real-time run.
     #[arg(long)]
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Serve the control endpoint here during a real-time run: start and
+    /// stop faults declared `at: manual`, halt the drill, read the status
+    /// (GET /status, POST /faults/NAME/start|stop, POST /halt). Anything
+    /// but loopback needs --control-token.
+    #[arg(long, value_name = "ADDR")]
+    pub control: Option<std::net::SocketAddr>,
+    /// Require `Authorization: Bearer <token>` on the control endpoint.
+    #[arg(long, env = "FIREDRILL_CONTROL_TOKEN", hide_env_values = true)]
+    pub control_token: Option<String>,
 }
 
 /// `--clock`.
@@ -83,10 +92,25 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
             "--clock virtual: a real target (target.url) needs the real clock",
         ));
     }
+    let token = options.control_token.clone().filter(|t| !t.is_empty());
+    if let Some(addr) = options.control
+        && !addr.ip().is_loopback()
+        && token.is_none()
+    {
+        return Err(CliError::invalid(format!(
+            "--control {addr}: not a loopback address; the endpoint starts faults and halts the drill, so give --control-token (or FIREDRILL_CONTROL_TOKEN) to listen there"
+        )));
+    }
+    if options.control.is_some() && clock == ClockKind::Virtual {
+        return Err(CliError::invalid(
+            "--control: people start faults in real time; give --clock real (a virtual run is over in moments)",
+        ));
+    }
     let live = Live {
         progress: !options.quiet,
         progress_interval: options.progress_interval.get(),
         metrics_listen: options.metrics_listen,
+        control: options.control.map(|addr| ControlOptions { addr, token }),
     };
     let (result, report) = report::execute(&loaded, clock, super::runtime::stop_signal(), live)
         .map_err(|e| located(&options.file, e))?;

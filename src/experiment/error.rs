@@ -49,4 +49,13 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
+    /// `--control` could not be bound.
+    #[error("--control {addr}: cannot bind: {source}")]
+    ControlBind {
+        /// The address asked for.
+        addr: std::net::SocketAddr,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
 }

@@ -50,7 +50,7 @@ pub async fn stand_up(
         let faults = experiment
             .faults
             .iter()
-            .filter(|f| f.dependency.as_deref() == Some(dependency.name.as_str()))
+            .filter(|f| f.dependency.as_deref() == Some(dependency.name.as_str()) && !f.manual)
             .cloned()
             .collect();
         let plan = Arc::new(FaultPlan::new(faults, experiment.seed, start).recording_arrivals());

@@ -24,6 +24,7 @@
 
 pub mod classify;
 pub mod config;
+pub mod control;
 pub mod error;
 pub mod expect;
 pub mod external;

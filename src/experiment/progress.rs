@@ -31,6 +31,8 @@ pub struct Watched<'a> {
     pub line: Option<Arc<DefenseLine>>,
     /// Breaker transitions so far.
     pub recorder: Arc<Recorder>,
+    /// The control endpoint, whose manual faults may be active.
+    pub control: Option<Arc<super::control::Control>>,
     /// Time zero.
     pub start: Instant,
 }
@@ -104,12 +106,15 @@ impl Moment {
     pub fn read(w: &Watched<'_>) -> Moment {
         let elapsed = clock::now().saturating_duration_since(w.start);
         let e = w.experiment;
-        let active = e
+        let mut active: Vec<String> = e
             .faults
             .iter()
-            .filter(|f| f.window.is_active(elapsed))
+            .filter(|f| !f.manual && f.window.is_active(elapsed))
             .map(|f| f.name.clone())
             .collect();
+        if let Some(control) = &w.control {
+            active.extend(control.active());
+        }
         // What the defense line decided, by request id: the load's own
         // records learn it only when the run is collected.
         let decided: std::collections::BTreeMap<u64, (bool, bool)> = w

@@ -72,6 +72,17 @@ pub struct Live {
     pub progress_interval: Duration,
     /// Serve the defense line's Prometheus metrics on this address.
     pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Serve the control endpoint (manual faults, halt, status) here.
+    pub control: Option<ControlOptions>,
+}
+
+/// `--control ADDR [--control-token TOKEN]`.
+#[derive(Debug, Clone)]
+pub struct ControlOptions {
+    /// Where to listen.
+    pub addr: std::net::SocketAddr,
+    /// Required as `Authorization: Bearer <token>` when set.
+    pub token: Option<String>,
 }
 
 pub use super::error::RunError;
@@ -191,6 +202,38 @@ async fn execute<N: Network>(
 
     // Load, halt watch and interrupt.
     let load = Load::new(client, start, experiment.max_in_flight);
+    let control = live.control.as_ref().map(|_| {
+        Arc::new(super::control::Control::new(
+            experiment,
+            &dependencies,
+            start,
+        ))
+    });
+    if let (Some(options), Some(control)) = (&live.control, &control) {
+        let addr = options.addr;
+        let acceptor = crate::net::TcpAcceptor::bind(addr)
+            .await
+            .map_err(|source| RunError::ControlBind { addr, source })?;
+        eprintln!(
+            "control endpoint listening on http://{}",
+            acceptor.local_addr()
+        );
+        let status = super::control::Status {
+            experiment: Arc::new(experiment.clone()),
+            load: load.clone(),
+            line: line.clone(),
+            recorder: recorder.clone(),
+            control: control.clone(),
+            start,
+        };
+        let guard = crate::api::guard::Guard::new(options.token.clone(), 1024);
+        tokio::spawn(super::control::serve(
+            acceptor,
+            status,
+            guard,
+            servers.clone(),
+        ));
+    }
     let (stop_load, load_stop) = ShutdownSignal::new();
     let ending = {
         let drive = async {
@@ -215,9 +258,16 @@ async fn execute<N: Network>(
             load: &load,
             line: line.clone(),
             recorder: recorder.clone(),
+            control: control.clone(),
             start,
         };
         let bar = super::progress::show(view, watched);
+        let halt_asked = async {
+            match &control {
+                Some(control) => control.halted().await,
+                None => std::future::pending().await,
+            }
+        };
         let warm_up = async {
             let Some(steady) = steady else {
                 return std::future::pending().await;
@@ -231,6 +281,7 @@ async fn execute<N: Network>(
                 &dependencies,
                 &recorder,
                 line.as_deref(),
+                &std::collections::BTreeMap::new(),
                 at,
             );
             let failed: Vec<String> = steady
@@ -244,10 +295,14 @@ async fn execute<N: Network>(
             }
             failed
         };
-        tokio::pin!(drive, watch, interrupt, bar, warm_up);
+        tokio::pin!(drive, watch, interrupt, bar, warm_up, halt_asked);
         tokio::select! {
             biased;
             _ = &mut interrupt => Ending::Interrupted,
+            _ = &mut halt_asked => Ending::Halted {
+                condition: "POST /halt on the control endpoint".to_string(),
+                seen: format!("asked at {:.1}s", clock::now().saturating_duration_since(start).as_secs_f64()),
+            },
             failed = &mut warm_up => Ending::NotHealthy { failed },
             (condition, seen) = &mut watch => Ending::Halted { condition, seen },
             _ = &mut drive => Ending::Completed,
@@ -277,15 +332,28 @@ async fn execute<N: Network>(
     } else {
         ended_at
     };
+    let manual = control
+        .as_ref()
+        .map(|c| c.windows(duration))
+        .unwrap_or_default();
     let mut timeline = collect(
         experiment,
         &load,
         &dependencies,
         &recorder,
         line.as_deref(),
+        &manual,
         duration,
     );
     let mut warnings = crate::fault::replay::gap_warnings(&experiment.faults);
+    if control.is_none() {
+        for f in experiment.faults.iter().filter(|f| f.manual) {
+            warnings.push(format!(
+                "fault {} is manual (at: manual) and the run had no --control: it never started",
+                f.name
+            ));
+        }
+    }
     if let Some(system) = &experiment.system {
         let (reported, unread) = super::external::reported(system, &reporters, started_at_unix_ms);
         timeline.reported = reported;
@@ -321,6 +389,7 @@ fn collect(
     dependencies: &[RunningDependency],
     recorder: &Recorder,
     line: Option<&DefenseLine>,
+    manual: &std::collections::BTreeMap<String, Vec<(Duration, Duration)>>,
     duration: Duration,
 ) -> Timeline {
     let reports: std::collections::BTreeMap<u64, crate::defense::CallReport> = recorder
@@ -370,7 +439,12 @@ fn collect(
         .map(|f| FaultWindows {
             name: f.name.clone(),
             kind: f.kind.key().to_string(),
-            windows: windows_of(&f.window, duration),
+            // A manual fault: when people started and stopped it.
+            windows: if f.manual {
+                manual.get(&f.name).cloned().unwrap_or_default()
+            } else {
+                windows_of(&f.window, duration)
+            },
         })
         .collect();
     let defenses = line.and(experiment.defense.as_ref()).into_iter().chain(
@@ -433,7 +507,7 @@ async fn stand_up_target<N: Network>(
     };
     let stats = Arc::new(TargetStats::with_routes(routes));
     let plan = Arc::new(
-        FaultPlan::new(experiment.faults.clone(), experiment.seed, start).recording_arrivals(),
+        FaultPlan::new(scheduled(&experiment.faults), experiment.seed, start).recording_arrivals(),
     );
     let (proxy_acceptor, proxy_connector, proxy_authority) = listen().await?;
     match &experiment.target {
@@ -488,6 +562,12 @@ fn spawn_http_proxy<A: crate::net::Acceptor, C: Connector>(
         servers.clone(),
         grace,
     ));
+}
+
+/// The faults with a window in the file: manual ones join the plan only
+/// when started through the control endpoint.
+pub fn scheduled(faults: &[crate::fault::Fault]) -> Vec<crate::fault::Fault> {
+    faults.iter().filter(|f| !f.manual).cloned().collect()
 }
 
 /// The `[start, end)` intervals a window is active within `[0, duration)`.

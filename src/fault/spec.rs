@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 use super::matcher::HttpMatch;
 use super::window::Window;
 use crate::schema::deserialize_checked;
-use crate::schema::units::{ByteSize, Dur, ErrorStatus, Percent, Rate};
+use crate::schema::units::{ByteSize, Dur, ErrorStatus, Percent, Rate, Start};
 
 /// A fault file: the list of faults a proxy injects. Experiments reuse the
 /// same fault entries under their `faults:` key.
@@ -71,6 +71,9 @@ pub struct Fault {
     pub after_idle: Option<crate::clock::Duration>,
     /// In an experiment with dependencies: the one whose proxy applies it.
     pub dependency: Option<String>,
+    /// `at: manual`: the window opens and closes when a person says so
+    /// (`firedrill run --control`); `window` then gives only its length.
+    pub manual: bool,
 }
 
 /// What a fault does.
@@ -434,9 +437,10 @@ pub struct RawFault {
     /// method, path and headers (default: all).
     #[serde(default, rename = "match")]
     matcher: HttpMatch,
-    /// Window start, from the proxy's or run's start (default `0s`).
-    #[serde(default)]
-    at: Dur,
+    /// Window start, from the proxy's or run's start (default `0s`), or
+    /// `manual` (experiments run with `--control`).
+    #[serde(default = "at_zero")]
+    at: Start,
     /// Window length (default: until the end).
     #[serde(default, rename = "for")]
     for_: Option<Dur>,
@@ -511,6 +515,10 @@ fn all() -> Percent {
     Percent::ALL
 }
 
+fn at_zero() -> Start {
+    Start::At(Dur::default())
+}
+
 crate::schema_via!(Fault, RawFault, "Fault");
 crate::schema_via!(Cut, CutFields, "Cut");
 crate::schema_via!(Slicer, SlicerFields, "Slicer");
@@ -547,7 +555,11 @@ impl TryFrom<RawFault> for Fault {
                     .to_string(),
             );
         }
-        let window = Window::new(raw.at.get(), raw.for_.map(Dur::get), raw.pattern)?;
+        let (at, manual) = match raw.at {
+            Start::At(at) => (at.get(), false),
+            Start::Manual => (crate::clock::Duration::ZERO, true),
+        };
+        let window = Window::new(at, raw.for_.map(Dur::get), raw.pattern)?;
         let name = raw.name.unwrap_or_else(|| kind.key().to_string());
         if name.trim().is_empty() {
             return Err("name: a fault name cannot be empty".to_string());
@@ -564,6 +576,7 @@ impl TryFrom<RawFault> for Fault {
             window,
             after_idle,
             dependency: raw.dependency,
+            manual,
         })
     }
 }

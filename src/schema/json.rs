@@ -79,6 +79,20 @@ value_schema!(
 );
 
 value_schema!(
+    super::units::Start,
+    "Start",
+    json_schema!({
+        "description": "When the window opens: a duration from the start (`10s`), or `manual`: started and stopped during the run through `firedrill run --control`.",
+        "anyOf": [
+            { "type": "string", "pattern": DURATION_PATTERN },
+            { "const": 0 },
+            { "const": "manual" },
+        ],
+        "examples": ["10s", "manual"],
+    })
+);
+
+value_schema!(
     Percent,
     "Percentage",
     string_or_number(

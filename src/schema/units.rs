@@ -287,6 +287,29 @@ macro_rules! scalar_serde {
 }
 
 scalar_serde!(Dur, "a duration such as `150ms`, `3s` or `1m`");
+scalar_serde!(Start, "a duration such as `10s`, or `manual`");
+
+/// When a fault's window opens: a time from the start, or `manual` (a
+/// person starts and stops it during the run, `firedrill run --control`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// This long after the start.
+    At(Dur),
+    /// When started through the control endpoint.
+    Manual,
+}
+
+impl FromStr for Start {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        if text.trim() == "manual" {
+            return Ok(Start::Manual);
+        }
+        text.parse::<Dur>()
+            .map(Start::At)
+            .map_err(|e| format!("{e}, or `manual`"))
+    }
+}
 scalar_serde!(Percent, "a percentage such as `30%`");
 scalar_serde!(ByteSize, "a size such as `512`, `64KB` or `1MiB`");
 scalar_serde!(Rate, "a rate such as `100KB/s`");

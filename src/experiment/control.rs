@@ -1,0 +1,349 @@
+//! Live control of a game day run by people (`firedrill run --control
+//! ADDR`): start and stop the faults declared `at: manual`, halt the drill
+//! (faults removed, partial report), and read the live status as JSON.
+//!
+//! ```text
+//! GET  /status               the run now: elapsed, faults, routes, breakers
+//! POST /faults/NAME/start    opens a manual fault's window (for its `for`, if any)
+//! POST /faults/NAME/stop     closes it
+//! POST /halt                 ends the drill as a halt: faults removed, partial report, exit 1
+//! ```
+//!
+//! The same rules as `firedrill server`: browsers are refused, a token
+//! (`--control-token`) is required when given, and anything but loopback
+//! needs one.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use http::{Method, Request, Response, StatusCode};
+use hyper::body::Incoming;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::config::Experiment;
+use super::external::RunningDependency;
+use super::load::Load;
+use super::progress::{Moment, Watched};
+use crate::api::error::ApiError;
+use crate::api::guard::Guard;
+use crate::clock::{self, Duration, Instant};
+use crate::defense::DefenseLine;
+use crate::defense::report::Recorder;
+use crate::fault::{Fault, FaultPlan, Window};
+use crate::http::body::{BoxBody, full};
+
+/// Per manual fault, its windows: start, and end once stopped (or set by
+/// its `for`).
+type Spans = BTreeMap<String, Vec<(Duration, Option<Duration>)>>;
+
+/// The control endpoint's state for one run.
+pub struct Control {
+    /// Time zero of the run.
+    start: Instant,
+    /// Per manual fault: the plan that applies it and the fault as declared.
+    manual: BTreeMap<String, (Arc<FaultPlan>, Fault)>,
+    /// Per manual fault: its windows so far; the last one open while active.
+    log: Mutex<Spans>,
+    /// Set to `true` by `POST /halt`.
+    halt: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for Control {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Control")
+            .field("manual", &self.manual.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Control {
+    /// Control over the manual faults of `experiment`, each applied by the
+    /// plan of its dependency (the target's plan when it names none).
+    pub fn new(
+        experiment: &Experiment,
+        dependencies: &[RunningDependency],
+        start: Instant,
+    ) -> Control {
+        let manual = experiment
+            .faults
+            .iter()
+            .filter(|f| f.manual)
+            .filter_map(|f| {
+                let plan = match &f.dependency {
+                    Some(name) => dependencies.iter().find(|d| &d.name == name),
+                    None => dependencies.first(),
+                }?;
+                Some((f.name.clone(), (plan.plan.clone(), f.clone())))
+            })
+            .collect();
+        Control {
+            start,
+            manual,
+            log: Mutex::new(BTreeMap::new()),
+            halt: watch::Sender::new(false),
+        }
+    }
+
+    fn elapsed(&self) -> Duration {
+        clock::now().saturating_duration_since(self.start)
+    }
+
+    fn log(&self) -> std::sync::MutexGuard<'_, Spans> {
+        self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The manual faults active now (a window with a `for` closes by
+    /// itself).
+    pub fn active(&self) -> Vec<String> {
+        let now = self.elapsed();
+        self.log()
+            .iter()
+            .filter(|(_, spans)| {
+                spans
+                    .last()
+                    .is_some_and(|(from, to)| to.is_none_or(|t| now < t) && *from <= now)
+            })
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    fn manual_fault(&self, name: &str) -> Result<&(Arc<FaultPlan>, Fault), ApiError> {
+        self.manual.get(name).ok_or_else(|| {
+            let names: Vec<&str> = self.manual.keys().map(String::as_str).collect();
+            ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "no manual fault named `{name}`; manual faults (at: manual): {}",
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+            )
+        })
+    }
+
+    /// Opens a manual fault's window now.
+    pub fn start_fault(&self, name: &str) -> Result<Value, ApiError> {
+        let (plan, declared) = self.manual_fault(name)?;
+        if self.active().iter().any(|a| a == name) {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!("`{name}` is already active"),
+            ));
+        }
+        let now = self.elapsed();
+        let mut fault = declared.clone();
+        let window = &declared.window;
+        fault.window = Window {
+            start: now,
+            length: window.length,
+            pattern: window.pattern,
+        };
+        let mut faults: Vec<Fault> = plan
+            .faults()
+            .iter()
+            .filter(|f| f.name != name)
+            .cloned()
+            .collect();
+        faults.push(fault);
+        plan.replace(faults);
+        let end = window.length.map(|l| now + l);
+        self.log()
+            .entry(name.to_string())
+            .or_default()
+            .push((now, end));
+        tracing::info!(fault = name, at = ?now, "manual fault started");
+        Ok(json!({ "fault": name, "active": true, "started_ms": millis(now) }))
+    }
+
+    /// Closes a manual fault's window now.
+    pub fn stop_fault(&self, name: &str) -> Result<Value, ApiError> {
+        let (plan, _) = self.manual_fault(name)?;
+        if !self.active().iter().any(|a| a == name) {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!("`{name}` is not active"),
+            ));
+        }
+        let now = self.elapsed();
+        let faults: Vec<Fault> = plan
+            .faults()
+            .iter()
+            .filter(|f| f.name != name)
+            .cloned()
+            .collect();
+        plan.replace(faults);
+        if let Some(last) = self.log().get_mut(name).and_then(|spans| spans.last_mut()) {
+            last.1 = Some(now);
+        }
+        tracing::info!(fault = name, at = ?now, "manual fault stopped");
+        Ok(json!({ "fault": name, "active": false, "stopped_ms": millis(now) }))
+    }
+
+    /// Asks the run to halt.
+    pub fn request_halt(&self) {
+        self.halt.send_replace(true);
+    }
+
+    /// Resolves once a halt was asked for.
+    pub async fn halted(&self) {
+        let mut rx = self.halt.subscribe();
+        let _ = rx.wait_for(|h| *h).await;
+    }
+
+    /// Each manual fault's windows, the open one closed at `end`.
+    pub fn windows(&self, end: Duration) -> BTreeMap<String, Vec<(Duration, Duration)>> {
+        self.log()
+            .iter()
+            .map(|(name, spans)| {
+                let closed = spans
+                    .iter()
+                    .map(|(from, to)| (*from, to.unwrap_or(end).min(end)))
+                    .filter(|(from, to)| from < to)
+                    .collect();
+                (name.clone(), closed)
+            })
+            .collect()
+    }
+}
+
+fn millis(d: Duration) -> f64 {
+    crate::defense::breaker::millis(d)
+}
+
+/// What the status answer reads, owned so each connection can hold it.
+#[derive(Debug, Clone)]
+pub struct Status {
+    /// The experiment.
+    pub experiment: Arc<Experiment>,
+    /// The load generator.
+    pub load: Arc<Load>,
+    /// The defense line, if any.
+    pub line: Option<Arc<DefenseLine>>,
+    /// Breaker transitions.
+    pub recorder: Arc<Recorder>,
+    /// The control state.
+    pub control: Arc<Control>,
+    /// Time zero.
+    pub start: Instant,
+}
+
+impl Status {
+    /// The run now, as JSON.
+    pub fn now(&self) -> Value {
+        let watched = Watched {
+            experiment: &self.experiment,
+            load: &self.load,
+            line: self.line.clone(),
+            recorder: self.recorder.clone(),
+            control: Some(self.control.clone()),
+            start: self.start,
+        };
+        let m = Moment::read(&watched);
+        let active = self.control.active();
+        json!({
+            "experiment": m.name,
+            "elapsed_ms": millis(m.elapsed),
+            "duration_ms": millis(m.total),
+            "active_faults": m.active,
+            "manual_faults": self.control.manual.keys().map(|name| json!({
+                "name": name,
+                "active": active.contains(name),
+            })).collect::<Vec<_>>(),
+            "routes": m.routes.iter().map(|r| json!({
+                "route": r.name, "ok": r.ok, "fallback": r.fallback,
+                "rejected": r.rejected, "timeouts": r.timeouts,
+            })).collect::<Vec<_>>(),
+            "breakers": m.breakers.iter().map(|(name, state, last)| json!({
+                "name": name,
+                "state": state.to_string(),
+                "last_transition": last,
+            })).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// Answers one control request.
+pub async fn handle(status: Status, guard: Guard, req: Request<Incoming>) -> Response<BoxBody> {
+    let (parts, body) = req.into_parts();
+    let answer = async {
+        guard.admit(&parts)?;
+        guard.body(&parts, body).await?;
+        route(&status, &parts.method, parts.uri.path())
+    }
+    .await;
+    let (code, value) = match answer {
+        Ok(value) => (StatusCode::OK, value),
+        Err(e) => (
+            e.status,
+            json!({ "error": e.message, "status": e.status.as_u16() }),
+        ),
+    };
+    let mut resp = Response::new(full(Bytes::from(format!("{value}\n"))));
+    *resp.status_mut() = code;
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+fn route(status: &Status, method: &Method, path: &str) -> Result<Value, ApiError> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let not_allowed = || {
+        ApiError::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            format!("{method} {path}: see GET /status, POST /faults/NAME/start|stop, POST /halt"),
+        )
+    };
+    match segments.as_slice() {
+        ["status"] if method == Method::GET => Ok(status.now()),
+        ["faults", name, action] if method == Method::POST => {
+            let name = crate::api::routes::decode_segment(name)?;
+            match *action {
+                "start" => status.control.start_fault(&name),
+                "stop" => status.control.stop_fault(&name),
+                _ => Err(not_allowed()),
+            }
+        }
+        ["halt"] if method == Method::POST => {
+            status.control.request_halt();
+            Ok(json!({ "halting": true }))
+        }
+        ["status"] | ["halt"] | ["faults", _, _] => Err(not_allowed()),
+        _ => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("{path}: see GET /status, POST /faults/NAME/start|stop, POST /halt"),
+        )),
+    }
+}
+
+/// Serves the control endpoint on `acceptor` until `shutdown`.
+pub async fn serve<A: crate::net::Acceptor>(
+    acceptor: A,
+    status: Status,
+    guard: Guard,
+    shutdown: crate::http::ShutdownSignal,
+) -> std::io::Result<()> {
+    crate::http::serve(
+        acceptor,
+        Arc::new(crate::http::Open),
+        move |stream, shutdown| {
+            let (status, guard) = (status.clone(), guard.clone());
+            async move {
+                let service = hyper::service::service_fn(move |req| {
+                    let (status, guard) = (status.clone(), guard.clone());
+                    async move { Ok::<_, std::convert::Infallible>(handle(status, guard, req).await) }
+                });
+                crate::http::serve_http(stream, service, shutdown, std::future::pending()).await;
+            }
+        },
+        shutdown,
+        Duration::from_millis(100),
+    )
+    .await
+}
