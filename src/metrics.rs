@@ -161,42 +161,25 @@ pub async fn serve<A: crate::net::Acceptor>(
     registry: Arc<MetricsRegistry>,
     shutdown: crate::http::ShutdownSignal,
 ) -> std::io::Result<()> {
-    crate::http::serve(
-        acceptor,
-        Arc::new(crate::http::Open),
-        move |stream, shutdown| {
-            let registry = registry.clone();
-            async move {
-                let service =
-                    hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
-                        let registry = registry.clone();
-                        async move {
-                            let mut resp = if req.uri().path() == "/metrics" {
-                                let mut out = Exposition::default();
-                                registry.collect(&mut out);
-                                let mut r =
-                                    http::Response::new(crate::http::body::full(out.render()));
-                                r.headers_mut().insert(
-                                    http::header::CONTENT_TYPE,
-                                    http::HeaderValue::from_static("text/plain; version=0.0.4"),
-                                );
-                                r
-                            } else {
-                                http::Response::new(crate::http::body::full("see /metrics\n"))
-                            };
-                            if req.uri().path() != "/metrics" {
-                                *resp.status_mut() = http::StatusCode::NOT_FOUND;
-                            }
-                            Ok::<_, std::convert::Infallible>(resp)
-                        }
-                    });
-                crate::http::serve_http(stream, service, shutdown, std::future::pending()).await;
+    let answer = move |req: http::Request<hyper::body::Incoming>| {
+        let registry = registry.clone();
+        async move {
+            if req.uri().path() != "/metrics" {
+                let mut resp = http::Response::new(crate::http::body::full("see /metrics\n"));
+                *resp.status_mut() = http::StatusCode::NOT_FOUND;
+                return resp;
             }
-        },
-        shutdown,
-        crate::clock::Duration::from_millis(100),
-    )
-    .await
+            let mut out = Exposition::default();
+            registry.collect(&mut out);
+            let mut resp = http::Response::new(crate::http::body::full(out.render()));
+            resp.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("text/plain; version=0.0.4"),
+            );
+            resp
+        }
+    };
+    crate::http::serve_answers(acceptor, answer, shutdown).await
 }
 
 #[cfg(test)]

@@ -4,32 +4,21 @@
 //! same bytes for the same seed.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use serde_json::Value;
+
+mod run_support;
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `firedrill run FILE --clock virtual --quiet --report-dir DIR [extra]`.
-fn run(file: &Path, dir: &Path, extra: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
-        .current_dir(root())
-        .arg("run")
-        .arg(file)
-        .args(["--clock", "virtual", "--quiet", "--report-dir"])
-        .arg(dir)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
+/// `firedrill run FILE --clock virtual --quiet --report-dir DIR [extra]`,
+/// which must exit 0.
+fn run(file: &Path, dir: &Path, extra: &[&str]) -> run_support::Ran {
+    let mut args = vec!["--clock", "virtual", "--quiet"];
+    args.extend_from_slice(extra);
+    run_support::run_ok(file, dir, &args)
 }
 
 fn requests(dir: &Path) -> Vec<Value> {
@@ -60,11 +49,12 @@ fn in_second(requests: &[Value], s: u64) -> Vec<String> {
 #[test]
 fn an_envoy_log_replays_second_by_second_statuses_latencies_resets_and_hangs() {
     let dir = tempfile::tempdir().unwrap();
-    run(
+    let report = run(
         &root().join("fixtures/replay/seconds.yaml"),
         dir.path(),
         &[],
-    );
+    )
+    .report;
     let all = requests(dir.path());
     let five = |what: &str| vec![what.to_string(); 5];
     assert_eq!(in_second(&all, 0), five("200"));
@@ -80,8 +70,6 @@ fn an_envoy_log_replays_second_by_second_statuses_latencies_resets_and_hangs() {
     // Arrivals as logged: every 200 ms from the first.
     let sent: Vec<f64> = all.iter().map(|r| r["sent_ms"].as_f64().unwrap()).collect();
     assert_eq!(&sent[..3], &[0.0, 200.0, 400.0]);
-    let report: Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
     let warnings = report["warnings"].to_string();
     assert!(
         warnings.contains("records no request in 1 of its 6 buckets (4s-5s)"),

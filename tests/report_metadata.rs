@@ -4,6 +4,7 @@
 //! the order of `load:`.
 
 mod client_support;
+mod run_support;
 
 use std::path::Path;
 use std::process::Command;
@@ -13,18 +14,7 @@ use serde_json::Value;
 const FILE: &str = "fixtures/experiments/metadata_real.yaml";
 
 fn run(clock: &str, dir: &Path) {
-    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["run", FILE, "--quiet", "--clock", clock, "--report-dir"])
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_support::run_ok(FILE, dir, &["--quiet", "--clock", clock]);
 }
 
 fn json(path: &Path) -> Value {

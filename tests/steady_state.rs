@@ -2,26 +2,14 @@
 //! after the last; unhealthy before injection means no fault is injected
 //! (the fault proxy's counter stays at 0) and exit 4.
 
-use std::path::Path;
-use std::process::Command;
-
 use serde_json::Value;
+
+mod run_support;
 
 fn run(file: &str) -> (Option<i32>, String, Value) {
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
-        .args(["run", file, "--report-dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let report =
-        serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        report,
-    )
+    let ran = run_support::run(file, dir.path(), &[]);
+    (ran.code, ran.stdout, ran.report)
 }
 
 fn injected(report: &Value, fault: &str) -> u64 {

@@ -329,21 +329,6 @@ pub async fn serve<A: crate::net::Acceptor>(
     guard: Guard,
     shutdown: crate::http::ShutdownSignal,
 ) -> std::io::Result<()> {
-    crate::http::serve(
-        acceptor,
-        Arc::new(crate::http::Open),
-        move |stream, shutdown| {
-            let (status, guard) = (status.clone(), guard.clone());
-            async move {
-                let service = hyper::service::service_fn(move |req| {
-                    let (status, guard) = (status.clone(), guard.clone());
-                    async move { Ok::<_, std::convert::Infallible>(handle(status, guard, req).await) }
-                });
-                crate::http::serve_http(stream, service, shutdown, std::future::pending()).await;
-            }
-        },
-        shutdown,
-        Duration::from_millis(100),
-    )
-    .await
+    let answer = move |req| handle(status.clone(), guard.clone(), req);
+    crate::http::serve_answers(acceptor, answer, shutdown).await
 }

@@ -177,6 +177,20 @@ impl Moment {
         }
     }
 
+    /// `12.3s / 60.0s  active: stock-down`.
+    fn clock_and_faults(&self) -> String {
+        let active = if self.active.is_empty() {
+            "none".to_string()
+        } else {
+            self.active.join(", ")
+        };
+        format!(
+            "{} / {}  active: {active}",
+            seconds(self.elapsed),
+            seconds(self.total)
+        )
+    }
+
     /// The panel's lines.
     pub fn panel(&self, colour: bool) -> Vec<String> {
         let paint = |state: State| {
@@ -191,17 +205,7 @@ impl Moment {
             };
             format!("\x1b[{code}m{text}\x1b[0m")
         };
-        let mut lines = vec![format!(
-            "{}  {} / {}  active: {}",
-            self.name,
-            seconds(self.elapsed),
-            seconds(self.total),
-            if self.active.is_empty() {
-                "none".to_string()
-            } else {
-                self.active.join(", ")
-            }
-        )];
+        let mut lines = vec![format!("{}  {}", self.name, self.clock_and_faults())];
         let width = self
             .routes
             .iter()
@@ -237,16 +241,7 @@ impl Moment {
 
     /// The heartbeat line.
     pub fn heartbeat(&self) -> String {
-        let mut line = format!(
-            "[firedrill] {} / {}  active: {}",
-            seconds(self.elapsed),
-            seconds(self.total),
-            if self.active.is_empty() {
-                "none".to_string()
-            } else {
-                self.active.join(", ")
-            }
-        );
+        let mut line = format!("[firedrill] {}", self.clock_and_faults());
         for r in &self.routes {
             line.push_str(&format!(
                 "  {}: ok {} fallback {} rejected {} timeouts {}",

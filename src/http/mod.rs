@@ -16,5 +16,5 @@ pub mod server;
 pub mod shutdown;
 
 pub use body::{BoxBody, BoxError, boxed, full};
-pub use server::{Gate, Open, serve, serve_http};
+pub use server::{Gate, Open, serve, serve_answers, serve_http};
 pub use shutdown::ShutdownSignal;

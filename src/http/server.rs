@@ -166,3 +166,35 @@ async fn changed(changes: &mut Option<watch::Receiver<u64>>) {
         None => std::future::pending().await,
     }
 }
+
+/// Serves plain request-answer endpoints (metrics, control) on `acceptor`
+/// until `shutdown`: each request is answered by `answer`, through the one
+/// accept loop, with no gate and 100 ms of grace.
+pub async fn serve_answers<A, F, Fut>(
+    acceptor: A,
+    answer: F,
+    shutdown: ShutdownSignal,
+) -> std::io::Result<()>
+where
+    A: Acceptor,
+    F: Fn(http::Request<hyper::body::Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = http::Response<BoxBody>> + Send + 'static,
+{
+    serve(
+        acceptor,
+        Arc::new(Open),
+        move |stream, shutdown| {
+            let answer = answer.clone();
+            async move {
+                let service = hyper::service::service_fn(move |req| {
+                    let answer = answer.clone();
+                    async move { Ok::<_, std::convert::Infallible>(answer(req).await) }
+                });
+                serve_http(stream, service, shutdown, std::future::pending()).await;
+            }
+        },
+        shutdown,
+        Duration::from_millis(100),
+    )
+    .await
+}
