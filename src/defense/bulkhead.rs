@@ -8,6 +8,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::clock::Duration;
 
+/// Turns a full bulkhead gives calls ending at the same instant to release
+/// their slots (enough for a response to travel proxy → defense line).
+const RELEASE_TURNS: u32 = 32;
+
 /// A limit of `max_concurrent` calls in flight.
 #[derive(Debug)]
 pub struct Bulkhead {
@@ -38,9 +42,25 @@ impl Bulkhead {
     }
 
     /// Takes a slot, waiting up to `max_wait`.
+    ///
+    /// With no wait, a full bulkhead gives the tasks already woken a few
+    /// turns before it rejects: a call that ends at this very instant
+    /// releases its slot first (under a paused clock, arrivals and
+    /// completions meet on the same millisecond; judging the arrival first
+    /// would reject what a real bulkhead, where they never meet exactly,
+    /// does not). The turns take no time: the clock cannot move while this
+    /// task is runnable.
     pub async fn acquire(&self) -> Result<OwnedSemaphorePermit, BulkheadFull> {
         let got = if self.max_wait.is_zero() {
-            self.slots.clone().try_acquire_owned().ok()
+            let mut got = self.slots.clone().try_acquire_owned().ok();
+            for _ in 0..RELEASE_TURNS {
+                if got.is_some() {
+                    break;
+                }
+                tokio::task::yield_now().await;
+                got = self.slots.clone().try_acquire_owned().ok();
+            }
+            got
         } else {
             tokio::time::timeout(self.max_wait, self.slots.clone().acquire_owned())
                 .await
@@ -73,6 +93,45 @@ impl Bulkhead {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_ending_at_the_instant_another_arrives_releases_its_slot_first() {
+        let b = Arc::new(Bulkhead::new(1, Duration::ZERO));
+        let at = crate::clock::now() + Duration::from_millis(100);
+        // The arrival's timer was set first, so it is woken first.
+        let arrival = {
+            let b = b.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep_until(at).await;
+                b.acquire().await.map(|_| ())
+            })
+        };
+        let held = b.acquire().await.unwrap();
+        let ending = tokio::spawn(async move {
+            tokio::time::sleep_until(at).await;
+            // The response still travels a few hops before the slot frees.
+            for _ in 0..5 {
+                tokio::task::yield_now().await;
+            }
+            drop(held);
+        });
+        assert_eq!(
+            arrival.await.unwrap(),
+            Ok(()),
+            "released first, then judged"
+        );
+        ending.await.unwrap();
+        assert_eq!(b.rejected(), 0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_bulkhead_still_full_after_the_instants_turns_rejects() {
+        let b = Bulkhead::new(1, Duration::ZERO);
+        let _held = b.acquire().await.unwrap();
+        let before = crate::clock::now();
+        assert_eq!(b.acquire().await.unwrap_err(), BulkheadFull(1));
+        assert_eq!(crate::clock::now(), before, "the turns take no time");
+    }
 
     #[tokio::test(start_paused = true)]
     async fn full_bulkhead_rejects_at_once_and_a_dropped_permit_frees_its_slot() {
