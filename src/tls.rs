@@ -11,8 +11,10 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::{CryptoProvider, WebPkiSupportedAlgorithms};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncReadExt, ReadBuf};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 use crate::clock::Duration;
@@ -78,7 +80,9 @@ impl TlsKeys {
 #[derive(Debug, thiserror::Error)]
 #[error("{key}: {message}")]
 pub struct TlsError {
-    /// The key or flag at fault.
+    /// The setting at fault: `ca_file`, `client_cert` or `client_key`.
+    pub field: &'static str,
+    /// The key or flag at fault, as the user names it.
     pub key: String,
     /// What is wrong, with the file's name.
     pub message: String,
@@ -111,14 +115,19 @@ impl TlsClient {
     /// Reads the files `options` names (relative to `base`) into a client;
     /// an unreadable or invalid file is an error at its key.
     pub fn load(options: &TlsOptions, base: &Path, keys: TlsKeys) -> Result<TlsClient, TlsError> {
-        let fail = |key: &str, message: String| TlsError {
-            key: key.to_string(),
+        let fail = |field: &'static str, message: String| TlsError {
+            field,
+            key: match field {
+                "client_cert" => keys.client_cert.clone(),
+                "client_key" => keys.client_key.clone(),
+                _ => keys.ca_file.clone(),
+            },
             message,
         };
         let provider = provider();
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
-            .map_err(|e| fail(&keys.ca_file, e.to_string()))?;
+            .map_err(|e| fail("ca_file", e.to_string()))?;
         let builder = if options.insecure_skip_verify {
             builder
                 .dangerous()
@@ -129,9 +138,9 @@ impl TlsClient {
             let mut roots = RootCertStore::empty();
             match &options.ca_file {
                 Some(file) => {
-                    for cert in read_certs(&base.join(file)).map_err(|m| fail(&keys.ca_file, m))? {
+                    for cert in read_certs(&base.join(file)).map_err(|m| fail("ca_file", m))? {
                         roots.add(cert).map_err(|e| {
-                            fail(&keys.ca_file, format!("{file}: not a CA certificate: {e}"))
+                            fail("ca_file", format!("{file}: not a CA certificate: {e}"))
                         })?;
                     }
                 }
@@ -145,20 +154,23 @@ impl TlsClient {
         let config = match (&options.client_cert, &options.client_key) {
             (None, None) => builder.with_no_client_auth(),
             (Some(cert), Some(key)) => {
-                let chain = read_certs(&base.join(cert)).map_err(|m| fail(&keys.client_cert, m))?;
+                let chain = read_certs(&base.join(cert)).map_err(|m| fail("client_cert", m))?;
                 let path = base.join(key);
                 let private = PrivateKeyDer::from_pem_file(&path).map_err(|e| {
-                    fail(&keys.client_key, format!("{}: no private key: {e}", path.display()))
+                    fail(
+                        "client_key",
+                        format!("{}: no private key: {e}", path.display()),
+                    )
                 })?;
                 builder
                     .with_client_auth_cert(chain, private)
-                    .map_err(|e| fail(&keys.client_key, format!("{key}: {e}")))?
+                    .map_err(|e| fail("client_key", format!("{key}: {e}")))?
             }
             (Some(_), None) => {
-                return Err(fail(&keys.client_key, "give it with client_cert".to_string()));
+                return Err(fail("client_key", "give it with client_cert".to_string()));
             }
             (None, Some(_)) => {
-                return Err(fail(&keys.client_cert, "give it with client_key".to_string()));
+                return Err(fail("client_cert", "give it with client_key".to_string()));
             }
         };
         Ok(TlsClient {
@@ -173,20 +185,13 @@ impl TlsClient {
         self.insecure
     }
 
-    /// The warning a run prints and reports when verification is off.
-    pub fn warning(&self, url: &str) -> Option<String> {
-        self.insecure.then(|| {
-            format!(
-                "{}: TLS certificate verification is OFF for {url}: any server is trusted",
-                self.keys.insecure.trim_end_matches(": true")
-            )
-        })
-    }
-
     /// Says what a failed handshake with `host` means and what to give.
     fn explain(&self, host: &str, err: io::Error) -> io::Error {
         let keys = &self.keys;
-        let Some(tls) = err.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()) else {
+        let Some(tls) = err
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<rustls::Error>())
+        else {
             return err;
         };
         let message = match tls {
@@ -281,6 +286,11 @@ pub struct ServiceConnector {
 }
 
 impl ServiceConnector {
+    /// Plain TCP to `tcp`.
+    pub fn plain(tcp: TcpConnector) -> ServiceConnector {
+        ServiceConnector { tcp, tls: None }
+    }
+
     /// Plain TCP to `tcp`, or TLS on top for `host` (the URL's host: SNI and
     /// the name the certificate must hold).
     pub fn new(tcp: TcpConnector, tls: Option<(TlsClient, &str)>) -> io::Result<ServiceConnector> {

@@ -78,6 +78,9 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
             "--clock virtual: a real target (target.url) needs the real clock",
         ));
     }
+    for warning in loaded.experiment.tls_warnings() {
+        eprintln!("warning: {warning}");
+    }
     let live = Live {
         progress: !options.quiet,
         metrics_listen: options.metrics_listen,

@@ -5,7 +5,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::config::{DependencySpec, Experiment, SystemSpec, Upstream as DependencyUpstream};
+use super::config::{
+    DependencySpec, Experiment, Service, SystemSpec, Upstream as DependencyUpstream,
+};
 use super::error::RunError;
 use super::infer::{InferParams, infer};
 use super::reported::{Change, ReportedSource, read_events};
@@ -19,8 +21,9 @@ use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream, authority};
 use crate::net::{self, Connector, TcpAcceptor, TcpConnector};
 use crate::proxy::record::{Collected, Recorder as ProxyRecorder};
-use crate::proxy::{ProxyMode, Telemetry, serve_mode_with};
+use crate::proxy::{Forward, ProxyMode, Telemetry, serve_forward};
 use crate::target::TargetStats;
+use crate::tls::{ServiceConnector, TlsClient, TlsKeys};
 
 /// A dependency proxy that is running.
 #[derive(Debug)]
@@ -55,7 +58,7 @@ pub async fn stand_up(
             .collect();
         let plan = Arc::new(FaultPlan::new(faults, experiment.seed, start).recording_arrivals());
         let acceptor = bind(dependency).await?;
-        let connector = upstream(dependency, servers).await?;
+        let forward = upstream(dependency, servers).await?;
         let proxy_acceptor = match &dependency.defense {
             None => acceptor,
             Some(config) => {
@@ -91,9 +94,9 @@ pub async fn stand_up(
                 Some(records.clone() as Arc<dyn crate::proxy::record::RecordSink>),
             ),
         };
-        tokio::spawn(serve_mode_with(
+        tokio::spawn(serve_forward(
             proxy_acceptor,
-            Arc::new(connector),
+            forward,
             plan.clone(),
             ProxyMode::Http,
             servers.clone(),
@@ -135,7 +138,7 @@ async fn bind(dependency: &DependencySpec) -> Result<TcpAcceptor, RunError> {
 async fn upstream(
     dependency: &DependencySpec,
     servers: &ShutdownSignal,
-) -> Result<TcpConnector, RunError> {
+) -> Result<Forward<ServiceConnector>, RunError> {
     match &dependency.upstream {
         DependencyUpstream::Builtin(routes) => {
             let acceptor = TcpAcceptor::bind("127.0.0.1:0".parse().expect("literal address"))
@@ -144,25 +147,65 @@ async fn upstream(
             let addr = acceptor.local_addr();
             let stats = Arc::new(TargetStats::with_routes(routes.clone()));
             tokio::spawn(crate::target::serve(acceptor, stats, servers.clone()));
-            Ok(TcpConnector { addr })
+            Ok(Forward {
+                connector: Arc::new(ServiceConnector::plain(TcpConnector { addr })),
+                rewrite: Default::default(),
+            })
         }
-        DependencyUpstream::Url(url) => {
-            let error = |message: &str, source| RunError::Topology {
-                key: format!("dependencies.{}.upstream", dependency.name),
-                message: format!("{url}: {message}"),
-                source,
-            };
-            let addr = net::resolve(authority(url))
+        DependencyUpstream::Url(service) => {
+            dial(service)
                 .await
-                .map_err(|e| error("cannot resolve", e))?;
-            let connector = TcpConnector { addr };
-            connector
-                .connect()
-                .await
-                .map_err(|e| error("unreachable at start", e))?;
-            Ok(connector)
+                .map_err(|(message, source)| RunError::Topology {
+                    key: format!("{}.upstream", service.at),
+                    message: format!("{}: {message}", service.endpoint.url()),
+                    source,
+                })
         }
     }
+}
+
+/// Resolves a real service, connects once (for `https://`, a whole
+/// handshake) and returns how to forward to it; an error says at which
+/// step it failed.
+pub(super) async fn dial(
+    service: &Service,
+) -> Result<Forward<ServiceConnector>, (&'static str, std::io::Error)> {
+    let endpoint = &service.endpoint;
+    let addr = net::resolve(&endpoint.authority)
+        .await
+        .map_err(|e| ("cannot resolve", e))?;
+    let tls = match (&service.client, endpoint.https) {
+        (_, false) => None,
+        (Some(client), true) => Some(client.clone()),
+        // Not read with the file (a library caller): the files are
+        // relative to the working directory.
+        (None, true) => Some(
+            TlsClient::load(
+                &service.tls,
+                std::path::Path::new(""),
+                TlsKeys::yaml(&format!("{}.tls", service.at)),
+            )
+            .map_err(|e| {
+                (
+                    "bad tls",
+                    std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
+                )
+            })?,
+        ),
+    };
+    let connector = ServiceConnector::new(
+        TcpConnector { addr },
+        tls.map(|c| (c, endpoint.host.as_str())),
+    )
+    .map_err(|e| ("bad host", e))?;
+    connector
+        .probe()
+        .await
+        .map_err(|e| ("unreachable at start", e))?;
+    Ok(Forward {
+        connector: Arc::new(connector),
+        rewrite: endpoint.rewrite(),
+    })
 }
 
 /// The service's breakers as inferred from the run: their transitions, in

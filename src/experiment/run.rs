@@ -17,8 +17,8 @@ use crate::defense::report::Recorder;
 use crate::fault::FaultPlan;
 use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream};
-use crate::net::{self, Connector, TcpConnector};
-use crate::proxy::{ProxyMode, serve_mode};
+use crate::net::Connector;
+use crate::proxy::{Forward, ProxyMode, serve_forward};
 use crate::target::TargetStats;
 
 /// How a run ended.
@@ -228,7 +228,8 @@ async fn execute<N: Network>(
         line.as_deref(),
         duration,
     );
-    let mut warnings = crate::fault::replay::gap_warnings(&experiment.faults);
+    let mut warnings = experiment.tls_warnings();
+    warnings.extend(crate::fault::replay::gap_warnings(&experiment.faults));
     if let Some(system) = &experiment.system {
         let (reported, unread) = super::external::reported(system, &reporters, started_at_unix_ms);
         timeline.reported = reported;
@@ -380,25 +381,22 @@ async fn stand_up_target<N: Network>(
                 stats.clone(),
                 servers.clone(),
             ));
-            spawn_http_proxy(proxy_acceptor, connector, &plan, servers, grace);
+            let forward = Forward {
+                connector: Arc::new(connector),
+                rewrite: Default::default(),
+            };
+            spawn_proxy(proxy_acceptor, forward, &plan, servers, grace);
         }
-        TargetSpec::Url(url) => {
-            let authority = crate::http::client::authority(url);
-            let addr = net::resolve(authority)
-                .await
-                .map_err(|source| RunError::TargetResolve {
-                    url: url.clone(),
-                    source,
-                })?;
-            let connector = TcpConnector { addr };
-            connector
-                .connect()
-                .await
-                .map_err(|source| RunError::TargetUnreachable {
-                    url: url.clone(),
-                    source,
-                })?;
-            spawn_http_proxy(proxy_acceptor, connector, &plan, servers, grace);
+        TargetSpec::Url(service) => {
+            let url = service.endpoint.url();
+            let forward =
+                super::external::dial(service)
+                    .await
+                    .map_err(|(step, source)| match step {
+                        "cannot resolve" => RunError::TargetResolve { url, source },
+                        _ => RunError::TargetUnreachable { url, source },
+                    })?;
+            spawn_proxy(proxy_acceptor, forward, &plan, servers, grace);
         }
     }
     let to_proxy: Arc<dyn Upstream> = Arc::new(HttpUpstream::new(
@@ -408,21 +406,22 @@ async fn stand_up_target<N: Network>(
     Ok((to_proxy, plan))
 }
 
-/// Starts the HTTP fault proxy in front of whatever `connector` reaches.
-fn spawn_http_proxy<A: crate::net::Acceptor, C: Connector>(
+/// Starts the HTTP fault proxy in front of whatever `forward` reaches.
+fn spawn_proxy<A: crate::net::Acceptor, C: Connector>(
     acceptor: A,
-    connector: C,
+    forward: Forward<C>,
     plan: &Arc<FaultPlan>,
     servers: &ShutdownSignal,
     grace: Duration,
 ) {
-    tokio::spawn(serve_mode(
+    tokio::spawn(serve_forward(
         acceptor,
-        Arc::new(connector),
+        forward,
         plan.clone(),
         ProxyMode::Http,
         servers.clone(),
         grace,
+        Default::default(),
     ));
 }
 

@@ -18,9 +18,11 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer};
 
 use crate::clock::Duration;
+use crate::http::endpoint::Endpoint;
 use crate::schema::deserialize_checked;
 use crate::schema::units::Dur;
 use crate::target::TargetRoute;
+use crate::tls::{TlsClient, TlsOptions};
 
 /// The user's service.
 #[derive(Debug, Clone)]
@@ -75,10 +77,60 @@ pub struct DependencySpec {
 /// Where a dependency proxy forwards.
 #[derive(Debug, Clone)]
 pub enum Upstream {
-    /// A real service, `http://host:port`.
-    Url(String),
+    /// A real service, over HTTP or HTTPS.
+    Url(Service),
     /// The embedded fixture server with these routes.
     Builtin(Vec<TargetRoute>),
+}
+
+/// A real service firedrill calls (`target.url`, a dependency's
+/// `upstream`): where it is and how to speak TLS to it.
+#[derive(Debug, Clone)]
+pub struct Service {
+    /// The key its settings sit under: `target` or `dependencies.NAME`.
+    pub at: String,
+    /// Its URL: scheme, host and port, path prefix.
+    pub endpoint: Endpoint,
+    /// `tls:` as written (files relative to the experiment file).
+    pub tls: TlsOptions,
+    /// The TLS client read from `tls` when the experiment file is loaded
+    /// (`https://` only); none until then.
+    pub client: Option<TlsClient>,
+}
+
+impl Service {
+    /// Reads the URL at `key` and its `tls:` beside it (`at`); `tls` is
+    /// for `https://` URLs only.
+    pub(super) fn read(
+        key: &str,
+        url: &str,
+        at: &str,
+        tls: Option<TlsOptions>,
+    ) -> Result<Service, String> {
+        let endpoint = Endpoint::parse(key, url)?;
+        if tls.is_some() && !endpoint.https {
+            return Err(format!(
+                "{at}.tls: `{url}` is plain HTTP; tls applies to https:// URLs only"
+            ));
+        }
+        Ok(Service {
+            at: at.to_string(),
+            endpoint,
+            tls: tls.unwrap_or_default(),
+            client: None,
+        })
+    }
+
+    /// The warning for a service whose certificate is not verified.
+    pub fn warning(&self) -> Option<String> {
+        self.tls.insecure_skip_verify.then(|| {
+            format!(
+                "{}.tls.insecure_skip_verify: TLS certificate verification is OFF for {}: any server is trusted",
+                self.at,
+                self.endpoint.url()
+            )
+        })
+    }
 }
 
 /// `system:` as written.
@@ -166,10 +218,16 @@ pub(super) struct RawDependency {
     /// call it.
     #[schemars(regex(pattern = r"^[^/]+:[0-9]+$"))]
     listen: String,
-    /// The real dependency, `http://host:port` or `host:port`.
+    /// The real dependency: `http://host:port`, `https://host[:port]`,
+    /// optionally with a path prefix put before every request path
+    /// (`https://host/api`), or `host:port`.
     #[serde(default)]
-    #[schemars(regex(pattern = r"^(http://)?[^/:]+:[0-9]+/?$"))]
+    #[schemars(regex(pattern = r"^((https?://[^/:?#]+(:[0-9]+)?(/[^?#]*)?)|([^/:]+:[0-9]+))$"))]
     upstream: Option<String>,
+    /// TLS towards an `https://` upstream: `ca_file`, `client_cert` and
+    /// `client_key` (PEM, relative to this file), `insecure_skip_verify`.
+    #[serde(default)]
+    tls: Option<TlsOptions>,
     /// Or the embedded fixture server with these routes.
     #[serde(default)]
     builtin: Option<RawBuiltinRoutes>,
@@ -190,26 +248,15 @@ pub(super) struct RawBuiltinRoutes {
 }
 
 /// `http://host:port` from `host:port` or `http://host:port[/]`, or what
-/// was expected.
+/// was expected (the service under test is called over plain HTTP).
 pub(super) fn http_url(key: &str, url: &str) -> Result<String, String> {
-    let u = if url.contains("://") {
-        url.to_string()
-    } else {
-        format!("http://{url}")
-    };
-    let authority = u
-        .strip_prefix("http://")
-        .unwrap_or_default()
-        .trim_end_matches('/');
-    let port_ok = authority
-        .rsplit_once(':')
-        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
-    if !u.starts_with("http://") || !port_ok {
+    let endpoint = Endpoint::parse(key, url)?;
+    if endpoint.https || !endpoint.prefix.is_empty() {
         return Err(format!(
-            "{key}: `{u}`: expected http://host:port or host:port (plain HTTP; https is not supported)"
+            "{key}: `{url}`: expected http://host:port or host:port (the service under test is called over plain HTTP, without a path prefix)"
         ));
     }
-    Ok(u)
+    Ok(endpoint.url())
 }
 
 /// Reads `system:` and `dependencies:` and checks them against each other
@@ -224,7 +271,17 @@ pub(super) fn read(
     for (name, raw) in dependencies {
         let key = format!("dependencies.{name}");
         let upstream = match (raw.upstream, raw.builtin) {
-            (Some(u), None) => Upstream::Url(http_url(&format!("{key}.upstream"), &u)?),
+            (Some(u), None) => Upstream::Url(Service::read(
+                &format!("{key}.upstream"),
+                &u,
+                &key,
+                raw.tls,
+            )?),
+            (None, Some(_)) if raw.tls.is_some() => {
+                return Err(format!(
+                    "{key}.tls: applies to an https:// upstream, not builtin"
+                ));
+            }
             (None, Some(b)) => Upstream::Builtin(b.routes),
             _ => return Err(format!("{key}: give exactly one of upstream, builtin")),
         };

@@ -126,7 +126,14 @@ mod tests {
 
     #[test]
     fn other_schemes_queries_and_missing_ports_are_refused_naming_the_key() {
-        for bad in ["ftp://h:1", "http://h:1/a?b=1", "h", "h:x", "https://:443", "h:1/api"] {
+        for bad in [
+            "ftp://h:1",
+            "http://h:1/a?b=1",
+            "h",
+            "h:x",
+            "https://:443",
+            "h:1/api",
+        ] {
             let err = Endpoint::parse("target.url", bad).unwrap_err();
             assert!(err.starts_with("target.url: `"), "{bad}: {err}");
         }
@@ -134,7 +141,9 @@ mod tests {
 
     #[test]
     fn rewrite_puts_the_prefix_before_path_and_query_and_sets_host() {
-        let rewrite = Endpoint::parse("k", "https://h:8443/api").unwrap().rewrite();
+        let rewrite = Endpoint::parse("k", "https://h:8443/api")
+            .unwrap()
+            .rewrite();
         let mut req = Request::get("/stock/1?x=2").body(()).unwrap();
         rewrite.apply(&mut req);
         assert_eq!(req.uri().to_string(), "/api/stock/1?x=2");

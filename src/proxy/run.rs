@@ -9,6 +9,7 @@ use super::telemetry::Telemetry;
 use super::traffic::Traffic;
 use crate::clock::Duration;
 use crate::fault::FaultPlan;
+use crate::http::endpoint::Rewrite;
 use crate::http::{ShutdownSignal, serve};
 use crate::net::{self, TcpAcceptor, TcpConnector};
 
@@ -156,6 +157,39 @@ where
     A: net::Acceptor,
     C: net::Connector,
 {
+    let forward = Forward {
+        connector,
+        rewrite: Rewrite::default(),
+    };
+    serve_forward(acceptor, forward, plan, mode, shutdown, grace, telemetry).await
+}
+
+/// Where a proxy forwards: how it dials, and what it changes in each
+/// request on the way (HTTP mode; a real service's path prefix and `Host`).
+#[derive(Debug)]
+pub struct Forward<C> {
+    /// Opens upstream connections.
+    pub connector: Arc<C>,
+    /// Applied to every request forwarded in HTTP mode.
+    pub rewrite: Rewrite,
+}
+
+/// [`serve_mode_with`] towards `forward`.
+pub async fn serve_forward<A, C>(
+    acceptor: A,
+    forward: Forward<C>,
+    plan: Arc<FaultPlan>,
+    mode: ProxyMode,
+    shutdown: ShutdownSignal,
+    grace: Duration,
+    telemetry: Telemetry,
+) -> std::io::Result<()>
+where
+    A: net::Acceptor,
+    C: net::Connector,
+{
+    let Forward { connector, rewrite } = forward;
+    let rewrite = Arc::new(rewrite);
     let handler_plan = plan.clone();
     match mode {
         ProxyMode::Tcp => {
@@ -182,7 +216,14 @@ where
                 plan,
                 move |s, sd| {
                     let telemetry = telemetry.clone();
-                    super::http::handle(s, connector.clone(), handler_plan.clone(), sd, telemetry)
+                    super::http::handle(
+                        s,
+                        connector.clone(),
+                        rewrite.clone(),
+                        handler_plan.clone(),
+                        sd,
+                        telemetry,
+                    )
                 },
                 shutdown,
                 grace,
