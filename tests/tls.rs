@@ -1,0 +1,285 @@
+//! TLS to a real target: `firedrill run` against a local HTTPS server
+//! (rustls + hyper) whose certificate for 127.0.0.1 a test CA made here
+//! (rcgen) signed. The right CA passes; a wrong one is a clear TLS error
+//! with exit 3; `insecure_skip_verify` passes and says so in report.json;
+//! a server that requires a client certificate refuses a run without one
+//! and serves one with it; a path prefix in the URL reaches the server.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use assert_cmd::Command;
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper_util::rt::TokioIo;
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
+};
+use rustls::RootCertStore;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+use rustls::server::WebPkiClientVerifier;
+
+/// A certificate and its key, as DER (for the server) and PEM files (for
+/// the experiment).
+struct Leaf {
+    chain: Vec<CertificateDer<'static>>,
+    key: PrivateKeyDer<'static>,
+    cert_file: PathBuf,
+    key_file: PathBuf,
+}
+
+/// A test CA whose certificate is written to `DIR/NAME-ca.pem`.
+struct Authority {
+    issuer: CertifiedIssuer<'static, KeyPair>,
+    name: String,
+    dir: PathBuf,
+}
+
+impl Authority {
+    fn new(dir: &Path, name: &str) -> Authority {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        params.key_usages = vec![
+            KeyUsagePurpose::KeyCertSign,
+            KeyUsagePurpose::CrlSign,
+            KeyUsagePurpose::DigitalSignature,
+        ];
+        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+        std::fs::write(dir.join(format!("{name}-ca.pem")), issuer.pem()).unwrap();
+        Authority {
+            issuer,
+            name: name.to_string(),
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    fn ca_file(&self) -> String {
+        format!("{}-ca.pem", self.name)
+    }
+
+    fn ca_der(&self) -> CertificateDer<'static> {
+        self.issuer.der().clone()
+    }
+
+    /// A certificate for `names`, signed by this CA, written as
+    /// `DIR/LABEL.pem` and `DIR/LABEL-key.pem`.
+    fn sign(&self, label: &str, names: &[&str]) -> Leaf {
+        let key = KeyPair::generate().unwrap();
+        let params =
+            CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+                .unwrap();
+        let cert = params.signed_by(&key, &self.issuer).unwrap();
+        let cert_file = self.dir.join(format!("{label}.pem"));
+        let key_file = self.dir.join(format!("{label}-key.pem"));
+        std::fs::write(&cert_file, cert.pem()).unwrap();
+        std::fs::write(&key_file, key.serialize_pem()).unwrap();
+        Leaf {
+            chain: vec![cert.der().clone()],
+            key: PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+            cert_file,
+            key_file,
+        }
+    }
+}
+
+/// A local HTTPS server answering 200 to everything; it keeps the path of
+/// every request it served.
+struct HttpsServer {
+    addr: SocketAddr,
+    paths: Arc<Mutex<Vec<String>>>,
+}
+
+/// Serves HTTPS on a free 127.0.0.1 port with `leaf`; with `client_ca`,
+/// only clients holding a certificate that CA signed.
+async fn https_server(leaf: &Leaf, client_ca: Option<CertificateDer<'static>>) -> HttpsServer {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .unwrap();
+    let builder = match client_ca {
+        None => builder.with_no_client_auth(),
+        Some(ca) => {
+            let mut roots = RootCertStore::empty();
+            roots.add(ca).unwrap();
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
+                .build()
+                .unwrap();
+            builder.with_client_cert_verifier(verifier)
+        }
+    };
+    let config = builder
+        .with_single_cert(leaf.chain.clone(), leaf.key.clone_key())
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let paths = Arc::new(Mutex::new(Vec::new()));
+    let seen = paths.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                return;
+            };
+            let (acceptor, seen) = (acceptor.clone(), seen.clone());
+            tokio::spawn(async move {
+                // A failed handshake is the client's problem to report.
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = hyper::service::service_fn(move |req: http::Request<_>| {
+                    seen.lock().unwrap().push(req.uri().path().to_string());
+                    async {
+                        Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(
+                            Bytes::from_static(b"ok"),
+                        )))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    HttpsServer { addr, paths }
+}
+
+/// Writes a 2-second experiment against `url` with `tls` (YAML flow map
+/// or empty) into `dir` and runs it with the real clock; returns the exit
+/// code, stderr and report.json (when written).
+async fn run(dir: &Path, url: &str, tls: &str) -> (Option<i32>, String, serde_json::Value) {
+    let tls_line = if tls.is_empty() {
+        String::new()
+    } else {
+        format!("  tls: {tls}\n")
+    };
+    let yaml = format!(
+        "name: tls target\nduration: 2s\nclock: real\ntarget:\n  url: {url}\n{tls_line}load:\n  - {{ name: stock, request: GET /stock/1, rate: 5/s, timeout: 5s }}\nexpect:\n  - route stock success >= 99%\n"
+    );
+    let file = dir.join("experiment.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let reports = dir.join("reports");
+    let out = tokio::task::spawn_blocking(move || {
+        Command::cargo_bin("firedrill")
+            .unwrap()
+            .args(["run", "--clock", "real", "--quiet", "--report-dir"])
+            .arg(&reports)
+            .arg(&file)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let report = std::fs::read(dir.join("reports/report.json"))
+        .map(|b| serde_json::from_slice(&b).unwrap())
+        .unwrap_or(serde_json::Value::Null);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr, report)
+}
+
+fn url(server: &HttpsServer) -> String {
+    format!("https://127.0.0.1:{}", server.addr.port())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_test_ca_passes_and_a_wrong_ca_fails_at_start_with_a_clear_tls_error_and_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Authority::new(dir.path(), "test");
+    let other = Authority::new(dir.path(), "other");
+    let server = https_server(&ca.sign("server", &["127.0.0.1", "localhost"]), None).await;
+
+    let ca_file = format!("{{ ca_file: {} }}", ca.ca_file());
+    let (code, stderr, report) = run(dir.path(), &url(&server), &ca_file).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(report["passed"], true, "{report}");
+    assert!(!server.paths.lock().unwrap().is_empty());
+
+    let wrong = format!("{{ ca_file: {} }}", other.ca_file());
+    let (code, stderr, _) = run(dir.path(), &url(&server), &wrong).await;
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        stderr.contains("TLS: certificate for 127.0.0.1 not trusted (UnknownIssuer): give target.tls.ca_file"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn insecure_skip_verify_passes_without_the_ca_and_warns_on_stderr_and_in_report_json() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Authority::new(dir.path(), "test");
+    let server = https_server(&ca.sign("server", &["127.0.0.1"]), None).await;
+
+    let (code, stderr, report) =
+        run(dir.path(), &url(&server), "{ insecure_skip_verify: true }").await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let warning = "target.tls.insecure_skip_verify: TLS certificate verification is OFF";
+    assert!(stderr.contains(&format!("warning: {warning}")), "{stderr}");
+    let warnings = report["warnings"].as_array().expect("warnings in report.json");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().is_some_and(|w| w.starts_with(warning))),
+        "{report}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_requiring_a_client_certificate_refuses_a_run_without_one_and_serves_one_with_it()
+{
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Authority::new(dir.path(), "test");
+    let clients = Authority::new(dir.path(), "clients");
+    let server = https_server(&ca.sign("server", &["127.0.0.1"]), Some(clients.ca_der())).await;
+    let client = clients.sign("client", &["firedrill"]);
+
+    let without = format!("{{ ca_file: {} }}", ca.ca_file());
+    let (code, stderr, _) = run(dir.path(), &url(&server), &without).await;
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(stderr.contains("target.tls.client_cert"), "{stderr}");
+    assert!(server.paths.lock().unwrap().is_empty());
+
+    let with = format!(
+        "{{ ca_file: {}, client_cert: {}, client_key: {} }}",
+        ca.ca_file(),
+        client.cert_file.file_name().unwrap().to_string_lossy(),
+        client.key_file.file_name().unwrap().to_string_lossy(),
+    );
+    let (code, stderr, report) = run(dir.path(), &url(&server), &with).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(report["passed"], true, "{report}");
+    assert!(!server.paths.lock().unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_path_prefix_in_the_url_is_put_before_every_request_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Authority::new(dir.path(), "test");
+    let server = https_server(&ca.sign("server", &["localhost"]), None).await;
+    // By name: the certificate holds `localhost` only, sent as SNI.
+    let url = format!("https://localhost:{}/prefix/", server.addr.port());
+
+    let ca_file = format!("{{ ca_file: {} }}", ca.ca_file());
+    let (code, stderr, _) = run(dir.path(), &url, &ca_file).await;
+    assert_eq!(code, Some(0), "{stderr}");
+    let paths = server.paths.lock().unwrap().clone();
+    assert!(!paths.is_empty());
+    assert!(paths.iter().all(|p| p == "/prefix/stock/1"), "{paths:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_ca_file_is_a_located_error_naming_the_key_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr, _) = run(
+        dir.path(),
+        "https://127.0.0.1:9",
+        "{ ca_file: no-such-ca.pem }",
+    )
+    .await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("experiment.yaml:6:") && stderr.contains("target.tls.ca_file"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("no-such-ca.pem"), "{stderr}");
+}
