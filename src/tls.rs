@@ -307,14 +307,15 @@ impl ServiceConnector {
         Ok(ServiceConnector { tcp, tls })
     }
 
-    /// Connects once, as a run does at start: for TLS, the handshake, then
-    /// a short wait for the alert a server sends when it rejects the client
-    /// certificate (TLS 1.3 tells the client only after its side is done).
+    /// Connects once, as a run does before it starts: for TLS, the
+    /// handshake, then a short wait for the alert a server sends when it
+    /// rejects the client certificate (TLS 1.3 tells the client only after
+    /// its side of the handshake is done).
     pub async fn probe(&self) -> io::Result<()> {
         let mut stream = self.connect().await?;
         if let (ServiceStream::Tls(tls), Some((client, name))) = (&mut stream, &self.tls) {
             let mut byte = [0u8; 1];
-            let wait = Duration::from_millis(300);
+            let wait = Duration::from_millis(500);
             if let Ok(Err(err)) = tokio::time::timeout(wait, tls.read(&mut byte)).await {
                 return Err(client.explain(&name.to_str(), err));
             }

@@ -199,7 +199,9 @@ async fn the_test_ca_passes_and_a_wrong_ca_fails_at_start_with_a_clear_tls_error
     let (code, stderr, _) = run(dir.path(), &url(&server), &wrong).await;
     assert_eq!(code, Some(3), "{stderr}");
     assert!(
-        stderr.contains("TLS: certificate for 127.0.0.1 not trusted (UnknownIssuer): give target.tls.ca_file"),
+        stderr.contains(
+            "TLS: certificate for 127.0.0.1 not trusted (UnknownIssuer): give target.tls.ca_file"
+        ),
         "{stderr}"
     );
 }
@@ -215,7 +217,9 @@ async fn insecure_skip_verify_passes_without_the_ca_and_warns_on_stderr_and_in_r
     assert_eq!(code, Some(0), "{stderr}");
     let warning = "target.tls.insecure_skip_verify: TLS certificate verification is OFF";
     assert!(stderr.contains(&format!("warning: {warning}")), "{stderr}");
-    let warnings = report["warnings"].as_array().expect("warnings in report.json");
+    let warnings = report["warnings"]
+        .as_array()
+        .expect("warnings in report.json");
     assert!(
         warnings
             .iter()

@@ -47,6 +47,7 @@ pub async fn stand_up(
     servers: &ShutdownSignal,
     grace: Duration,
     recorder: &Arc<Recorder>,
+    dialed: &mut Dialed,
 ) -> Result<(Arc<dyn Upstream>, Vec<RunningDependency>), RunError> {
     let mut running = Vec::new();
     for dependency in &experiment.dependencies {
@@ -58,7 +59,7 @@ pub async fn stand_up(
             .collect();
         let plan = Arc::new(FaultPlan::new(faults, experiment.seed, start).recording_arrivals());
         let acceptor = bind(dependency).await?;
-        let forward = upstream(dependency, servers).await?;
+        let forward = upstream(dependency, servers, dialed).await?;
         let proxy_acceptor = match &dependency.defense {
             None => acceptor,
             Some(config) => {
@@ -138,6 +139,7 @@ async fn bind(dependency: &DependencySpec) -> Result<TcpAcceptor, RunError> {
 async fn upstream(
     dependency: &DependencySpec,
     servers: &ShutdownSignal,
+    dialed: &mut Dialed,
 ) -> Result<Forward<ServiceConnector>, RunError> {
     match &dependency.upstream {
         DependencyUpstream::Builtin(routes) => {
@@ -152,22 +154,44 @@ async fn upstream(
                 rewrite: Default::default(),
             })
         }
-        DependencyUpstream::Url(service) => {
-            dial(service)
-                .await
-                .map_err(|(message, source)| RunError::Topology {
-                    key: format!("{}.upstream", service.at),
-                    message: format!("{}: {message}", service.endpoint.url()),
-                    source,
-                })
-        }
+        DependencyUpstream::Url(service) => Ok(dialed
+            .remove(&service.at)
+            .expect("every real upstream is dialled before the start")),
     }
+}
+
+/// How to forward to each real service of an experiment (`target.url`,
+/// the dependencies' upstreams), by [`Service::at`].
+pub type Dialed = std::collections::BTreeMap<String, Forward<ServiceConnector>>;
+
+/// Connects once to every real service before the drill's clock starts
+/// (for `https://`, a handshake and a short wait for the alert of a server
+/// that rejects the client certificate), so a service that cannot be
+/// reached stops the run before it begins (exit 3).
+pub async fn dial_all(experiment: &Experiment) -> Result<Dialed, RunError> {
+    let mut dialed = Dialed::new();
+    for service in experiment.services() {
+        let forward = dial(service).await.map_err(|(step, source)| {
+            let url = service.endpoint.url();
+            match (service.at.as_str(), step) {
+                ("target", "cannot resolve") => RunError::TargetResolve { url, source },
+                ("target", _) => RunError::TargetUnreachable { url, source },
+                (at, step) => RunError::Topology {
+                    key: format!("{at}.upstream"),
+                    message: format!("{url}: {step}"),
+                    source,
+                },
+            }
+        })?;
+        dialed.insert(service.at.clone(), forward);
+    }
+    Ok(dialed)
 }
 
 /// Resolves a real service, connects once (for `https://`, a whole
 /// handshake) and returns how to forward to it; an error says at which
 /// step it failed.
-pub(super) async fn dial(
+async fn dial(
     service: &Service,
 ) -> Result<Forward<ServiceConnector>, (&'static str, std::io::Error)> {
     let endpoint = &service.endpoint;

@@ -107,6 +107,7 @@ async fn execute<N: Network>(
     live: Live,
 ) -> Result<RunResult, RunError> {
     let listen = || async { network.listen().await.map_err(RunError::Listen) };
+    let mut dialed = super::external::dial_all(experiment).await?;
     let start = clock::now();
     let started_at_unix_ms = N::WALL_CLOCK.then(clock::unix_ms);
     let (stop_servers, servers) = ShutdownSignal::new();
@@ -117,11 +118,20 @@ async fn execute<N: Network>(
     let recorder = Arc::new(Recorder::default());
     let (entry, dependencies) = match &experiment.system {
         Some(system) => {
-            super::external::stand_up(experiment, system, start, &servers, grace, &recorder).await?
+            super::external::stand_up(
+                experiment,
+                system,
+                start,
+                &servers,
+                grace,
+                &recorder,
+                &mut dialed,
+            )
+            .await?
         }
         None => {
             let (entry, plan) =
-                stand_up_target(experiment, &network, start, &servers, grace).await?;
+                stand_up_target(experiment, &network, start, &servers, grace, &mut dialed).await?;
             let target = RunningDependency {
                 name: "target".to_string(),
                 plan,
@@ -361,6 +371,7 @@ async fn stand_up_target<N: Network>(
     start: clock::Instant,
     servers: &ShutdownSignal,
     grace: Duration,
+    dialed: &mut super::external::Dialed,
 ) -> Result<(Arc<dyn Upstream>, Arc<FaultPlan>), RunError> {
     let listen = || async { network.listen().await.map_err(RunError::Listen) };
     // The target: the embedded fixture server, or a real service.
@@ -388,14 +399,9 @@ async fn stand_up_target<N: Network>(
             spawn_proxy(proxy_acceptor, forward, &plan, servers, grace);
         }
         TargetSpec::Url(service) => {
-            let url = service.endpoint.url();
-            let forward =
-                super::external::dial(service)
-                    .await
-                    .map_err(|(step, source)| match step {
-                        "cannot resolve" => RunError::TargetResolve { url, source },
-                        _ => RunError::TargetUnreachable { url, source },
-                    })?;
+            let forward = dialed
+                .remove(&service.at)
+                .expect("the target is dialled before the start");
             spawn_proxy(proxy_acceptor, forward, &plan, servers, grace);
         }
     }
