@@ -107,6 +107,12 @@ impl std::fmt::Debug for TlsClient {
     }
 }
 
+/// The line printed at start and kept in the report when `key` turned
+/// verification off for `url`.
+pub fn insecure_warning(key: &str, url: &str) -> String {
+    format!("{key}: TLS certificate verification is OFF for {url}: any server is trusted")
+}
+
 fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }

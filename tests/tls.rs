@@ -4,6 +4,8 @@
 //! with exit 3; `insecure_skip_verify` passes and says so in report.json;
 //! a server that requires a client certificate refuses a run without one
 //! and serves one with it; a path prefix in the URL reaches the server.
+//! `firedrill defend` calls an HTTPS upstream with the same settings as
+//! flags.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -286,4 +288,80 @@ async fn a_missing_ca_file_is_a_located_error_naming_the_key_with_exit_2() {
         "{stderr}"
     );
     assert!(stderr.contains("no-such-ca.pem"), "{stderr}");
+}
+
+/// Runs `firedrill defend` in front of `upstream` with `flags`; returns
+/// the child and the port it listens on.
+fn defend(dir: &Path, upstream: &str, flags: &[&str]) -> (std::process::Child, u16) {
+    let config = dir.join("defense.yaml");
+    std::fs::write(&config, "timeout: 5s\nroutes:\n  stock:\n    match: /stock/*\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .current_dir(dir)
+        .arg("defend")
+        .arg("--config")
+        .arg(&config)
+        .args(["--listen", &format!("127.0.0.1:{port}"), "--upstream", upstream])
+        .args(flags)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    (child, port)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn defend_calls_an_https_upstream_with_ca_file_client_certificate_and_path_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Authority::new(dir.path(), "test");
+    let clients = Authority::new(dir.path(), "clients");
+    let server = https_server(&ca.sign("server", &["127.0.0.1"]), Some(clients.ca_der())).await;
+    clients.sign("client", &["firedrill"]);
+    let upstream = format!("{}/api", url(&server));
+    let flags = [
+        "--ca-file",
+        "test-ca.pem",
+        "--client-cert",
+        "client.pem",
+        "--client-key",
+        "client-key.pem",
+    ];
+    let (mut child, port) = defend(dir.path(), &upstream, &flags);
+    let client = reqwest::Client::new();
+    let mut answer = None;
+    // Generous: the process may start slowly on a loaded machine.
+    for _ in 0..600 {
+        match client
+            .get(format!("http://127.0.0.1:{port}/stock/1"))
+            .send()
+            .await
+        {
+            Ok(response) => {
+                answer = Some(response.status());
+                break;
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(50)).await,
+        }
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(answer, Some(reqwest::StatusCode::OK));
+    assert_eq!(*server.paths.lock().unwrap(), ["/api/stock/1"]);
+}
+
+#[test]
+fn defend_refuses_tls_flags_with_a_plain_http_upstream_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let (child, _) = defend(dir.path(), "http://127.0.0.1:9", &["--insecure-skip-verify"]);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("plain HTTP; --ca-file, --client-cert, --client-key and --insecure-skip-verify apply to an https:// upstream"),
+        "{stderr}"
+    );
 }

@@ -124,10 +124,9 @@ impl Service {
     /// The warning for a service whose certificate is not verified.
     pub fn warning(&self) -> Option<String> {
         self.tls.insecure_skip_verify.then(|| {
-            format!(
-                "{}.tls.insecure_skip_verify: TLS certificate verification is OFF for {}: any server is trusted",
-                self.at,
-                self.endpoint.url()
+            crate::tls::insecure_warning(
+                &format!("{}.tls.insecure_skip_verify", self.at),
+                &self.endpoint.url(),
             )
         })
     }
