@@ -294,7 +294,11 @@ async fn a_missing_ca_file_is_a_located_error_naming_the_key_with_exit_2() {
 /// the child and the port it listens on.
 fn defend(dir: &Path, upstream: &str, flags: &[&str]) -> (std::process::Child, u16) {
     let config = dir.join("defense.yaml");
-    std::fs::write(&config, "timeout: 5s\nroutes:\n  stock:\n    match: /stock/*\n").unwrap();
+    std::fs::write(
+        &config,
+        "timeout: 5s\nroutes:\n  stock:\n    match: /stock/*\n",
+    )
+    .unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -305,7 +309,12 @@ fn defend(dir: &Path, upstream: &str, flags: &[&str]) -> (std::process::Child, u
         .arg("defend")
         .arg("--config")
         .arg(&config)
-        .args(["--listen", &format!("127.0.0.1:{port}"), "--upstream", upstream])
+        .args([
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+            "--upstream",
+            upstream,
+        ])
         .args(flags)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -356,7 +365,11 @@ async fn defend_calls_an_https_upstream_with_ca_file_client_certificate_and_path
 #[test]
 fn defend_refuses_tls_flags_with_a_plain_http_upstream_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let (child, _) = defend(dir.path(), "http://127.0.0.1:9", &["--insecure-skip-verify"]);
+    let (child, _) = defend(
+        dir.path(),
+        "http://127.0.0.1:9",
+        &["--insecure-skip-verify"],
+    );
     let out = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");

@@ -12,8 +12,8 @@ use crate::defense::report::{JournalFile, NoObserver, Observer};
 use crate::http::client::{HttpUpstream, Upstream};
 use crate::http::endpoint::Endpoint;
 use crate::net::{self, TcpAcceptor, TcpConnector};
-use crate::tls::{ServiceConnector, TlsClient, TlsKeys, TlsOptions};
 use crate::schema::units::Dur;
+use crate::tls::{ServiceConnector, TlsClient, TlsKeys, TlsOptions};
 
 /// The flags of `firedrill defend`.
 #[derive(Debug, Clone, clap::Args)]
