@@ -279,10 +279,11 @@ fn one() -> u64 {
     1
 }
 
-/// The dependency: exactly one of `builtin` and `url`.
+/// The dependency: exactly one of `builtin` and `url` (with `tls` for an
+/// `https://` url).
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(extend("minProperties" = 1, "maxProperties" = 2))]
+#[schemars(extend("oneOf" = [{ "required": ["builtin"] }, { "required": ["url"] }]))]
 struct RawTarget {
     /// The embedded fixture server, with routes answered before its fixed
     /// ones (`/health`, `/status/{code}`, `/delay/{duration}`, ...).
