@@ -4,6 +4,7 @@
 //! with exit 3; `insecure_skip_verify` passes and says so in report.json;
 //! a server that requires a client certificate refuses a run without one
 //! and serves one with it; a path prefix in the URL reaches the server.
+//! A service's dependency over HTTPS is called with its CA and prefix.
 //! `firedrill defend` calls an HTTPS upstream with the same settings as
 //! flags.
 
@@ -299,11 +300,7 @@ fn defend(dir: &Path, upstream: &str, flags: &[&str]) -> (std::process::Child, u
         "timeout: 5s\nroutes:\n  stock:\n    match: /stock/*\n",
     )
     .unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_firedrill"))
         .current_dir(dir)
         .arg("defend")
@@ -375,6 +372,64 @@ fn defend_refuses_tls_flags_with_a_plain_http_upstream_with_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("plain HTTP; --ca-file, --client-cert, --client-key and --insecure-skip-verify apply to an https:// upstream"),
+        "{stderr}"
+    );
+}
+
+/// A free loopback port (bound and released: nothing listens on it).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_services_https_dependency_is_called_with_its_ca_and_prefix_and_a_wrong_ca_is_exit_3() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Authority::new(dir.path(), "test");
+    let other = Authority::new(dir.path(), "other");
+    let server = https_server(&ca.sign("server", &["127.0.0.1"]), None).await;
+    // The user's service: a defense line whose upstream is the dependency
+    // proxy's address.
+    let listen = free_port();
+    let (mut service, port) = defend(dir.path(), &format!("127.0.0.1:{listen}"), &[]);
+    let experiment = |ca_file: &str| {
+        format!(
+            "name: https dependency\nduration: 2s\nclock: real\nsystem:\n  url: http://127.0.0.1:{port}\ndependencies:\n  inventory:\n    listen: 127.0.0.1:{listen}\n    upstream: {}/inventory\n    tls: {{ ca_file: {ca_file} }}\nload:\n  - {{ name: stock, request: GET /stock/1, rate: 5/s, timeout: 5s }}\nexpect:\n  - route stock success >= 99%\n",
+            url(&server)
+        )
+    };
+    let run = |yaml: String| {
+        let file = dir.path().join("system.yaml");
+        std::fs::write(&file, yaml).unwrap();
+        tokio::task::spawn_blocking(move || {
+            Command::cargo_bin("firedrill")
+                .unwrap()
+                .args(["run", "--clock", "real", "--quiet"])
+                .arg(&file)
+                .output()
+                .unwrap()
+        })
+    };
+
+    let right = run(experiment(&ca.ca_file())).await.unwrap();
+    let wrong = run(experiment(&other.ca_file())).await.unwrap();
+    service.kill().unwrap();
+    service.wait().unwrap();
+
+    let stderr = String::from_utf8_lossy(&right.stderr);
+    assert_eq!(right.status.code(), Some(0), "{stderr}");
+    let paths = server.paths.lock().unwrap().clone();
+    assert!(!paths.is_empty());
+    assert!(paths.iter().all(|p| p == "/inventory/stock/1"), "{paths:?}");
+
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert_eq!(wrong.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains("dependencies.inventory.upstream")
+            && stderr.contains("give dependencies.inventory.tls.ca_file"),
         "{stderr}"
     );
 }
