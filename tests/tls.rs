@@ -5,8 +5,8 @@
 //! a server that requires a client certificate refuses a run without one
 //! and serves one with it; a path prefix in the URL reaches the server.
 //! A service's dependency over HTTPS is called with its CA and prefix.
-//! `firedrill defend` calls an HTTPS upstream with the same settings as
-//! flags.
+//! `firedrill defend` and `firedrill proxy --mode http` call an HTTPS
+//! upstream with the same settings as flags.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -291,28 +291,14 @@ async fn a_missing_ca_file_is_a_located_error_naming_the_key_with_exit_2() {
     assert!(stderr.contains("no-such-ca.pem"), "{stderr}");
 }
 
-/// Runs `firedrill defend` in front of `upstream` with `flags`; returns
-/// the child and the port it listens on.
-fn defend(dir: &Path, upstream: &str, flags: &[&str]) -> (std::process::Child, u16) {
-    let config = dir.join("defense.yaml");
-    std::fs::write(
-        &config,
-        "timeout: 5s\nroutes:\n  stock:\n    match: /stock/*\n",
-    )
-    .unwrap();
+/// Starts `firedrill ARGS --listen 127.0.0.1:PORT` in `dir`; returns the
+/// child and the port.
+fn start(dir: &Path, args: &[&str]) -> (std::process::Child, u16) {
     let port = free_port();
     let child = std::process::Command::new(env!("CARGO_BIN_EXE_firedrill"))
         .current_dir(dir)
-        .arg("defend")
-        .arg("--config")
-        .arg(&config)
-        .args([
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--upstream",
-            upstream,
-        ])
-        .args(flags)
+        .args(args)
+        .args(["--listen", &format!("127.0.0.1:{port}")])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -320,23 +306,25 @@ fn defend(dir: &Path, upstream: &str, flags: &[&str]) -> (std::process::Child, u
     (child, port)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn defend_calls_an_https_upstream_with_ca_file_client_certificate_and_path_prefix() {
-    let dir = tempfile::tempdir().unwrap();
-    let ca = Authority::new(dir.path(), "test");
-    let clients = Authority::new(dir.path(), "clients");
-    let server = https_server(&ca.sign("server", &["127.0.0.1"]), Some(clients.ca_der())).await;
-    clients.sign("client", &["firedrill"]);
-    let upstream = format!("{}/api", url(&server));
-    let flags = [
-        "--ca-file",
-        "test-ca.pem",
-        "--client-cert",
-        "client.pem",
-        "--client-key",
-        "client-key.pem",
-    ];
-    let (mut child, port) = defend(dir.path(), &upstream, &flags);
+/// Runs `firedrill defend` in front of `upstream` with `flags`; returns
+/// the child and the port it listens on.
+fn defend(dir: &Path, upstream: &str, flags: &[&str]) -> (std::process::Child, u16) {
+    std::fs::write(
+        dir.join("defense.yaml"),
+        "timeout: 5s\nroutes:\n  stock:\n    match: /stock/*\n",
+    )
+    .unwrap();
+    let mut args = vec!["defend", "--config", "defense.yaml", "--upstream", upstream];
+    args.extend(flags);
+    start(dir, &args)
+}
+
+/// `GET http://127.0.0.1:PORT/stock/1` once the port answers, then stops
+/// `child`; the status, if it ever answered.
+async fn get_stock_then_stop(
+    port: u16,
+    mut child: std::process::Child,
+) -> Option<reqwest::StatusCode> {
     let client = reqwest::Client::new();
     let mut answer = None;
     // Generous: the process may start slowly on a loaded machine.
@@ -355,8 +343,63 @@ async fn defend_calls_an_https_upstream_with_ca_file_client_certificate_and_path
     }
     child.kill().unwrap();
     child.wait().unwrap();
+    answer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn defend_calls_an_https_upstream_with_ca_file_client_certificate_and_path_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Authority::new(dir.path(), "test");
+    let clients = Authority::new(dir.path(), "clients");
+    let server = https_server(&ca.sign("server", &["127.0.0.1"]), Some(clients.ca_der())).await;
+    clients.sign("client", &["firedrill"]);
+    let upstream = format!("{}/api", url(&server));
+    let flags = [
+        "--ca-file",
+        "test-ca.pem",
+        "--client-cert",
+        "client.pem",
+        "--client-key",
+        "client-key.pem",
+    ];
+    let (child, port) = defend(dir.path(), &upstream, &flags);
+    let answer = get_stock_then_stop(port, child).await;
     assert_eq!(answer, Some(reqwest::StatusCode::OK));
     assert_eq!(*server.paths.lock().unwrap(), ["/api/stock/1"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_in_http_mode_forwards_to_an_https_upstream_with_its_ca_and_path_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Authority::new(dir.path(), "test");
+    let server = https_server(&ca.sign("server", &["127.0.0.1"]), None).await;
+    let upstream = format!("{}/api/", url(&server));
+    let args = [
+        "proxy",
+        "--mode",
+        "http",
+        "--upstream",
+        &upstream,
+        "--ca-file",
+        "test-ca.pem",
+    ];
+    let (child, port) = start(dir.path(), &args);
+    let answer = get_stock_then_stop(port, child).await;
+    assert_eq!(answer, Some(reqwest::StatusCode::OK));
+    assert_eq!(*server.paths.lock().unwrap(), ["/api/stock/1"]);
+}
+
+#[test]
+fn proxy_refuses_a_path_prefix_in_tcp_mode_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["proxy", "--upstream", "https://127.0.0.1:9/api"];
+    let out = start(dir.path(), &args).0.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("a path prefix needs --mode http"),
+        "{stderr}"
+    );
 }
 
 #[test]

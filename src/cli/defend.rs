@@ -11,9 +11,8 @@ use crate::defense::config::DefenseConfig;
 use crate::defense::report::{JournalFile, NoObserver, Observer};
 use crate::http::client::{HttpUpstream, Upstream};
 use crate::http::endpoint::Endpoint;
-use crate::net::{self, TcpAcceptor, TcpConnector};
+use crate::net::{self, TcpAcceptor};
 use crate::schema::units::Dur;
-use crate::tls::{ServiceConnector, TlsClient, TlsKeys, TlsOptions};
 
 /// The flags of `firedrill defend`.
 #[derive(Debug, Clone, clap::Args)]
@@ -29,22 +28,9 @@ pub struct DefendArgs {
     /// every request path (`https://host/api`).
     #[arg(long)]
     pub upstream: String,
-    /// PEM file of the CA(s) to trust for an `https://` upstream instead of
-    /// the system's roots.
-    #[arg(long)]
-    pub ca_file: Option<PathBuf>,
-    /// PEM file of the client certificate chain for mTLS (with
-    /// `--client-key`).
-    #[arg(long)]
-    pub client_cert: Option<PathBuf>,
-    /// PEM file of the client certificate's private key (with
-    /// `--client-cert`).
-    #[arg(long)]
-    pub client_key: Option<PathBuf>,
-    /// Accept any certificate from an `https://` upstream. Never for
-    /// production: a warning is printed at start.
-    #[arg(long)]
-    pub insecure_skip_verify: bool,
+    /// TLS towards an `https://` upstream.
+    #[command(flatten)]
+    pub tls: super::tls::TlsArgs,
     /// Write breaker transitions here as JSON lines.
     #[arg(long)]
     pub journal: Option<PathBuf>,
@@ -72,7 +58,7 @@ pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
     let journal = options.journal.as_deref();
     let config: DefenseConfig = crate::schema::from_yaml_file(&options.config)?;
     let endpoint = Endpoint::parse("--upstream", upstream).map_err(CliError::invalid)?;
-    let tls = tls_client(options, &endpoint)?;
+    let tls = options.tls.client("--upstream", &endpoint)?;
     let observer: Arc<dyn Observer> =
         match journal {
             Some(path) => Arc::new(JournalFile::create(path).map_err(|e| {
@@ -84,26 +70,10 @@ pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
     runtime()?.block_on(async {
         let dial = |key: &'static str, url: &str| {
             let endpoint = Endpoint::parse(key, url);
-            let tls = tls.clone();
+            let (tls, written) = (tls.clone(), url.to_string());
             async move {
                 let endpoint = endpoint.map_err(CliError::invalid)?;
-                let resolved = net::resolve(&endpoint.authority).await.map_err(|e| {
-                    CliError::runtime(e).context(format!("{key} {}: cannot resolve", endpoint.url()))
-                })?;
-                let tcp = TcpConnector { addr: resolved };
-                let connector = match tls.filter(|_| endpoint.https) {
-                    None => ServiceConnector::plain(tcp),
-                    Some(client) => {
-                        let connector = ServiceConnector::new(tcp, Some((client, endpoint.host.as_str())))
-                            .map_err(|e| CliError::invalid(e).context(key))?;
-                        // The upstream may come up later: a failed
-                        // handshake is told, not fatal.
-                        if let Err(err) = connector.probe().await {
-                            tracing::warn!(upstream = %endpoint.url(), %err, "TLS check at start failed");
-                        }
-                        connector
-                    }
-                };
+                let connector = super::tls::connector(key, &written, &endpoint, tls).await?;
                 let client = HttpUpstream::new(Arc::new(connector), &endpoint.authority)
                     .rewriting(endpoint.rewrite());
                 Ok::<_, CliError>(Arc::new(client) as Arc<dyn Upstream>)
@@ -133,35 +103,4 @@ pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
         tracing::info!(requests = line.requests(), attempts = line.attempts(), "defense line stopped");
         Ok(EXIT_OK)
     })
-}
-
-/// The TLS client the flags describe, for an `https://` upstream (and any
-/// `https://` fallback backup); none for plain HTTP. TLS flags with a plain
-/// upstream, or a file that cannot be used, are bad input (exit 2).
-fn tls_client(options: &DefendArgs, endpoint: &Endpoint) -> Result<Option<TlsClient>, CliError> {
-    let shown = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
-    let tls = TlsOptions {
-        ca_file: shown(&options.ca_file),
-        client_cert: shown(&options.client_cert),
-        client_key: shown(&options.client_key),
-        insecure_skip_verify: options.insecure_skip_verify,
-    };
-    if !endpoint.https {
-        if tls != TlsOptions::default() {
-            return Err(CliError::invalid(format!(
-                "--upstream {}: plain HTTP; --ca-file, --client-cert, --client-key and --insecure-skip-verify apply to an https:// upstream",
-                endpoint.url()
-            )));
-        }
-        return Ok(None);
-    }
-    let client = TlsClient::load(&tls, std::path::Path::new(""), TlsKeys::flags())
-        .map_err(CliError::invalid)?;
-    if tls.insecure_skip_verify {
-        eprintln!(
-            "warning: {}",
-            crate::tls::insecure_warning("--insecure-skip-verify", &endpoint.url())
-        );
-    }
-    Ok(Some(client))
 }

@@ -12,6 +12,7 @@ use crate::fault::FaultPlan;
 use crate::http::endpoint::Rewrite;
 use crate::http::{ShutdownSignal, serve};
 use crate::net::{self, TcpAcceptor, TcpConnector};
+use crate::tls::ServiceConnector;
 
 /// Why a proxy could not start (exit code 3).
 #[derive(Debug, thiserror::Error)]
@@ -39,25 +40,39 @@ pub enum StartError {
 pub struct BoundProxy {
     /// The listening side.
     acceptor: TcpAcceptor,
-    /// The upstream side.
-    connector: Arc<TcpConnector>,
+    /// The upstream side: how to dial it, what to change in each request.
+    forward: Forward<ServiceConnector>,
     /// Protocol.
     mode: ProxyMode,
 }
 
 impl BoundProxy {
-    /// Resolves `upstream` and binds `listen`.
+    /// Resolves `upstream` (`host:port`) and binds `listen`.
     pub async fn bind(
         listen: &str,
         upstream: &str,
         mode: ProxyMode,
     ) -> Result<BoundProxy, StartError> {
-        let upstream_addr = net::resolve(upstream)
+        let addr = net::resolve(upstream)
             .await
             .map_err(|source| StartError::Resolve {
                 addr: upstream.to_string(),
                 source,
             })?;
+        let forward = Forward {
+            connector: Arc::new(ServiceConnector::plain(TcpConnector { addr })),
+            rewrite: Rewrite::default(),
+        };
+        BoundProxy::bind_forward(listen, forward, mode).await
+    }
+
+    /// Binds `listen` for a proxy towards `forward` (a user's service,
+    /// perhaps over TLS and with a path prefix).
+    pub async fn bind_forward(
+        listen: &str,
+        forward: Forward<ServiceConnector>,
+        mode: ProxyMode,
+    ) -> Result<BoundProxy, StartError> {
         let bind_error = |source| StartError::Bind {
             addr: listen.to_string(),
             source,
@@ -66,9 +81,7 @@ impl BoundProxy {
         let acceptor = TcpAcceptor::bind(listen_addr).await.map_err(bind_error)?;
         Ok(BoundProxy {
             acceptor,
-            connector: Arc::new(TcpConnector {
-                addr: upstream_addr,
-            }),
+            forward,
             mode,
         })
     }
@@ -112,9 +125,9 @@ impl BoundProxy {
         shutdown: ShutdownSignal,
         grace: Duration,
     ) -> std::io::Result<()> {
-        serve_mode_with(
+        serve_forward(
             self.acceptor,
-            self.connector,
+            self.forward,
             plan,
             self.mode,
             shutdown,
