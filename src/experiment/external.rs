@@ -154,9 +154,7 @@ async fn upstream(
                 rewrite: Default::default(),
             })
         }
-        DependencyUpstream::Url(service) => Ok(dialed
-            .remove(&service.at)
-            .expect("every real upstream is dialled before the start")),
+        DependencyUpstream::Url(service) => take(dialed, service).await,
     }
 }
 
@@ -171,21 +169,36 @@ pub type Dialed = std::collections::BTreeMap<String, Forward<ServiceConnector>>;
 pub async fn dial_all(experiment: &Experiment) -> Result<Dialed, RunError> {
     let mut dialed = Dialed::new();
     for service in experiment.services() {
-        let forward = dial(service).await.map_err(|(step, source)| {
-            let url = service.endpoint.url();
-            match (service.at.as_str(), step) {
-                ("target", "cannot resolve") => RunError::TargetResolve { url, source },
-                ("target", _) => RunError::TargetUnreachable { url, source },
-                (at, step) => RunError::Topology {
-                    key: format!("{at}.upstream"),
-                    message: format!("{url}: {step}"),
-                    source,
-                },
-            }
-        })?;
-        dialed.insert(service.at.clone(), forward);
+        dialed.insert(service.at.clone(), dial_one(service).await?);
     }
     Ok(dialed)
+}
+
+/// How to forward to `service`: dialled before the start, or now.
+pub(super) async fn take(
+    dialed: &mut Dialed,
+    service: &Service,
+) -> Result<Forward<ServiceConnector>, RunError> {
+    match dialed.remove(&service.at) {
+        Some(forward) => Ok(forward),
+        None => dial_one(service).await,
+    }
+}
+
+/// [`dial`], its error naming the key at fault.
+async fn dial_one(service: &Service) -> Result<Forward<ServiceConnector>, RunError> {
+    dial(service).await.map_err(|(step, source)| {
+        let url = service.endpoint.url();
+        match (service.at.as_str(), step) {
+            ("target", "cannot resolve") => RunError::TargetResolve { url, source },
+            ("target", _) => RunError::TargetUnreachable { url, source },
+            (at, step) => RunError::Topology {
+                key: format!("{at}.upstream"),
+                message: format!("{url}: {step}"),
+                source,
+            },
+        }
+    })
 }
 
 /// Resolves a real service, connects once (for `https://`, a whole

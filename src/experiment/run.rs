@@ -399,9 +399,7 @@ async fn stand_up_target<N: Network>(
             spawn_proxy(proxy_acceptor, forward, &plan, servers, grace);
         }
         TargetSpec::Url(service) => {
-            let forward = dialed
-                .remove(&service.at)
-                .expect("the target is dialled before the start");
+            let forward = super::external::take(dialed, service).await?;
             spawn_proxy(proxy_acceptor, forward, &plan, servers, grace);
         }
     }

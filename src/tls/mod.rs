@@ -2,6 +2,12 @@
 //! file; a client certificate for mTLS; an explicit, loud skip of
 //! verification) and the connector that dials TCP and then shakes hands,
 //! naming what to give when the handshake fails.
+//!
+//! * [`connector`] — the connector and its stream, plain or TLS.
+
+mod connector;
+
+pub use connector::{ServiceConnector, ServiceStream};
 
 use std::io;
 use std::path::Path;
@@ -14,11 +20,6 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
-
-use crate::clock::Duration;
-use crate::net::{Connector, TcpConnector, Transport};
 
 /// `tls:` as written: how to trust the service and how to show who we are.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize, schemars::JsonSchema)]
@@ -92,7 +93,7 @@ pub struct TlsError {
 #[derive(Clone)]
 pub struct TlsClient {
     /// The rustls configuration (roots, client certificate).
-    config: Arc<ClientConfig>,
+    pub(crate) config: Arc<ClientConfig>,
     /// How the settings are named, for handshake errors.
     keys: Arc<TlsKeys>,
     /// Verification is off (`insecure_skip_verify`).
@@ -192,7 +193,7 @@ impl TlsClient {
     }
 
     /// Says what a failed handshake with `host` means and what to give.
-    fn explain(&self, host: &str, err: io::Error) -> io::Error {
+    pub(crate) fn explain(&self, host: &str, err: io::Error) -> io::Error {
         let keys = &self.keys;
         let Some(tls) = err
             .get_ref()
@@ -276,136 +277,66 @@ impl ServerCertVerifier for SkipVerify {
     }
 }
 
-impl<S: Transport> Transport for tokio_rustls::client::TlsStream<S> {
-    fn reset_on_close(&self) {
-        self.get_ref().0.reset_on_close();
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Dials a user's service: TCP, then TLS when its URL is `https://`.
-#[derive(Debug, Clone)]
-pub struct ServiceConnector {
-    /// The TCP side.
-    tcp: TcpConnector,
-    /// The TLS client and the name sent as SNI and verified; none: plain.
-    tls: Option<(TlsClient, ServerName<'static>)>,
-}
-
-impl ServiceConnector {
-    /// Plain TCP to `tcp`.
-    pub fn plain(tcp: TcpConnector) -> ServiceConnector {
-        ServiceConnector { tcp, tls: None }
+    fn load(options: TlsOptions, dir: &Path) -> Result<TlsClient, TlsError> {
+        TlsClient::load(&options, dir, TlsKeys::yaml("target.tls"))
     }
 
-    /// Plain TCP to `tcp`, or TLS on top for `host` (the URL's host: SNI and
-    /// the name the certificate must hold).
-    pub fn new(tcp: TcpConnector, tls: Option<(TlsClient, &str)>) -> io::Result<ServiceConnector> {
-        let tls = match tls {
-            None => None,
-            Some((client, host)) => {
-                let bare = host.trim_start_matches('[').trim_end_matches(']');
-                let name = ServerName::try_from(bare.to_string()).map_err(|e| {
-                    io::Error::new(io::ErrorKind::InvalidInput, format!("{host}: {e}"))
-                })?;
-                Some((client, name))
-            }
+    #[test]
+    fn a_ca_file_without_a_certificate_is_an_error_at_ca_file_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("ca.pem"), "not a certificate\n").unwrap();
+        let options = TlsOptions {
+            ca_file: Some("ca.pem".to_string()),
+            ..TlsOptions::default()
         };
-        Ok(ServiceConnector { tcp, tls })
+        let err = load(options, dir.path()).unwrap_err();
+        assert_eq!(
+            (err.field, err.key.as_str()),
+            ("ca_file", "target.tls.ca_file")
+        );
+        assert!(
+            err.message.contains("ca.pem: holds no PEM certificate"),
+            "{err}"
+        );
     }
 
-    /// Connects once, as a run does before it starts: for TLS, the
-    /// handshake, then a short wait for the alert a server sends when it
-    /// rejects the client certificate (TLS 1.3 tells the client only after
-    /// its side of the handshake is done).
-    pub async fn probe(&self) -> io::Result<()> {
-        let mut stream = self.connect().await?;
-        if let (ServiceStream::Tls(tls), Some((client, name))) = (&mut stream, &self.tls) {
-            let mut byte = [0u8; 1];
-            let wait = Duration::from_millis(500);
-            if let Ok(Err(err)) = tokio::time::timeout(wait, tls.read(&mut byte)).await {
-                return Err(client.explain(&name.to_str(), err));
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Connector for ServiceConnector {
-    type Stream = ServiceStream;
-
-    async fn connect(&self) -> io::Result<ServiceStream> {
-        let tcp = self.tcp.connect().await?;
-        let Some((client, name)) = &self.tls else {
-            return Ok(ServiceStream::Plain(tcp));
+    #[test]
+    fn a_client_certificate_without_its_key_is_an_error_at_client_key() {
+        let options = TlsOptions {
+            client_cert: Some("c.pem".to_string()),
+            ..TlsOptions::default()
         };
-        tokio_rustls::TlsConnector::from(client.config.clone())
-            .connect(name.clone(), tcp)
-            .await
-            .map(|s| ServiceStream::Tls(Box::new(s)))
-            .map_err(|e| client.explain(&name.to_str(), e))
-    }
-}
-
-/// A connection to a user's service, plain or TLS.
-#[derive(Debug)]
-pub enum ServiceStream {
-    /// `http://`.
-    Plain(TcpStream),
-    /// `https://`.
-    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
-}
-
-impl Transport for ServiceStream {
-    fn reset_on_close(&self) {
-        match self {
-            ServiceStream::Plain(s) => s.reset_on_close(),
-            ServiceStream::Tls(s) => s.reset_on_close(),
-        }
-    }
-}
-
-impl AsyncRead for ServiceStream {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        match self.get_mut() {
-            ServiceStream::Plain(s) => std::pin::Pin::new(s).poll_read(cx, buf),
-            ServiceStream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for ServiceStream {
-    fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<io::Result<usize>> {
-        match self.get_mut() {
-            ServiceStream::Plain(s) => std::pin::Pin::new(s).poll_write(cx, buf),
-            ServiceStream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
+        let err = load(options, Path::new("")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "target.tls.client_key: give it with client_cert"
+        );
     }
 
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        match self.get_mut() {
-            ServiceStream::Plain(s) => std::pin::Pin::new(s).poll_flush(cx),
-            ServiceStream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_flush(cx),
-        }
+    #[test]
+    fn insecure_skip_verify_needs_no_file_and_says_so() {
+        let options = TlsOptions {
+            insecure_skip_verify: true,
+            ..TlsOptions::default()
+        };
+        assert!(load(options, Path::new("")).unwrap().insecure());
     }
 
-    fn poll_shutdown(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        match self.get_mut() {
-            ServiceStream::Plain(s) => std::pin::Pin::new(s).poll_shutdown(cx),
-            ServiceStream::Tls(s) => std::pin::Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
+    #[test]
+    fn an_unknown_issuer_is_explained_with_the_keys_to_give() {
+        let client = load(TlsOptions::default(), Path::new("")).unwrap();
+        let cause = rustls::Error::InvalidCertificate(CertificateError::UnknownIssuer);
+        let err = client.explain(
+            "127.0.0.1",
+            io::Error::new(io::ErrorKind::InvalidData, cause),
+        );
+        assert_eq!(
+            err.to_string(),
+            "TLS: certificate for 127.0.0.1 not trusted (UnknownIssuer): give target.tls.ca_file with the CA that signed it, or target.tls.insecure_skip_verify: true"
+        );
     }
 }
