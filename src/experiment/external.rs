@@ -190,8 +190,8 @@ async fn dial_one(service: &Service) -> Result<Forward<ServiceConnector>, RunErr
     dial(service).await.map_err(|(step, source)| {
         let url = service.endpoint.url();
         match (service.at.as_str(), step) {
-            ("target", "cannot resolve") => RunError::TargetResolve { url, source },
-            ("target", _) => RunError::TargetUnreachable { url, source },
+            ("target", Step::Resolve) => RunError::TargetResolve { url, source },
+            ("target", Step::Connect) => RunError::TargetUnreachable { url, source },
             (at, step) => RunError::Topology {
                 key: format!("{at}.upstream"),
                 message: format!("{url}: {step}"),
@@ -201,16 +201,32 @@ async fn dial_one(service: &Service) -> Result<Forward<ServiceConnector>, RunErr
     })
 }
 
+/// Where dialling a real service failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Its host does not resolve.
+    Resolve,
+    /// Its TLS settings, the connection or the handshake.
+    Connect,
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Step::Resolve => "cannot resolve",
+            Step::Connect => "unreachable at start",
+        })
+    }
+}
+
 /// Resolves a real service, connects once (for `https://`, a whole
 /// handshake) and returns how to forward to it; an error says at which
 /// step it failed.
-async fn dial(
-    service: &Service,
-) -> Result<Forward<ServiceConnector>, (&'static str, std::io::Error)> {
+async fn dial(service: &Service) -> Result<Forward<ServiceConnector>, (Step, std::io::Error)> {
     let endpoint = &service.endpoint;
     let addr = net::resolve(&endpoint.authority)
         .await
-        .map_err(|e| ("cannot resolve", e))?;
+        .map_err(|e| (Step::Resolve, e))?;
     let tls = match (&service.client, endpoint.https) {
         (_, false) => None,
         (Some(client), true) => Some(client.clone()),
@@ -224,7 +240,7 @@ async fn dial(
             )
             .map_err(|e| {
                 (
-                    "bad tls",
+                    Step::Connect,
                     std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
                 )
             })?,
@@ -234,11 +250,8 @@ async fn dial(
         TcpConnector { addr },
         tls.map(|c| (c, endpoint.host.as_str())),
     )
-    .map_err(|e| ("bad host", e))?;
-    connector
-        .probe()
-        .await
-        .map_err(|e| ("unreachable at start", e))?;
+    .map_err(|e| (Step::Connect, e))?;
+    connector.probe().await.map_err(|e| (Step::Connect, e))?;
     Ok(Forward {
         connector: Arc::new(connector),
         rewrite: endpoint.rewrite(),
