@@ -4,7 +4,8 @@
 //! with exit 3; `insecure_skip_verify` passes and says so in report.json;
 //! a server that requires a client certificate refuses a run without one
 //! and serves one with it; a path prefix in the URL reaches the server.
-//! A service's dependency over HTTPS is called with its CA and prefix.
+//! A service under test and its dependency over HTTPS are called with
+//! their CA and prefix.
 //! `firedrill defend` and `firedrill proxy --mode http` call an HTTPS
 //! upstream with the same settings as flags.
 
@@ -148,6 +149,23 @@ async fn https_server(leaf: &Leaf, client_ca: Option<CertificateDer<'static>>) -
     HttpsServer { addr, paths }
 }
 
+/// `firedrill run FILE --clock real --quiet ARGS` (from the file's folder).
+async fn run_file(file: &Path, args: &[&str]) -> std::process::Output {
+    let (file, args) = (file.to_path_buf(), args.join(" "));
+    tokio::task::spawn_blocking(move || {
+        Command::cargo_bin("firedrill")
+            .unwrap()
+            .current_dir(file.parent().unwrap())
+            .args(["run", "--clock", "real", "--quiet"])
+            .args(args.split_whitespace())
+            .arg(&file)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap()
+}
+
 /// Writes a 2-second experiment against `url` with `tls` (YAML flow map
 /// or empty) into `dir` and runs it with the real clock; returns the exit
 /// code, stderr and report.json (when written).
@@ -162,18 +180,7 @@ async fn run(dir: &Path, url: &str, tls: &str) -> (Option<i32>, String, serde_js
     );
     let file = dir.join("experiment.yaml");
     std::fs::write(&file, yaml).unwrap();
-    let reports = dir.join("reports");
-    let out = tokio::task::spawn_blocking(move || {
-        Command::cargo_bin("firedrill")
-            .unwrap()
-            .args(["run", "--clock", "real", "--quiet", "--report-dir"])
-            .arg(&reports)
-            .arg(&file)
-            .output()
-            .unwrap()
-    })
-    .await
-    .unwrap();
+    let out = run_file(&file, &["--report-dir", "reports"]).await;
     let report = std::fs::read(dir.join("reports/report.json"))
         .map(|b| serde_json::from_slice(&b).unwrap())
         .unwrap_or(serde_json::Value::Null);
@@ -444,21 +451,11 @@ async fn a_services_https_dependency_is_called_with_its_ca_and_prefix_and_a_wron
             url(&server)
         )
     };
-    let run = |yaml: String| {
-        let file = dir.path().join("system.yaml");
-        std::fs::write(&file, yaml).unwrap();
-        tokio::task::spawn_blocking(move || {
-            Command::cargo_bin("firedrill")
-                .unwrap()
-                .args(["run", "--clock", "real", "--quiet"])
-                .arg(&file)
-                .output()
-                .unwrap()
-        })
-    };
-
-    let right = run(experiment(&ca.ca_file())).await.unwrap();
-    let wrong = run(experiment(&other.ca_file())).await.unwrap();
+    let file = dir.path().join("system.yaml");
+    std::fs::write(&file, experiment(&ca.ca_file())).unwrap();
+    let right = run_file(&file, &[]).await;
+    std::fs::write(&file, experiment(&other.ca_file())).unwrap();
+    let wrong = run_file(&file, &[]).await;
     service.kill().unwrap();
     service.wait().unwrap();
 
@@ -475,4 +472,24 @@ async fn a_services_https_dependency_is_called_with_its_ca_and_prefix_and_a_wron
             && stderr.contains("give dependencies.inventory.tls.ca_file"),
         "{stderr}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_load_reaches_a_service_under_test_over_https_with_its_ca_and_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Authority::new(dir.path(), "test");
+    let server = https_server(&ca.sign("server", &["127.0.0.1"]), None).await;
+    let yaml = format!(
+        "name: https service\nduration: 2s\nclock: real\nsystem:\n  url: {}/shop\n  tls: {{ ca_file: {} }}\nload:\n  - {{ name: stock, request: GET /stock/1, rate: 5/s, timeout: 5s }}\nexpect:\n  - route stock success >= 99%\n",
+        url(&server),
+        ca.ca_file()
+    );
+    let file = dir.path().join("service.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let out = run_file(&file, &[]).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let paths = server.paths.lock().unwrap().clone();
+    assert!(!paths.is_empty());
+    assert!(paths.iter().all(|p| p == "/shop/stock/1"), "{paths:?}");
 }

@@ -69,12 +69,13 @@ pub enum ClockKind {
 }
 
 impl Experiment {
-    /// Every real service firedrill calls: `target.url`, then the
-    /// dependencies' upstreams.
+    /// Every real service firedrill calls: `target.url` or the service
+    /// under test (`system.url`), then the dependencies' upstreams.
     pub fn services(&self) -> impl Iterator<Item = &Service> {
-        let target = match &self.target {
-            TargetSpec::Url(service) => Some(service),
-            TargetSpec::Builtin(_) => None,
+        let target = match (&self.target, &self.system) {
+            (_, Some(system)) => Some(&system.service),
+            (TargetSpec::Url(service), None) => Some(service),
+            (TargetSpec::Builtin(_), None) => None,
         };
         let upstreams = self.dependencies.iter().filter_map(|d| match &d.upstream {
             Upstream::Url(service) => Some(service),
@@ -85,9 +86,10 @@ impl Experiment {
 
     /// [`Experiment::services`], to fill in what is read after parsing.
     pub fn services_mut(&mut self) -> impl Iterator<Item = &mut Service> {
-        let target = match &mut self.target {
-            TargetSpec::Url(service) => Some(service),
-            TargetSpec::Builtin(_) => None,
+        let target = match (&mut self.target, &mut self.system) {
+            (_, Some(system)) => Some(&mut system.service),
+            (TargetSpec::Url(service), None) => Some(service),
+            (TargetSpec::Builtin(_), None) => None,
         };
         let upstreams = self
             .dependencies

@@ -110,17 +110,18 @@ pub async fn stand_up(
             records: Some(records),
         });
     }
-    let service = authority(&system.url).to_string();
-    let addr = net::resolve(&service)
+    // The service is not probed: it may take its first call late.
+    let service = &system.service;
+    let connector = connector(service)
         .await
-        .map_err(|source| RunError::Topology {
+        .map_err(|(step, source)| RunError::Topology {
             key: "system.url".to_string(),
-            message: format!("{}: cannot resolve", system.url),
+            message: format!("{}: {step}", service.endpoint.url()),
             source,
         })?;
-    let client: Arc<dyn Upstream> =
-        Arc::new(HttpUpstream::new(Arc::new(TcpConnector { addr }), &service));
-    Ok((client, running))
+    let client = HttpUpstream::new(Arc::new(connector), &service.endpoint.authority)
+        .rewriting(service.endpoint.rewrite());
+    Ok((Arc::new(client), running))
 }
 
 /// The dependency's listener on its declared address.
@@ -168,7 +169,7 @@ pub type Dialed = std::collections::BTreeMap<String, Forward<ServiceConnector>>;
 /// reached stops the run before it begins (exit 3).
 pub async fn dial_all(experiment: &Experiment) -> Result<Dialed, RunError> {
     let mut dialed = Dialed::new();
-    for service in experiment.services() {
+    for service in experiment.services().filter(|s| s.at != "system") {
         dialed.insert(service.at.clone(), dial_one(service).await?);
     }
     Ok(dialed)
@@ -223,6 +224,17 @@ impl std::fmt::Display for Step {
 /// handshake) and returns how to forward to it; an error says at which
 /// step it failed.
 async fn dial(service: &Service) -> Result<Forward<ServiceConnector>, (Step, std::io::Error)> {
+    let connector = connector(service).await?;
+    connector.probe().await.map_err(|e| (Step::Connect, e))?;
+    Ok(Forward {
+        connector: Arc::new(connector),
+        rewrite: service.endpoint.rewrite(),
+    })
+}
+
+/// Resolves a real service and returns how to dial it, over TLS for
+/// `https://`.
+async fn connector(service: &Service) -> Result<ServiceConnector, (Step, std::io::Error)> {
     let endpoint = &service.endpoint;
     let addr = net::resolve(&endpoint.authority)
         .await
@@ -246,16 +258,11 @@ async fn dial(service: &Service) -> Result<Forward<ServiceConnector>, (Step, std
             })?,
         ),
     };
-    let connector = ServiceConnector::new(
+    ServiceConnector::new(
         TcpConnector { addr },
         tls.map(|c| (c, endpoint.host.as_str())),
     )
-    .map_err(|e| (Step::Connect, e))?;
-    connector.probe().await.map_err(|e| (Step::Connect, e))?;
-    Ok(Forward {
-        connector: Arc::new(connector),
-        rewrite: endpoint.rewrite(),
-    })
+    .map_err(|e| (Step::Connect, e))
 }
 
 /// The service's breakers as inferred from the run: their transitions, in

@@ -5,7 +5,7 @@
 //!
 //! ```yaml
 //! system:
-//!   url: http://127.0.0.1:8080          # the service: load goes here
+//!   url: http://127.0.0.1:8080          # the service: load goes here (or https:// with tls:)
 //!   breakers:                           # its breakers, inferred black-box
 //!     inventory: { dependency: inventory, routes: [stock] }
 //! dependencies:
@@ -27,8 +27,9 @@ use crate::tls::{TlsClient, TlsOptions};
 /// The user's service.
 #[derive(Debug, Clone)]
 pub struct SystemSpec {
-    /// `http://host:port`: where the load goes.
-    pub url: String,
+    /// Where the load goes (`http://` or `https://`, perhaps with a path
+    /// prefix).
+    pub service: Service,
     /// Its breakers, inferred from what reaches its dependencies; named
     /// for expectations (`breaker NAME ...`).
     pub breakers: IndexMap<String, InferredBreaker>,
@@ -87,7 +88,8 @@ pub enum Upstream {
 /// `upstream`): where it is and how to speak TLS to it.
 #[derive(Debug, Clone)]
 pub struct Service {
-    /// The key its settings sit under: `target` or `dependencies.NAME`.
+    /// The key its settings sit under: `target`, `system` or
+    /// `dependencies.NAME`.
     pub at: String,
     /// Its URL: scheme, host and port, path prefix.
     pub endpoint: Endpoint,
@@ -136,10 +138,15 @@ impl Service {
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSystem {
-    /// The service under test, `http://host:port` or `host:port` (needs
-    /// `clock: real`): the load is sent here.
-    #[schemars(regex(pattern = r"^(http://)?[^/:]+:[0-9]+/?$"))]
+    /// The service under test (needs `clock: real`): the load is sent
+    /// here. `http://host:port`, `https://host[:port]`, optionally with a
+    /// path prefix put before every request path, or `host:port`.
+    #[schemars(regex(pattern = r"^((https?://[^/:?#]+(:[0-9]+)?(/[^?#]*)?)|([^/:]+:[0-9]+))$"))]
     url: String,
+    /// TLS towards an `https://` service: `ca_file`, `client_cert` and
+    /// `client_key` (PEM, relative to this file), `insecure_skip_verify`.
+    #[serde(default)]
+    tls: Option<TlsOptions>,
     /// The service's breakers, inferred from what reaches its
     /// dependencies, by name.
     #[serde(default)]
@@ -246,18 +253,6 @@ pub(super) struct RawBuiltinRoutes {
     pub(super) routes: Vec<TargetRoute>,
 }
 
-/// `http://host:port` from `host:port` or `http://host:port[/]`, or what
-/// was expected (the service under test is called over plain HTTP).
-pub(super) fn http_url(key: &str, url: &str) -> Result<String, String> {
-    let endpoint = Endpoint::parse(key, url)?;
-    if endpoint.https || !endpoint.prefix.is_empty() {
-        return Err(format!(
-            "{key}: `{url}`: expected http://host:port or host:port (the service under test is called over plain HTTP, without a path prefix)"
-        ));
-    }
-    Ok(endpoint.url())
-}
-
 /// Reads `system:` and `dependencies:` and checks them against each other
 /// and against the load routes.
 pub(super) fn read(
@@ -265,7 +260,7 @@ pub(super) fn read(
     dependencies: IndexMap<String, RawDependency>,
     routes: &[String],
 ) -> Result<(SystemSpec, Vec<DependencySpec>), String> {
-    let url = http_url("system.url", &system.url)?;
+    let service = Service::read("system.url", &system.url, "system", system.tls)?;
     let mut deps = Vec::new();
     for (name, raw) in dependencies {
         let key = format!("dependencies.{name}");
@@ -321,7 +316,7 @@ pub(super) fn read(
     }
     Ok((
         SystemSpec {
-            url,
+            service,
             breakers: system.breakers,
         },
         deps,
