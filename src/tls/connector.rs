@@ -54,16 +54,32 @@ impl ServiceConnector {
     /// its side of the handshake is done).
     pub async fn probe(&self) -> io::Result<()> {
         let mut stream = self.connect().await?;
-        if let (ServiceStream::Tls(tls), Some((client, name))) = (&mut stream, &self.tls) {
-            let mut byte = [0u8; 1];
-            let wait = Duration::from_millis(500);
-            if let Ok(Err(err)) = tokio::time::timeout(wait, tls.read(&mut byte)).await {
-                return Err(client.explain(&name.to_str(), err));
+        let (ServiceStream::Tls(tls), Some((client, name))) = (&mut stream, &self.tls) else {
+            return Ok(());
+        };
+        // A server that accepted us sends session tickets first (rustls,
+        // OpenSSL); one that rejected us, an alert. A server that sends
+        // neither is waited for `PATIENCE`, before the drill's clock starts.
+        let deadline = crate::clock::now() + PATIENCE;
+        let mut byte = [0u8; 1];
+        while crate::clock::now() < deadline {
+            match tokio::time::timeout(SLICE, tls.read(&mut byte)).await {
+                Ok(Err(err)) => return Err(client.explain(&name.to_str(), err)),
+                Ok(Ok(_)) => return Ok(()),
+                Err(_) if tls.get_ref().1.tls13_tickets_received() > 0 => return Ok(()),
+                Err(_) => {}
             }
         }
         Ok(())
     }
 }
+
+/// How long [`ServiceConnector::probe`] waits at most for the server's
+/// word after the handshake.
+const PATIENCE: Duration = Duration::from_secs(2);
+
+/// How often it looks whether session tickets arrived meanwhile.
+const SLICE: Duration = Duration::from_millis(20);
 
 impl Connector for ServiceConnector {
     type Stream = ServiceStream;
