@@ -11,6 +11,8 @@
 //!   name file, line, column, key; the value types (durations, percentages,
 //!   sizes, rates) and the JSON Schema pieces they are described with.
 //! * [`net`] — transports: TCP sockets and in-memory pipes behind one trait.
+//! * [`tls`] — TLS towards a user's service (rustls): roots, CA file,
+//!   client certificate, and the connector that dials TCP then TLS.
 //! * [`http`] — the HTTP floor: the body type, the accept loop with graceful
 //!   shutdown, the pooled client, the `x-firedrill-*` headers.
 //! * [`fault`] — the fault catalogue as data and the plan that picks faults.
@@ -44,4 +46,5 @@ pub mod proxy;
 pub mod report;
 pub mod schema;
 pub mod target;
+pub mod tls;
 pub mod trace;

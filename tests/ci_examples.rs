@@ -405,7 +405,7 @@ fn game_day_drill_is_a_real_time_drill_against_the_url_placeholder_with_halt_con
     let e = &loaded.experiment;
     assert_eq!(e.clock, firedrill::experiment::config::ClockKind::Real);
     assert!(
-        matches!(&e.target, firedrill::experiment::config::TargetSpec::Url(u) if u == "http://127.0.0.1:18080"),
+        matches!(&e.target, firedrill::experiment::config::TargetSpec::Url(u) if u.endpoint.url() == "http://127.0.0.1:18080"),
         "{:?}",
         e.target
     );
@@ -979,6 +979,17 @@ fn crontab_line_is_valid_cron_with_escaped_percent_signs_and_runs_the_drill_scri
 // ---------------------------------------------------------------------------
 
 fn run_drill(cwd: &Path, url: Option<&str>, drill: Option<&Path>, report_dir: &str) -> Output {
+    run_drill_with(cwd, url, drill, report_dir, &[])
+}
+
+/// [`run_drill`] with more variables set (`STAGING_CA_FILE`, ...).
+fn run_drill_with(
+    cwd: &Path,
+    url: Option<&str>,
+    drill: Option<&Path>,
+    report_dir: &str,
+    env: &[(&str, &str)],
+) -> Output {
     let mut cmd = Command::new("bash");
     cmd.arg(root().join("ci/gameday/run-drill.sh"))
         .arg(report_dir)
@@ -987,6 +998,10 @@ fn run_drill(cwd: &Path, url: Option<&str>, drill: Option<&Path>, report_dir: &s
         .env_remove("FIREDRILL")
         .env_remove("FIREDRILL_DRILL")
         .env_remove("STAGING_URL")
+        .env_remove("STAGING_CA_FILE")
+        .env_remove("STAGING_CLIENT_CERT")
+        .env_remove("STAGING_CLIENT_KEY")
+        .envs(env.iter().copied())
         .timeout(SCRIPT_TIMEOUT);
     if let Some(url) = url {
         cmd.env("STAGING_URL", url);
@@ -1045,8 +1060,9 @@ fn game_day_script_refuses_a_missing_or_malformed_staging_url_with_exit_2() {
     assert_eq!(missing.status.code(), Some(2), "{}", describe(&missing));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("set STAGING_URL"));
     for bad in [
-        "https://staging:443",
+        "ftp://staging:21",
         "http://staging",
+        "https://staging/api?key=1",
         "http://a|b:80",
         "staging:80",
     ] {
@@ -1082,6 +1098,25 @@ fn game_day_script_runs_the_real_drill_with_the_url_from_the_environment_and_exi
     );
     let copy = std::fs::read_to_string(report.join("drill.yaml")).unwrap();
     assert_eq!(copy, read("experiments/gameday/staging-drill.yaml"));
+}
+
+#[test]
+fn game_day_script_gives_staging_ca_file_to_an_https_drill_as_target_tls_ca_file() {
+    // A CA file that does not exist: the drill stops at loading (exit 2)
+    // naming the key the variable became, so the file did reach it.
+    let tmp = tempfile::tempdir().unwrap();
+    let report = tmp.path().join("report");
+    let missing = tmp.path().join("no-such-ca.pem");
+    let env = [("STAGING_CA_FILE", missing.to_str().unwrap())];
+    let url = "https://127.0.0.1:9/api";
+    let out = run_drill_with(root(), Some(url), None, report.to_str().unwrap(), &env);
+    assert_eq!(out.status.code(), Some(2), "{}", describe(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("target.tls.ca_file") && stderr.contains("no-such-ca.pem"),
+        "{}",
+        describe(&out)
+    );
 }
 
 fn small_drill(dir: &Path, name: &str, body: &str) -> PathBuf {

@@ -132,7 +132,7 @@ const REJECTED_BAD_EXPERIMENTS: [&str; 13] = [
     "missing_duration",
     "bad_clock",
     "target_builtin_and_url",
-    "url_with_https",
+    "url_with_query",
     "empty_load",
     "load_without_rate",
     "bad_rate",

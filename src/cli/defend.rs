@@ -10,7 +10,8 @@ use crate::defense::DefenseLine;
 use crate::defense::config::DefenseConfig;
 use crate::defense::report::{JournalFile, NoObserver, Observer};
 use crate::http::client::{HttpUpstream, Upstream};
-use crate::net::{self, TcpAcceptor, TcpConnector};
+use crate::http::endpoint::Endpoint;
+use crate::net::{self, TcpAcceptor};
 use crate::schema::units::Dur;
 
 /// The flags of `firedrill defend`.
@@ -22,9 +23,14 @@ pub struct DefendArgs {
     /// Address to listen on.
     #[arg(long)]
     pub listen: String,
-    /// The dependency: `host:port` or `http://host:port`.
+    /// The dependency: `host:port`, `http://host:port` or
+    /// `https://host[:port]`, optionally with a path prefix put before
+    /// every request path (`https://host/api`).
     #[arg(long)]
     pub upstream: String,
+    /// TLS towards an `https://` upstream.
+    #[command(flatten)]
+    pub tls: super::tls::TlsArgs,
     /// Write breaker transitions here as JSON lines.
     #[arg(long)]
     pub journal: Option<PathBuf>,
@@ -51,11 +57,8 @@ pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
     let (listen, upstream, seed, grace) = (listen.as_str(), upstream.as_str(), *seed, *grace);
     let journal = options.journal.as_deref();
     let config: DefenseConfig = crate::schema::from_yaml_file(&options.config)?;
-    if upstream.starts_with("https://") {
-        return Err(CliError::invalid(format!(
-            "--upstream {upstream}: https is not supported; give host:port or http://host:port"
-        )));
-    }
+    let endpoint = Endpoint::parse("--upstream", upstream).map_err(CliError::invalid)?;
+    let tls = options.tls.client("--upstream", &endpoint)?;
     let observer: Arc<dyn Observer> =
         match journal {
             Some(path) => Arc::new(JournalFile::create(path).map_err(|e| {
@@ -65,20 +68,22 @@ pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
         };
     init_logging("info");
     runtime()?.block_on(async {
-        let dial = |addr: &str| {
-            let authority = crate::http::client::authority(addr).to_string();
+        let dial = |key: &'static str, url: &str| {
+            let endpoint = Endpoint::parse(key, url);
+            let (tls, written) = (tls.clone(), url.to_string());
             async move {
-                let resolved = net::resolve(&authority)
-                    .await
-                    .map_err(|e| CliError::runtime(e).context(format!("--upstream {authority}: cannot resolve")))?;
-                Ok::<_, CliError>(Arc::new(HttpUpstream::new(Arc::new(TcpConnector { addr: resolved }), &authority)) as Arc<dyn Upstream>)
+                let endpoint = endpoint.map_err(CliError::invalid)?;
+                let connector = super::tls::connector(key, &written, &endpoint, tls).await?;
+                let client = HttpUpstream::new(Arc::new(connector), &endpoint.authority)
+                    .rewriting(endpoint.rewrite());
+                Ok::<_, CliError>(Arc::new(client) as Arc<dyn Upstream>)
             }
         };
-        let primary = dial(upstream).await?;
+        let primary = dial("--upstream", upstream).await?;
         let mut backups = std::collections::BTreeMap::new();
         for route in config.routes.values() {
             if let Some(addr) = route.fallback.as_ref().and_then(|f| f.backup.as_deref()) {
-                backups.insert(addr.to_string(), dial(addr).await?);
+                backups.insert(addr.to_string(), dial("fallback.backup", addr).await?);
             }
         }
         let backup = |addr: &str| backups.get(addr).cloned().expect("every backup was dialled above");

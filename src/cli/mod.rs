@@ -8,6 +8,8 @@
 //! * [`exit`] — exit codes and [`CliError`], the library error with the
 //!   flag or file it came from.
 //! * [`runtime`] — the tokio runtime, logging, the stop signal.
+//! * [`tls`] — the TLS flags of the subcommands that call an `https://`
+//!   upstream.
 //! * one file per subcommand: [`proxy`], [`target`], [`defend`], [`run`],
 //!   [`server`], [`demo`], [`validate`], [`schema`].
 
@@ -22,6 +24,7 @@ pub mod schema;
 pub mod server;
 pub mod sweep;
 pub mod target;
+pub mod tls;
 pub mod validate;
 
 use std::process::ExitCode;

@@ -12,8 +12,9 @@ use super::exit::{CliError, EXIT_OK};
 use super::runtime::{init_logging, runtime, shutdown_on_stop_signal};
 use crate::clock::Duration;
 use crate::fault::FaultPlan;
+use crate::http::endpoint::Endpoint;
 use crate::proxy::record::{JsonLines, flush_every};
-use crate::proxy::{BoundProxy, ProxyMetrics, ProxyMode, RecordSink, Recorder, Telemetry};
+use crate::proxy::{BoundProxy, Forward, ProxyMetrics, ProxyMode, RecordSink, Recorder, Telemetry};
 use crate::schema::units::Dur;
 
 impl clap::ValueEnum for ProxyMode {
@@ -35,9 +36,15 @@ pub struct ProxyArgs {
     /// Address to listen on, e.g. `127.0.0.1:8080` (`:0` picks a port).
     #[arg(long)]
     pub listen: String,
-    /// Address of the dependency, `host:port`.
+    /// The dependency: `host:port`, or a URL `http://host:port`,
+    /// `https://host[:port]` (the proxy speaks TLS to it; its clients speak
+    /// plain), with an optional path prefix put before every request path
+    /// (`--mode http`).
     #[arg(long)]
     pub upstream: String,
+    /// TLS towards an `https://` upstream.
+    #[command(flatten)]
+    pub tls: super::tls::TlsArgs,
     /// `tcp` (byte streams) or `http` (per-request faults).
     #[arg(long, value_enum, default_value_t = ProxyMode::DEFAULT)]
     pub mode: ProxyMode,
@@ -80,6 +87,13 @@ pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
         Some(path) => super::validate::load_faults(path, Some(*mode))?.faults,
         None => Vec::new(),
     };
+    let endpoint = Endpoint::parse("--upstream", upstream).map_err(CliError::invalid)?;
+    if !endpoint.prefix.is_empty() && *mode != ProxyMode::Http {
+        return Err(CliError::invalid(format!(
+            "--upstream {upstream}: a path prefix needs --mode http"
+        )));
+    }
+    let tls = options.tls.client("--upstream", &endpoint)?;
     if options.record.is_some() && *mode != ProxyMode::Http {
         return Err(CliError::invalid(
             "--record: records HTTP requests; give --mode http",
@@ -91,7 +105,18 @@ pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
     };
     init_logging("info");
     runtime()?.block_on(async {
-        let bound = BoundProxy::bind(listen, upstream, *mode)
+        // A URL is a user's service: its Host and path prefix go on every
+        // request; `host:port` forwards requests as they came.
+        let rewrite = match upstream.contains("://") {
+            true => endpoint.rewrite(),
+            false => Default::default(),
+        };
+        let connector = super::tls::connector("--upstream", upstream, &endpoint, tls).await?;
+        let forward = Forward {
+            connector: Arc::new(connector),
+            rewrite,
+        };
+        let bound = BoundProxy::bind_forward(listen, forward, *mode)
             .await
             .map_err(CliError::runtime)?;
         // Created once the proxy could bind: a failed start leaves no file.

@@ -106,6 +106,9 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
             "--control: people start faults in real time; give --clock real (a virtual run is over in moments)",
         ));
     }
+    for warning in loaded.experiment.tls_warnings() {
+        eprintln!("warning: {warning}");
+    }
     let live = Live {
         progress: !options.quiet,
         progress_interval: options.progress_interval.get(),

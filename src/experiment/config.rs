@@ -13,7 +13,7 @@ use crate::schema::deserialize_checked;
 use crate::schema::units::Dur;
 use crate::target::TargetRoute;
 
-pub use super::topology::{DependencySpec, InferredBreaker, SystemSpec, Upstream};
+pub use super::topology::{DependencySpec, InferredBreaker, Service, SystemSpec, Upstream};
 use super::topology::{RawDependency, RawSystem};
 
 mod checks;
@@ -84,13 +84,53 @@ impl ClockKind {
     }
 }
 
+impl Experiment {
+    /// Every real service firedrill calls: `target.url` or the service
+    /// under test (`system.url`), then the dependencies' upstreams.
+    pub fn services(&self) -> impl Iterator<Item = &Service> {
+        let target = match (&self.target, &self.system) {
+            (_, Some(system)) => Some(&system.service),
+            (TargetSpec::Url(service), None) => Some(service),
+            (TargetSpec::Builtin(_), None) => None,
+        };
+        let upstreams = self.dependencies.iter().filter_map(|d| match &d.upstream {
+            Upstream::Url(service) => Some(service),
+            Upstream::Builtin(_) => None,
+        });
+        target.into_iter().chain(upstreams)
+    }
+
+    /// [`Experiment::services`], to fill in what is read after parsing.
+    pub fn services_mut(&mut self) -> impl Iterator<Item = &mut Service> {
+        let target = match (&mut self.target, &mut self.system) {
+            (_, Some(system)) => Some(&mut system.service),
+            (TargetSpec::Url(service), None) => Some(service),
+            (TargetSpec::Builtin(_), None) => None,
+        };
+        let upstreams = self
+            .dependencies
+            .iter_mut()
+            .filter_map(|d| match &mut d.upstream {
+                Upstream::Url(service) => Some(service),
+                Upstream::Builtin(_) => None,
+            });
+        target.into_iter().chain(upstreams)
+    }
+
+    /// A warning for each service whose TLS certificate is not verified
+    /// (`insecure_skip_verify`): printed at start and kept in the report.
+    pub fn tls_warnings(&self) -> Vec<String> {
+        self.services().filter_map(Service::warning).collect()
+    }
+}
+
 /// The dependency.
 #[derive(Debug, Clone)]
 pub enum TargetSpec {
     /// The embedded fixture server with configured routes.
     Builtin(Vec<TargetRoute>),
-    /// A real HTTP service, `http://host:port` (real clock only; `host:port` is accepted for it).
-    Url(String),
+    /// A real service over HTTP or HTTPS (real clock only).
+    Url(Service),
 }
 
 /// One load route: a request sent open-loop at a rate.
@@ -266,19 +306,26 @@ fn one() -> u64 {
     1
 }
 
-/// The dependency: exactly one of `builtin` and `url`.
+/// The dependency: exactly one of `builtin` and `url` (with `tls` for an
+/// `https://` url).
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(extend("minProperties" = 1, "maxProperties" = 1))]
+#[schemars(extend("oneOf" = [{ "required": ["builtin"] }, { "required": ["url"] }]))]
 struct RawTarget {
     /// The embedded fixture server, with routes answered before its fixed
     /// ones (`/health`, `/status/{code}`, `/delay/{duration}`, ...).
     #[serde(default)]
     builtin: Option<RawBuiltin>,
-    /// A real HTTP service, `http://host:port` or `host:port` (needs `clock: real`).
+    /// A real service (needs `clock: real`): `http://host:port`,
+    /// `https://host[:port]`, optionally with a path prefix put before
+    /// every request path (`https://host/api`), or `host:port`.
     #[serde(default)]
-    #[schemars(regex(pattern = r"^(http://)?[^/:]+:[0-9]+/?$"))]
+    #[schemars(regex(pattern = r"^((https?://[^/:?#]+(:[0-9]+)?(/[^?#]*)?)|([^/:]+:[0-9]+))$"))]
     url: Option<String>,
+    /// TLS towards an `https://` url: `ca_file`, `client_cert` and
+    /// `client_key` (PEM, relative to this file), `insecure_skip_verify`.
+    #[serde(default)]
+    tls: Option<crate::tls::TlsOptions>,
 }
 
 /// The embedded fixture server's configuration.
@@ -321,12 +368,14 @@ fn build(raw: RawExperiment) -> Result<Experiment, String> {
         Some(RawTarget {
             builtin: Some(b),
             url: None,
+            tls: None,
         }) => TargetSpec::Builtin(b.routes),
         Some(RawTarget {
             builtin: None,
             url: Some(u),
+            tls,
         }) => {
-            let u = super::topology::http_url("target.url", &u)?;
+            let u = Service::read("target.url", &u, "target", tls)?;
             if raw.clock == ClockKind::Virtual {
                 return Err(
                         "target.url: a real target needs `clock: real` (this experiment's clock is virtual)"
@@ -335,6 +384,11 @@ fn build(raw: RawExperiment) -> Result<Experiment, String> {
             }
             TargetSpec::Url(u)
         }
+        Some(RawTarget {
+            builtin: Some(_),
+            tls: Some(_),
+            ..
+        }) => return Err("target.tls: applies to an https:// url, not builtin".to_string()),
         Some(_) => return Err("target: give exactly one of builtin, url".to_string()),
     };
     let (load, external_load) = match raw.load {

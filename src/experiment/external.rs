@@ -5,7 +5,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::config::{DependencySpec, Experiment, SystemSpec, Upstream as DependencyUpstream};
+use super::config::{
+    DependencySpec, Experiment, Service, SystemSpec, Upstream as DependencyUpstream,
+};
 use super::error::RunError;
 use super::infer::{InferParams, infer};
 use super::reported::{Change, ReportedSource, read_events};
@@ -19,8 +21,9 @@ use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream, authority};
 use crate::net::{self, Connector, TcpAcceptor, TcpConnector};
 use crate::proxy::record::{Collected, Recorder as ProxyRecorder};
-use crate::proxy::{ProxyMode, Telemetry, serve_mode_with};
+use crate::proxy::{Forward, ProxyMode, Telemetry, serve_forward};
 use crate::target::TargetStats;
+use crate::tls::{ServiceConnector, TlsClient, TlsKeys};
 
 /// A dependency proxy that is running.
 #[derive(Debug)]
@@ -44,6 +47,7 @@ pub async fn stand_up(
     servers: &ShutdownSignal,
     grace: Duration,
     recorder: &Arc<Recorder>,
+    dialed: &mut Dialed,
 ) -> Result<(Arc<dyn Upstream>, Vec<RunningDependency>), RunError> {
     let mut running = Vec::new();
     for dependency in &experiment.dependencies {
@@ -55,7 +59,7 @@ pub async fn stand_up(
             .collect();
         let plan = Arc::new(FaultPlan::new(faults, experiment.seed, start).recording_arrivals());
         let acceptor = bind(dependency).await?;
-        let connector = upstream(dependency, servers).await?;
+        let forward = upstream(dependency, servers, dialed).await?;
         let proxy_acceptor = match &dependency.defense {
             None => acceptor,
             Some(config) => {
@@ -91,9 +95,9 @@ pub async fn stand_up(
                 Some(records.clone() as Arc<dyn crate::proxy::record::RecordSink>),
             ),
         };
-        tokio::spawn(serve_mode_with(
+        tokio::spawn(serve_forward(
             proxy_acceptor,
-            Arc::new(connector),
+            forward,
             plan.clone(),
             ProxyMode::Http,
             servers.clone(),
@@ -106,17 +110,18 @@ pub async fn stand_up(
             records: Some(records),
         });
     }
-    let service = authority(&system.url).to_string();
-    let addr = net::resolve(&service)
+    // The service is not probed: it may take its first call late.
+    let service = &system.service;
+    let connector = connector(service)
         .await
-        .map_err(|source| RunError::Topology {
+        .map_err(|(step, source)| RunError::Topology {
             key: "system.url".to_string(),
-            message: format!("{}: cannot resolve", system.url),
+            message: format!("{}: {step}", service.endpoint.url()),
             source,
         })?;
-    let client: Arc<dyn Upstream> =
-        Arc::new(HttpUpstream::new(Arc::new(TcpConnector { addr }), &service));
-    Ok((client, running))
+    let client = HttpUpstream::new(Arc::new(connector), &service.endpoint.authority)
+        .rewriting(service.endpoint.rewrite());
+    Ok((Arc::new(client), running))
 }
 
 /// The dependency's listener on its declared address.
@@ -135,7 +140,8 @@ async fn bind(dependency: &DependencySpec) -> Result<TcpAcceptor, RunError> {
 async fn upstream(
     dependency: &DependencySpec,
     servers: &ShutdownSignal,
-) -> Result<TcpConnector, RunError> {
+    dialed: &mut Dialed,
+) -> Result<Forward<ServiceConnector>, RunError> {
     match &dependency.upstream {
         DependencyUpstream::Builtin(routes) => {
             let acceptor = TcpAcceptor::bind("127.0.0.1:0".parse().expect("literal address"))
@@ -144,25 +150,119 @@ async fn upstream(
             let addr = acceptor.local_addr();
             let stats = Arc::new(TargetStats::with_routes(routes.clone()));
             tokio::spawn(crate::target::serve(acceptor, stats, servers.clone()));
-            Ok(TcpConnector { addr })
+            Ok(Forward {
+                connector: Arc::new(ServiceConnector::plain(TcpConnector { addr })),
+                rewrite: Default::default(),
+            })
         }
-        DependencyUpstream::Url(url) => {
-            let error = |message: &str, source| RunError::Topology {
-                key: format!("dependencies.{}.upstream", dependency.name),
-                message: format!("{url}: {message}"),
-                source,
-            };
-            let addr = net::resolve(authority(url))
-                .await
-                .map_err(|e| error("cannot resolve", e))?;
-            let connector = TcpConnector { addr };
-            connector
-                .connect()
-                .await
-                .map_err(|e| error("unreachable at start", e))?;
-            Ok(connector)
-        }
+        DependencyUpstream::Url(service) => take(dialed, service).await,
     }
+}
+
+/// How to forward to each real service of an experiment (`target.url`,
+/// the dependencies' upstreams), by [`Service::at`].
+pub type Dialed = std::collections::BTreeMap<String, Forward<ServiceConnector>>;
+
+/// Connects once to every real service before the drill's clock starts
+/// (for `https://`, a handshake and a short wait for the alert of a server
+/// that rejects the client certificate), so a service that cannot be
+/// reached stops the run before it begins (exit 3).
+pub async fn dial_all(experiment: &Experiment) -> Result<Dialed, RunError> {
+    let mut dialed = Dialed::new();
+    for service in experiment.services().filter(|s| s.at != "system") {
+        dialed.insert(service.at.clone(), dial_one(service).await?);
+    }
+    Ok(dialed)
+}
+
+/// How to forward to `service`: dialled before the start, or now.
+pub(super) async fn take(
+    dialed: &mut Dialed,
+    service: &Service,
+) -> Result<Forward<ServiceConnector>, RunError> {
+    match dialed.remove(&service.at) {
+        Some(forward) => Ok(forward),
+        None => dial_one(service).await,
+    }
+}
+
+/// [`dial`], its error naming the key at fault.
+async fn dial_one(service: &Service) -> Result<Forward<ServiceConnector>, RunError> {
+    dial(service).await.map_err(|(step, source)| {
+        let url = service.endpoint.url();
+        match (service.at.as_str(), step) {
+            ("target", Step::Resolve) => RunError::TargetResolve { url, source },
+            ("target", Step::Connect) => RunError::TargetUnreachable { url, source },
+            (at, step) => RunError::Topology {
+                key: format!("{at}.upstream"),
+                message: format!("{url}: {step}"),
+                source,
+            },
+        }
+    })
+}
+
+/// Where dialling a real service failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Its host does not resolve.
+    Resolve,
+    /// Its TLS settings, the connection or the handshake.
+    Connect,
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Step::Resolve => "cannot resolve",
+            Step::Connect => "unreachable at start",
+        })
+    }
+}
+
+/// Resolves a real service, connects once (for `https://`, a whole
+/// handshake) and returns how to forward to it; an error says at which
+/// step it failed.
+async fn dial(service: &Service) -> Result<Forward<ServiceConnector>, (Step, std::io::Error)> {
+    let connector = connector(service).await?;
+    connector.probe().await.map_err(|e| (Step::Connect, e))?;
+    Ok(Forward {
+        connector: Arc::new(connector),
+        rewrite: service.endpoint.rewrite(),
+    })
+}
+
+/// Resolves a real service and returns how to dial it, over TLS for
+/// `https://`.
+async fn connector(service: &Service) -> Result<ServiceConnector, (Step, std::io::Error)> {
+    let endpoint = &service.endpoint;
+    let addr = net::resolve(&endpoint.authority)
+        .await
+        .map_err(|e| (Step::Resolve, e))?;
+    let tls = match (&service.client, endpoint.https) {
+        (_, false) => None,
+        (Some(client), true) => Some(client.clone()),
+        // Not read with the file (a library caller): the files are
+        // relative to the working directory.
+        (None, true) => Some(
+            TlsClient::load(
+                &service.tls,
+                std::path::Path::new(""),
+                TlsKeys::yaml(&format!("{}.tls", service.at)),
+            )
+            .map_err(|e| {
+                (
+                    Step::Connect,
+                    std::io::Error::new(std::io::ErrorKind::InvalidInput, e),
+                )
+            })?,
+        ),
+    };
+    ServiceConnector::new(
+        TcpConnector { addr },
+        tls.map(|c| (c, endpoint.host.as_str())),
+    )
+    .map_err(|e| (Step::Connect, e))
 }
 
 /// The service's breakers as inferred from the run: their transitions, in

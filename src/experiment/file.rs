@@ -9,6 +9,7 @@ use super::halt::HaltCondition;
 use crate::proxy::ProxyMode;
 use crate::schema::overrides::Override;
 use crate::schema::{self, LoadError, SchemaError, Segment};
+use crate::tls::{TlsClient, TlsKeys};
 use crate::trace::Trace;
 
 /// An experiment with its halt conditions and expectations checked.
@@ -67,6 +68,7 @@ fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
     let mut experiment: Experiment = schema::from_yaml_all(file, text)?;
     crate::fault::replay::load_recordings(&mut experiment.faults, file, text, "faults")?;
     load_arrivals(&mut experiment, file, text)?;
+    load_tls(&mut experiment, file, text)?;
     let at = |key: &str, i: usize, message: String| {
         SchemaError::at(
             file,
@@ -133,6 +135,30 @@ fn load_arrivals(experiment: &mut Experiment, file: &str, text: &str) -> Result<
         ];
         let trace = Trace::read_named(file, text, &at, &replay.file, replay.format)?;
         route.recorded = Some(trace.arrivals().map(|t| t.div_f64(replay.speed)).collect());
+    }
+    Ok(())
+}
+
+/// Reads the TLS settings of every `https://` service (certificates and
+/// keys relative to the experiment file) into its client; a file that
+/// cannot be used is an error at its key (`target.tls.ca_file`).
+fn load_tls(experiment: &mut Experiment, file: &str, text: &str) -> Result<(), LoadError> {
+    let base = Path::new(file).parent().unwrap_or(Path::new(""));
+    for service in experiment.services_mut().filter(|s| s.endpoint.https) {
+        let keys = TlsKeys::yaml(&format!("{}.tls", service.at));
+        let client = TlsClient::load(&service.tls, base, keys).map_err(|e| {
+            let mut at: Vec<Segment> = service
+                .at
+                .split('.')
+                .map(|k| Segment::Key(k.to_string()))
+                .collect();
+            at.extend([
+                Segment::Key("tls".to_string()),
+                Segment::Key(e.field.to_string()),
+            ]);
+            SchemaError::at(file, text, &at, e.message)
+        })?;
+        service.client = Some(client);
     }
     Ok(())
 }

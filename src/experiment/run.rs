@@ -17,8 +17,8 @@ use crate::defense::report::Recorder;
 use crate::fault::FaultPlan;
 use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream};
-use crate::net::{self, Connector, TcpConnector};
-use crate::proxy::{ProxyMode, serve_mode};
+use crate::net::Connector;
+use crate::proxy::{Forward, ProxyMode, serve_forward};
 use crate::target::TargetStats;
 
 /// How a run ended.
@@ -139,6 +139,7 @@ async fn execute<N: Network>(
     live: Live,
 ) -> Result<RunResult, RunError> {
     let listen = || async { network.listen().await.map_err(RunError::Listen) };
+    let mut dialed = super::external::dial_all(experiment).await?;
     let start = clock::now();
     let started_at_unix_ms = N::WALL_CLOCK.then(clock::unix_ms);
     let (stop_servers, servers) = ShutdownSignal::new();
@@ -149,11 +150,20 @@ async fn execute<N: Network>(
     let recorder = Arc::new(Recorder::default());
     let (entry, dependencies) = match &experiment.system {
         Some(system) => {
-            super::external::stand_up(experiment, system, start, &servers, grace, &recorder).await?
+            super::external::stand_up(
+                experiment,
+                system,
+                start,
+                &servers,
+                grace,
+                &recorder,
+                &mut dialed,
+            )
+            .await?
         }
         None => {
             let (entry, plan) =
-                stand_up_target(experiment, &network, start, &servers, grace).await?;
+                stand_up_target(experiment, &network, start, &servers, grace, &mut dialed).await?;
             let target = RunningDependency {
                 name: "target".to_string(),
                 plan,
@@ -345,7 +355,8 @@ async fn execute<N: Network>(
         &manual,
         duration,
     );
-    let mut warnings = crate::fault::replay::gap_warnings(&experiment.faults);
+    let mut warnings = experiment.tls_warnings();
+    warnings.extend(crate::fault::replay::gap_warnings(&experiment.faults));
     if control.is_none() {
         for f in experiment.faults.iter().filter(|f| f.manual) {
             warnings.push(format!(
@@ -498,6 +509,7 @@ async fn stand_up_target<N: Network>(
     start: clock::Instant,
     servers: &ShutdownSignal,
     grace: Duration,
+    dialed: &mut super::external::Dialed,
 ) -> Result<(Arc<dyn Upstream>, Arc<FaultPlan>), RunError> {
     let listen = || async { network.listen().await.map_err(RunError::Listen) };
     // The target: the embedded fixture server, or a real service.
@@ -518,25 +530,15 @@ async fn stand_up_target<N: Network>(
                 stats.clone(),
                 servers.clone(),
             ));
-            spawn_http_proxy(proxy_acceptor, connector, &plan, servers, grace);
+            let forward = Forward {
+                connector: Arc::new(connector),
+                rewrite: Default::default(),
+            };
+            spawn_proxy(proxy_acceptor, forward, &plan, servers, grace);
         }
-        TargetSpec::Url(url) => {
-            let authority = crate::http::client::authority(url);
-            let addr = net::resolve(authority)
-                .await
-                .map_err(|source| RunError::TargetResolve {
-                    url: url.clone(),
-                    source,
-                })?;
-            let connector = TcpConnector { addr };
-            connector
-                .connect()
-                .await
-                .map_err(|source| RunError::TargetUnreachable {
-                    url: url.clone(),
-                    source,
-                })?;
-            spawn_http_proxy(proxy_acceptor, connector, &plan, servers, grace);
+        TargetSpec::Url(service) => {
+            let forward = super::external::take(dialed, service).await?;
+            spawn_proxy(proxy_acceptor, forward, &plan, servers, grace);
         }
     }
     let to_proxy: Arc<dyn Upstream> = Arc::new(HttpUpstream::new(
@@ -546,21 +548,22 @@ async fn stand_up_target<N: Network>(
     Ok((to_proxy, plan))
 }
 
-/// Starts the HTTP fault proxy in front of whatever `connector` reaches.
-fn spawn_http_proxy<A: crate::net::Acceptor, C: Connector>(
+/// Starts the HTTP fault proxy in front of whatever `forward` reaches.
+fn spawn_proxy<A: crate::net::Acceptor, C: Connector>(
     acceptor: A,
-    connector: C,
+    forward: Forward<C>,
     plan: &Arc<FaultPlan>,
     servers: &ShutdownSignal,
     grace: Duration,
 ) {
-    tokio::spawn(serve_mode(
+    tokio::spawn(serve_forward(
         acceptor,
-        Arc::new(connector),
+        forward,
         plan.clone(),
         ProxyMode::Http,
         servers.clone(),
         grace,
+        Default::default(),
     ));
 }
 

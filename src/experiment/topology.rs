@@ -5,7 +5,7 @@
 //!
 //! ```yaml
 //! system:
-//!   url: http://127.0.0.1:8080          # the service: load goes here
+//!   url: http://127.0.0.1:8080          # the service: load goes here (or https:// with tls:)
 //!   breakers:                           # its breakers, inferred black-box
 //!     inventory: { dependency: inventory, routes: [stock] }
 //! dependencies:
@@ -18,15 +18,18 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer};
 
 use crate::clock::Duration;
+use crate::http::endpoint::Endpoint;
 use crate::schema::deserialize_checked;
 use crate::schema::units::Dur;
 use crate::target::TargetRoute;
+use crate::tls::{TlsClient, TlsOptions};
 
 /// The user's service.
 #[derive(Debug, Clone)]
 pub struct SystemSpec {
-    /// `http://host:port`: where the load goes.
-    pub url: String,
+    /// Where the load goes (`http://` or `https://`, perhaps with a path
+    /// prefix).
+    pub service: Service,
     /// Its breakers, inferred from what reaches its dependencies; named
     /// for expectations (`breaker NAME ...`).
     pub breakers: IndexMap<String, InferredBreaker>,
@@ -75,20 +78,75 @@ pub struct DependencySpec {
 /// Where a dependency proxy forwards.
 #[derive(Debug, Clone)]
 pub enum Upstream {
-    /// A real service, `http://host:port`.
-    Url(String),
+    /// A real service, over HTTP or HTTPS.
+    Url(Service),
     /// The embedded fixture server with these routes.
     Builtin(Vec<TargetRoute>),
+}
+
+/// A real service firedrill calls (`target.url`, a dependency's
+/// `upstream`): where it is and how to speak TLS to it.
+#[derive(Debug, Clone)]
+pub struct Service {
+    /// The key its settings sit under: `target`, `system` or
+    /// `dependencies.NAME`.
+    pub at: String,
+    /// Its URL: scheme, host and port, path prefix.
+    pub endpoint: Endpoint,
+    /// `tls:` as written (files relative to the experiment file).
+    pub tls: TlsOptions,
+    /// The TLS client read from `tls` when the experiment file is loaded
+    /// (`https://` only); none until then.
+    pub client: Option<TlsClient>,
+}
+
+impl Service {
+    /// Reads the URL at `key` and its `tls:` beside it (`at`); `tls` is
+    /// for `https://` URLs only.
+    pub(super) fn read(
+        key: &str,
+        url: &str,
+        at: &str,
+        tls: Option<TlsOptions>,
+    ) -> Result<Service, String> {
+        let endpoint = Endpoint::parse(key, url)?;
+        if tls.is_some() && !endpoint.https {
+            return Err(format!(
+                "{at}.tls: `{url}` is plain HTTP; tls applies to https:// URLs only"
+            ));
+        }
+        Ok(Service {
+            at: at.to_string(),
+            endpoint,
+            tls: tls.unwrap_or_default(),
+            client: None,
+        })
+    }
+
+    /// The warning for a service whose certificate is not verified.
+    pub fn warning(&self) -> Option<String> {
+        self.tls.insecure_skip_verify.then(|| {
+            crate::tls::insecure_warning(
+                &format!("{}.tls.insecure_skip_verify", self.at),
+                &self.endpoint.url(),
+            )
+        })
+    }
 }
 
 /// `system:` as written.
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSystem {
-    /// The service under test, `http://host:port` or `host:port` (needs
-    /// `clock: real`): the load is sent here.
-    #[schemars(regex(pattern = r"^(http://)?[^/:]+:[0-9]+/?$"))]
+    /// The service under test (needs `clock: real`): the load is sent
+    /// here. `http://host:port`, `https://host[:port]`, optionally with a
+    /// path prefix put before every request path, or `host:port`.
+    #[schemars(regex(pattern = r"^((https?://[^/:?#]+(:[0-9]+)?(/[^?#]*)?)|([^/:]+:[0-9]+))$"))]
     url: String,
+    /// TLS towards an `https://` service: `ca_file`, `client_cert` and
+    /// `client_key` (PEM, relative to this file), `insecure_skip_verify`.
+    #[serde(default)]
+    tls: Option<TlsOptions>,
     /// The service's breakers, inferred from what reaches its
     /// dependencies, by name.
     #[serde(default)]
@@ -166,10 +224,16 @@ pub(super) struct RawDependency {
     /// call it.
     #[schemars(regex(pattern = r"^[^/]+:[0-9]+$"))]
     listen: String,
-    /// The real dependency, `http://host:port` or `host:port`.
+    /// The real dependency: `http://host:port`, `https://host[:port]`,
+    /// optionally with a path prefix put before every request path
+    /// (`https://host/api`), or `host:port`.
     #[serde(default)]
-    #[schemars(regex(pattern = r"^(http://)?[^/:]+:[0-9]+/?$"))]
+    #[schemars(regex(pattern = r"^((https?://[^/:?#]+(:[0-9]+)?(/[^?#]*)?)|([^/:]+:[0-9]+))$"))]
     upstream: Option<String>,
+    /// TLS towards an `https://` upstream: `ca_file`, `client_cert` and
+    /// `client_key` (PEM, relative to this file), `insecure_skip_verify`.
+    #[serde(default)]
+    tls: Option<TlsOptions>,
     /// Or the embedded fixture server with these routes.
     #[serde(default)]
     builtin: Option<RawBuiltinRoutes>,
@@ -189,29 +253,6 @@ pub(super) struct RawBuiltinRoutes {
     pub(super) routes: Vec<TargetRoute>,
 }
 
-/// `http://host:port` from `host:port` or `http://host:port[/]`, or what
-/// was expected.
-pub(super) fn http_url(key: &str, url: &str) -> Result<String, String> {
-    let u = if url.contains("://") {
-        url.to_string()
-    } else {
-        format!("http://{url}")
-    };
-    let authority = u
-        .strip_prefix("http://")
-        .unwrap_or_default()
-        .trim_end_matches('/');
-    let port_ok = authority
-        .rsplit_once(':')
-        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
-    if !u.starts_with("http://") || !port_ok {
-        return Err(format!(
-            "{key}: `{u}`: expected http://host:port or host:port (plain HTTP; https is not supported)"
-        ));
-    }
-    Ok(u)
-}
-
 /// Reads `system:` and `dependencies:` and checks them against each other
 /// and against the load routes.
 pub(super) fn read(
@@ -219,12 +260,22 @@ pub(super) fn read(
     dependencies: IndexMap<String, RawDependency>,
     routes: &[String],
 ) -> Result<(SystemSpec, Vec<DependencySpec>), String> {
-    let url = http_url("system.url", &system.url)?;
+    let service = Service::read("system.url", &system.url, "system", system.tls)?;
     let mut deps = Vec::new();
     for (name, raw) in dependencies {
         let key = format!("dependencies.{name}");
         let upstream = match (raw.upstream, raw.builtin) {
-            (Some(u), None) => Upstream::Url(http_url(&format!("{key}.upstream"), &u)?),
+            (Some(u), None) => Upstream::Url(Service::read(
+                &format!("{key}.upstream"),
+                &u,
+                &key,
+                raw.tls,
+            )?),
+            (None, Some(_)) if raw.tls.is_some() => {
+                return Err(format!(
+                    "{key}.tls: applies to an https:// upstream, not builtin"
+                ));
+            }
             (None, Some(b)) => Upstream::Builtin(b.routes),
             _ => return Err(format!("{key}: give exactly one of upstream, builtin")),
         };
@@ -265,7 +316,7 @@ pub(super) fn read(
     }
     Ok((
         SystemSpec {
-            url,
+            service,
             breakers: system.breakers,
         },
         deps,

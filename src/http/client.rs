@@ -36,6 +36,8 @@ pub struct HttpUpstream<C: Connector> {
     client: Client<Dial<C>, BoxBody>,
     /// `scheme://authority` put in front of each request's path.
     base: String,
+    /// The path prefix and `Host` of a user's service (none by default).
+    rewrite: super::endpoint::Rewrite,
 }
 
 impl<C: Connector> std::fmt::Debug for HttpUpstream<C> {
@@ -58,7 +60,15 @@ impl<C: Connector> HttpUpstream<C> {
         HttpUpstream {
             client,
             base: format!("http://{authority}"),
+            rewrite: Default::default(),
         }
+    }
+
+    /// The same client, rewriting every request for a user's service (its
+    /// path prefix, its `Host`).
+    pub fn rewriting(mut self, rewrite: super::endpoint::Rewrite) -> HttpUpstream<C> {
+        self.rewrite = rewrite;
+        self
     }
 }
 
@@ -67,6 +77,7 @@ impl<C: Connector> Upstream for HttpUpstream<C> {
         &self,
         mut req: Request<BoxBody>,
     ) -> BoxFuture<'_, Result<Response<Incoming>, hyper_util::client::legacy::Error>> {
+        self.rewrite.apply(&mut req);
         let path = req
             .uri()
             .path_and_query()

@@ -8,9 +8,12 @@
 //!   connection driver.
 //! * [`client`] — the pooled client towards a dependency over any transport.
 //! * [`headers`] — the `x-firedrill-*` header names.
+//! * [`endpoint`] — a user's service as a URL (scheme, host, path prefix)
+//!   and what changes in a request sent to it.
 
 pub mod body;
 pub mod client;
+pub mod endpoint;
 pub mod headers;
 pub mod server;
 pub mod shutdown;

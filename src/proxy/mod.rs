@@ -15,6 +15,6 @@ pub mod traffic;
 pub use mode::{Misfit, ProxyMode};
 pub use record::{Record, RecordSink, Recorder};
 pub use requests::RequestCounters;
-pub use run::{BoundProxy, serve_mode, serve_mode_with};
+pub use run::{BoundProxy, Forward, serve_forward, serve_mode, serve_mode_with};
 pub use telemetry::{ProxyMetrics, Telemetry};
 pub use traffic::Traffic;

@@ -9,8 +9,10 @@ use super::telemetry::Telemetry;
 use super::traffic::Traffic;
 use crate::clock::Duration;
 use crate::fault::FaultPlan;
+use crate::http::endpoint::Rewrite;
 use crate::http::{ShutdownSignal, serve};
 use crate::net::{self, TcpAcceptor, TcpConnector};
+use crate::tls::ServiceConnector;
 
 /// Why a proxy could not start (exit code 3).
 #[derive(Debug, thiserror::Error)]
@@ -48,43 +50,48 @@ pub enum StartError {
 pub struct BoundProxy {
     /// The listening side.
     acceptor: TcpAcceptor,
-    /// The upstream side.
-    connector: Arc<TcpConnector>,
+    /// The upstream side: how to dial it, what to change in each request.
+    forward: Forward<ServiceConnector>,
     /// Protocol.
     mode: ProxyMode,
 }
 
 impl BoundProxy {
-    /// Resolves `upstream` and binds `listen`.
+    /// Resolves `upstream` (`host:port`) and binds `listen`.
     pub async fn bind(
         listen: &str,
         upstream: &str,
         mode: ProxyMode,
     ) -> Result<BoundProxy, StartError> {
-        let upstream_addr = net::resolve(upstream)
+        let addr = net::resolve(upstream)
             .await
             .map_err(|source| StartError::Resolve {
                 addr: upstream.to_string(),
                 source,
             })?;
-        let listen_addr: SocketAddr =
-            net::resolve(listen)
-                .await
-                .map_err(|source| StartError::Listen {
-                    addr: listen.to_string(),
-                    source,
-                })?;
-        let acceptor = TcpAcceptor::bind(listen_addr)
-            .await
-            .map_err(|source| StartError::Bind {
-                addr: listen.to_string(),
-                source,
-            })?;
+        let forward = Forward {
+            connector: Arc::new(ServiceConnector::plain(TcpConnector { addr })),
+            rewrite: Rewrite::default(),
+        };
+        BoundProxy::bind_forward(listen, forward, mode).await
+    }
+
+    /// Binds `listen` for a proxy towards `forward` (a user's service,
+    /// perhaps over TLS and with a path prefix).
+    pub async fn bind_forward(
+        listen: &str,
+        forward: Forward<ServiceConnector>,
+        mode: ProxyMode,
+    ) -> Result<BoundProxy, StartError> {
+        let bind_error = |source| StartError::Bind {
+            addr: listen.to_string(),
+            source,
+        };
+        let listen_addr: SocketAddr = net::resolve(listen).await.map_err(bind_error)?;
+        let acceptor = TcpAcceptor::bind(listen_addr).await.map_err(bind_error)?;
         Ok(BoundProxy {
             acceptor,
-            connector: Arc::new(TcpConnector {
-                addr: upstream_addr,
-            }),
+            forward,
             mode,
         })
     }
@@ -128,9 +135,9 @@ impl BoundProxy {
         shutdown: ShutdownSignal,
         grace: Duration,
     ) -> std::io::Result<()> {
-        serve_mode_with(
+        serve_forward(
             self.acceptor,
-            self.connector,
+            self.forward,
             plan,
             self.mode,
             shutdown,
@@ -173,6 +180,39 @@ where
     A: net::Acceptor,
     C: net::Connector,
 {
+    let forward = Forward {
+        connector,
+        rewrite: Rewrite::default(),
+    };
+    serve_forward(acceptor, forward, plan, mode, shutdown, grace, telemetry).await
+}
+
+/// Where a proxy forwards: how it dials, and what it changes in each
+/// request on the way (HTTP mode; a real service's path prefix and `Host`).
+#[derive(Debug)]
+pub struct Forward<C> {
+    /// Opens upstream connections.
+    pub connector: Arc<C>,
+    /// Applied to every request forwarded in HTTP mode.
+    pub rewrite: Rewrite,
+}
+
+/// [`serve_mode_with`] towards `forward`.
+pub async fn serve_forward<A, C>(
+    acceptor: A,
+    forward: Forward<C>,
+    plan: Arc<FaultPlan>,
+    mode: ProxyMode,
+    shutdown: ShutdownSignal,
+    grace: Duration,
+    telemetry: Telemetry,
+) -> std::io::Result<()>
+where
+    A: net::Acceptor,
+    C: net::Connector,
+{
+    let Forward { connector, rewrite } = forward;
+    let rewrite = Arc::new(rewrite);
     let handler_plan = plan.clone();
     match mode {
         ProxyMode::Tcp => {
@@ -199,7 +239,14 @@ where
                 plan,
                 move |s, sd| {
                     let telemetry = telemetry.clone();
-                    super::http::handle(s, connector.clone(), handler_plan.clone(), sd, telemetry)
+                    super::http::handle(
+                        s,
+                        connector.clone(),
+                        rewrite.clone(),
+                        handler_plan.clone(),
+                        sd,
+                        telemetry,
+                    )
                 },
                 shutdown,
                 grace,

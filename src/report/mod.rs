@@ -236,13 +236,13 @@ fn targets(experiment: &Experiment) -> Vec<String> {
     let Some(system) = &experiment.system else {
         return vec![match &experiment.target {
             TargetSpec::Builtin(_) => "target: builtin".to_string(),
-            TargetSpec::Url(url) => format!("target: {url}"),
+            TargetSpec::Url(service) => format!("target: {}", service.endpoint.url()),
         }];
     };
-    let mut out = vec![format!("system: {}", system.url)];
+    let mut out = vec![format!("system: {}", system.service.endpoint.url())];
     for d in &experiment.dependencies {
         out.push(match &d.upstream {
-            Upstream::Url(url) => format!("dependency {}: {url}", d.name),
+            Upstream::Url(service) => format!("dependency {}: {}", d.name, service.endpoint.url()),
             Upstream::Builtin(_) => format!("dependency {}: builtin", d.name),
         });
     }

@@ -24,6 +24,7 @@ use super::telemetry::Telemetry;
 use super::traffic::Traffic;
 use crate::clock::{self, Instant};
 use crate::fault::{Direction, FaultKind, FaultPlan, Hit};
+use crate::http::endpoint::Rewrite;
 use crate::http::{BoxBody, BoxError, ShutdownSignal, boxed, full};
 use crate::net::{Connector, Transport};
 use crate::trace::Answer;
@@ -36,6 +37,9 @@ pub use crate::http::headers::FAULT_HEADER;
 struct Conn<C: Connector> {
     /// Opens upstream connections.
     connector: Arc<C>,
+    /// What changes in each request forwarded upstream (a real service's
+    /// path prefix and `Host`).
+    rewrite: Arc<Rewrite>,
     /// The run's fault plan.
     plan: Arc<FaultPlan>,
     /// The proxy's byte counters (upstream connections count into them).
@@ -77,6 +81,7 @@ async fn drive_upstreams(mut drivers: tokio::sync::mpsc::UnboundedReceiver<Upstr
 pub async fn handle<S, C>(
     client: S,
     connector: Arc<C>,
+    rewrite: Arc<Rewrite>,
     plan: Arc<FaultPlan>,
     shutdown: ShutdownSignal,
     telemetry: Telemetry,
@@ -90,6 +95,7 @@ pub async fn handle<S, C>(
     let (drivers, driven) = tokio::sync::mpsc::unbounded_channel();
     let conn = Arc::new(Conn {
         connector,
+        rewrite,
         plan,
         traffic,
         recorder,
@@ -222,12 +228,13 @@ impl<C: Connector> Conn<C> {
         if let Some(at) = decision.request_at {
             clock::sleep_until_precise(at).await;
         }
-        let req = req.map(|b| {
+        let mut req = req.map(|b| {
             log.forward_body(match decision.rate[Direction::Upstream as usize] {
                 Some(rate) => Throttled::new(boxed(b), rate).boxed_unsync(),
                 None => boxed(b),
             })
         });
+        self.rewrite.apply(&mut req);
         let response = match self.send(req, &mut log.reached_upstream).await {
             Ok(r) => r,
             Err(err) => return Ok(log.answered(gateway_error(&err))),

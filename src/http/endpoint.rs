@@ -1,0 +1,152 @@
+//! A user's service as a URL: `http://` or `https://`, host and port, and a
+//! path prefix put in front of every request path sent to it
+//! (`https://h/api` + `/stock/1` is `/api/stock/1`).
+
+use http::{HeaderValue, Request, Uri};
+
+/// A parsed service URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// `https://`: dial TLS.
+    pub https: bool,
+    /// `host:port` (the port filled in: 80 or 443 when the URL has none).
+    pub authority: String,
+    /// The host alone: the TLS server name and the certificate's name.
+    pub host: String,
+    /// The path prefix without a trailing `/` (`/api`), or empty.
+    pub prefix: String,
+}
+
+impl Endpoint {
+    /// Reads `http[s]://host[:port][/prefix]` or `host:port` (plain HTTP);
+    /// the error names `key`.
+    pub fn parse(key: &str, url: &str) -> Result<Endpoint, String> {
+        let expected = || {
+            format!(
+                "{key}: `{url}`: expected http://host:port, https://host[:port], optionally with a path prefix (https://host/api), or host:port"
+            )
+        };
+        let (https, rest) = match url.split_once("://") {
+            Some(("http", rest)) => (false, rest),
+            Some(("https", rest)) => (true, rest),
+            Some(_) => return Err(expected()),
+            None => (false, url),
+        };
+        if url.contains(['?', '#']) || url.contains(char::is_whitespace) {
+            return Err(expected());
+        }
+        let (authority, prefix) = match rest.find('/') {
+            Some(i) => rest.split_at(i),
+            None => (rest, ""),
+        };
+        if !url.contains("://") && !prefix.is_empty() {
+            return Err(expected());
+        }
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((host, port)) if !host.ends_with(':') => match port.parse::<u16>() {
+                Ok(port) => (host, port),
+                Err(_) => return Err(expected()),
+            },
+            _ if url.contains("://") => (authority, if https { 443 } else { 80 }),
+            _ => return Err(expected()),
+        };
+        if host.is_empty() || host.contains('@') {
+            return Err(expected());
+        }
+        Ok(Endpoint {
+            https,
+            authority: format!("{host}:{port}"),
+            host: host.to_string(),
+            prefix: prefix.trim_end_matches('/').to_string(),
+        })
+    }
+
+    /// The URL, normalised: `https://host:port/prefix`.
+    pub fn url(&self) -> String {
+        let scheme = if self.https { "https" } else { "http" };
+        format!("{scheme}://{}{}", self.authority, self.prefix)
+    }
+
+    /// What to change in each request sent to the service.
+    pub fn rewrite(&self) -> Rewrite {
+        Rewrite {
+            prefix: self.prefix.clone(),
+            host: HeaderValue::from_str(&self.authority).ok(),
+        }
+    }
+}
+
+/// What changes in a request on its way to a user's service: the path
+/// prefix in front of its path, and the `Host` header (a virtual host
+/// behind TLS answers by name).
+#[derive(Debug, Clone, Default)]
+pub struct Rewrite {
+    /// Put in front of every path; empty: none.
+    prefix: String,
+    /// The `Host` header to send; none: keep the caller's.
+    host: Option<HeaderValue>,
+}
+
+impl Rewrite {
+    /// Rewrites `req` (origin-form URI) in place.
+    pub fn apply<B>(&self, req: &mut Request<B>) {
+        if let Some(host) = &self.host {
+            req.headers_mut().insert(http::header::HOST, host.clone());
+        }
+        if self.prefix.is_empty() {
+            return;
+        }
+        let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
+        if let Ok(uri) = format!("{}{path}", self.prefix).parse::<Uri>() {
+            *req.uri_mut() = uri;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn https_url_with_a_prefix_gets_port_443_and_its_prefix_without_a_trailing_slash() {
+        let e = Endpoint::parse("k", "https://staging.example/api/").unwrap();
+        assert!(e.https);
+        assert_eq!(e.authority, "staging.example:443");
+        assert_eq!(e.host, "staging.example");
+        assert_eq!(e.prefix, "/api");
+        assert_eq!(e.url(), "https://staging.example:443/api");
+    }
+
+    #[test]
+    fn host_port_alone_is_plain_http_without_prefix() {
+        let e = Endpoint::parse("k", "127.0.0.1:9000").unwrap();
+        assert!(!e.https);
+        assert_eq!(e.url(), "http://127.0.0.1:9000");
+    }
+
+    #[test]
+    fn other_schemes_queries_and_missing_ports_are_refused_naming_the_key() {
+        for bad in [
+            "ftp://h:1",
+            "http://h:1/a?b=1",
+            "h",
+            "h:x",
+            "https://:443",
+            "h:1/api",
+        ] {
+            let err = Endpoint::parse("target.url", bad).unwrap_err();
+            assert!(err.starts_with("target.url: `"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn rewrite_puts_the_prefix_before_path_and_query_and_sets_host() {
+        let rewrite = Endpoint::parse("k", "https://h:8443/api")
+            .unwrap()
+            .rewrite();
+        let mut req = Request::get("/stock/1?x=2").body(()).unwrap();
+        rewrite.apply(&mut req);
+        assert_eq!(req.uri().to_string(), "/api/stock/1?x=2");
+        assert_eq!(req.headers()[http::header::HOST], "h:8443");
+    }
+}
