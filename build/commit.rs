@@ -15,21 +15,21 @@ use std::process::Command;
 
 /// What the binary is built from, relative to the package: a change here
 /// makes the build dirty.
-pub const BUILT_FROM: &[&str] = &["src", "build", "Cargo.toml", "Cargo.lock"];
+pub(crate) const BUILT_FROM: &[&str] = &["src", "build", "Cargo.toml", "Cargo.lock"];
 
 /// What [`describe`] found.
 #[derive(Debug)]
-pub struct Found {
+pub(crate) struct Found {
     /// `0123456789ab 2026-12-01`, with `-dirty` after the hash, or `unknown`.
-    pub commit: String,
+    pub(crate) commit: String,
     /// Existing files whose change can change `commit`, for
     /// `cargo:rerun-if-changed` (empty outside a checkout).
-    pub watch: Vec<PathBuf>,
+    pub(crate) watch: Vec<PathBuf>,
 }
 
 /// The commit of the checkout whose top is `package_dir`, asking the `git`
 /// program given.
-pub fn describe(package_dir: &Path, git: &OsStr) -> Found {
+pub(crate) fn describe(package_dir: &Path, git: &OsStr) -> Found {
     let found = Git::of_package(package_dir, git).and_then(|g| Some((g.commit()?, g.watch())));
     match found {
         Some((commit, watch)) => Found { commit, watch },
