@@ -23,7 +23,10 @@
 #   RUNS [5]          runs per experiment; medians are reported
 #   CPU [1]           the core the runs are pinned to
 #   FIREDRILL         the binary; default: `cargo build --release --locked`
-#                     into $CARGO_TARGET_DIR (or ./target)
+#                     into $CARGO_TARGET_DIR (or ./target); with PROFILE=1
+#                     `--profile profiling` (the release code with symbols and
+#                     line tables, which perf needs; the release binary is
+#                     stripped), so pass a profiling build here then
 #   BUILD [1]         0: never run cargo
 #   TIMEOUT [60]      seconds after which one run is killed
 #   PROFILE [0]       1: perf profile of the slowest experiment
@@ -50,12 +53,14 @@ for t in taskset timeout python3 sha256sum; do command -v "$t" >/dev/null || die
 
 if [[ -z ${FIREDRILL:-} ]]; then
     TGT=${CARGO_TARGET_DIR:-$REPO/target}
+    CARGO_PROFILE=release
+    if ((PROFILE)); then CARGO_PROFILE=profiling; fi
     if ((BUILD)); then
-        log "building firedrill (release) into $TGT"
-        (cd "$REPO" && CARGO_TARGET_DIR=$TGT cargo build --release --locked) >"$OUT/build.log" 2>&1 ||
+        log "building firedrill ($CARGO_PROFILE) into $TGT"
+        (cd "$REPO" && CARGO_TARGET_DIR=$TGT cargo build --profile "$CARGO_PROFILE" --locked) >"$OUT/build.log" 2>&1 ||
             die "cargo build failed, see $OUT/build.log"
     fi
-    FIREDRILL=$TGT/release/firedrill
+    FIREDRILL=$TGT/$CARGO_PROFILE/firedrill
 fi
 "$FIREDRILL" run --help >/dev/null 2>&1 || die "'$FIREDRILL run' is not available"
 

@@ -25,7 +25,10 @@
 #                     machine NICE=-10 (root) moves background jobs off $CPU
 #   PORT_BASE [18700] first of 12 consecutive loopback ports used
 #   FIREDRILL         path to the binary; if unset it is built with
-#                     `cargo build --release --locked` (CARGO_TARGET_DIR honoured)
+#                     `cargo build --release --locked` (CARGO_TARGET_DIR honoured),
+#                     with PROFILE=1 `--profile profiling` (the release code
+#                     with symbols and line tables, which perf needs; the
+#                     release binary is stripped)
 #   BUILD [1]         set to 0 to never run cargo
 #   OUT               result directory [bench/out/<UTC timestamp>]
 #   SKIP_INSTALL [0]  set to 1 to never run apt-get
@@ -82,12 +85,14 @@ for t in taskset curl awk sort ss; do command -v "$t" >/dev/null || die "need $t
 HAVE_FD=0
 if [[ -z ${FIREDRILL:-} ]]; then
     TGT=${CARGO_TARGET_DIR:-$REPO/target}
+    CARGO_PROFILE=release
+    if ((PROFILE)); then CARGO_PROFILE=profiling; fi
     if ((BUILD)); then
-        log "building firedrill (release) into $TGT"
-        (cd "$REPO" && CARGO_TARGET_DIR=$TGT cargo build --release --locked) >"$OUT/build.log" 2>&1 ||
+        log "building firedrill ($CARGO_PROFILE) into $TGT"
+        (cd "$REPO" && CARGO_TARGET_DIR=$TGT cargo build --profile "$CARGO_PROFILE" --locked) >"$OUT/build.log" 2>&1 ||
             log "warning: cargo build failed, see $OUT/build.log"
     fi
-    FIREDRILL=$TGT/release/firedrill
+    FIREDRILL=$TGT/$CARGO_PROFILE/firedrill
 fi
 if [[ -x $FIREDRILL ]] && "$FIREDRILL" proxy --help >/dev/null 2>&1; then
     HAVE_FD=1

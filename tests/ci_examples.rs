@@ -1,7 +1,11 @@
 //! The CI and game-day examples under `ci/` are exercised wherever they can
 //! be outside a CI service: every YAML file parses and has the structure its
 //! service needs; every `firedrill` command they run names an existing
-//! subcommand and existing flags; every experiment they reference exists and
+//! subcommand and existing flags; each pipeline installs a pinned release
+//! (`cargo install --locked --git "$FIREDRILL_GIT" --tag "$FIREDRILL_VERSION"`,
+//! only on a cache miss, the cache keyed by the version, the binary on PATH
+//! before use; GitLab's install lines run for real with a stand-in cargo);
+//! every experiment they reference exists and
 //! loads; the JUnit paths they publish match what the commands write (by
 //! running ci/run-experiments.sh and matching the published glob); the
 //! game-day script writes the staging URL into the drill and runs it in real
@@ -229,11 +233,15 @@ fn invocations() -> Vec<Invocation> {
     out
 }
 
+/// `firedrill SUB --help`; for a top-level flag (`firedrill --version`),
+/// `firedrill --help`.
 fn help(sub: &str) -> String {
-    let out = Command::new(firedrill_bin())
-        .args([sub, "--help"])
-        .output()
-        .unwrap();
+    let args = if sub.starts_with('-') {
+        vec!["--help"]
+    } else {
+        vec![sub, "--help"]
+    };
+    let out = Command::new(firedrill_bin()).args(args).output().unwrap();
     assert!(
         out.status.success(),
         "`firedrill {sub} --help` failed: no such subcommand?\n{}",
@@ -254,6 +262,16 @@ fn every_firedrill_command_in_ci_uses_an_existing_subcommand_flags_and_clock_val
     }
     for inv in &found {
         let text = help(&inv.sub);
+        if inv.sub.starts_with('-') {
+            assert!(
+                text.split(|c: char| c.is_whitespace() || c == ',')
+                    .any(|w| w == inv.sub),
+                "{}: `{}`: `firedrill --help` has no {}",
+                inv.file,
+                inv.line,
+                inv.sub
+            );
+        }
         for (i, arg) in inv.args.iter().enumerate() {
             let Some(flag) = arg.strip_prefix("--") else {
                 continue;
@@ -709,8 +727,275 @@ fn runs_after_failure(step: &Value) -> bool {
     cond.contains("always()") || cond.contains("!cancelled()")
 }
 
+// ---------------------------------------------------------------------------
+// Installing a pinned firedrill (every pipeline example)
+// ---------------------------------------------------------------------------
+
+/// The variables a pipeline example installs firedrill with: where it comes
+/// from and the release tag.
+const PIN_VARIABLES: [&str; 2] = ["FIREDRILL_GIT", "FIREDRILL_VERSION"];
+
+/// The file's header (its leading comment lines) tells the user to set
+/// both variables, and `vars` (the file's variables) sets them: a git URL
+/// and a release tag `vX.Y.Z`.
+fn assert_pin_variables(file: &str, vars: &[(String, String)]) {
+    let header: String = read(file)
+        .lines()
+        .take_while(|l| l.starts_with('#'))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for name in PIN_VARIABLES {
+        assert!(header.contains(name), "{file}: the header explains {name}");
+    }
+    let value = |name: &str| {
+        vars.iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_else(|| panic!("{file} sets no {name}: {vars:?}"))
+    };
+    let git = value("FIREDRILL_GIT");
+    assert!(
+        git.starts_with("https://") && git.ends_with(".git"),
+        "{file}: {git}"
+    );
+    let tag = value("FIREDRILL_VERSION");
+    let release = tag.strip_prefix('v').is_some_and(|v| {
+        v.split('.').count() == 3 && v.split('.').all(|p| p.parse::<u32>().is_ok())
+    });
+    assert!(
+        release,
+        "{file}: FIREDRILL_VERSION {tag} is not a tag like v0.1.0"
+    );
+}
+
+/// String pairs of a YAML mapping (`env:`, `variables:`); empty when absent.
+fn string_pairs(v: &Value) -> Vec<(String, String)> {
+    v.as_mapping()
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| {
+                    (
+                        str_of(k, "name").to_string(),
+                        str_of(v, "value").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Checks the `cargo install` in a command line: the pinned release with its
+/// own Cargo.lock (`--locked --git "$FIREDRILL_GIT" --tag "$FIREDRILL_VERSION"
+/// firedrill`), never `--path` (which works only inside firedrill's own
+/// repository). Returns its `--root`, if any.
+fn assert_pinned_install(file: &str, line: &str) -> Option<String> {
+    let w = words(line);
+    let at = w
+        .windows(2)
+        .position(|p| p[0] == "cargo" && p[1] == "install")
+        .unwrap_or_else(|| panic!("{file}: no cargo install in `{line}`"));
+    let args = &w[at + 2..];
+    let value = |flag: &str| {
+        let i = args.iter().position(|a| a == flag)?;
+        args.get(i + 1).cloned()
+    };
+    assert!(args.iter().any(|a| a == "--locked"), "{file}: `{line}`");
+    assert!(!args.iter().any(|a| a == "--path"), "{file}: `{line}`");
+    for (flag, var) in [("--git", "FIREDRILL_GIT"), ("--tag", "FIREDRILL_VERSION")] {
+        assert!(
+            line.contains(&format!("{flag} \"${var}\"")),
+            "{file}: `{line}` installs {flag} \"${var}\""
+        );
+        assert_eq!(value(flag), Some(format!("${var}")), "{file}: `{line}`");
+    }
+    assert_eq!(args.last().map(String::as_str), Some("firedrill"), "{file}");
+    value("--root")
+}
+
+/// Checks how a GitHub workflow gets firedrill: the pinned install runs only
+/// when actions/cache has no binary for this FIREDRILL_VERSION, the cached
+/// file is where `cargo install` puts it, and its folder goes on PATH.
+/// Returns the index of the step after which `firedrill` is on PATH.
+fn assert_github_installs_pinned_firedrill(file: &str, wf: &Value) -> usize {
+    let job = wf["jobs"].as_mapping().unwrap().values().next().unwrap();
+    let mut vars = string_pairs(&wf["env"]);
+    vars.extend(string_pairs(&job["env"]));
+    assert_pin_variables(file, &vars);
+    let steps = steps(wf);
+    let cache = step_index(steps, "caches firedrill", |s| {
+        uses(s).starts_with("actions/cache@")
+    });
+    let with = &steps[cache]["with"];
+    let cached = str_of(&with["path"], "cache path");
+    assert_eq!(
+        cached, "~/.cargo/bin/firedrill",
+        "{file}: where cargo install puts it"
+    );
+    let key = str_of(&with["key"], "cache key");
+    assert!(
+        key.contains("${{ env.FIREDRILL_VERSION }}"),
+        "{file}: the cache key {key} names the version"
+    );
+    let id = str_of(&steps[cache]["id"], "cache step id");
+    let on_miss = format!("steps.{id}.outputs.cache-hit != 'true'");
+    let install = step_index(steps, "installs firedrill", |s| {
+        run(s).contains("cargo install")
+    });
+    assert_eq!(
+        assert_pinned_install(file, run(&steps[install])),
+        None,
+        "{file}: into ~/.cargo/bin, the cached path"
+    );
+    let rust = step_index(steps, "installs Rust", |s| {
+        uses(s).starts_with("dtolnay/rust-toolchain@")
+    });
+    for (what, at) in [("Rust", rust), ("firedrill", install)] {
+        assert_eq!(
+            steps[at].get("if").and_then(Value::as_str),
+            Some(on_miss.as_str()),
+            "{file}: {what} is installed only on a cache miss"
+        );
+    }
+    let on_path = step_index(steps, "puts ~/.cargo/bin on PATH", |s| {
+        run(s).contains("\"$HOME/.cargo/bin\" >> \"$GITHUB_PATH\"")
+    });
+    assert!(
+        steps[on_path].get("if").is_none(),
+        "{file}: on a cache hit too"
+    );
+    assert!(
+        cache < rust && rust < install && install < on_path,
+        "{file}"
+    );
+    on_path
+}
+
+/// The index of the first GitHub step or GitLab script line that runs
+/// `firedrill` or a script that does (the install names the package, it
+/// does not run it).
+fn first_use(commands: &[&str]) -> usize {
+    commands
+        .iter()
+        .position(|c| {
+            let w = words(c);
+            !c.contains("cargo install")
+                && w.iter().any(|x| is_firedrill(x) || x.starts_with("ci/"))
+        })
+        .unwrap_or_else(|| panic!("nothing runs firedrill: {commands:?}"))
+}
+
+/// Checks how a GitLab job gets firedrill: the pinned install into a
+/// `--root` folder runs only when that folder, cached under a key naming
+/// FIREDRILL_VERSION, has no binary; its bin/ goes on PATH before use. Then
+/// runs the script up to its first use of firedrill for real, twice in one
+/// project folder (a cache miss, then the folder restored), with a stand-in
+/// `cargo` that logs its arguments and installs the built binary into
+/// `--root`: the first run installs once with the file's variables, the
+/// second does not, and both find that binary on PATH.
+fn assert_gitlab_installs_pinned_firedrill(file: &str, doc: &Value, job: &Value) {
+    let mut vars = string_pairs(&doc["variables"]);
+    vars.extend(string_pairs(&job["variables"]));
+    assert_pin_variables(file, &vars);
+    let script: Vec<&str> = job["script"]
+        .as_sequence()
+        .expect("script")
+        .iter()
+        .map(|l| str_of(l, "script"))
+        .collect();
+    let install = script
+        .iter()
+        .position(|l| l.contains("cargo install"))
+        .unwrap_or_else(|| panic!("{file}: no cargo install"));
+    let root_dir = assert_pinned_install(file, script[install])
+        .unwrap_or_else(|| panic!("{file}: install with --root into the cached folder"));
+    assert!(
+        script[install].starts_with(&format!("test -x {root_dir}/bin/firedrill || ")),
+        "{file}: install only when the cache has no binary: `{}`",
+        script[install]
+    );
+    let key = str_of(&job["cache"]["key"], "cache.key");
+    assert!(
+        key.contains("$FIREDRILL_VERSION") || key.contains("${FIREDRILL_VERSION}"),
+        "{file}: the cache key {key} names the version"
+    );
+    assert!(
+        job["cache"]["paths"]
+            .as_sequence()
+            .expect("cache.paths")
+            .iter()
+            .any(|p| str_of(p, "cache path").trim_end_matches('/') == root_dir),
+        "{file}: {root_dir} is cached"
+    );
+    let used = first_use(&script);
+    assert!(install < used, "{file}: installed before use");
+
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("project");
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&project).unwrap();
+    std::fs::create_dir_all(&bin).unwrap();
+    let cargo = bin.join("cargo");
+    std::fs::write(
+        &cargo,
+        "#!/bin/bash\nprintf '%s\\n' \"$*\" >> \"$CARGO_LOG\"\n\
+         root=; prev=; for a in \"$@\"; do [ \"$prev\" = --root ] && root=$a; prev=$a; done\n\
+         mkdir -p \"$root/bin\" && cp \"$FIREDRILL_BUILT\" \"$root/bin/firedrill\"\n",
+    )
+    .unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&cargo, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let log = tmp.path().join("cargo.log");
+    let shell = format!(
+        "set -euo pipefail\n{}\ncommand -v firedrill\nfiredrill --version\n",
+        script[..used].join("\n")
+    );
+    for round in ["cache miss", "cache restored"] {
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg(&shell)
+            .current_dir(&project)
+            .env_clear()
+            .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+            .env("HOME", tmp.path())
+            .env("CI_PROJECT_DIR", &project)
+            .env("CARGO_LOG", &log)
+            .env("FIREDRILL_BUILT", firedrill_bin())
+            .envs(vars.iter().map(|(k, v)| (k, v)))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{file}, {round}: {}", describe(&out));
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<&str> = stdout.lines().collect();
+        let [.., found, version] = lines[..] else {
+            panic!("{file}, {round}: {stdout}");
+        };
+        assert_eq!(
+            Path::new(found),
+            project.join(&root_dir).join("bin/firedrill"),
+            "{file}, {round}: firedrill on PATH is the installed one"
+        );
+        assert!(
+            version.starts_with("firedrill "),
+            "{file}, {round}: {stdout}"
+        );
+    }
+    let value = |name: &str| &vars.iter().find(|(n, _)| n == name).unwrap().1;
+    assert_eq!(
+        std::fs::read_to_string(&log).unwrap(),
+        format!(
+            "install --locked --git {} --tag {} --root {root_dir} firedrill\n",
+            value("FIREDRILL_GIT"),
+            value("FIREDRILL_VERSION")
+        ),
+        "{file}: one install, on the cache miss only"
+    );
+}
+
 #[test]
-fn github_workflow_installs_rust_and_firedrill_runs_every_experiment_and_publishes_its_junit() {
+fn github_workflow_installs_pinned_firedrill_once_per_version_runs_every_experiment_and_publishes_its_junit()
+ {
     let wf = yaml("ci/github-actions.yml");
     assert!(
         wf["on"].get("push").is_some() && wf["on"].get("pull_request").is_some(),
@@ -731,19 +1016,16 @@ fn github_workflow_installs_rust_and_firedrill_runs_every_experiment_and_publish
     let checkout = step_index(steps, "checks out", |s| {
         uses(s).starts_with("actions/checkout@")
     });
-    let rust = step_index(steps, "installs Rust", |s| {
-        uses(s).starts_with("dtolnay/rust-toolchain@")
-    });
-    let install = step_index(steps, "installs firedrill", |s| {
-        run(s).contains("cargo install --path . --locked")
-    });
+    let on_path = assert_github_installs_pinned_firedrill("ci/github-actions.yml", &wf);
     let experiments = step_index(steps, "runs the experiments", |s| {
         run(s).contains("ci/run-experiments.sh")
     });
     let publish = step_index(steps, "publishes JUnit", |s| {
         uses(s) == "mikepenz/action-junit-report@v5"
     });
-    assert!(checkout < rust && rust < install && install < experiments && experiments < publish);
+    let runs: Vec<&str> = steps.iter().map(run).collect();
+    assert!(on_path < first_use(&runs), "firedrill on PATH before use");
+    assert!(checkout < experiments && on_path < experiments && experiments < publish);
     assert!(
         runs_after_failure(&steps[publish]),
         "the report is published when an experiment failed too"
@@ -762,7 +1044,8 @@ fn github_workflow_installs_rust_and_firedrill_runs_every_experiment_and_publish
 }
 
 #[test]
-fn gitlab_job_installs_firedrill_on_path_runs_every_experiment_and_reports_its_junit() {
+fn gitlab_job_installs_pinned_firedrill_once_per_version_runs_every_experiment_and_reports_its_junit()
+ {
     let doc = yaml("ci/gitlab-ci.yml");
     let job = &doc["firedrill-experiments"];
     assert!(str_of(&job["image"], "image").starts_with("rust:"));
@@ -776,20 +1059,7 @@ fn gitlab_job_installs_firedrill_on_path_runs_every_experiment_and_reports_its_j
         .iter()
         .map(|l| str_of(l, "script").to_string())
         .collect();
-    // `cargo install --root R` puts firedrill in R/bin, which goes on PATH.
-    let install = script
-        .iter()
-        .map(|l| words(l))
-        .find(|w| w.starts_with(&["cargo".into(), "install".into()]))
-        .expect("cargo install");
-    assert!(install.contains(&"--locked".to_string()), "{install:?}");
-    let root_dir = &install[install.iter().position(|w| w == "--root").unwrap() + 1];
-    assert!(
-        script
-            .iter()
-            .any(|l| l.starts_with("export PATH=") && l.contains(&format!("{root_dir}/bin"))),
-        "{script:?}"
-    );
+    assert_gitlab_installs_pinned_firedrill("ci/gitlab-ci.yml", &doc, job);
     assert_eq!(
         job["artifacts"]["when"], "always",
         "reports kept on failure"
@@ -866,7 +1136,8 @@ fn run_drill_call(commands: &[String]) -> String {
 }
 
 #[test]
-fn github_game_day_is_scheduled_reads_the_url_from_a_variable_and_keeps_the_report() {
+fn github_game_day_is_scheduled_installs_pinned_firedrill_reads_the_url_from_a_variable_and_keeps_the_report()
+ {
     let wf = yaml("ci/gameday/github-actions.yml");
     let schedule = wf["on"]["schedule"].as_sequence().expect("on.schedule");
     assert!(!schedule.is_empty());
@@ -892,9 +1163,12 @@ fn github_game_day_is_scheduled_reads_the_url_from_a_variable_and_keeps_the_repo
             assert_pinned(uses(step));
         }
     }
+    let on_path = assert_github_installs_pinned_firedrill("ci/gameday/github-actions.yml", &wf);
     let drill = step_index(steps, "runs the drill", |s| {
         run(s).contains("ci/gameday/run-drill.sh")
     });
+    let runs: Vec<&str> = steps.iter().map(run).collect();
+    assert!(on_path < first_use(&runs), "firedrill on PATH before use");
     let commands: Vec<String> = run(&steps[drill]).lines().map(str::to_string).collect();
     let report_dir = run_drill_call(&commands);
     let upload = step_index(steps, "uploads the report", |s| {
@@ -912,7 +1186,8 @@ fn github_game_day_is_scheduled_reads_the_url_from_a_variable_and_keeps_the_repo
 }
 
 #[test]
-fn gitlab_game_day_runs_only_in_its_schedule_and_keeps_the_report_and_junit() {
+fn gitlab_game_day_runs_only_in_its_schedule_installs_pinned_firedrill_and_keeps_the_report_and_junit()
+ {
     let doc = yaml("ci/gameday/gitlab-ci.yml");
     let job = &doc["firedrill-gameday"];
     let rules = job["rules"].as_sequence().expect("rules");
@@ -929,6 +1204,7 @@ fn gitlab_game_day_runs_only_in_its_schedule_and_keeps_the_report_and_junit() {
         .parse()
         .unwrap();
     assert!(minutes > drill_minutes() + 10.0, "{timeout}");
+    assert_gitlab_installs_pinned_firedrill("ci/gameday/gitlab-ci.yml", &doc, job);
     let script: Vec<String> = job["script"]
         .as_sequence()
         .unwrap()

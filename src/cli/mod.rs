@@ -33,10 +33,16 @@ use clap::{Parser, Subcommand};
 
 pub use exit::{CliError, EXIT_ASSERTION, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_RUNTIME};
 
+/// What `firedrill --version` prints after the name: the package version
+/// and the commit it was built from, `0.1.0 (0123456789ab 2026-12-01)`
+/// (`-dirty` after the hash for uncommitted changes, `(unknown)` outside a
+/// git checkout); set by `build.rs`.
+pub const VERSION: &str = env!("FIREDRILL_BUILD_VERSION");
+
 /// firedrill: inject faults, drive load through a defense line, and assert
 /// that it held.
 #[derive(Debug, Parser)]
-#[command(name = "firedrill", version, about)]
+#[command(name = "firedrill", version = VERSION, about)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
