@@ -27,6 +27,20 @@ fn a_real_run_reports_its_start_in_utc_its_host_and_its_targets() {
     run("real", dir.path());
     let r = json(&dir.path().join("report.json"));
     assert_eq!(r["version"], env!("CARGO_PKG_VERSION"));
+    let build = r["build"].as_str().unwrap();
+    assert!(
+        build.starts_with(&format!("{} (", env!("CARGO_PKG_VERSION"))),
+        "{build}"
+    );
+    let version = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout).trim(),
+        format!("firedrill {build}"),
+        "the report names the build as --version does"
+    );
     assert_eq!(
         (r["seed"].as_u64(), r["clock"].as_str()),
         (Some(11), Some("real"))

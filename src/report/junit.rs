@@ -51,6 +51,7 @@ impl Exporter for Junit {
         let time = std::time::Duration::from_secs_f64(report.duration_ms / 1000.0);
         suite.set_time(time);
         suite.add_property(("firedrill.version", report.version));
+        suite.add_property(("firedrill.build", report.build));
         suite.add_property(("seed", report.seed.to_string().as_str()));
         suite.add_property(("clock", report.clock.name()));
         for target in &report.targets {

@@ -36,6 +36,9 @@ pub struct RunReport {
     pub description: Option<String>,
     /// The firedrill version that ran it.
     pub version: &'static str,
+    /// The version with the commit it was built from, as `firedrill
+    /// --version` prints it: `0.1.0 (0123456789ab 2026-12-01)`.
+    pub build: &'static str,
     /// The seed used.
     pub seed: u64,
     /// The clock used.
@@ -195,6 +198,7 @@ impl RunReport {
             experiment: experiment.name.clone(),
             description: experiment.description.clone(),
             version: env!("CARGO_PKG_VERSION"),
+            build: env!("FIREDRILL_BUILD_VERSION"),
             seed: experiment.seed,
             clock,
             started_at_unix_ms: result.started_at_unix_ms,
