@@ -69,10 +69,11 @@ fn a_system_healthy_before_and_after_passes_both_checks_and_gets_its_fault() {
         .map(|v| v["expectation"].as_str().unwrap())
         .collect();
     for s in [
-        "route shop fallback between 0s and 3s <= 5%",
-        "route shop fallback between 6s and 10s <= 5%",
-        "route shop p99 between 0s and 3s <= 100ms",
-        "route shop p99 between 6s and 10s <= 100ms",
+        "route shop success between 0s and 3s >= 99%",
+        "route shop fallback between 0s and 3s <= 10%",
+        "route shop fallback between 6s and 10s <= 10%",
+        "route shop p99 between 0s and 3s <= 300ms",
+        "route shop p99 between 6s and 10s <= 300ms",
     ] {
         assert!(sentences.contains(&s), "{s} in {sentences:?}");
     }

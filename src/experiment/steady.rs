@@ -112,14 +112,10 @@ impl SteadyState {
         }))
     }
 
-    /// Judges the warm-up on the run so far: only requests that have
-    /// finished count (one still in flight has no answer yet).
+    /// Judges the warm-up on the run so far (the load keeps a request's
+    /// record once it has finished, so one still in flight is not counted).
     pub fn judge_warm_up(&self, timeline: &Timeline) -> Vec<Verdict> {
-        let mut finished = timeline.clone();
-        finished
-            .requests
-            .retain(|r| r.status.is_some() || r.client_error.is_some());
-        expect::evaluate_all(&self.before, &finished)
+        expect::evaluate_all(&self.before, timeline)
     }
 
     /// The steady-state verdicts of a run: before the first fault, and
@@ -135,7 +131,45 @@ impl SteadyState {
 
 #[cfg(test)]
 mod tests {
-    use super::with_window;
+    use super::*;
+
+    fn steady(faults: &str) -> SteadyState {
+        let text = format!(
+            "name: t\nduration: 10s\nload: [ {{ name: A, request: GET /a, rate: 5/s }} ]\n\
+             faults: {faults}\nsteady_state: [ route A success >= 99% ]\n"
+        );
+        let experiment: Experiment = crate::schema::from_yaml_str("t.yaml", &text).unwrap();
+        let names = crate::experiment::judge::names(&experiment);
+        SteadyState::check(&experiment, &names).unwrap().unwrap()
+    }
+
+    #[test]
+    fn the_checks_span_the_warm_up_and_the_time_after_the_last_fault() {
+        let s = steady("[ { status: { code: 503 }, at: 2s, for: 3s } ]");
+        assert_eq!(s.check_at, Duration::from_secs(2));
+        assert_eq!(s.before.len(), 1);
+        assert_eq!(s.after.len(), 1);
+    }
+
+    #[test]
+    fn a_fault_lasting_to_the_end_leaves_no_check_after_it() {
+        assert!(
+            steady("[ { status: { code: 503 }, at: 2s } ]")
+                .after
+                .is_empty()
+        );
+        assert!(
+            steady("[ { status: { code: 503 }, at: 2s, for: 8s } ]")
+                .after
+                .is_empty()
+        );
+        assert_eq!(
+            steady("[ { status: { code: 503 }, at: 2s, for: 7s } ]")
+                .after
+                .len(),
+            1
+        );
+    }
 
     #[test]
     fn the_window_goes_before_the_bound_or_at_the_end() {
