@@ -83,12 +83,21 @@ impl BoundProxy {
         forward: Forward<ServiceConnector>,
         mode: ProxyMode,
     ) -> Result<BoundProxy, StartError> {
-        let bind_error = |source| StartError::Bind {
-            addr: listen.to_string(),
-            source,
-        };
-        let listen_addr: SocketAddr = net::resolve(listen).await.map_err(bind_error)?;
-        let acceptor = TcpAcceptor::bind(listen_addr).await.map_err(bind_error)?;
+        // An address that does not resolve is the caller's mistake (the
+        // API answers 400); a valid one that cannot be bound is not (500).
+        let listen_addr: SocketAddr =
+            net::resolve(listen)
+                .await
+                .map_err(|source| StartError::Listen {
+                    addr: listen.to_string(),
+                    source,
+                })?;
+        let acceptor = TcpAcceptor::bind(listen_addr)
+            .await
+            .map_err(|source| StartError::Bind {
+                addr: listen.to_string(),
+                source,
+            })?;
         Ok(BoundProxy {
             acceptor,
             forward,
