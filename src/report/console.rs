@@ -100,11 +100,16 @@ fn transitions(out: &mut String, list: &[super::TransitionReport]) {
     for t in list {
         let _ = writeln!(
             out,
-            "    {:>9.3}s  {} -> {}  ({})",
+            "    {:>9.3}s  {} -> {}  ({}){}",
             t.at_ms / 1000.0,
             t.from,
             t.to,
-            t.reason
+            t.reason,
+            if t.after_end {
+                "  [after the end: not judged]"
+            } else {
+                ""
+            }
         );
     }
 }

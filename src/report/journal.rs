@@ -13,8 +13,15 @@ impl Exporter for Journal {
 
     fn render(&self, report: &RunReport) -> std::io::Result<Vec<u8>> {
         let mut out = String::new();
+        let end = report.timeline.duration;
         for t in &report.timeline.transitions {
-            out.push_str(&t.to_json_line());
+            let mut line = t.to_json_line();
+            // A call still in flight at the end moved the breaker after it.
+            if t.at >= end && line.ends_with('}') {
+                line.pop();
+                line.push_str(",\"after_end\":true}");
+            }
+            out.push_str(&line);
             out.push('\n');
         }
         Ok(out.into_bytes())

@@ -119,6 +119,10 @@ pub struct TransitionReport {
     pub to: String,
     /// Why, with figures.
     pub reason: String,
+    /// After the run's end: caused by a call still in flight when the load
+    /// stopped. Shown, never judged by an expectation.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub after_end: bool,
 }
 
 /// One fault's windows.
@@ -160,6 +164,7 @@ impl RunReport {
                             from: x.from.to_string(),
                             to: x.to.to_string(),
                             reason: x.reason.to_string(),
+                            after_end: x.at >= t.duration,
                         })
                         .collect::<Vec<_>>()
                 };

@@ -84,12 +84,14 @@ fn judged(rule: &Rule, timeline: &Timeline) -> Vec<(Duration, Duration)> {
 /// What a judge returns: passed, expected, seen, where.
 pub(crate) type Judgement = (bool, String, String, Option<Duration>);
 
-/// The transitions of one breaker, in order.
+/// The transitions of one breaker, in order, up to the end of the run: a
+/// call still in flight at the end may move a breaker afterwards; such a
+/// transition is in the journal (marked after the end) but never judged.
 fn of<'a>(timeline: &'a Timeline, breaker: &Name) -> impl Iterator<Item = &'a Transition> {
     timeline
         .transitions
         .iter()
-        .filter(move |t| t.breaker == breaker.text)
+        .filter(move |t| t.breaker == breaker.text && t.at < timeline.duration)
 }
 
 /// `closed -> open -> ...`, at most `limit` states, then `... (N in all)`.

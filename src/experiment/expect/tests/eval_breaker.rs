@@ -366,3 +366,19 @@ fn stays_holds_vacuously_over_an_empty_window() {
         "nothing to judge: no time during later (holds vacuously)"
     );
 }
+
+#[test]
+fn a_transition_after_the_end_of_the_run_is_not_judged() {
+    // The run ends at 20s; the close at 21s came from a call still in
+    // flight then.
+    let mut t = with_steps(&[(10.4, Open), (15.4, HalfOpen), (21.0, Closed)]);
+    t.duration = s(20.0);
+    let v = judge(FULL_CYCLE, &t);
+    assert!(!v.passed, "{v}");
+    assert_eq!(
+        v.seen,
+        "closed -> open -> half_open; stayed half_open to the end (20s) without reaching closed"
+    );
+    let v = judge("breaker inventory goes through open -> half_open", &t);
+    assert!(v.passed, "{v}");
+}
