@@ -51,6 +51,13 @@ impl MetricSource for DefenseLine {
                 rejected as f64,
             );
             out.sample(
+                "firedrill_circuitbreaker_cancelled_calls_total",
+                "Calls released without an outcome: the caller gave up first (failures with count_cancelled)",
+                MetricKind::Counter,
+                &[("name", name)],
+                counters.cancelled as f64,
+            );
+            out.sample(
                 "resilience4j_circuitbreaker_failure_rate",
                 "The failure rate of the circuit breaker (-1 until the window can decide)",
                 MetricKind::Gauge,

@@ -35,6 +35,8 @@ pub enum CallError {
     Broken,
     /// The request's outer deadline (`request_timeout`) passed.
     Deadline,
+    /// The caller gave up (hung up) before the defense line answered.
+    Cancelled,
 }
 
 /// One client request as the defense line saw it.

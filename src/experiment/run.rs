@@ -356,6 +356,7 @@ async fn execute<N: Network>(
         duration,
     );
     let mut warnings = experiment.tls_warnings();
+    warnings.extend(blind_breakers(experiment));
     warnings.extend(crate::fault::replay::gap_warnings(&experiment.faults));
     if control.is_none() {
         for f in experiment.faults.iter().filter(|f| f.manual) {
@@ -565,6 +566,37 @@ fn spawn_proxy<A: crate::net::Acceptor, C: Connector>(
         grace,
         Default::default(),
     ));
+}
+
+/// A load route whose own timeout is shorter than the defense line's
+/// timeout for its requests: the caller gives up first, so the breaker sees
+/// a cancelled call where the dependency was slow (it never opens unless
+/// `count_cancelled` is set). A finding the drill should report.
+fn blind_breakers(experiment: &Experiment) -> Vec<String> {
+    let Some(defense) = &experiment.defense else {
+        return Vec::new();
+    };
+    let headers = http::HeaderMap::new();
+    experiment
+        .load
+        .iter()
+        .filter_map(|load| {
+            let (name, route) = defense
+                .routes
+                .iter()
+                .find(|(_, r)| r.matcher.matches(&load.method, &load.path, &headers))?;
+            let timeout = route.timeout.or(defense.timeout)?;
+            let counts = route.breaker.as_ref()?.classifier.count_cancelled;
+            (timeout > load.timeout && !counts).then(|| {
+                format!(
+                    "route {}: its timeout ({}) is shorter than defense route {name}'s ({}): the caller gives up first, so breaker {name} sees cancelled calls, not failures (set count_cancelled: true to count them)",
+                    load.name,
+                    crate::schema::units::Dur(load.timeout),
+                    crate::schema::units::Dur(timeout),
+                )
+            })
+        })
+        .collect()
 }
 
 /// The faults with a window in the file: manual ones join the plan only

@@ -22,6 +22,9 @@ pub struct RouteSummary {
     pub rejected_pct: f64,
     /// Requests that timed out (client or defense line).
     pub timeouts: usize,
+    /// Requests the caller gave up on while the defense line still waited
+    /// (recorded as cancelled there).
+    pub cancelled: usize,
     /// Requests shed by the in-flight cap.
     pub shed: usize,
     /// Latency percentiles of answered requests, in milliseconds.
@@ -108,6 +111,12 @@ pub fn routes<'a>(
                 fallback_pct: pct(rs.iter().filter(|r| r.fallback.is_some()).count(), n),
                 rejected_pct: pct(rs.iter().filter(|r| r.rejected_by.is_some()).count(), n),
                 timeouts: rs.iter().filter(|r| r.timed_out()).count(),
+                cancelled: rs
+                    .iter()
+                    .filter(|r| {
+                        r.defense_error == Some(crate::defense::report::CallError::Cancelled)
+                    })
+                    .count(),
                 shed: rs
                     .iter()
                     .filter(|r| r.client_error == Some(ClientError::Shed))

@@ -195,10 +195,16 @@ impl Breaker {
     }
 
     /// Releases an admitted call that ended without an outcome (cancelled,
-    /// client gone): neither success nor failure; frees a half-open slot.
+    /// client gone): neither success nor failure, and frees a half-open
+    /// slot; with `count_cancelled`, a failure (not a slow call: how long
+    /// it would have taken is unknown).
     pub fn release_without_outcome(&mut self, permit: Permit, now: Instant) {
-        self.advance(now);
         self.counters.cancelled += 1;
+        if self.classifier.count_cancelled {
+            let failure = Outcome::Failure(super::outcome::FailureKind::Cancelled);
+            return self.record(permit, failure, Duration::ZERO, now);
+        }
+        self.advance(now);
         if let (Some(straggler), Phase::HalfOpen) = (self.counted(permit), self.phase) {
             self.model.release_half_open(!straggler);
         }

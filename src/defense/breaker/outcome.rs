@@ -21,6 +21,8 @@ pub enum FailureKind {
     Reset,
     /// Any other transport or protocol error.
     Other,
+    /// The caller gave up before an answer (with `count_cancelled`).
+    Cancelled,
 }
 
 /// The verdict on one admitted call.
@@ -136,6 +138,9 @@ pub struct Classifier {
     /// Count 4xx not listed elsewhere as failures (off by default: a 400 for
     /// one bad product must not open the breaker for every product).
     pub count_4xx: bool,
+    /// Count a call its caller abandoned before an answer as a failure (off
+    /// by default: it is neither, and the breaker frees its slot).
+    pub count_cancelled: bool,
 }
 
 impl Default for Classifier {
@@ -144,6 +149,7 @@ impl Default for Classifier {
             failure_statuses: vec![StatusPattern::Class(5)],
             ignore_statuses: Vec::new(),
             count_4xx: false,
+            count_cancelled: false,
         }
     }
 }
@@ -196,6 +202,7 @@ mod tests {
             failure_statuses: vec![StatusPattern::Class(5), StatusPattern::Exact(429)],
             ignore_statuses: vec![StatusPattern::Exact(503), StatusPattern::Exact(404)],
             count_4xx: true,
+            count_cancelled: false,
         };
         assert_eq!(c.classify_status(503), Outcome::Ignored);
         assert_eq!(c.classify_status(404), Outcome::Ignored);

@@ -203,6 +203,11 @@ pub(crate) struct RawBreaker {
     /// Count 4xx not listed elsewhere as failures (default false).
     #[serde(default)]
     count_4xx: bool,
+    /// Count a call the caller abandoned before an answer (its own timeout
+    /// shorter than the defense line's) as a failure (default false:
+    /// neither success nor failure).
+    #[serde(default)]
+    count_cancelled: bool,
     /// A call admitted in an earlier state that finishes now: `count` (in
     /// the current state, as resilience4j and Sentinel do; the default of
     /// `window` and `ratio`) or `drop` (the default of `consecutive`).
@@ -553,6 +558,7 @@ impl TryFrom<RawBreaker> for BreakerConfig {
         let mut classifier = Classifier {
             ignore_statuses: raw.ignore_statuses,
             count_4xx: raw.count_4xx,
+            count_cancelled: raw.count_cancelled,
             ..Classifier::default()
         };
         if let Some(failure_statuses) = raw.failure_statuses {

@@ -206,7 +206,7 @@ impl DefenseLine {
                     .matches(req.method(), req.uri().path(), req.headers())
             })
             .expect("the default route matches everything");
-        let mut report = CallReport {
+        let report = CallReport {
             route: route.name.clone(),
             request_id: req
                 .headers()
@@ -221,7 +221,16 @@ impl DefenseLine {
             fallback: None,
             attempts: 0,
         };
-        let response = self.protect(route, req, &mut report).await;
+        // Reported even when the caller hangs up first and this future is
+        // dropped half-way: then as cancelled.
+        let mut pending = Pending {
+            report: Some(report),
+            observer: self.observer.as_ref(),
+            arrival,
+        };
+        let report = pending.report.as_mut().expect("set above");
+        let response = self.protect(route, req, report).await;
+        let mut report = pending.report.take().expect("taken once");
         report.status = response.status().as_u16();
         report.latency = clock::now() - arrival;
         report.fallback =
@@ -505,4 +514,25 @@ enum Failed {
     Connect,
     /// The last attempt's connection broke.
     Broken,
+}
+
+/// A call's report until the call ends: dropped before that (the caller
+/// gave up and the connection went), it reports the call as cancelled.
+struct Pending<'a> {
+    /// The report; taken when the call ends normally.
+    report: Option<CallReport>,
+    /// Where reports go.
+    observer: &'a dyn Observer,
+    /// When the call arrived.
+    arrival: crate::clock::Instant,
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        if let Some(mut report) = self.report.take() {
+            report.error = Some(CallError::Cancelled);
+            report.latency = clock::now() - self.arrival;
+            self.observer.call(&report);
+        }
+    }
 }

@@ -73,6 +73,7 @@ count_4xx: true
             failure_statuses: vec![StatusPattern::Class(5), StatusPattern::Exact(429)],
             ignore_statuses: vec![StatusPattern::Exact(503)],
             count_4xx: true,
+            count_cancelled: false,
         }
     );
 }

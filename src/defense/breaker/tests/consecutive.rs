@@ -92,3 +92,21 @@ fn half_open_lets_one_probe_through_at_a_time() {
     assert!(b.try_acquire(t).is_ok(), "a cancelled probe frees the slot");
     assert_eq!(b.counters().rejected.half_open, 2);
 }
+
+#[test]
+fn a_cancelled_call_counts_as_a_failure_only_with_count_cancelled() {
+    let start = base();
+    for (count, opens) in [(false, false), (true, true)] {
+        let mut config = three_then_ten_seconds();
+        config.classifier.count_cancelled = count;
+        let mut b = Breaker::new(&config, start);
+        for i in 0..3 {
+            let t = ms(start, i * 100);
+            let call = b.try_acquire(t).unwrap();
+            b.release_without_outcome(call, t);
+        }
+        assert_eq!(b.state() == State::Open, opens, "count_cancelled: {count}");
+        assert_eq!(b.counters().cancelled, 3);
+        assert_eq!(b.counters().failures, if count { 3 } else { 0 });
+    }
+}
