@@ -124,6 +124,12 @@ mod tests {
         assert_eq!(b.rejected(), 0);
     }
 
+    #[test]
+    fn a_bulkhead_reports_its_limit_and_its_free_slots() {
+        let b = Bulkhead::new(7, Duration::ZERO);
+        assert_eq!((b.max_concurrent(), b.available()), (7, 7));
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_bulkhead_still_full_after_the_instants_turns_rejects() {
         let b = Bulkhead::new(1, Duration::ZERO);
