@@ -90,14 +90,119 @@ async fn replacing_the_list_keeps_a_kept_faults_stream_and_does_not_shift_it() {
     assert_eq!([first, rest].concat(), expected);
 }
 
+/// A fault a connection rolls for (TCP): `status` is never rolled there.
+const THIRTY_TCP: &str = "faults:\n  - latency: { delay: 1ms }\n    probability: 30%\n";
+
 #[tokio::test(start_paused = true)]
 async fn a_connection_rerolled_after_a_replace_keeps_rolls_of_unchanged_faults() {
-    let p = plan(THIRTY, 11);
+    let p = plan(THIRTY_TCP, 11);
     let rolls: Vec<ConnectionRolls> = (0..50).map(|_| p.roll_connection(None)).collect();
+    let hit = rolls.iter().filter(|r| !r.is_clean()).count();
+    assert!(
+        (5..=25).contains(&hit),
+        "about 30% of 50 rolled a hit: {hit}"
+    );
     p.replace(p.faults().to_vec());
     for r in &rolls {
         let again = p.roll_connection(Some(r));
         assert_eq!(again.version(), 1);
         assert_eq!(again.is_clean(), r.is_clean());
     }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_connection_rerolls_a_fault_whose_probability_changed() {
+    let p = plan(THIRTY_TCP, 11);
+    let rolls: Vec<ConnectionRolls> = (0..50).map(|_| p.roll_connection(None)).collect();
+    let mut faults = p.faults().to_vec();
+    faults[0].probability = crate::schema::units::Percent::ALL;
+    p.replace(faults);
+    for r in &rolls {
+        assert!(
+            !p.roll_connection(Some(r)).is_clean(),
+            "edited to 100%: rolled again, hit"
+        );
+    }
+}
+
+#[test]
+fn fault_streams_are_fnv1a_of_the_name_and_occurrence() {
+    // FNV-1a 64 of the name's bytes followed by the occurrence as 8 bytes
+    // little-endian (computed independently).
+    assert_eq!(stream_of("latency", 0), 0xa0c5_3892_f0a1_83d9);
+    assert_eq!(stream_of("latency", 1), 0x81ca_7189_e5b2_39b8);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hit_is_active_in_its_window_and_says_when_that_changes() {
+    let p = plan(
+        "faults:\n  - { latency: { delay: 1ms }, at: 2s, for: 3s }\n",
+        1,
+    );
+    let hit = p.hit(0);
+    assert!(!p.hit_active(&hit));
+    assert_eq!(
+        p.hit_next_change(&hit),
+        (false, Some(p.start() + Duration::from_secs(2)))
+    );
+    tokio::time::advance(Duration::from_secs(2)).await;
+    assert!(p.hit_active(&hit));
+    assert_eq!(
+        p.hit_next_change(&hit),
+        (true, Some(p.start() + Duration::from_secs(5)))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn probability_100_always_hits_and_0_never_does() {
+    let all = "faults:\n  - status: { code: 503 }\n";
+    let none = "faults:\n  - status: { code: 503 }\n    probability: 0%\n";
+    assert!(sequence(&plan(all, 1), 200).iter().all(|h| *h));
+    assert!(sequence(&plan(none, 1), 200).iter().all(|h| !*h));
+}
+
+#[tokio::test(start_paused = true)]
+async fn jitter_spreads_delays_evenly_around_the_delay_within_its_bounds() {
+    let p = plan("faults:\n  - latency: { delay: 100ms, jitter: 20ms }\n", 5);
+    let hit = p.hit(0);
+    let FaultKind::Latency(latency) = &hit.fault().kind else {
+        panic!("a latency fault");
+    };
+    let delays: Vec<f64> = (0..2000)
+        .map(|_| p.hit_delay(&hit, latency).as_secs_f64() * 1000.0)
+        .collect();
+    assert!(
+        delays.iter().all(|d| (80.0..=120.0).contains(d)),
+        "within ±20 ms"
+    );
+    let mean = delays.iter().sum::<f64>() / delays.len() as f64;
+    assert!((98.0..=102.0).contains(&mean), "centred: {mean}");
+    let below = delays.iter().filter(|d| **d < 90.0).count();
+    assert!(
+        (400..=600).contains(&below),
+        "a quarter below 90 ms: {below}"
+    );
+    let fixed = plan("faults:\n  - latency: { delay: 100ms }\n", 5);
+    let hit = fixed.hit(0);
+    let FaultKind::Latency(latency) = &hit.fault().kind else {
+        panic!("a latency fault");
+    };
+    assert_eq!(fixed.hit_delay(&hit, latency), Duration::from_millis(100));
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_recorded_hit_counts_one_injection() {
+    let p = plan(THIRTY, 1);
+    assert_eq!(p.injected(0), 0);
+    let hit = p.hit(0);
+    p.record_hit(&hit, "/a");
+    p.record_hit(&hit, "/b");
+    assert_eq!(p.injected(0), 2);
+    assert_eq!(p.injected_by_name().get("status"), Some(&2));
+    p.remove_all();
+    assert_eq!(
+        p.injected_by_name().get("status"),
+        Some(&2),
+        "kept after removal"
+    );
 }
