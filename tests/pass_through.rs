@@ -168,6 +168,26 @@ async fn upstream_reset_reaches_the_client(plan: FaultPlan) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_mode_marks_its_own_502_for_an_unreachable_upstream_as_an_error_not_a_fault() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_addr = closed.local_addr().unwrap();
+    drop(closed);
+    let (_stop, shutdown) = ShutdownSignal::new();
+    let (proxy, _) = start_proxy(ProxyMode::Http, "", &closed_addr.to_string(), shutdown).await;
+    let resp = http_client()
+        .get(format!("http://{proxy}/x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 502);
+    assert_eq!(resp.headers()["x-firedrill-error"], "upstream-unreachable");
+    assert!(
+        resp.headers().get("x-firedrill-fault").is_none(),
+        "no fault is configured"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_mode_keeps_client_and_upstream_connections_alive() {
     let rig = rig(ProxyMode::Http, "").await;
     let mut stream = TcpStream::connect(rig.proxy).await.unwrap();

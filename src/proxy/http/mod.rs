@@ -29,8 +29,9 @@ use crate::http::{BoxBody, BoxError, ShutdownSignal, boxed, full};
 use crate::net::{Connector, Transport};
 use crate::trace::Answer;
 
-/// Header on every response the proxy made up (injected status, gateway
-/// error), naming the fault or the error.
+use crate::http::headers::ERROR_HEADER;
+/// Header on every response a fault made up (injected status), naming the
+/// fault.
 pub use crate::http::headers::FAULT_HEADER;
 
 /// One client connection's state, shared by its requests.
@@ -388,16 +389,17 @@ enum UpstreamError {
     Connect(std::io::Error),
 }
 
-/// 502 for an upstream that failed, with the reason in a header.
+/// 502 for an upstream that failed, with the reason in [`ERROR_HEADER`]
+/// (no fault decided it, so it carries no [`FAULT_HEADER`]).
 fn gateway_error(err: &BoxError) -> Response<BoxBody> {
     let reason = if err.downcast_ref::<UpstreamError>().is_some() {
-        "upstream-connect"
+        "upstream-unreachable"
     } else {
         "upstream-error"
     };
     let mut resp = Response::new(full(format!("firedrill: {err}\n")));
     *resp.status_mut() = StatusCode::BAD_GATEWAY;
     resp.headers_mut()
-        .insert(FAULT_HEADER, HeaderValue::from_static(reason));
+        .insert(ERROR_HEADER, HeaderValue::from_static(reason));
     resp
 }
