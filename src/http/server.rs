@@ -134,9 +134,13 @@ pub async fn serve_http<I, S, E>(
     S::Future: Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
+    // `half_close`: a client that shuts down its sending side after a
+    // whole request still gets its response (hyper's default treats that
+    // FIN as the end of the connection and answers nothing).
     let served = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
         .keep_alive(true)
+        .half_close(true)
         .serve_connection(hyper_util::rt::TokioIo::new(io), service);
     tokio::pin!(served, alongside);
     let mut alongside_done = false;

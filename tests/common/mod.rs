@@ -111,6 +111,24 @@ pub async fn raw_exchange(addr: SocketAddr, request: &str) -> (Vec<u8>, std::io:
     }
 }
 
+/// Sends one raw HTTP/1.1 request, half-closes (shutdown of the write
+/// side) and reads the answer to the end; panics unless it ends cleanly
+/// within a generous margin.
+pub async fn half_closed_exchange(addr: SocketAddr, request: &str) -> Vec<u8> {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    stream.shutdown().await.unwrap();
+    let mut got = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stream.read_to_end(&mut got),
+    )
+    .await
+    .expect("the answer ends within the margin")
+    .expect("a clean end");
+    got
+}
+
 pub fn get(path: &str) -> String {
     format!("GET {path} HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n")
 }
