@@ -204,6 +204,16 @@ async fn the_fixture_target_answers_a_client_that_half_closes_after_its_request(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_mode_tunnels_an_upgraded_connection_both_ways_after_the_upstreams_101() {
+    let echo = common::upgrade_echo_server().await;
+    let (_stop, shutdown) = ShutdownSignal::new();
+    let (proxy, _) = start_proxy(ProxyMode::Http, "", &echo.to_string(), shutdown).await;
+    let (head, stream) = common::request_upgrade(proxy, "/chat").await;
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    common::assert_tunnel_echoes(stream).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_mode_keeps_client_and_upstream_connections_alive() {
     let rig = rig(ProxyMode::Http, "").await;
     let mut stream = TcpStream::connect(rig.proxy).await.unwrap();

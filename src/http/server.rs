@@ -141,7 +141,10 @@ pub async fn serve_http<I, S, E>(
         .timer(hyper_util::rt::TokioTimer::new())
         .keep_alive(true)
         .half_close(true)
-        .serve_connection(hyper_util::rt::TokioIo::new(io), service);
+        .serve_connection(hyper_util::rt::TokioIo::new(io), service)
+        // A 101 hands the connection to whoever took its upgrade
+        // (`upgrade::tunnel`).
+        .with_upgrades();
     tokio::pin!(served, alongside);
     let mut alongside_done = false;
     let mut shutting_down = false;

@@ -104,9 +104,16 @@ pub async fn handle<S, C>(
         reset,
         drivers,
     });
-    let service = hyper::service::service_fn(move |req| {
+    let tunnel_shutdown = shutdown.clone();
+    let service = hyper::service::service_fn(move |mut req| {
         let conn = conn.clone();
-        async move { conn.forward(req).await }
+        let shutdown = tunnel_shutdown.clone();
+        async move {
+            let client = hyper::upgrade::on(&mut req);
+            let mut response = conn.forward(req).await?;
+            crate::http::upgrade::tunnel(client, &mut response, shutdown);
+            Ok::<_, body::Cut>(response)
+        }
     });
     crate::http::serve_http(io, service, shutdown, drive_upstreams(driven)).await;
 }
@@ -317,7 +324,8 @@ impl<C: Connector> Conn<C> {
                 .await
                 .map_err(|e| failed(boxed_error(e)))?;
             let driver: UpstreamDriver = Box::pin(async move {
-                if let Err(err) = connection.await {
+                // After a 101 the connection goes to `upgrade::tunnel`.
+                if let Err(err) = connection.with_upgrades().await {
                     tracing::trace!(%err, "upstream connection ended with an error");
                 }
             });
