@@ -256,20 +256,6 @@ routes:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_defense_line_answers_a_client_that_half_closes_after_its_request() {
-    // The dependency answers late, so the FIN arrives while the call is
-    // still in flight.
-    let rig = defense_rig(
-        "faults:\n  - latency: { delay: 200ms }\n",
-        INVENTORY_BREAKER,
-    )
-    .await;
-    let got = common::half_closed_exchange(rig.defense, &common::get("/inventory/x")).await;
-    assert!(got.starts_with(b"HTTP/1.1 200"), "{got:?}");
-    assert!(got.ends_with(b"ok\n"), "{got:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_defense_line_tunnels_an_upgraded_connection_both_ways_after_the_upstreams_101() {
     let echo = common::upgrade_echo_server().await;
     let defense = common::start_defense(echo, echo, INVENTORY_BREAKER).await;

@@ -188,14 +188,6 @@ async fn http_mode_marks_its_own_502_for_an_unreachable_upstream_as_an_error_not
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn http_mode_answers_a_client_that_half_closes_after_its_request() {
-    let rig = rig(ProxyMode::Http, "").await;
-    let got = common::half_closed_exchange(rig.proxy, &common::get("/x")).await;
-    assert!(got.starts_with(b"HTTP/1.1 200"), "{got:?}");
-    assert!(got.ends_with(b"ok\n"), "{got:?}");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fixture_target_answers_a_client_that_half_closes_after_its_request() {
     let rig = rig(ProxyMode::Http, "").await;
     let got = common::half_closed_exchange(rig.target, &common::get("/x")).await;

@@ -60,7 +60,14 @@ pub async fn serve<A: Acceptor>(
                         Ok::<_, std::convert::Infallible>(response)
                     }
                 });
-                crate::http::serve_http(stream, service, shutdown, std::future::pending()).await;
+                crate::http::serve_http(
+                    stream,
+                    service,
+                    crate::http::ClientFin::HangUp,
+                    shutdown,
+                    std::future::pending(),
+                )
+                .await;
             }
         },
         shutdown,

@@ -21,5 +21,5 @@ pub mod shutdown;
 pub mod upgrade;
 
 pub use body::{BoxBody, BoxError, boxed, full};
-pub use server::{Gate, Open, serve, serve_answers, serve_http};
+pub use server::{ClientFin, Gate, Open, serve, serve_answers, serve_http};
 pub use shutdown::ShutdownSignal;

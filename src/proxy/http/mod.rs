@@ -115,7 +115,16 @@ pub async fn handle<S, C>(
             Ok::<_, body::Cut>(response)
         }
     });
-    crate::http::serve_http(io, service, shutdown, drive_upstreams(driven)).await;
+    crate::http::serve_http(
+        io,
+        service,
+        // A client that leaves (a blackholed request it gave up on) must
+        // end its request, so that the request is recorded.
+        crate::http::ClientFin::HangUp,
+        shutdown,
+        drive_upstreams(driven),
+    )
+    .await;
 }
 
 /// The decision of the request's faults, in file order.
