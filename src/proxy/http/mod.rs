@@ -25,11 +25,11 @@ use super::traffic::Traffic;
 use crate::clock::{self, Instant};
 use crate::fault::{Direction, FaultKind, FaultPlan, Hit};
 use crate::http::endpoint::Rewrite;
+use crate::http::headers::ERROR_HEADER;
 use crate::http::{BoxBody, BoxError, ShutdownSignal, boxed, full};
 use crate::net::{Connector, Transport};
 use crate::trace::Answer;
 
-use crate::http::headers::ERROR_HEADER;
 /// Header on every response a fault made up (injected status), naming the
 /// fault.
 pub use crate::http::headers::FAULT_HEADER;
