@@ -14,7 +14,8 @@
 //! * [`tls`] — TLS towards a user's service (rustls): roots, CA file,
 //!   client certificate, and the connector that dials TCP then TLS.
 //! * [`http`] — the HTTP floor: the body type, the accept loop with graceful
-//!   shutdown, the pooled client, the `x-firedrill-*` headers.
+//!   shutdown, the pooled client, the `x-firedrill-*` headers, the tunnel
+//!   of an upgraded (WebSocket) connection.
 //! * [`fault`] — the fault catalogue as data and the plan that picks faults.
 //! * [`metrics`] — Prometheus text exposition and its /metrics server.
 //! * [`proxy`] — the fault-injecting proxy, TCP and HTTP, generic over the

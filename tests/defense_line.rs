@@ -256,6 +256,15 @@ routes:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_defense_line_tunnels_an_upgraded_connection_both_ways_after_the_upstreams_101() {
+    let echo = common::upgrade_echo_server().await;
+    let defense = common::start_defense(echo, echo, INVENTORY_BREAKER).await;
+    let (head, stream) = common::request_upgrade(defense.addr, "/inventory/chat").await;
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    common::assert_tunnel_echoes(stream).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_fallback_gives_a_clear_503_with_the_reason_never_an_empty_success() {
     let config = "
 routes:

@@ -121,6 +121,91 @@ async fn tcp_mode_propagates_half_close_and_keeps_the_other_direction_open() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_mode_passes_an_upstream_reset_on_to_the_client() {
+    upstream_reset_reaches_the_client(FaultPlan::new(Vec::new(), 1, firedrill::clock::now())).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_control_plane_proxy_passes_an_upstream_reset_on_to_the_client() {
+    let plan = FaultPlan::new(Vec::new(), 1, firedrill::clock::now()).accepting_additions();
+    upstream_reset_reaches_the_client(plan).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_faulted_tcp_connection_passes_an_upstream_reset_on_to_the_client() {
+    let file = common::faults("faults:\n  - latency: { delay: 1ms }\n");
+    upstream_reset_reaches_the_client(FaultPlan::new(file.faults, 1, firedrill::clock::now()))
+        .await;
+}
+
+/// The upstream answers a little and resets (SO_LINGER 0): the client must
+/// see a reset too, not a clean EOF that passes for a complete stream.
+async fn upstream_reset_reaches_the_client(plan: FaultPlan) {
+    use firedrill::net::Transport;
+    let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream_addr = upstream.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut stream, _) = upstream.accept().await.unwrap();
+        let mut request = [0u8; 7];
+        stream.read_exact(&mut request).await.unwrap();
+        stream.write_all(b"partial").await.unwrap();
+        stream.reset_on_close();
+    });
+    let (_stop, shutdown) = ShutdownSignal::new();
+    let (proxy, _) =
+        start_proxy_with(ProxyMode::Tcp, plan, &upstream_addr.to_string(), shutdown).await;
+    let mut client = TcpStream::connect(proxy).await.unwrap();
+    client.write_all(b"request").await.unwrap();
+    let mut got = Vec::new();
+    let end = tokio::time::timeout(StdDuration::from_secs(10), client.read_to_end(&mut got))
+        .await
+        .expect("the connection ends within the margin");
+    assert!(b"partial".starts_with(&got), "{got:?}");
+    assert_eq!(
+        end.expect_err("a reset, not a clean EOF").kind(),
+        std::io::ErrorKind::ConnectionReset
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_mode_marks_its_own_502_for_an_unreachable_upstream_as_an_error_not_a_fault() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_addr = closed.local_addr().unwrap();
+    drop(closed);
+    let (_stop, shutdown) = ShutdownSignal::new();
+    let (proxy, _) = start_proxy(ProxyMode::Http, "", &closed_addr.to_string(), shutdown).await;
+    let resp = http_client()
+        .get(format!("http://{proxy}/x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 502);
+    assert_eq!(resp.headers()["x-firedrill-error"], "upstream-unreachable");
+    assert!(
+        resp.headers().get("x-firedrill-fault").is_none(),
+        "no fault is configured"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fixture_target_answers_a_client_that_half_closes_after_its_request() {
+    let rig = rig(ProxyMode::Http, "").await;
+    let got = common::half_closed_exchange(rig.target, &common::get("/x")).await;
+    assert!(got.starts_with(b"HTTP/1.1 200"), "{got:?}");
+    assert!(got.ends_with(b"ok\n"), "{got:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_mode_tunnels_an_upgraded_connection_both_ways_after_the_upstreams_101() {
+    let echo = common::upgrade_echo_server().await;
+    let (_stop, shutdown) = ShutdownSignal::new();
+    let (proxy, _) = start_proxy(ProxyMode::Http, "", &echo.to_string(), shutdown).await;
+    let (head, stream) = common::request_upgrade(proxy, "/chat").await;
+    assert!(head.starts_with("HTTP/1.1 101"), "{head}");
+    common::assert_tunnel_echoes(stream).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_mode_keeps_client_and_upstream_connections_alive() {
     let rig = rig(ProxyMode::Http, "").await;
     let mut stream = TcpStream::connect(rig.proxy).await.unwrap();

@@ -47,6 +47,17 @@ async fn http_status_fault_answers_with_configured_status_body_and_headers_witho
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_status_fault_answers_an_upgrade_request_in_the_upstreams_place() {
+    let echo = common::upgrade_echo_server().await;
+    let (_stop, shutdown) = firedrill::http::ShutdownSignal::new();
+    let yaml = "faults:\n  - name: down\n    status: { code: 503 }\n";
+    let (proxy, _) = common::start_proxy(ProxyMode::Http, yaml, &echo.to_string(), shutdown).await;
+    let (head, _) = common::request_upgrade(proxy, "/chat").await;
+    assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+    assert!(head.contains("x-firedrill-fault: down"), "{head}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_reset_fault_gives_the_client_econnreset() {
     let rig = rig(ProxyMode::Http, "faults:\n  - reset: {}\n").await;
     let (got, end) = raw_exchange(rig.proxy, &get("/x")).await;

@@ -48,12 +48,26 @@ pub async fn serve<A: Acceptor>(
         Arc::new(crate::http::Open),
         move |stream, shutdown| {
             let line = line.clone();
+            let tunnel_shutdown = shutdown.clone();
             async move {
-                let service = hyper::service::service_fn(move |req| {
+                let service = hyper::service::service_fn(move |mut req| {
                     let line = line.clone();
-                    async move { Ok::<_, std::convert::Infallible>(line.handle(req).await) }
+                    let shutdown = tunnel_shutdown.clone();
+                    async move {
+                        let client = hyper::upgrade::on(&mut req);
+                        let mut response = line.handle(req).await;
+                        crate::http::upgrade::tunnel(client, &mut response, shutdown);
+                        Ok::<_, std::convert::Infallible>(response)
+                    }
                 });
-                crate::http::serve_http(stream, service, shutdown, std::future::pending()).await;
+                crate::http::serve_http(
+                    stream,
+                    service,
+                    crate::http::ClientFin::HangUp,
+                    shutdown,
+                    std::future::pending(),
+                )
+                .await;
             }
         },
         shutdown,

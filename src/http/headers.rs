@@ -8,8 +8,13 @@ pub const REQUEST_ID_HEADER: &str = "x-firedrill-request-id";
 pub const FALLBACK_HEADER: &str = "x-firedrill-fallback";
 /// Header naming why the defense answered instead of the dependency.
 pub const REASON_HEADER: &str = "x-firedrill-reason";
-/// Header naming the fault that answered instead of the dependency.
+/// Header naming the fault that answered instead of the dependency; only
+/// a configured fault sets it.
 pub const FAULT_HEADER: &str = "x-firedrill-fault";
+/// Header naming why the fault proxy answered itself though no fault
+/// decided it (`upstream-unreachable`, `upstream-error`): the proxy's own
+/// 502, never to be mistaken for an injected fault.
+pub const ERROR_HEADER: &str = "x-firedrill-error";
 
 /// Which fallback served a response.
 #[derive(

@@ -10,6 +10,7 @@
 //! * [`headers`] — the `x-firedrill-*` header names.
 //! * [`endpoint`] — a user's service as a URL (scheme, host, path prefix)
 //!   and what changes in a request sent to it.
+//! * [`upgrade`] — an upgraded connection (WebSocket) tunnelled through.
 
 pub mod body;
 pub mod client;
@@ -17,7 +18,8 @@ pub mod endpoint;
 pub mod headers;
 pub mod server;
 pub mod shutdown;
+pub mod upgrade;
 
 pub use body::{BoxBody, BoxError, boxed, full};
-pub use server::{Gate, Open, serve, serve_answers, serve_http};
+pub use server::{ClientFin, Gate, Open, serve, serve_answers, serve_http};
 pub use shutdown::ShutdownSignal;

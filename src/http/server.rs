@@ -108,6 +108,22 @@ where
     Ok(())
 }
 
+/// What a client's FIN while a request is in flight means to a server: a
+/// FIN alone cannot tell a client that half-closed after a whole request
+/// from one that hung up, so each server says which it expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientFin {
+    /// A half-close: the request is whole, answer it (the fixture target,
+    /// plain endpoints); a client that hung up is noticed when the answer
+    /// is written.
+    HalfClose,
+    /// A hang-up: the call in flight is dropped at once (the defense line,
+    /// so that a breaker probe whose client left frees its slot; the fault
+    /// proxy, so that a blackholed request its client gave up on is
+    /// recorded), as nginx does for a proxied request.
+    HangUp,
+}
+
 /// Serves HTTP/1.1 on one accepted connection with `service` until the
 /// client closes it or `shutdown` fires (then gracefully: the request in
 /// flight finishes, keep-alive ends). Every HTTP server of firedrill (the
@@ -121,6 +137,7 @@ where
 pub async fn serve_http<I, S, E>(
     io: I,
     service: S,
+    fin: ClientFin,
     mut shutdown: ShutdownSignal,
     alongside: impl std::future::Future<Output = ()> + Send,
 ) where
@@ -137,7 +154,11 @@ pub async fn serve_http<I, S, E>(
     let served = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
         .keep_alive(true)
-        .serve_connection(hyper_util::rt::TokioIo::new(io), service);
+        .half_close(fin == ClientFin::HalfClose)
+        .serve_connection(hyper_util::rt::TokioIo::new(io), service)
+        // A 101 hands the connection to whoever took its upgrade
+        // (`upgrade::tunnel`).
+        .with_upgrades();
     tokio::pin!(served, alongside);
     let mut alongside_done = false;
     let mut shutting_down = false;
@@ -190,7 +211,14 @@ where
                     let answer = answer.clone();
                     async move { Ok::<_, std::convert::Infallible>(answer(req).await) }
                 });
-                serve_http(stream, service, shutdown, std::future::pending()).await;
+                serve_http(
+                    stream,
+                    service,
+                    ClientFin::HalfClose,
+                    shutdown,
+                    std::future::pending(),
+                )
+                .await;
             }
         },
         shutdown,

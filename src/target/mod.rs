@@ -93,7 +93,14 @@ pub async fn serve<A: Acceptor>(
             stats.connections.fetch_add(1, Ordering::SeqCst);
             async move {
                 let service = hyper::service::service_fn(move |req| respond(req, stats.clone()));
-                crate::http::serve_http(stream, service, shutdown, std::future::pending()).await;
+                crate::http::serve_http(
+                    stream,
+                    service,
+                    crate::http::ClientFin::HalfClose,
+                    shutdown,
+                    std::future::pending(),
+                )
+                .await;
             }
         },
         shutdown,

@@ -111,6 +111,24 @@ pub async fn raw_exchange(addr: SocketAddr, request: &str) -> (Vec<u8>, std::io:
     }
 }
 
+/// Sends one raw HTTP/1.1 request, half-closes (shutdown of the write
+/// side) and reads the answer to the end; panics unless it ends cleanly
+/// within a generous margin.
+pub async fn half_closed_exchange(addr: SocketAddr, request: &str) -> Vec<u8> {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    stream.shutdown().await.unwrap();
+    let mut got = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stream.read_to_end(&mut got),
+    )
+    .await
+    .expect("the answer ends within the margin")
+    .expect("a clean end");
+    got
+}
+
 pub fn get(path: &str) -> String {
     format!("GET {path} HTTP/1.1\r\nhost: test\r\nconnection: close\r\n\r\n")
 }
@@ -166,16 +184,40 @@ impl DefenseRig {
 }
 
 pub async fn defense_rig(faults_yaml: &str, defense_yaml: &str) -> DefenseRig {
-    use firedrill::http::client::{HttpUpstream, Upstream};
     let rig = rig(ProxyMode::Http, faults_yaml).await;
+    let defense = start_defense(rig.proxy, rig.target, defense_yaml).await;
+    DefenseRig {
+        rig,
+        defense: defense.addr,
+        line: defense.line,
+        recorder: defense.recorder,
+        _stop: defense.stop,
+    }
+}
+
+/// A defense line served on loopback; dropping it stops the server.
+pub struct Defense {
+    pub addr: SocketAddr,
+    pub line: Arc<firedrill::defense::DefenseLine>,
+    pub recorder: Arc<firedrill::defense::report::Recorder>,
+    pub stop: tokio::sync::watch::Sender<bool>,
+}
+
+/// Serves a defense line of `defense_yaml` calling `dependency`, its
+/// backups calling `target`.
+pub async fn start_defense(
+    dependency: SocketAddr,
+    target: SocketAddr,
+    defense_yaml: &str,
+) -> Defense {
+    use firedrill::http::client::{HttpUpstream, Upstream};
     let config: firedrill::defense::DefenseConfig =
         firedrill::schema::from_yaml_str("defense.yaml", defense_yaml)
             .expect("test defense config is valid");
     let recorder = Arc::new(firedrill::defense::report::Recorder::default());
-    let connector = Arc::new(firedrill::net::TcpConnector { addr: rig.proxy });
+    let connector = Arc::new(firedrill::net::TcpConnector { addr: dependency });
     let upstream: Arc<dyn Upstream> =
-        Arc::new(HttpUpstream::new(connector, &rig.proxy.to_string()));
-    let target = rig.target;
+        Arc::new(HttpUpstream::new(connector, &dependency.to_string()));
     let backup = move |_: &str| -> Arc<dyn Upstream> {
         Arc::new(HttpUpstream::new(
             Arc::new(firedrill::net::TcpConnector { addr: target }),
@@ -201,11 +243,87 @@ pub async fn defense_rig(faults_yaml: &str, defense_yaml: &str) -> DefenseRig {
         shutdown,
         Duration::from_secs(1),
     ));
-    DefenseRig {
-        rig,
-        defense,
+    Defense {
+        addr: defense,
         line,
         recorder,
-        _stop: stop,
+        stop,
     }
+}
+
+/// A server that switches every request with an `upgrade` header to
+/// protocol `echo` (101) and then echoes the raw bytes it gets; any other
+/// request gets 200. Runs until the test ends.
+pub async fn upgrade_echo_server() -> SocketAddr {
+    use http_body_util::Empty;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let service = hyper::service::service_fn(|mut req: hyper::Request<_>| async move {
+                let mut resp = hyper::Response::new(Empty::<bytes::Bytes>::new());
+                if req.headers().contains_key(hyper::header::UPGRADE) {
+                    let upgrade = hyper::upgrade::on(&mut req);
+                    tokio::spawn(async move {
+                        let upgraded = upgrade.await.expect("the upgrade completes");
+                        let mut io = hyper_util::rt::TokioIo::new(upgraded);
+                        let (mut r, mut w) = tokio::io::split(&mut io);
+                        let _ = tokio::io::copy(&mut r, &mut w).await;
+                    });
+                    *resp.status_mut() = hyper::StatusCode::SWITCHING_PROTOCOLS;
+                    let headers = resp.headers_mut();
+                    headers.insert(hyper::header::CONNECTION, "upgrade".parse().unwrap());
+                    headers.insert(hyper::header::UPGRADE, "echo".parse().unwrap());
+                }
+                Ok::<_, std::convert::Infallible>(resp)
+            });
+            tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .with_upgrades(),
+            );
+        }
+    });
+    addr
+}
+
+/// Asks `addr` to switch `path` to protocol `echo`; returns the response
+/// head and, after a 101, the connection (the head's bytes consumed).
+pub async fn request_upgrade(addr: SocketAddr, path: &str) -> (String, TcpStream) {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nhost: test\r\nconnection: upgrade\r\nupgrade: echo\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    // Byte by byte, so nothing after the head is read here.
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        let mut byte = [0u8; 1];
+        let n = tokio::time::timeout(std::time::Duration::from_secs(10), stream.read(&mut byte))
+            .await
+            .expect("a response head within the margin")
+            .unwrap();
+        assert_eq!(n, 1, "closed before the end of the head: {head:?}");
+        head.push(byte[0]);
+    }
+    (String::from_utf8_lossy(&head).to_string(), stream)
+}
+
+/// Sends bytes on an upgraded connection and expects them echoed back:
+/// the tunnel carries both ways.
+pub async fn assert_tunnel_echoes(mut stream: TcpStream) {
+    let message = b"raw bytes after the switch, not HTTP";
+    stream.write_all(message).await.unwrap();
+    let mut echoed = vec![0u8; message.len()];
+    tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stream.read_exact(&mut echoed),
+    )
+    .await
+    .expect("the echo within the margin")
+    .expect("the tunnel carries the echo back");
+    assert_eq!(echoed, message);
 }

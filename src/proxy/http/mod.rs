@@ -25,12 +25,13 @@ use super::traffic::Traffic;
 use crate::clock::{self, Instant};
 use crate::fault::{Direction, FaultKind, FaultPlan, Hit};
 use crate::http::endpoint::Rewrite;
+use crate::http::headers::ERROR_HEADER;
 use crate::http::{BoxBody, BoxError, ShutdownSignal, boxed, full};
 use crate::net::{Connector, Transport};
 use crate::trace::Answer;
 
-/// Header on every response the proxy made up (injected status, gateway
-/// error), naming the fault or the error.
+/// Header on every response a fault made up (injected status), naming the
+/// fault.
 pub use crate::http::headers::FAULT_HEADER;
 
 /// One client connection's state, shared by its requests.
@@ -103,11 +104,27 @@ pub async fn handle<S, C>(
         reset,
         drivers,
     });
-    let service = hyper::service::service_fn(move |req| {
+    let tunnel_shutdown = shutdown.clone();
+    let service = hyper::service::service_fn(move |mut req| {
         let conn = conn.clone();
-        async move { conn.forward(req).await }
+        let shutdown = tunnel_shutdown.clone();
+        async move {
+            let client = hyper::upgrade::on(&mut req);
+            let mut response = conn.forward(req).await?;
+            crate::http::upgrade::tunnel(client, &mut response, shutdown);
+            Ok::<_, body::Cut>(response)
+        }
     });
-    crate::http::serve_http(io, service, shutdown, drive_upstreams(driven)).await;
+    crate::http::serve_http(
+        io,
+        service,
+        // A client that leaves (a blackholed request it gave up on) must
+        // end its request, so that the request is recorded.
+        crate::http::ClientFin::HangUp,
+        shutdown,
+        drive_upstreams(driven),
+    )
+    .await;
 }
 
 /// The decision of the request's faults, in file order.
@@ -316,7 +333,8 @@ impl<C: Connector> Conn<C> {
                 .await
                 .map_err(|e| failed(boxed_error(e)))?;
             let driver: UpstreamDriver = Box::pin(async move {
-                if let Err(err) = connection.await {
+                // After a 101 the connection goes to `upgrade::tunnel`.
+                if let Err(err) = connection.with_upgrades().await {
                     tracing::trace!(%err, "upstream connection ended with an error");
                 }
             });
@@ -388,16 +406,17 @@ enum UpstreamError {
     Connect(std::io::Error),
 }
 
-/// 502 for an upstream that failed, with the reason in a header.
+/// 502 for an upstream that failed, with the reason in [`ERROR_HEADER`]
+/// (no fault decided it, so it carries no [`FAULT_HEADER`]).
 fn gateway_error(err: &BoxError) -> Response<BoxBody> {
     let reason = if err.downcast_ref::<UpstreamError>().is_some() {
-        "upstream-connect"
+        "upstream-unreachable"
     } else {
         "upstream-error"
     };
     let mut resp = Response::new(full(format!("firedrill: {err}\n")));
     *resp.status_mut() = StatusCode::BAD_GATEWAY;
     resp.headers_mut()
-        .insert(FAULT_HEADER, HeaderValue::from_static(reason));
+        .insert(ERROR_HEADER, HeaderValue::from_static(reason));
     resp
 }

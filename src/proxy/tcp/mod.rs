@@ -64,18 +64,27 @@ pub async fn handle<S, C>(
             return;
         };
         let mut client = client;
-        match tokio::io::copy_bidirectional_with_sizes(&mut client, &mut upstream, CHUNK, CHUNK)
-            .await
+        let verdict = match tokio::io::copy_bidirectional_with_sizes(
+            &mut client,
+            &mut upstream,
+            CHUNK,
+            CHUNK,
+        )
+        .await
         {
             Ok((up, down)) => {
                 traffic.add_received(Direction::Upstream, up as usize);
                 traffic.add_sent(Direction::Upstream, up as usize);
                 traffic.add_received(Direction::Downstream, down as usize);
                 traffic.add_sent(Direction::Downstream, down as usize);
+                Verdict::Normal
             }
-            Err(err) => tracing::trace!(%err, "connection ended with an error"),
-        }
-        return;
+            Err(err) => {
+                tracing::trace!(%err, "connection ended with an error");
+                Verdict::ABORTED
+            }
+        };
+        return finish(client, Some(upstream), verdict);
     }
     let (client, upstream, rolls, closed) = if rolls.is_clean() {
         let Ok(upstream) = connect(&*connector).await else {
@@ -360,7 +369,7 @@ impl Conn<'_> {
                 };
                 let Some((arrival, mut data)) = next else {
                     if read_failed.load(Ordering::SeqCst) {
-                        return Some(Verdict::Close);
+                        return Some(Verdict::ABORTED);
                     }
                     return self.stream_ended(dir, hold, writer).await;
                 };
@@ -393,7 +402,7 @@ impl Conn<'_> {
                     return Some(verdict);
                 }
                 if !ok {
-                    return Some(Verdict::Close);
+                    return Some(Verdict::ABORTED);
                 }
             }
         };

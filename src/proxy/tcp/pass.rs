@@ -8,13 +8,15 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::watch;
 
 use super::CHUNK;
+use super::verdict::{Verdict, finish};
 use crate::fault::Direction;
 use crate::net::Transport;
 use crate::proxy::Traffic;
 
 /// How a pass-through connection ended.
 pub(super) enum PassThrough<S, U> {
-    /// Both sides closed (or one failed): the connection is over.
+    /// Both sides closed, or one failed and both were reset: the
+    /// connection is over.
     Done,
     /// The fault list changed: go on through the fault pumps.
     Changed {
@@ -85,6 +87,7 @@ pub(super) async fn pass_through<S: Transport, U: Transport>(
         },
         Err(err) => {
             tracing::trace!(%err, "connection ended with an error");
+            finish(client, Some(upstream), Verdict::ABORTED);
             PassThrough::Done
         }
     }

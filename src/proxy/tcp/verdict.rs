@@ -23,6 +23,12 @@ pub(super) enum Verdict {
 }
 
 impl Verdict {
+    /// How a connection ends when either side failed (an RST, mostly): the
+    /// abort passes on as RST to both sides, since a FIN would tell the
+    /// other peer its stream ended cleanly. The side that failed is gone
+    /// already; its RST on close changes nothing.
+    pub(super) const ABORTED: Verdict = Verdict::ResetBoth;
+
     pub(super) fn of(kind: &FaultKind) -> Verdict {
         match kind {
             FaultKind::Reset(cut) if cut.stream.is_some() => Verdict::ResetBoth,
