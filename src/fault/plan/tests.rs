@@ -206,3 +206,20 @@ async fn each_recorded_hit_counts_one_injection() {
         "kept after removal"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_jitter_offset_is_added_to_the_delay_from_the_faults_own_draw() {
+    // Mirrored offsets have the same spread, so only the draw itself tells
+    // `delay + offset` from `delay - offset`.
+    let p = plan("faults:\n  - latency: { delay: 100ms, jitter: 20ms }\n", 9);
+    let hit = p.hit(0);
+    let FaultKind::Latency(latency) = &hit.fault().kind else {
+        panic!("a latency fault");
+    };
+    let mut rng = clock::seeded_rng(9, stream_of("latency", 0));
+    for _ in 0..20 {
+        let u: f64 = rng.random();
+        let expected = Duration::from_secs_f64(0.100 + (u * 2.0 - 1.0) * 0.020);
+        assert_eq!(p.hit_delay(&hit, latency), expected);
+    }
+}
