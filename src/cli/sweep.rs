@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use super::exit::{CliError, EXIT_OK};
 use crate::report::html::sweep_page::Metric;
-use crate::report::sweep::{Figures, Point, Sweep, SweepError, Vary, sweep, write_summary};
+use crate::report::html::sweep_page::write_summary;
+use crate::report::sweep::{Figures, Point, Sweep, SweepError, Vary, sweep};
 
 /// The flags of `firedrill sweep`.
 #[derive(Debug, Clone, clap::Args)]

@@ -51,7 +51,7 @@ pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, Lo
         misfit.error(&file, &text, message)
     }));
     schema::all_problems(problems)?;
-    crate::fault::replay::load_recordings(&mut faults.faults, &file, &text, "faults")?;
+    crate::fault::recordings::load_recordings(&mut faults.faults, &file, &text, "faults")?;
     Ok(faults)
 }
 

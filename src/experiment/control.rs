@@ -24,13 +24,10 @@ use tokio::sync::watch;
 
 use super::config::Experiment;
 use super::external::RunningDependency;
-use super::load::Load;
-use super::progress::{Moment, Watched};
 use crate::api::error::ApiError;
 use crate::api::guard::Guard;
 use crate::clock::{self, Duration, Instant};
-use crate::defense::DefenseLine;
-use crate::defense::report::Recorder;
+use crate::defense::breaker::millis;
 use crate::fault::{Fault, FaultPlan, Window};
 use crate::http::body::{BoxBody, full};
 
@@ -184,6 +181,11 @@ impl Control {
         Ok(json!({ "fault": name, "active": false, "stopped_ms": millis(now) }))
     }
 
+    /// The names of the manual faults.
+    pub fn manual_names(&self) -> impl Iterator<Item = &str> {
+        self.manual.keys().map(String::as_str)
+    }
+
     /// Asks the run to halt.
     pub fn request_halt(&self) {
         self.halt.send_replace(true);
@@ -211,69 +213,22 @@ impl Control {
     }
 }
 
-fn millis(d: Duration) -> f64 {
-    crate::defense::breaker::millis(d)
-}
-
-/// What the status answer reads, owned so each connection can hold it.
-#[derive(Debug, Clone)]
-pub struct Status {
-    /// The experiment.
-    pub experiment: Arc<Experiment>,
-    /// The load generator.
-    pub load: Arc<Load>,
-    /// The defense line, if any.
-    pub line: Option<Arc<DefenseLine>>,
-    /// Breaker transitions.
-    pub recorder: Arc<Recorder>,
-    /// The control state.
-    pub control: Arc<Control>,
-    /// Time zero.
-    pub start: Instant,
-}
-
-impl Status {
-    /// The run now, as JSON.
-    pub fn now(&self) -> Value {
-        let watched = Watched {
-            experiment: &self.experiment,
-            load: &self.load,
-            line: self.line.clone(),
-            recorder: self.recorder.clone(),
-            control: Some(self.control.clone()),
-            start: self.start,
-        };
-        let m = Moment::read(&watched);
-        let active = self.control.active();
-        json!({
-            "experiment": m.name,
-            "elapsed_ms": millis(m.elapsed),
-            "duration_ms": millis(m.total),
-            "active_faults": m.active,
-            "manual_faults": self.control.manual.keys().map(|name| json!({
-                "name": name,
-                "active": active.contains(name),
-            })).collect::<Vec<_>>(),
-            "routes": m.routes.iter().map(|r| json!({
-                "route": r.name, "ok": r.ok, "fallback": r.fallback,
-                "rejected": r.rejected, "timeouts": r.timeouts,
-            })).collect::<Vec<_>>(),
-            "breakers": m.breakers.iter().map(|(name, state, last)| json!({
-                "name": name,
-                "state": state.to_string(),
-                "last_transition": last,
-            })).collect::<Vec<_>>(),
-        })
-    }
-}
+/// What `GET /status` answers: the run now, as JSON (the live view,
+/// [`super::progress::Status`], provides it).
+pub type StatusFn = Arc<dyn Fn() -> Value + Send + Sync>;
 
 /// Answers one control request.
-pub async fn handle(status: Status, guard: Guard, req: Request<Incoming>) -> Response<BoxBody> {
+pub async fn handle(
+    control: Arc<Control>,
+    status: StatusFn,
+    guard: Guard,
+    req: Request<Incoming>,
+) -> Response<BoxBody> {
     let (parts, body) = req.into_parts();
     let answer = async {
         guard.admit(&parts)?;
         guard.body(&parts, body).await?;
-        route(&status, &parts.method, parts.uri.path())
+        route(&control, &status, &parts.method, parts.uri.path())
     }
     .await;
     let (code, value) = match answer {
@@ -292,7 +247,12 @@ pub async fn handle(status: Status, guard: Guard, req: Request<Incoming>) -> Res
     resp
 }
 
-fn route(status: &Status, method: &Method, path: &str) -> Result<Value, ApiError> {
+fn route(
+    control: &Control,
+    status: &StatusFn,
+    method: &Method,
+    path: &str,
+) -> Result<Value, ApiError> {
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
     let not_allowed = || {
         ApiError::new(
@@ -301,17 +261,17 @@ fn route(status: &Status, method: &Method, path: &str) -> Result<Value, ApiError
         )
     };
     match segments.as_slice() {
-        ["status"] if method == Method::GET => Ok(status.now()),
+        ["status"] if method == Method::GET => Ok(status()),
         ["faults", name, action] if method == Method::POST => {
             let name = crate::api::routes::decode_segment(name)?;
             match *action {
-                "start" => status.control.start_fault(&name),
-                "stop" => status.control.stop_fault(&name),
+                "start" => control.start_fault(&name),
+                "stop" => control.stop_fault(&name),
                 _ => Err(not_allowed()),
             }
         }
         ["halt"] if method == Method::POST => {
-            status.control.request_halt();
+            control.request_halt();
             Ok(json!({ "halting": true }))
         }
         ["status"] | ["halt"] | ["faults", _, _] => Err(not_allowed()),
@@ -325,10 +285,11 @@ fn route(status: &Status, method: &Method, path: &str) -> Result<Value, ApiError
 /// Serves the control endpoint on `acceptor` until `shutdown`.
 pub async fn serve<A: crate::net::Acceptor>(
     acceptor: A,
-    status: Status,
+    control: Arc<Control>,
+    status: StatusFn,
     guard: Guard,
     shutdown: crate::http::ShutdownSignal,
 ) -> std::io::Result<()> {
-    let answer = move |req| handle(status.clone(), guard.clone(), req);
+    let answer = move |req| handle(control.clone(), status.clone(), guard.clone(), req);
     crate::http::serve_answers(acceptor, answer, shutdown).await
 }

@@ -66,7 +66,7 @@ pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Loaded, LoadErro
 /// TCP, halt conditions, expectations.
 fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
     let mut experiment: Experiment = schema::from_yaml_all(file, text)?;
-    crate::fault::replay::load_recordings(&mut experiment.faults, file, text, "faults")?;
+    crate::fault::recordings::load_recordings(&mut experiment.faults, file, text, "faults")?;
     load_arrivals(&mut experiment, file, text)?;
     load_tls(&mut experiment, file, text)?;
     let at = |key: &str, i: usize, message: String| {

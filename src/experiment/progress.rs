@@ -11,6 +11,8 @@
 
 use std::sync::Arc;
 
+use serde_json::{Value, json};
+
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::config::Experiment;
@@ -255,6 +257,59 @@ impl Moment {
             }
         }
         line
+    }
+}
+
+/// What the control endpoint's `GET /status` reads, owned so each
+/// connection can hold it.
+#[derive(Debug, Clone)]
+pub struct Status {
+    /// The experiment.
+    pub experiment: Arc<Experiment>,
+    /// The load generator.
+    pub load: Arc<Load>,
+    /// The defense line, if any.
+    pub line: Option<Arc<DefenseLine>>,
+    /// Breaker transitions.
+    pub recorder: Arc<Recorder>,
+    /// The control state.
+    pub control: Arc<super::control::Control>,
+    /// Time zero.
+    pub start: Instant,
+}
+
+impl Status {
+    /// The run now, as JSON.
+    pub fn now(&self) -> Value {
+        let watched = Watched {
+            experiment: &self.experiment,
+            load: &self.load,
+            line: self.line.clone(),
+            recorder: self.recorder.clone(),
+            control: Some(self.control.clone()),
+            start: self.start,
+        };
+        let m = Moment::read(&watched);
+        let active = self.control.active();
+        json!({
+            "experiment": m.name,
+            "elapsed_ms": crate::defense::breaker::millis(m.elapsed),
+            "duration_ms": crate::defense::breaker::millis(m.total),
+            "active_faults": m.active,
+            "manual_faults": self.control.manual_names().map(|name| json!({
+                "name": name,
+                "active": active.iter().any(|a| a == name),
+            })).collect::<Vec<_>>(),
+            "routes": m.routes.iter().map(|r| json!({
+                "route": r.name, "ok": r.ok, "fallback": r.fallback,
+                "rejected": r.rejected, "timeouts": r.timeouts,
+            })).collect::<Vec<_>>(),
+            "breakers": m.breakers.iter().map(|(name, state, last)| json!({
+                "name": name,
+                "state": state.to_string(),
+                "last_transition": last,
+            })).collect::<Vec<_>>(),
+        })
     }
 }
 

@@ -228,7 +228,7 @@ async fn execute<N: Network>(
             "control endpoint listening on http://{}",
             acceptor.local_addr()
         );
-        let status = super::control::Status {
+        let status = super::progress::Status {
             experiment: Arc::new(experiment.clone()),
             load: load.clone(),
             line: line.clone(),
@@ -239,7 +239,8 @@ async fn execute<N: Network>(
         let guard = crate::api::guard::Guard::new(options.token.clone(), 1024);
         tokio::spawn(super::control::serve(
             acceptor,
-            status,
+            control.clone(),
+            Arc::new(move || status.now()),
             guard,
             servers.clone(),
         ));
@@ -357,7 +358,7 @@ async fn execute<N: Network>(
     );
     let mut warnings = experiment.tls_warnings();
     warnings.extend(blind_breakers(experiment));
-    warnings.extend(crate::fault::replay::gap_warnings(&experiment.faults));
+    warnings.extend(crate::fault::recordings::gap_warnings(&experiment.faults));
     if control.is_none() {
         for f in experiment.faults.iter().filter(|f| f.manual) {
             warnings.push(format!(

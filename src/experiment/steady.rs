@@ -119,10 +119,11 @@ impl SteadyState {
     }
 
     /// The steady-state verdicts of a run: before the first fault, and
-    /// after the last unless the run ended at the warm-up.
-    pub fn judge(&self, timeline: &Timeline, ending: &super::run::Ending) -> Vec<Verdict> {
+    /// after the last when faults were injected (not when the run ended at
+    /// the warm-up).
+    pub fn judge(&self, timeline: &Timeline, injected: bool) -> Vec<Verdict> {
         let mut verdicts = expect::evaluate_all(&self.before, timeline);
-        if !matches!(ending, super::run::Ending::NotHealthy { .. }) {
+        if injected {
             verdicts.extend(expect::evaluate_all(&self.after, timeline));
         }
         verdicts

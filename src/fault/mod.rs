@@ -3,6 +3,7 @@
 
 pub mod matcher;
 pub mod plan;
+pub mod recordings;
 pub mod replay;
 pub mod spec;
 pub mod window;

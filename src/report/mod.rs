@@ -297,7 +297,8 @@ pub fn execute(
     )?;
     let mut verdicts = crate::experiment::judge::judge(&loaded.expectations, &result.timeline);
     if let Some(steady) = &loaded.steady {
-        verdicts.extend(steady.judge(&result.timeline, &result.ending));
+        let injected = !matches!(result.ending, Ending::NotHealthy { .. });
+        verdicts.extend(steady.judge(&result.timeline, injected));
     }
     let report = RunReport::new(&loaded.experiment, clock, &result, verdicts);
     Ok((result, report))

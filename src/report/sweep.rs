@@ -256,28 +256,6 @@ pub fn sweep(
     })
 }
 
-/// Writes `sweep.json` and `sweep.html` (charting `metric`) into `dir`,
-/// beside the points' folders.
-pub fn write_summary(
-    dir: &Path,
-    sweep: &Sweep,
-    metric: super::html::sweep_page::Metric,
-) -> Result<(), SweepError> {
-    let write = |name: &str, bytes: Vec<u8>| {
-        let path = dir.join(name);
-        std::fs::create_dir_all(dir)
-            .and_then(|()| std::fs::write(&path, bytes))
-            .map_err(|e| SweepError::Run(format!("{}: {e}", path.display())))
-    };
-    let mut json = serde_json::to_vec_pretty(sweep).map_err(|e| SweepError::Run(e.to_string()))?;
-    json.push(b'\n');
-    write("sweep.json", json)?;
-    write(
-        "sweep.html",
-        super::html::sweep_page::render(sweep, metric).into_bytes(),
-    )
-}
-
 /// The folder of point `i` (0-based): `NNN-VALUES`, the values made safe
 /// for a file name.
 fn point_dir(i: usize, values: &[String]) -> String {

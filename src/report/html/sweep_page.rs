@@ -232,3 +232,23 @@ fn chart(h: &mut String, s: &Sweep, metric: Metric) {
     );
     h.push_str("</svg></div>\n</section>\n");
 }
+
+/// Writes `sweep.json` and `sweep.html` (charting `metric`) into `dir`,
+/// beside the points' folders.
+pub fn write_summary(
+    dir: &std::path::Path,
+    sweep: &Sweep,
+    metric: Metric,
+) -> Result<(), crate::report::sweep::SweepError> {
+    let write = |name: &str, bytes: Vec<u8>| {
+        let path = dir.join(name);
+        std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::write(&path, bytes))
+            .map_err(|e| crate::report::sweep::SweepError::Run(format!("{}: {e}", path.display())))
+    };
+    let mut json = serde_json::to_vec_pretty(sweep)
+        .map_err(|e| crate::report::sweep::SweepError::Run(e.to_string()))?;
+    json.push(b'\n');
+    write("sweep.json", json)?;
+    write("sweep.html", render(sweep, metric).into_bytes())
+}
