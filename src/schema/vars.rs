@@ -48,11 +48,19 @@ pub fn register_secret(value: &str) {
         all.push(value.to_string());
         // Longest first, so a secret containing another is masked whole.
         all.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        ANY_SECRET.store(true, std::sync::atomic::Ordering::Release);
     }
 }
 
+/// Whether any secret was registered: most runs have none, and the log
+/// writer asks on every line.
+static ANY_SECRET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// `text` with every registered secret replaced by [`MASKED`].
 pub fn mask(text: &str) -> std::borrow::Cow<'_, str> {
+    if !ANY_SECRET.load(std::sync::atomic::Ordering::Acquire) {
+        return std::borrow::Cow::Borrowed(text);
+    }
     let all = secrets().lock().unwrap_or_else(|e| e.into_inner());
     if !all.iter().any(|s| text.contains(s.as_str())) {
         return std::borrow::Cow::Borrowed(text);
