@@ -100,6 +100,17 @@ fn http_only_fault_in_tcp_mode_is_rejected_before_listening() {
 /// Starts `firedrill target` and `firedrill proxy` in front of it; returns
 /// the children and the proxy's address.
 fn start_pair(extra: &[&str]) -> (std::process::Child, std::process::Child, String) {
+    start_in_front(&["proxy", "--mode", "http"], "proxy ready", extra)
+}
+
+/// Starts `firedrill target` and `front` (a subcommand and its own flags)
+/// listening in front of it; waits for `ready` in the front's log and
+/// returns the children and the front's address.
+fn start_in_front(
+    front: &[&str],
+    ready: &str,
+    extra: &[&str],
+) -> (std::process::Child, std::process::Child, String) {
     let port = |l: TcpListener| l.local_addr().unwrap().port();
     let target_port = port(TcpListener::bind("127.0.0.1:0").unwrap());
     let target = firedrill()
@@ -110,28 +121,23 @@ fn start_pair(extra: &[&str]) -> (std::process::Child, std::process::Child, Stri
     let proxy_port = port(TcpListener::bind("127.0.0.1:0").unwrap());
     let proxy_addr = format!("127.0.0.1:{proxy_port}");
     let mut proxy = firedrill()
+        .args(front)
         .args([
-            "proxy",
             "--listen",
             &proxy_addr,
             "--upstream",
             &format!("127.0.0.1:{target_port}"),
-            "--mode",
-            "http",
         ])
         .args(extra)
         .env("RUST_LOG", "info")
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait for the "proxy ready" log line (generous).
+    // Wait for the ready log line (generous).
     let mut lines = BufReader::new(proxy.stderr.take().unwrap()).lines();
     loop {
-        let line = lines
-            .next()
-            .expect("proxy exited before it was ready")
-            .unwrap();
-        if line.contains("proxy ready") {
+        let line = lines.next().expect("exited before it was ready").unwrap();
+        if line.contains(ready) {
             break;
         }
     }
@@ -143,6 +149,75 @@ fn start_pair(extra: &[&str]) -> (std::process::Child, std::process::Child, Stri
         std::thread::sleep(Duration::from_millis(50));
     }
     (target, proxy, proxy_addr)
+}
+
+/// Starts `firedrill target` and `firedrill defend` (one route for every
+/// path) in front of it.
+fn start_defend(
+    dir: &std::path::Path,
+    extra: &[&str],
+) -> (std::process::Child, std::process::Child, String) {
+    let config = dir.join("defense.yaml");
+    std::fs::write(&config, "routes:\n  all:\n    match: /*\n").unwrap();
+    let config = config.to_str().unwrap();
+    start_in_front(&["defend", "--config", config], "defense line ready", extra)
+}
+
+/// Sends a request the target answers after 500 ms, half-closes at once
+/// (the FIN lands while the request is in flight) and reads to the end.
+fn half_closed_slow_request(addr: &str) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .write_all(b"GET /delay/500ms HTTP/1.1\r\nhost: t\r\n\r\n")
+        .unwrap();
+    stream.shutdown(std::net::Shutdown::Write).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+fn stop(mut children: [std::process::Child; 2]) {
+    for child in &mut children {
+        sigterm(child);
+        assert_eq!(child.wait().unwrap().code(), Some(0));
+    }
+}
+
+#[test]
+fn http_proxy_answers_a_client_that_half_closes_after_a_whole_request() {
+    let (target, proxy, addr) = start_pair(&[]);
+    let response = half_closed_slow_request(&addr);
+    assert!(response.starts_with("HTTP/1.1 200"), "{response:?}");
+    assert!(response.ends_with("ok\n"), "{response:?}");
+    stop([proxy, target]);
+}
+
+#[test]
+fn http_proxy_with_abort_on_close_drops_a_half_closed_request_unanswered() {
+    let (target, proxy, addr) = start_pair(&["--abort-on-close"]);
+    assert_eq!(half_closed_slow_request(&addr), "");
+    stop([proxy, target]);
+}
+
+#[test]
+fn defend_answers_a_client_that_half_closes_after_a_whole_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let (target, defend, addr) = start_defend(dir.path(), &[]);
+    let response = half_closed_slow_request(&addr);
+    assert!(response.starts_with("HTTP/1.1 200"), "{response:?}");
+    assert!(response.ends_with("ok\n"), "{response:?}");
+    stop([defend, target]);
+}
+
+#[test]
+fn defend_with_abort_on_close_drops_a_half_closed_request_unanswered() {
+    let dir = tempfile::tempdir().unwrap();
+    let (target, defend, addr) = start_defend(dir.path(), &["--abort-on-close"]);
+    assert_eq!(half_closed_slow_request(&addr), "");
+    stop([defend, target]);
 }
 
 fn sigterm(child: &std::process::Child) {

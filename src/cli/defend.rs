@@ -31,6 +31,9 @@ pub struct DefendArgs {
     /// TLS towards an `https://` upstream.
     #[command(flatten)]
     pub tls: super::tls::TlsArgs,
+    /// What a client's FIN means while its request is in flight.
+    #[command(flatten)]
+    pub client_close: super::runtime::ClientCloseArgs,
     /// Write breaker transitions here as JSON lines.
     #[arg(long)]
     pub journal: Option<PathBuf>,
@@ -97,7 +100,7 @@ pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
         if let Some(addr) = options.metrics_listen {
             super::runtime::serve_metrics(addr, line.clone(), shutdown.clone()).await?;
         }
-        crate::defense::serve::serve(acceptor, line.clone(), shutdown, grace.get())
+        crate::defense::serve::serve(acceptor, line.clone(), options.client_close.fin(), shutdown, grace.get())
             .await
             .map_err(|e| CliError::runtime(e).context(format!("--listen {listen}")))?;
         tracing::info!(requests = line.requests(), attempts = line.attempts(), "defense line stopped");

@@ -45,6 +45,9 @@ pub struct ProxyArgs {
     /// TLS towards an `https://` upstream.
     #[command(flatten)]
     pub tls: super::tls::TlsArgs,
+    /// What a client's FIN means while its request is in flight.
+    #[command(flatten)]
+    pub client_close: super::runtime::ClientCloseArgs,
     /// `tcp` (byte streams) or `http` (per-request faults).
     #[arg(long, value_enum, default_value_t = ProxyMode::DEFAULT)]
     pub mode: ProxyMode,
@@ -115,6 +118,7 @@ pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
         let forward = Forward {
             connector: Arc::new(connector),
             rewrite,
+            client_fin: options.client_close.fin(),
         };
         let bound = BoundProxy::bind_forward(listen, forward, *mode)
             .await

@@ -100,3 +100,26 @@ pub async fn serve_metrics(
     tokio::spawn(crate::metrics::serve(acceptor, registry, shutdown));
     Ok(())
 }
+
+/// `--abort-on-close` of the subcommands that serve HTTP clients in front
+/// of a user's service (`proxy --mode http`, `defend`).
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct ClientCloseArgs {
+    /// Take a client's FIN while its request is in flight as a hang-up:
+    /// the call is dropped at once (a breaker probe frees its slot, a
+    /// blackholed request is recorded), as nginx and Envoy do. Without it
+    /// the request is answered, since a FIN alone cannot tell a hang-up
+    /// from a client that half-closed after a whole request.
+    #[arg(long)]
+    pub abort_on_close: bool,
+}
+
+impl ClientCloseArgs {
+    /// What the server makes of a client's FIN.
+    pub fn fin(&self) -> crate::http::ClientFin {
+        match self.abort_on_close {
+            true => crate::http::ClientFin::HangUp,
+            false => crate::http::ClientFin::HalfClose,
+        }
+    }
+}

@@ -32,14 +32,19 @@ pub fn start<A: Acceptor>(
         run_start,
         observer.clone(),
     );
-    tokio::spawn(serve(acceptor, line.clone(), shutdown.clone(), grace));
+    // The drill's load generator never half-closes: a FIN is a caller
+    // giving up.
+    let fin = crate::http::ClientFin::HangUp;
+    tokio::spawn(serve(acceptor, line.clone(), fin, shutdown.clone(), grace));
     line
 }
 
-/// Serves `line` on `acceptor` until `shutdown`, then drains for `grace`.
+/// Serves `line` on `acceptor` until `shutdown`, then drains for `grace`;
+/// `fin` says what a client's FIN with a request in flight means.
 pub async fn serve<A: Acceptor>(
     acceptor: A,
     line: Arc<DefenseLine>,
+    fin: crate::http::ClientFin,
     shutdown: ShutdownSignal,
     grace: Duration,
 ) -> std::io::Result<()> {
@@ -60,14 +65,8 @@ pub async fn serve<A: Acceptor>(
                         Ok::<_, std::convert::Infallible>(response)
                     }
                 });
-                crate::http::serve_http(
-                    stream,
-                    service,
-                    crate::http::ClientFin::HangUp,
-                    shutdown,
-                    std::future::pending(),
-                )
-                .await;
+                crate::http::serve_http(stream, service, fin, shutdown, std::future::pending())
+                    .await;
             }
         },
         shutdown,

@@ -153,6 +153,7 @@ async fn upstream(
             Ok(Forward {
                 connector: Arc::new(ServiceConnector::plain(TcpConnector { addr })),
                 rewrite: Default::default(),
+                client_fin: Default::default(),
             })
         }
         DependencyUpstream::Url(service) => take(dialed, service).await,
@@ -229,6 +230,7 @@ async fn dial(service: &Service) -> Result<Forward<ServiceConnector>, (Step, std
     Ok(Forward {
         connector: Arc::new(connector),
         rewrite: service.endpoint.rewrite(),
+        client_fin: Default::default(),
     })
 }
 

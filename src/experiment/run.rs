@@ -535,6 +535,7 @@ async fn stand_up_target<N: Network>(
             let forward = Forward {
                 connector: Arc::new(connector),
                 rewrite: Default::default(),
+                client_fin: Default::default(),
             };
             spawn_proxy(proxy_acceptor, forward, &plan, servers, grace);
         }

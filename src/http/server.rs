@@ -111,16 +111,23 @@ where
 /// What a client's FIN while a request is in flight means to a server: a
 /// FIN alone cannot tell a client that half-closed after a whole request
 /// from one that hung up, so each server says which it expects.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// `firedrill proxy` and `firedrill defend` answer by default (as haproxy
+/// does without `option abortonclose`) and take a hang-up with
+/// `--abort-on-close` (as nginx and Envoy do); a drill's own servers take
+/// a hang-up, since its load generator never half-closes: a FIN there is
+/// a caller giving up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ClientFin {
     /// A half-close: the request is whole, answer it (the fixture target,
-    /// plain endpoints); a client that hung up is noticed when the answer
-    /// is written.
+    /// plain endpoints, and by default `firedrill proxy` and `defend`); a
+    /// client that hung up is noticed when the answer is written.
     HalfClose,
     /// A hang-up: the call in flight is dropped at once (the defense line,
     /// so that a breaker probe whose client left frees its slot; the fault
     /// proxy, so that a blackholed request its client gave up on is
     /// recorded), as nginx does for a proxied request.
+    #[default]
     HangUp,
 }
 

@@ -72,6 +72,7 @@ impl BoundProxy {
         let forward = Forward {
             connector: Arc::new(ServiceConnector::plain(TcpConnector { addr })),
             rewrite: Rewrite::default(),
+            client_fin: Default::default(),
         };
         BoundProxy::bind_forward(listen, forward, mode).await
     }
@@ -192,6 +193,7 @@ where
     let forward = Forward {
         connector,
         rewrite: Rewrite::default(),
+        client_fin: Default::default(),
     };
     serve_forward(acceptor, forward, plan, mode, shutdown, grace, telemetry).await
 }
@@ -204,6 +206,8 @@ pub struct Forward<C> {
     pub connector: Arc<C>,
     /// Applied to every request forwarded in HTTP mode.
     pub rewrite: Rewrite,
+    /// What a client's FIN with a request in flight means (HTTP mode).
+    pub client_fin: crate::http::ClientFin,
 }
 
 /// [`serve_mode_with`] towards `forward`.
@@ -220,7 +224,11 @@ where
     A: net::Acceptor,
     C: net::Connector,
 {
-    let Forward { connector, rewrite } = forward;
+    let Forward {
+        connector,
+        rewrite,
+        client_fin,
+    } = forward;
     let rewrite = Arc::new(rewrite);
     let handler_plan = plan.clone();
     match mode {
@@ -253,6 +261,7 @@ where
                         connector.clone(),
                         rewrite.clone(),
                         handler_plan.clone(),
+                        client_fin,
                         sd,
                         telemetry,
                     )

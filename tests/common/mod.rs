@@ -240,6 +240,8 @@ pub async fn start_defense(
     tokio::spawn(firedrill::defense::serve::serve(
         acceptor,
         line.clone(),
+        // A client that gives up on a probe must free its slot.
+        firedrill::http::ClientFin::HangUp,
         shutdown,
         Duration::from_secs(1),
     ));

@@ -84,6 +84,7 @@ pub async fn handle<S, C>(
     connector: Arc<C>,
     rewrite: Arc<Rewrite>,
     plan: Arc<FaultPlan>,
+    fin: crate::http::ClientFin,
     shutdown: ShutdownSignal,
     telemetry: Telemetry,
 ) where
@@ -118,9 +119,9 @@ pub async fn handle<S, C>(
     crate::http::serve_http(
         io,
         service,
-        // A client that leaves (a blackholed request it gave up on) must
-        // end its request, so that the request is recorded.
-        crate::http::ClientFin::HangUp,
+        // With a hang-up, a client that leaves (a blackholed request it
+        // gave up on) ends its request, so that the request is recorded.
+        fin,
         shutdown,
         drive_upstreams(driven),
     )
