@@ -179,6 +179,12 @@ fn half_closed_slow_request(addr: &str) -> String {
     response
 }
 
+/// A whole 200 from the fixture target.
+fn assert_answered(response: &str) {
+    assert!(response.starts_with("HTTP/1.1 200"), "{response:?}");
+    assert!(response.ends_with("ok\n"), "{response:?}");
+}
+
 fn stop(mut children: [std::process::Child; 2]) {
     for child in &mut children {
         sigterm(child);
@@ -189,9 +195,7 @@ fn stop(mut children: [std::process::Child; 2]) {
 #[test]
 fn http_proxy_answers_a_client_that_half_closes_after_a_whole_request() {
     let (target, proxy, addr) = start_pair(&[]);
-    let response = half_closed_slow_request(&addr);
-    assert!(response.starts_with("HTTP/1.1 200"), "{response:?}");
-    assert!(response.ends_with("ok\n"), "{response:?}");
+    assert_answered(&half_closed_slow_request(&addr));
     stop([proxy, target]);
 }
 
@@ -206,9 +210,7 @@ fn http_proxy_with_abort_on_close_drops_a_half_closed_request_unanswered() {
 fn defend_answers_a_client_that_half_closes_after_a_whole_request() {
     let dir = tempfile::tempdir().unwrap();
     let (target, defend, addr) = start_defend(dir.path(), &[]);
-    let response = half_closed_slow_request(&addr);
-    assert!(response.starts_with("HTTP/1.1 200"), "{response:?}");
-    assert!(response.ends_with("ok\n"), "{response:?}");
+    assert_answered(&half_closed_slow_request(&addr));
     stop([defend, target]);
 }
 
