@@ -110,3 +110,29 @@ fn a_cancelled_call_counts_as_a_failure_only_with_count_cancelled() {
         assert_eq!(b.counters().failures, if count { 3 } else { 0 });
     }
 }
+
+#[test]
+fn a_new_half_open_episode_counts_its_good_probes_from_zero() {
+    let mut steps = repeat(0, 1000, 3, Fail(1));
+    // One good probe, then a failed one: back to open.
+    steps.extend([(12_000, Ok(1)), (13_000, Fail(1))]);
+    // The next episode: two good probes are 2 of 3, not 3 of 3.
+    steps.extend([(23_000, Ok(1)), (24_000, Ok(1))]);
+    let b = replay(&three_then_ten_seconds(), &steps);
+    assert_eq!(b.state(), State::HalfOpen, "{:?}", seen(&b));
+}
+
+#[test]
+fn closing_starts_the_failure_streak_again_from_zero() {
+    let mut steps = repeat(0, 1000, 3, Fail(1));
+    steps.extend([(12_000, Ok(1)), (13_000, Ok(1)), (14_000, Ok(1))]);
+    // Closed again: one failure is 1 in a row, not the 4th.
+    steps.extend([(15_000, Fail(1)), (16_000, Fail(1))]);
+    let b = replay(&three_then_ten_seconds(), &steps);
+    assert_eq!(b.state(), State::Closed, "{:?}", seen(&b));
+    let b = replay(
+        &three_then_ten_seconds(),
+        &[steps, vec![(17_000, Fail(1))]].concat(),
+    );
+    assert_eq!(b.state(), State::Open, "the third failure in a row opens");
+}

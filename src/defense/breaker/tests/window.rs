@@ -315,6 +315,12 @@ fn max_wait_in_half_open_reopens_at_its_deadline_even_when_noticed_late() {
 #[test]
 fn automatic_half_open_fires_by_timer_at_the_end_of_the_wait() {
     let config = window(|c| c.automatic_half_open = true);
+    let open = replay(&config, &five_failures());
+    assert_eq!(
+        open.next_timer(),
+        Some(ms(base(), 34_000)),
+        "the driver is told when the wait ends"
+    );
     let mut steps = five_failures();
     steps.extend([(33_999, Timer), (34_500, Timer)]);
     let b = replay(&config, &steps);
