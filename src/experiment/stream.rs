@@ -731,3 +731,6 @@ impl Observer for RunObserver {
         self.stream.call(report);
     }
 }
+
+#[cfg(test)]
+mod tests;
