@@ -125,22 +125,12 @@ impl Load {
     fn send(self: &Arc<Self>, route: &LoadRoute) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let sent_at = clock::now();
-        let mut record = RequestRecord {
+        let mut record = RequestRecord::sent(
             id,
-            route: route.name.clone(),
-            path: route.path.clone(),
-            sent: sent_at.saturating_duration_since(self.start),
-            latency: None,
-            status: None,
-            client_error: None,
-            fallback: None,
-            rejected_by: None,
-            defense_error: None,
-            breaker_state: None,
-            attempts: 0,
-            reached_dependency: 0,
-            success: None,
-        };
+            &route.name,
+            &route.path,
+            sent_at.saturating_duration_since(self.start),
+        );
         self.stream.sent(record.clone());
         let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
             self.shed.fetch_add(1, Ordering::Relaxed);

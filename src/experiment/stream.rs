@@ -454,17 +454,7 @@ impl Stream {
                     .map(|o| o.record.sent)
                     .or_else(|| inner.ready.get(&id).map(|r| r.sent))
             });
-            let Inner {
-                counters,
-                setup,
-                transitions,
-                end,
-                ..
-            } = &mut *inner;
-            let scene = known(setup, transitions, *end, self.control.get(), now);
-            for c in counters.iter_mut() {
-                c.hit(&hit, sent, &scene);
-            }
+            self.count(inner, now, |c, scene| c.hit(&hit, sent, scene));
             inner.target_hits += 1;
         }
         match now {
@@ -514,23 +504,33 @@ impl Stream {
         self.emit(inner, now.is_none());
     }
 
-    /// Counts request `id` and queues it for the sinks.
-    fn finalize(&self, inner: &mut Inner, id: u64, now: Option<Duration>) {
-        let Some(open) = inner.open.remove(&id) else {
-            return;
-        };
-        let record = open.joined();
+    /// Hands every counter to `f` with the run as known at `now`.
+    fn count(
+        &self,
+        inner: &mut Inner,
+        now: Option<Duration>,
+        mut f: impl FnMut(&mut Counter, &Known<'_>),
+    ) {
         let Inner {
             counters,
             setup,
             transitions,
             end,
             ..
-        } = &mut *inner;
+        } = inner;
         let scene = known(setup, transitions, *end, self.control.get(), now);
         for c in counters.iter_mut() {
-            c.request(&record, &scene);
+            f(c, &scene);
         }
+    }
+
+    /// Counts request `id` and queues it for the sinks.
+    fn finalize(&self, inner: &mut Inner, id: u64, now: Option<Duration>) {
+        let Some(open) = inner.open.remove(&id) else {
+            return;
+        };
+        let record = open.joined();
+        self.count(inner, now, |c, scene| c.request(&record, scene));
         inner
             .routes
             .entry(record.route.clone())

@@ -75,13 +75,22 @@ pub(crate) fn tally_calls(
 /// The requests of `route` sent in `intervals`, from the whole timeline.
 pub(crate) fn tally_route(timeline: &Timeline, route: &Name, intervals: &Intervals) -> RouteTally {
     let mut tally = RouteTally::default();
+    let mut ids = std::collections::BTreeSet::new();
     for r in timeline
         .requests
         .iter()
         .filter(|r| r.route == route.text && contains(intervals, r.sent))
     {
         tally.add(r);
+        ids.insert(r.id);
     }
+    // Amplification: the target hits carrying these requests' ids (a run
+    // streams the same count as each request's `reached_dependency`).
+    tally.reached = timeline
+        .target_hits
+        .iter()
+        .filter(|h| h.request_id.is_some_and(|id| ids.contains(&id)))
+        .count() as u64;
     tally
 }
 

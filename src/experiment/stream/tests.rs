@@ -105,23 +105,21 @@ fn ms(x: u64) -> Duration {
 }
 
 fn record(id: u64, g: &Gen, sent: Duration) -> RequestRecord {
-    let route = if g.route_b { "B" } else { "A" };
-    RequestRecord {
-        id,
-        route: route.to_string(),
-        path: format!("/{}/x", route.to_lowercase()),
-        sent,
-        latency: None,
-        status: None,
-        client_error: None,
-        fallback: None,
-        rejected_by: None,
-        defense_error: None,
-        breaker_state: None,
-        attempts: 0,
-        reached_dependency: 0,
-        success: None,
-    }
+    let (route, path) = if g.route_b {
+        ("B", "/b/x")
+    } else {
+        ("A", "/a/x")
+    };
+    RequestRecord::sent(id, route, path, sent)
+}
+
+/// A current-thread runtime with the clock paused.
+fn paused() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .unwrap()
 }
 
 fn report(id: u64, g: &Gen) -> CallReport {
@@ -147,12 +145,7 @@ fn play(
     cut: Option<u64>,
     shuffle: u64,
 ) -> (Counted, Vec<RequestRecord>, Timeline) {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    paused().block_on(async {
         let start = clock::now();
         let expectations: Vec<Expectation> = SENTENCES.iter().map(|s| parse(s).unwrap()).collect();
         let sunk = Arc::new(Mutex::new(Vec::new()));
@@ -368,12 +361,7 @@ proptest! {
 
 #[test]
 fn a_request_waits_for_its_report_and_no_longer_than_report_wait() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_time()
-        .start_paused(true)
-        .build()
-        .unwrap();
-    runtime.block_on(async {
+    paused().block_on(async {
         let start = clock::now();
         let sunk = Arc::new(Mutex::new(Vec::new()));
         let setup = StreamSetup {
