@@ -123,20 +123,28 @@ pub fn run(
 ) -> Result<RunResult, RunError> {
     match clock {
         ClockKind::Virtual => {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .start_paused(true)
-                .build()
-                .map_err(RunError::Runtime)?;
-            runtime.block_on(execute(
+            // In memory, the run needs no I/O driver (which the paused clock
+            // would poll at every step); a user's service is reached over
+            // loopback sockets, so it keeps one.
+            let mut builder = tokio::runtime::Builder::new_current_thread();
+            builder.enable_time().start_paused(true);
+            if experiment.system.is_some() {
+                builder.enable_io();
+            }
+            let runtime = builder.build().map_err(RunError::Runtime)?;
+            let (interrupted, watcher) = watch_interrupt(interrupt)?;
+            let result = runtime.block_on(execute(
                 experiment,
                 MemoryNetwork::default(),
                 halts,
                 steady,
-                interrupt,
+                interrupted,
                 Live::default(),
                 counting,
-            ))
+            ));
+            // The run is over: the watcher sees its channel closed and ends.
+            let _ = watcher.join();
+            result
         }
         ClockKind::Real => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -154,6 +162,41 @@ pub fn run(
             ))
         }
     }
+}
+
+/// Waits for `interrupt` (a signal needs an I/O driver) on a thread of its
+/// own; the returned future resolves when it does, the thread ends once
+/// that future is dropped.
+fn watch_interrupt(
+    interrupt: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<
+    (
+        impl std::future::Future<Output = ()> + Send + 'static,
+        std::thread::JoinHandle<()>,
+    ),
+    RunError,
+> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(RunError::Runtime)?;
+    let (mut tell, told) = tokio::sync::oneshot::channel::<()>();
+    let watcher = std::thread::spawn(move || {
+        runtime.block_on(async move {
+            tokio::select! {
+                biased;
+                _ = tell.closed() => {}
+                _ = interrupt => { let _ = tell.send(()); }
+            }
+        });
+    });
+    let interrupted = async move {
+        if told.await.is_err() {
+            // The watcher is gone without a signal: never interrupted.
+            std::future::pending::<()>().await;
+        }
+    };
+    Ok((interrupted, watcher))
 }
 
 async fn execute<N: Network>(
