@@ -236,6 +236,7 @@ async fn arrivals_are_read_whole_from_an_offset_or_taken_and_forgotten() {
     tokio::time::advance(Duration::from_millis(5)).await;
     p.note_arrival("/b", &http::HeaderMap::new());
     let paths = |v: Vec<Arrival>| v.into_iter().map(|a| a.path).collect::<Vec<_>>();
+    assert_eq!(paths(p.arrivals()), ["/a", "/b"]);
     assert_eq!(paths(p.arrivals_since(0)), ["/a", "/b"]);
     assert_eq!(paths(p.arrivals_since(1)), ["/b"]);
     assert!(p.arrivals_since(3).is_empty(), "past the end: none");
