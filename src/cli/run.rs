@@ -115,8 +115,19 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
         metrics_listen: options.metrics_listen,
         control: options.control.map(|addr| ControlOptions { addr, token }),
     };
-    let (result, report) = report::execute(&loaded, clock, super::runtime::stop_signal(), live)
-        .map_err(|e| located(&options.file, e))?;
+    // requests.jsonl is written as the run goes: the directory first.
+    if let Some(dir) = &options.report_dir {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| CliError::runtime(e).context(format!("--report-dir {}", dir.display())))?;
+    }
+    let (result, report) = report::execute_to(
+        &loaded,
+        clock,
+        super::runtime::stop_signal(),
+        live,
+        options.report_dir.as_deref(),
+    )
+    .map_err(|e| located(&options.file, e))?;
     write_reports(&report, options)?;
     if !options.quiet {
         let console = report::console::render(&report);
@@ -138,8 +149,6 @@ fn write_reports(report: &RunReport, options: &RunArgs) -> Result<(), CliError> 
             .map_err(|e| CliError::runtime(e).context(format!("{}: cannot write", path.display())))
     };
     if let Some(dir) = &options.report_dir {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::runtime(e).context(format!("--report-dir {}", dir.display())))?;
         for exporter in report::exporters().iter().filter(|e| e.applies(report)) {
             write(
                 &dir.join(exporter.file_name()),

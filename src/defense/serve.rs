@@ -19,7 +19,7 @@ pub fn start<A: Acceptor>(
     acceptor: A,
     seed: u64,
     run_start: crate::clock::Instant,
-    observer: &Arc<super::report::Recorder>,
+    observer: &Arc<dyn super::report::Observer>,
     shutdown: &ShutdownSignal,
     grace: Duration,
 ) -> Arc<DefenseLine> {

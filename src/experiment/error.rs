@@ -58,4 +58,7 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
+    /// A record sink (`requests.jsonl`) could not be written.
+    #[error("cannot write the requests of the run: {0}")]
+    Records(#[source] std::io::Error),
 }

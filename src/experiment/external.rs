@@ -15,7 +15,6 @@ use super::timeline::{BreakerInfo, RequestRecord};
 use crate::clock::{Duration, Instant};
 use crate::defense::breaker::State;
 use crate::defense::breaker::journal::{Reason, Transition};
-use crate::defense::report::Recorder;
 use crate::fault::FaultPlan;
 use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream, authority};
@@ -46,7 +45,7 @@ pub async fn stand_up(
     start: Instant,
     servers: &ShutdownSignal,
     grace: Duration,
-    recorder: &Arc<Recorder>,
+    recorder: &Arc<dyn crate::defense::report::Observer>,
     dialed: &mut Dialed,
 ) -> Result<(Arc<dyn Upstream>, Vec<RunningDependency>), RunError> {
     let mut running = Vec::new();

@@ -184,19 +184,18 @@ pub async fn watch(halts: &[HaltCondition], load: &Arc<Load>, start: Instant) ->
     let mut tick = Duration::from_secs(1);
     loop {
         clock::sleep_until(start + tick).await;
-        let held = load.with_records(|records| {
-            halts.iter().find_map(|h| {
-                if tick < h.window {
-                    return None;
-                }
-                let (share, n) = h.share(records.values(), tick)?;
-                let holds = if h.below {
-                    share < h.threshold.percent()
-                } else {
-                    share > h.threshold.percent()
-                };
-                holds.then_some((h, share, n))
-            })
+        let records: Vec<RequestRecord> = load.stream().with_finished(|r| r.collect());
+        let held = halts.iter().find_map(|h| {
+            if tick < h.window {
+                return None;
+            }
+            let (share, n) = h.share(&records, tick)?;
+            let holds = if h.below {
+                share < h.threshold.percent()
+            } else {
+                share > h.threshold.percent()
+            };
+            holds.then_some((h, share, n))
         });
         if let Some((h, share, n)) = held {
             let seen = format!(

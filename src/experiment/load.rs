@@ -3,9 +3,8 @@
 //! slow dependency cannot slow the offered load (no coordinated omission).
 //! A cap on requests in flight sheds and counts what exceeds it.
 
-use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http::Request;
@@ -14,6 +13,7 @@ use rand::Rng;
 use tokio::sync::Semaphore;
 
 use super::config::{Arrivals, LoadRoute};
+use super::stream::Stream;
 use super::timeline::{ClientError, RequestRecord};
 use crate::clock::{self, Duration, Instant};
 use crate::http::ShutdownSignal;
@@ -28,8 +28,8 @@ pub struct Load {
     client: Arc<dyn Upstream>,
     /// Time zero of the run.
     start: Instant,
-    /// Requests by id, completed or not.
-    records: Mutex<BTreeMap<u64, RequestRecord>>,
+    /// Where every request goes as it is sent and as it finishes.
+    stream: Arc<Stream>,
     /// Next request id.
     next_id: AtomicU64,
     /// Requests in flight at most.
@@ -50,11 +50,16 @@ impl std::fmt::Debug for Load {
 
 impl Load {
     /// A generator sending through `client`, with times counted from `start`.
-    pub fn new(client: Arc<dyn Upstream>, start: Instant, max_in_flight: u32) -> Arc<Load> {
+    pub fn new(
+        client: Arc<dyn Upstream>,
+        start: Instant,
+        max_in_flight: u32,
+        stream: Arc<Stream>,
+    ) -> Arc<Load> {
         Arc::new(Load {
             client,
             start,
-            records: Mutex::new(BTreeMap::new()),
+            stream,
             next_id: AtomicU64::new(0),
             in_flight: Arc::new(Semaphore::new(max_in_flight as usize)),
             max_in_flight,
@@ -120,26 +125,17 @@ impl Load {
     fn send(self: &Arc<Self>, route: &LoadRoute) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let sent_at = clock::now();
-        let mut record = RequestRecord {
+        let mut record = RequestRecord::sent(
             id,
-            route: route.name.clone(),
-            path: route.path.clone(),
-            sent: sent_at.saturating_duration_since(self.start),
-            latency: None,
-            status: None,
-            client_error: None,
-            fallback: None,
-            rejected_by: None,
-            defense_error: None,
-            breaker_state: None,
-            attempts: 0,
-            reached_dependency: 0,
-            success: None,
-        };
+            &route.name,
+            &route.path,
+            sent_at.saturating_duration_since(self.start),
+        );
+        self.stream.sent(record.clone());
         let Ok(permit) = self.in_flight.clone().try_acquire_owned() else {
             self.shed.fetch_add(1, Ordering::Relaxed);
             record.client_error = Some(ClientError::Shed);
-            self.store(record);
+            self.stream.finished(record);
             return;
         };
         let mut builder = Request::builder()
@@ -198,15 +194,8 @@ impl Load {
                 }
                 Err(_) => record.client_error = Some(ClientError::Timeout),
             }
-            load.store(record);
+            load.stream.finished(record);
         });
-    }
-
-    fn store(&self, record: RequestRecord) {
-        self.records
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(record.id, record);
     }
 
     /// Waits until no request is in flight.
@@ -214,20 +203,9 @@ impl Load {
         let _all = self.in_flight.acquire_many(self.max_in_flight).await;
     }
 
-    /// Looks at the records so far under the lock, without copying them
-    /// (the progress bar and the halt watch look every second or faster).
-    pub fn with_records<R>(&self, f: impl FnOnce(&BTreeMap<u64, RequestRecord>) -> R) -> R {
-        f(&self.records.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-
-    /// The records so far, by id.
-    pub fn records(&self) -> Vec<RequestRecord> {
-        self.records
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect()
+    /// Where the requests go: the halt watch and the live view read it.
+    pub fn stream(&self) -> &Arc<Stream> {
+        &self.stream
     }
 
     /// Requests shed by the in-flight cap.

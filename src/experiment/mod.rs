@@ -20,6 +20,8 @@
 //! * [`expect`] — the expectation sentences, parsed, checked and judged.
 //! * [`infer`] — a black-box breaker's state timeline, inferred from the
 //!   requests sent and the requests that reached the dependency.
+//! * [`stream`] — the requests counted as they finish, and handed to the
+//!   report files in id order; a run keeps none of them.
 //! * [`judge`] — joins the expectations to an experiment and its run.
 
 pub mod classify;
@@ -38,6 +40,7 @@ pub mod progress;
 pub mod reported;
 pub mod run;
 pub mod steady;
+pub mod stream;
 pub mod timeline;
 pub mod topology;
 

@@ -20,7 +20,7 @@ use super::load::Load;
 use crate::clock::{self, Duration, Instant};
 use crate::defense::DefenseLine;
 use crate::defense::breaker::{State, Transition};
-use crate::defense::report::{CallError, Recorder};
+use crate::defense::report::Recorder;
 
 /// Everything the live view reads.
 #[derive(Debug)]
@@ -117,44 +117,21 @@ impl Moment {
         if let Some(control) = &w.control {
             active.extend(control.active());
         }
-        // What the defense line decided, by request id: the load's own
-        // records learn it only when the run is collected.
-        let decided: std::collections::BTreeMap<u64, (bool, bool)> = w
-            .recorder
-            .calls()
+        let live = w.load.stream().live();
+        let routes = e
+            .load
             .iter()
-            .filter_map(|c| {
-                let id = c.request_id.as_deref()?.parse().ok()?;
-                let timeout = matches!(c.error, Some(CallError::Timeout | CallError::Deadline));
-                Some((id, (c.rejected_by.is_some(), timeout)))
+            .map(|route| {
+                let c = live.get(&route.name).cloned().unwrap_or_default();
+                RouteCounts {
+                    name: route.name.clone(),
+                    ok: c.ok,
+                    fallback: c.fallback,
+                    rejected: c.rejected,
+                    timeouts: c.timeouts,
+                }
             })
             .collect();
-        let routes = w.load.with_records(|records| {
-            e.load
-                .iter()
-                .map(|route| {
-                    let mut c = RouteCounts {
-                        name: route.name.clone(),
-                        ..RouteCounts::default()
-                    };
-                    for r in records.values().filter(|r| r.route == route.name) {
-                        let (rejected, timeout) = decided.get(&r.id).copied().unwrap_or_default();
-                        if rejected || r.rejected_by.is_some() {
-                            c.rejected += 1;
-                        }
-                        if timeout || r.timed_out() {
-                            c.timeouts += 1;
-                        }
-                        if r.fallback.is_some() {
-                            c.fallback += 1;
-                        } else if r.succeeded() {
-                            c.ok += 1;
-                        }
-                    }
-                    c
-                })
-                .collect()
-        });
         let transitions = w.recorder.transitions();
         let breakers = w
             .line

@@ -10,10 +10,11 @@ use super::external::RunningDependency;
 use super::halt::HaltCondition;
 use super::load::Load;
 use super::network::{LoopbackNetwork, MemoryNetwork, Network};
+use super::stream::{Counted, RecordSink, RunObserver, Stream, StreamSetup};
 use super::timeline::{BreakerInfo, FaultWindows, Phase, TargetHit, Timeline};
 use crate::clock::{self, Duration};
 use crate::defense::DefenseLine;
-use crate::defense::report::Recorder;
+use crate::defense::report::{Observer, Recorder};
 use crate::fault::FaultPlan;
 use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream};
@@ -60,6 +61,28 @@ pub struct RunResult {
     pub warnings: Vec<String>,
     /// How many times each fault was injected, by name.
     pub injected: std::collections::BTreeMap<String, u64>,
+    /// What was counted of the requests as they finished: the tallies of
+    /// [`Counting::expectations`], then of the steady state's before and
+    /// after sentences; the figures per route.
+    pub counted: Counted,
+}
+
+/// What a run counts of its requests, and where it sends each.
+#[derive(Default)]
+pub struct Counting {
+    /// The expectations to count for.
+    pub expectations: Vec<super::expect::Expectation>,
+    /// Where each request goes when final, in id order.
+    pub sinks: Vec<Box<dyn RecordSink>>,
+}
+
+impl std::fmt::Debug for Counting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Counting")
+            .field("expectations", &self.expectations.len())
+            .field("sinks", &self.sinks.len())
+            .finish()
+    }
 }
 
 /// What a real-time run shows while it runs.
@@ -96,22 +119,32 @@ pub fn run(
     steady: Option<&super::steady::SteadyState>,
     interrupt: impl std::future::Future<Output = ()> + Send + 'static,
     live: Live,
+    counting: Counting,
 ) -> Result<RunResult, RunError> {
     match clock {
         ClockKind::Virtual => {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .start_paused(true)
-                .build()
-                .map_err(RunError::Runtime)?;
-            runtime.block_on(execute(
+            // In memory, the run needs no I/O driver (which the paused clock
+            // would poll at every step); a user's service is reached over
+            // loopback sockets, so it keeps one.
+            let mut builder = tokio::runtime::Builder::new_current_thread();
+            builder.enable_time().start_paused(true);
+            if experiment.system.is_some() {
+                builder.enable_io();
+            }
+            let runtime = builder.build().map_err(RunError::Runtime)?;
+            let (interrupted, watcher) = watch_interrupt(interrupt)?;
+            let result = runtime.block_on(execute(
                 experiment,
                 MemoryNetwork::default(),
                 halts,
                 steady,
-                interrupt,
+                interrupted,
                 Live::default(),
-            ))
+                counting,
+            ));
+            // The run is over: the watcher sees its channel closed and ends.
+            let _ = watcher.join();
+            result
         }
         ClockKind::Real => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -125,9 +158,45 @@ pub fn run(
                 steady,
                 interrupt,
                 live,
+                counting,
             ))
         }
     }
+}
+
+/// Waits for `interrupt` (a signal needs an I/O driver) on a thread of its
+/// own; the returned future resolves when it does, the thread ends once
+/// that future is dropped.
+fn watch_interrupt(
+    interrupt: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<
+    (
+        impl std::future::Future<Output = ()> + Send + 'static,
+        std::thread::JoinHandle<()>,
+    ),
+    RunError,
+> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(RunError::Runtime)?;
+    let (mut tell, told) = tokio::sync::oneshot::channel::<()>();
+    let watcher = std::thread::spawn(move || {
+        runtime.block_on(async move {
+            tokio::select! {
+                biased;
+                _ = tell.closed() => {}
+                _ = interrupt => { let _ = tell.send(()); }
+            }
+        });
+    });
+    let interrupted = async move {
+        if told.await.is_err() {
+            // The watcher is gone without a signal: never interrupted.
+            std::future::pending::<()>().await;
+        }
+    };
+    Ok((interrupted, watcher))
 }
 
 async fn execute<N: Network>(
@@ -137,6 +206,7 @@ async fn execute<N: Network>(
     steady: Option<&super::steady::SteadyState>,
     interrupt: impl std::future::Future<Output = ()> + Send + 'static,
     live: Live,
+    counting: Counting,
 ) -> Result<RunResult, RunError> {
     let listen = || async { network.listen().await.map_err(RunError::Listen) };
     let mut dialed = super::external::dial_all(experiment).await?;
@@ -148,6 +218,12 @@ async fn execute<N: Network>(
     // The dependency: the fault proxy in front of the fixture server or a
     // real target; or, for the user's own service, one proxy per dependency.
     let recorder = Arc::new(Recorder::default());
+    let expectations = counting.expectations.clone();
+    let stream = Stream::new(stream_setup(experiment, halts, steady, counting), start);
+    let observer: Arc<dyn Observer> = Arc::new(RunObserver {
+        recorder: recorder.clone(),
+        stream: stream.clone(),
+    });
     let (entry, dependencies) = match &experiment.system {
         Some(system) => {
             super::external::stand_up(
@@ -156,7 +232,7 @@ async fn execute<N: Network>(
                 start,
                 &servers,
                 grace,
-                &recorder,
+                &observer,
                 &mut dialed,
             )
             .await?
@@ -184,7 +260,7 @@ async fn execute<N: Network>(
                 acceptor,
                 experiment.seed,
                 start,
-                &recorder,
+                &observer,
                 &servers,
                 grace,
             );
@@ -211,7 +287,8 @@ async fn execute<N: Network>(
     };
 
     // Load, halt watch and interrupt.
-    let load = Load::new(client, start, experiment.max_in_flight);
+    stream.watch_plans(dependencies.iter().map(|d| d.plan.clone()).collect());
+    let load = Load::new(client, start, experiment.max_in_flight, stream.clone());
     let control = live.control.as_ref().map(|_| {
         Arc::new(super::control::Control::new(
             experiment,
@@ -219,6 +296,9 @@ async fn execute<N: Network>(
             start,
         ))
     });
+    if let Some(control) = &control {
+        stream.watch_control(control.clone());
+    }
     if let (Some(options), Some(control)) = (&live.control, &control) {
         let addr = options.addr;
         let acceptor = crate::net::TcpAcceptor::bind(addr)
@@ -288,15 +368,17 @@ async fn execute<N: Network>(
             clock::sleep_until(start + at).await;
             let so_far = collect(
                 experiment,
-                &load,
                 &dependencies,
                 &recorder,
                 line.as_deref(),
                 &std::collections::BTreeMap::new(),
                 at,
+                Vec::new(),
             );
+            let first = expectations.len();
+            let before = stream.tallies_now(first..first + steady.before.len());
             let failed: Vec<String> = steady
-                .judge_warm_up(&so_far)
+                .judge_warm_up(&so_far, &before)
                 .into_iter()
                 .filter(|v| !v.passed)
                 .map(|v| format!("{} (seen: {})", v.expectation, v.seen))
@@ -322,6 +404,7 @@ async fn execute<N: Network>(
     };
     let ended_at = clock::now().saturating_duration_since(start);
     if ending != Ending::Completed {
+        stream.cut(ended_at);
         // Faults first, then the load.
         for dependency in &dependencies {
             dependency.plan.remove_all();
@@ -347,15 +430,27 @@ async fn execute<N: Network>(
         .as_ref()
         .map(|c| c.windows(duration))
         .unwrap_or_default();
+    let mut counted = stream.finish().map_err(RunError::Records)?;
     let mut timeline = collect(
         experiment,
-        &load,
         &dependencies,
         &recorder,
         line.as_deref(),
         &manual,
         duration,
+        std::mem::take(&mut counted.requests),
     );
+    if experiment.system.is_some() {
+        // Its breakers were inferred after the run: judge on everything.
+        let mut all = expectations;
+        if let Some(steady) = steady {
+            all.extend(steady.before.iter().chain(&steady.after).cloned());
+        }
+        counted.tallies = all
+            .iter()
+            .map(|e| super::expect::tally(e, &timeline))
+            .collect();
+    }
     let mut warnings = experiment.tls_warnings();
     warnings.extend(blind_breakers(experiment));
     warnings.extend(crate::fault::recordings::gap_warnings(&experiment.faults));
@@ -390,48 +485,28 @@ async fn execute<N: Network>(
         timeline,
         ending,
         injected,
+        counted,
         shed: load.shed(),
         started_at_unix_ms,
         warnings,
     })
 }
 
+/// The timeline of the run so far; `requests` are the ones the stream
+/// kept (a user's service's run), none otherwise.
+#[allow(clippy::too_many_arguments)]
 fn collect(
     experiment: &Experiment,
-    load: &Load,
     dependencies: &[RunningDependency],
     recorder: &Recorder,
     line: Option<&DefenseLine>,
     manual: &std::collections::BTreeMap<String, Vec<(Duration, Duration)>>,
     duration: Duration,
+    requests: Vec<super::timeline::RequestRecord>,
 ) -> Timeline {
-    let reports: std::collections::BTreeMap<u64, crate::defense::CallReport> = recorder
-        .calls()
-        .into_iter()
-        .filter_map(|c| Some((c.request_id.as_deref()?.parse().ok()?, c)))
-        .collect();
     let arrivals: Vec<crate::fault::plan::Arrival> = dependencies
         .iter()
         .flat_map(|d| d.plan.arrivals())
-        .collect();
-    let mut reached: std::collections::BTreeMap<u64, u32> = std::collections::BTreeMap::new();
-    for id in arrivals.iter().filter_map(|a| a.request_id) {
-        *reached.entry(id).or_default() += 1;
-    }
-    let requests: Vec<super::timeline::RequestRecord> = load
-        .records()
-        .into_iter()
-        .map(|mut r| {
-            r.reached_dependency = reached.get(&r.id).copied().unwrap_or(0);
-            if let Some(c) = reports.get(&r.id) {
-                r.rejected_by = c.rejected_by;
-                r.defense_error = c.error;
-                r.breaker_state = c.breaker_state;
-                r.attempts = c.attempts;
-                r.fallback = r.fallback.or(c.fallback);
-            }
-            r
-        })
         .collect();
     // The dependency is the fault proxy and the target behind it: a call
     // answered by a fault in the target's place reached it too.
@@ -623,4 +698,47 @@ pub fn windows_of(window: &crate::fault::Window, duration: Duration) -> Vec<(Dur
         }
     }
     out
+}
+
+/// What the stream of a run counts and keeps.
+fn stream_setup(
+    experiment: &Experiment,
+    halts: &[HaltCondition],
+    steady: Option<&super::steady::SteadyState>,
+    counting: Counting,
+) -> StreamSetup {
+    let mut expectations = counting.expectations;
+    if let Some(steady) = steady {
+        expectations.extend(steady.before.iter().chain(&steady.after).cloned());
+    }
+    let planned = experiment.duration;
+    let fault_spans = experiment
+        .faults
+        .iter()
+        .filter(|f| !f.manual)
+        .filter_map(|f| {
+            let windows = windows_of(&f.window, planned);
+            Some((f.name.clone(), (windows.first()?.0, windows.last()?.1)))
+        })
+        .collect();
+    StreamSetup {
+        expectations,
+        routes: experiment.load.iter().map(|l| l.name.clone()).collect(),
+        sinks: counting.sinks,
+        keep: experiment.system.is_some(),
+        // The halt watch looks this far back from each tick.
+        recent: halts
+            .iter()
+            .map(|h| h.window + Duration::from_secs(1))
+            .max()
+            .unwrap_or_default(),
+        defended: experiment.defense.is_some(),
+        planned,
+        fault_spans,
+        phases: experiment
+            .phases
+            .iter()
+            .map(|p| (p.name.clone(), (p.from.get(), p.to.get())))
+            .collect(),
+    }
 }

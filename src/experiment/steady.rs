@@ -9,6 +9,7 @@
 //! >= 99%`); the windows come from the fault timeline.
 
 use super::config::Experiment;
+use super::expect::tally::Tally;
 use super::expect::{self, Expectation, Names, Verdict};
 use super::timeline::Timeline;
 use crate::clock::Duration;
@@ -112,22 +113,36 @@ impl SteadyState {
         }))
     }
 
-    /// Judges the warm-up on the run so far (the load keeps a request's
-    /// record once it has finished, so one still in flight is not counted).
-    pub fn judge_warm_up(&self, timeline: &Timeline) -> Vec<Verdict> {
-        expect::evaluate_all(&self.before, timeline)
+    /// Judges the warm-up on the run so far, with what the run counted for
+    /// the before sentences (a request still in flight is not counted).
+    pub fn judge_warm_up(&self, timeline: &Timeline, before: &[Tally]) -> Vec<Verdict> {
+        judge_each(&self.before, timeline, before)
     }
 
-    /// The steady-state verdicts of a run: before the first fault, and
-    /// after the last when faults were injected (not when the run ended at
-    /// the warm-up).
-    pub fn judge(&self, timeline: &Timeline, injected: bool) -> Vec<Verdict> {
-        let mut verdicts = expect::evaluate_all(&self.before, timeline);
+    /// The verdicts after the run: the warm-up's, and the time after the
+    /// last fault's when faults were injected. `tallies` are what the run
+    /// counted for the before sentences, then the after ones.
+    pub fn judge(&self, timeline: &Timeline, injected: bool, tallies: &[Tally]) -> Vec<Verdict> {
+        let (before, after) = tallies.split_at(self.before.len().min(tallies.len()));
+        let mut verdicts = judge_each(&self.before, timeline, before);
         if injected {
-            verdicts.extend(expect::evaluate_all(&self.after, timeline));
+            verdicts.extend(judge_each(&self.after, timeline, after));
         }
         verdicts
     }
+}
+
+/// Each expectation judged with its tally.
+fn judge_each(
+    expectations: &[Expectation],
+    timeline: &Timeline,
+    tallies: &[Tally],
+) -> Vec<Verdict> {
+    expectations
+        .iter()
+        .zip(tallies)
+        .map(|(e, t)| expect::evaluate_tallied(e, timeline, t))
+        .collect()
 }
 
 #[cfg(test)]

@@ -75,6 +75,27 @@ pub struct RequestRecord {
 }
 
 impl RequestRecord {
+    /// A request of `route` to `path` as it is sent at `sent`: nothing
+    /// known of its answer yet.
+    pub fn sent(id: u64, route: &str, path: &str, sent: Duration) -> RequestRecord {
+        RequestRecord {
+            id,
+            route: route.to_string(),
+            path: path.to_string(),
+            sent,
+            latency: None,
+            status: None,
+            client_error: None,
+            fallback: None,
+            rejected_by: None,
+            defense_error: None,
+            breaker_state: None,
+            attempts: 0,
+            reached_dependency: 0,
+            success: None,
+        }
+    }
+
     /// The client got a 2xx or 3xx answer (a fallback answer included).
     pub fn succeeded(&self) -> bool {
         self.success

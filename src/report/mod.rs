@@ -2,8 +2,9 @@
 //! exporter per format behind a small trait, as hyperfine does it.
 //!
 //! * [`summary`] — figures per load route.
-//! * [`json`], [`junit`], [`journal`], [`requests`], [`dependencies`],
-//!   [`html`] — file formats.
+//! * [`json`], [`junit`], [`journal`], [`dependencies`], [`html`] — file
+//!   formats written from the report after the run; [`requests`] — the
+//!   one written while the run goes, a line per request.
 //! * [`console`] — the summary printed at the end of a run.
 
 pub mod console;
@@ -23,7 +24,8 @@ use crate::experiment::Verdict;
 use crate::experiment::config::{ClockKind, Experiment};
 use crate::experiment::file::Loaded;
 pub use crate::experiment::run::RunResult;
-use crate::experiment::run::{Ending, Live, RunError};
+use crate::experiment::run::{Counting, Ending, Live, RunError};
+use crate::experiment::stream::RecordSink;
 use crate::experiment::timeline::Timeline;
 
 /// Everything a report shows. Deterministic: no wall-clock time, stable
@@ -83,9 +85,14 @@ pub struct RunReport {
     /// Whether the system under test is the user's own service.
     #[serde(skip)]
     pub system_under_test: bool,
-    /// The recorded timeline, for tools that want every request.
+    /// The recorded timeline (transitions, faults; requests only for a
+    /// user's service's run).
     #[serde(skip)]
     pub timeline: Timeline,
+    /// The requests folded into the HTML picture's time buckets as they
+    /// finished.
+    #[serde(skip)]
+    pub fold: html::picture::Fold,
 }
 
 /// One breaker's story.
@@ -150,6 +157,7 @@ impl RunReport {
         clock: ClockKind,
         result: &RunResult,
         verdicts: Vec<Verdict>,
+        fold: html::picture::Fold,
     ) -> RunReport {
         let t = &result.timeline;
         let breakers = t
@@ -216,14 +224,15 @@ impl RunReport {
             ending: result.ending.clone(),
             passed,
             verdicts,
-            routes: summary::routes(t, experiment.load.iter().map(|l| l.name.as_str())),
+            routes: summary::routes(&result.counted.routes),
             breakers,
             faults,
-            target_hits: t.target_hits.len(),
+            target_hits: result.counted.target_hits as usize,
             shed: result.shed,
             warnings: result.warnings.clone(),
             system_under_test: experiment.system.is_some(),
             timeline: t.clone(),
+            fold,
         }
     }
 }
@@ -287,6 +296,31 @@ pub fn execute(
     interrupt: impl std::future::Future<Output = ()> + Send + 'static,
     live: Live,
 ) -> Result<(RunResult, RunReport), RunError> {
+    execute_to(loaded, clock, interrupt, live, None)
+}
+
+/// [`execute`], writing `requests.jsonl` into `dir` while the run goes
+/// (the other files are written from the report afterwards).
+pub fn execute_to(
+    loaded: &Loaded,
+    clock: ClockKind,
+    interrupt: impl std::future::Future<Output = ()> + Send + 'static,
+    live: Live,
+    dir: Option<&std::path::Path>,
+) -> Result<(RunResult, RunReport), RunError> {
+    let fold = std::sync::Arc::new(std::sync::Mutex::new(html::picture::Fold::new(ms(loaded
+        .experiment
+        .duration))));
+    let mut sinks: Vec<Box<dyn RecordSink>> = vec![Box::new(Folding(fold.clone()))];
+    if let Some(dir) = dir {
+        let file = requests::Requests::file(&dir.join(requests::Requests::FILE_NAME))
+            .map_err(RunError::Records)?;
+        sinks.push(Box::new(file));
+    }
+    let counting = Counting {
+        expectations: loaded.expectations.clone(),
+        sinks,
+    };
     let result = crate::experiment::run::run(
         &loaded.experiment,
         clock,
@@ -294,14 +328,41 @@ pub fn execute(
         loaded.steady.as_ref(),
         interrupt,
         live,
+        counting,
     )?;
-    let mut verdicts = crate::experiment::judge::judge(&loaded.expectations, &result.timeline);
+    let (main, steady_tallies) = result
+        .counted
+        .tallies
+        .split_at(loaded.expectations.len().min(result.counted.tallies.len()));
+    let mut verdicts: Vec<Verdict> = loaded
+        .expectations
+        .iter()
+        .zip(main)
+        .map(|(e, t)| crate::experiment::expect::evaluate_tallied(e, &result.timeline, t))
+        .collect();
     if let Some(steady) = &loaded.steady {
         let injected = !matches!(result.ending, Ending::NotHealthy { .. });
-        verdicts.extend(steady.judge(&result.timeline, injected));
+        verdicts.extend(steady.judge(&result.timeline, injected, steady_tallies));
     }
-    let report = RunReport::new(&loaded.experiment, clock, &result, verdicts);
+    let fold = std::mem::replace(
+        &mut *fold.lock().unwrap_or_else(|e| e.into_inner()),
+        html::picture::Fold::new(1.0),
+    );
+    let report = RunReport::new(&loaded.experiment, clock, &result, verdicts, fold);
     Ok((result, report))
+}
+
+/// The HTML picture's fold, fed as requests finish.
+struct Folding(std::sync::Arc<std::sync::Mutex<html::picture::Fold>>);
+
+impl RecordSink for Folding {
+    fn record(&mut self, r: &crate::experiment::timeline::RequestRecord) -> std::io::Result<()> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .request(ms(r.sent), r.latency.map(ms), r);
+        Ok(())
+    }
 }
 
 /// Every file format, for `--report-dir`.
@@ -310,7 +371,6 @@ pub fn exporters() -> Vec<Box<dyn Exporter>> {
         Box::new(json::Json),
         Box::new(junit::Junit),
         Box::new(journal::Journal),
-        Box::new(requests::Requests),
         Box::new(dependencies::Dependencies),
         Box::new(html::Html),
     ]

@@ -3,10 +3,15 @@
 
 use serde::Serialize;
 
-use super::{Exporter, RunReport, ms};
+use std::io::Write;
+use std::path::Path;
+
+use super::ms;
+use crate::experiment::stream::RecordSink;
 use crate::experiment::timeline::RequestRecord;
 
-/// `requests.jsonl`.
+/// `requests.jsonl`: written while the run goes, not after it (see
+/// [`Requests::file`]).
 #[derive(Debug)]
 pub struct Requests;
 
@@ -22,22 +27,41 @@ struct Line<'a> {
     record: &'a RequestRecord,
 }
 
-impl Exporter for Requests {
-    fn file_name(&self) -> &'static str {
-        "requests.jsonl"
+impl Requests {
+    /// Its name in a report directory.
+    pub const FILE_NAME: &'static str = "requests.jsonl";
+
+    /// Writes every request to `path` as it becomes final (the file is
+    /// created now, empty).
+    pub fn file(path: &Path) -> std::io::Result<RequestsFile> {
+        Ok(RequestsFile {
+            out: std::io::BufWriter::new(std::fs::File::create(path)?),
+        })
+    }
+}
+
+/// `requests.jsonl` written as the run goes, one line per final request
+/// (secret variables masked).
+#[derive(Debug)]
+pub struct RequestsFile {
+    /// The file.
+    out: std::io::BufWriter<std::fs::File>,
+}
+
+impl RecordSink for RequestsFile {
+    fn record(&mut self, record: &RequestRecord) -> std::io::Result<()> {
+        let line = Line {
+            sent_ms: ms(record.sent),
+            latency_ms: record.latency.map(ms),
+            record,
+        };
+        let text = serde_json::to_string(&line).map_err(std::io::Error::other)?;
+        self.out
+            .write_all(crate::schema::vars::mask(&text).as_bytes())?;
+        self.out.write_all(b"\n")
     }
 
-    fn render(&self, report: &RunReport) -> std::io::Result<Vec<u8>> {
-        let mut out = Vec::new();
-        for record in &report.timeline.requests {
-            let line = Line {
-                sent_ms: ms(record.sent),
-                latency_ms: record.latency.map(ms),
-                record,
-            };
-            serde_json::to_writer(&mut out, &line).map_err(std::io::Error::other)?;
-            out.push(b'\n');
-        }
-        Ok(out)
+    fn finish(&mut self) -> std::io::Result<()> {
+        self.out.flush()
     }
 }

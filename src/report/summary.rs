@@ -1,11 +1,9 @@
-//! Figures per load route, computed once from the timeline for every
-//! report format.
-
-use std::collections::BTreeMap;
+//! Figures per load route, computed once from what the run counted for
+//! every report format.
 
 use serde::Serialize;
 
-use crate::experiment::timeline::{ClientError, Timeline};
+use crate::experiment::expect::tally::RouteTally;
 
 /// One load route's figures over the whole run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -69,69 +67,34 @@ fn pct(part: usize, whole: usize) -> f64 {
     }
 }
 
-/// Figures for every load route: the routes of `load:` in their order
-/// (one that sent nothing included), then any other route the timeline
-/// holds, in the order it first appears.
-pub fn routes<'a>(
-    timeline: &'a Timeline,
-    load: impl IntoIterator<Item = &'a str>,
-) -> Vec<RouteSummary> {
-    let mut order: Vec<&str> = load.into_iter().collect();
-    for r in &timeline.requests {
-        if !order.contains(&r.route.as_str()) {
-            order.push(&r.route);
-        }
-    }
-    let route_of: BTreeMap<u64, &str> = timeline
-        .requests
+/// Figures for every load route, from what the run counted of each (the
+/// routes of `load:` in their order, then any other in the order it first
+/// sent).
+pub fn routes(counted: &[(String, RouteTally)]) -> Vec<RouteSummary> {
+    counted
         .iter()
-        .map(|r| (r.id, r.route.as_str()))
-        .collect();
-    let mut hits: BTreeMap<&str, usize> = BTreeMap::new();
-    for h in &timeline.target_hits {
-        if let Some(route) = h.request_id.and_then(|id| route_of.get(&id)) {
-            *hits.entry(route).or_default() += 1;
-        }
-    }
-    order
-        .into_iter()
-        .map(|route| {
-            let rs: Vec<_> = timeline
-                .requests
-                .iter()
-                .filter(|r| r.route == route)
-                .collect();
-            let n = rs.len();
-            let mut latencies: Vec<f64> = rs.iter().filter_map(|r| r.latency).map(ms).collect();
-            latencies.sort_by(f64::total_cmp);
+        .map(|(route, t)| {
+            let n = t.requests as usize;
+            let latency = |p: f64| t.latency_percentile(p).map_or(0.0, ms);
             RouteSummary {
-                route: route.to_string(),
+                route: route.clone(),
                 requests: n,
-                success_pct: pct(rs.iter().filter(|r| r.succeeded()).count(), n),
-                fallback_pct: pct(rs.iter().filter(|r| r.fallback.is_some()).count(), n),
-                rejected_pct: pct(rs.iter().filter(|r| r.rejected_by.is_some()).count(), n),
-                timeouts: rs.iter().filter(|r| r.timed_out()).count(),
-                cancelled: rs
-                    .iter()
-                    .filter(|r| {
-                        r.defense_error == Some(crate::defense::report::CallError::Cancelled)
-                    })
-                    .count(),
-                shed: rs
-                    .iter()
-                    .filter(|r| r.client_error == Some(ClientError::Shed))
-                    .count(),
+                success_pct: pct(t.succeeded as usize, n),
+                fallback_pct: pct(t.fallback() as usize, n),
+                rejected_pct: pct(t.rejected as usize, n),
+                timeouts: t.timeouts as usize,
+                cancelled: t.cancelled as usize,
+                shed: t.shed as usize,
                 latency_ms: Percentiles {
-                    p50: percentile(&latencies, 50.0),
-                    p90: percentile(&latencies, 90.0),
-                    p99: percentile(&latencies, 99.0),
-                    max: latencies.last().copied().unwrap_or(0.0),
+                    p50: latency(50.0),
+                    p90: latency(90.0),
+                    p99: latency(99.0),
+                    max: t.latency_max().map_or(0.0, ms),
                 },
                 amplification: if n == 0 {
                     0.0
                 } else {
-                    (hits.get(route).copied().unwrap_or(0) as f64 * 1000.0 / n as f64).round()
-                        / 1000.0
+                    (t.reached as f64 * 1000.0 / n as f64).round() / 1000.0
                 },
             }
         })

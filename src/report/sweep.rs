@@ -275,15 +275,18 @@ fn point_dir(i: usize, values: &[String]) -> String {
 
 /// One run in virtual time, its reports written to `dir` when given.
 fn run_one(loaded: &Loaded, dir: Option<&Path>) -> Result<Figures, String> {
-    let (_, report) = super::execute(
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let (_, report) = super::execute_to(
         loaded,
         ClockKind::Virtual,
         std::future::pending(),
         Live::default(),
+        dir,
     )
     .map_err(|e| e.to_string())?;
     if let Some(dir) = dir {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         for exporter in exporters().iter().filter(|e| e.applies(&report)) {
             let path = dir.join(exporter.file_name());
             let bytes = exporter

@@ -6,11 +6,48 @@ use crate::defense::breaker::{State, Transition};
 use crate::experiment::timeline::Timeline;
 
 use super::ast::{Anchor, CountBound, Event, Expectation, Name, Rule, Wait, Window};
+use super::tally::{CallTally, RouteTally, Tally};
 use super::verdict::{Verdict, latency, list_times, secs, times};
 use super::window::{contains, describe, resolve, state_at};
 
-/// Judges `expectation` on `timeline`.
+/// Judges `expectation` on `timeline`, counting its requests and target
+/// hits there.
 pub fn evaluate(expectation: &Expectation, timeline: &Timeline) -> Verdict {
+    evaluate_tallied(expectation, timeline, &tally(expectation, timeline))
+}
+
+/// What `expectation` counts of the requests and target hits `timeline`
+/// keeps (the reference a run's streamed tallies must equal).
+pub fn tally(expectation: &Expectation, timeline: &Timeline) -> Tally {
+    let window = match &expectation.rule {
+        Rule::Calls { window, .. } | Rule::Route { window, .. } => window,
+        _ => return Tally::None,
+    };
+    let intervals = resolve(window, timeline).unwrap_or_default();
+    match &expectation.rule {
+        Rule::Calls { glob, .. } => {
+            Tally::Calls(super::metrics::tally_calls(timeline, glob, &intervals))
+        }
+        Rule::Route { route, .. } => {
+            Tally::Route(super::metrics::tally_route(timeline, route, &intervals))
+        }
+        _ => Tally::None,
+    }
+}
+
+/// Judges `expectation` on `timeline`, with what it counts of the requests
+/// already in `tally` (a run that kept no request counted as they came).
+pub fn evaluate_tallied(expectation: &Expectation, timeline: &Timeline, tally: &Tally) -> Verdict {
+    let empty_route = RouteTally::default();
+    let empty_calls = CallTally::default();
+    let route_tally = match tally {
+        Tally::Route(t) => t,
+        _ => &empty_route,
+    };
+    let calls_tally = match tally {
+        Tally::Calls(t) => t,
+        _ => &empty_calls,
+    };
     let (passed, expected, seen, at) = match &expectation.rule {
         Rule::Sequence {
             breaker,
@@ -43,13 +80,13 @@ pub fn evaluate(expectation: &Expectation, timeline: &Timeline) -> Verdict {
             glob,
             window,
             bound,
-        } => super::metrics::calls(timeline, glob, window, *bound),
+        } => super::metrics::calls(timeline, glob, window, *bound, calls_tally),
         Rule::Route {
             route,
             metric,
             window,
             bound,
-        } => super::metrics::route(timeline, route, *metric, window, *bound),
+        } => super::metrics::route(timeline, route, *metric, window, *bound, route_tally),
     };
     Verdict {
         expectation: expectation.text.clone(),

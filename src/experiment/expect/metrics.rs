@@ -10,14 +10,13 @@
 //! an upper bound says "no more than", and nothing was seen. Counts
 //! (`requests`, `timeouts`, `calls to`) are always computable: zero.
 
-use std::collections::BTreeSet;
-
-use crate::experiment::timeline::{RequestRecord, Timeline};
+use crate::experiment::timeline::Timeline;
 
 use super::ast::{Bound, LatencyStat, Metric, Name, PathGlob, Value, Window};
 use super::eval::Judgement;
+use super::tally::{CallTally, RouteTally};
 use super::verdict::{latency, percent, ratio, secs};
-use super::window::{contains, describe, resolve, total};
+use super::window::{Intervals, contains, describe, resolve, total};
 
 /// `>= 99.0%`, `within 5% of 600`.
 fn show_bound(bound: Bound) -> String {
@@ -43,12 +42,65 @@ fn show_value(value: Value) -> String {
     }
 }
 
-/// `calls to GLOB [WINDOW] BOUND`.
+/// The hits `calls to GLOB` counts in `intervals`, from the whole timeline.
+///
+/// A call counts in an interval when it arrived in it and was issued after
+/// it began: a call sent before a breaker opened (or at the very instant, as
+/// the call whose failure opened it) may still be on its way when it opens,
+/// and that is not a call let through while open. Calls without a known
+/// request are judged by arrival alone.
+pub(crate) fn tally_calls(
+    timeline: &Timeline,
+    glob: &PathGlob,
+    intervals: &Intervals,
+) -> CallTally {
+    let sent: std::collections::BTreeMap<u64, crate::clock::Duration> =
+        timeline.requests.iter().map(|r| (r.id, r.sent)).collect();
+    let mut tally = CallTally::default();
+    for h in &timeline.target_hits {
+        let issued_in = intervals.iter().any(|(a, b)| {
+            *a <= h.at
+                && h.at < *b
+                && h.request_id
+                    .and_then(|id| sent.get(&id))
+                    .is_none_or(|s| *s > *a)
+        });
+        if glob.is_match(&h.path) && issued_in {
+            tally.add(h.at, h.request_id);
+        }
+    }
+    tally
+}
+
+/// The requests of `route` sent in `intervals`, from the whole timeline.
+pub(crate) fn tally_route(timeline: &Timeline, route: &Name, intervals: &Intervals) -> RouteTally {
+    let mut tally = RouteTally::default();
+    let mut ids = std::collections::BTreeSet::new();
+    for r in timeline
+        .requests
+        .iter()
+        .filter(|r| r.route == route.text && contains(intervals, r.sent))
+    {
+        tally.add(r);
+        ids.insert(r.id);
+    }
+    // Amplification: the target hits carrying these requests' ids (a run
+    // streams the same count as each request's `reached_dependency`).
+    tally.reached = timeline
+        .target_hits
+        .iter()
+        .filter(|h| h.request_id.is_some_and(|id| ids.contains(&id)))
+        .count() as u64;
+    tally
+}
+
+/// `calls to GLOB [WINDOW] BOUND`, on the hits `tally` counted.
 pub(crate) fn calls(
     timeline: &Timeline,
     glob: &PathGlob,
     window: &Window,
     bound: Bound,
+    tally: &CallTally,
 ) -> Judgement {
     let where_ = describe(window);
     let expected = format!("calls to {} {where_} {}", glob.as_str(), show_bound(bound));
@@ -56,35 +108,17 @@ pub(crate) fn calls(
         Ok(i) => i,
         Err(seen) => return (false, expected, seen, None),
     };
-    // A call counts in an interval when it arrived in it and was issued
-    // after it began: a call sent before a breaker opened (or at the very
-    // instant, as the call whose failure opened it) may still be on its way
-    // when it opens, and that is not a call let through while open. Calls
-    // without a known request are judged by arrival alone.
-    let sent: std::collections::BTreeMap<u64, crate::clock::Duration> =
-        timeline.requests.iter().map(|r| (r.id, r.sent)).collect();
-    let issued_in = |at: crate::clock::Duration, id: Option<u64>| {
-        intervals.iter().any(|(a, b)| {
-            *a <= at && at < *b && id.and_then(|id| sent.get(&id)).is_none_or(|s| *s > *a)
-        })
-    };
-    let hits: Vec<_> = timeline
-        .target_hits
-        .iter()
-        .filter(|h| glob.is_match(&h.path) && issued_in(h.at, h.request_id))
-        .collect();
-    let passed = bound.holds(hits.len() as f64);
-    let seen = match hits.first() {
-        Some(first) => {
-            let request = first
-                .request_id
+    let passed = bound.holds(tally.count as f64);
+    let seen = match tally.first {
+        Some((first_at, first_id)) => {
+            let request = first_id
                 .map(|id| format!(" (request {id})"))
                 .unwrap_or_default();
             format!(
                 "{} to {} {where_}: first at {}{request}",
-                plural(hits.len(), "call"),
+                plural(tally.count, "call"),
                 glob.as_str(),
-                secs(first.at)
+                secs(first_at)
             )
         }
         None => format!(
@@ -95,15 +129,15 @@ pub(crate) fn calls(
             if intervals.len() == 1 { "" } else { "s" }
         ),
     };
-    let at = hits
-        .first()
-        .map(|h| h.at)
+    let at = tally
+        .first
+        .map(|(at, _)| at)
         .or(intervals.first().map(|i| i.0));
     (passed, expected, seen, at)
 }
 
 /// `1 call`, `3 calls`.
-fn plural(n: usize, noun: &str) -> String {
+fn plural(n: u64, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
     } else {
@@ -115,64 +149,46 @@ fn plural(n: usize, noun: &str) -> String {
 /// cannot be computed over the requests.
 type Figure = Option<(f64, String)>;
 
-/// A share of `requests` satisfying `pick`.
-fn share(requests: &[&RequestRecord], pick: impl Fn(&RequestRecord) -> bool) -> Figure {
-    if requests.is_empty() {
+/// A share: `k` of `n` requests.
+fn share(k: u64, n: u64) -> Figure {
+    if n == 0 {
         return None;
     }
-    let k = requests.iter().filter(|r| pick(r)).count();
-    let value = (k as f64 * 100.0) / requests.len() as f64;
-    Some((
-        value,
-        format!("{} ({k} of {})", percent(value), requests.len()),
-    ))
+    let value = (k as f64 * 100.0) / n as f64;
+    Some((value, format!("{} ({k} of {n})", percent(value))))
 }
 
-/// A count of `requests` satisfying `pick`.
-fn count(requests: &[&RequestRecord], pick: impl Fn(&RequestRecord) -> bool) -> Figure {
-    let k = requests.iter().filter(|r| pick(r)).count();
-    Some((
-        k as f64,
-        format!("{k} (of {})", plural(requests.len(), "request")),
-    ))
+/// A count: `k` of `n` requests.
+fn count(k: u64, n: u64) -> Figure {
+    Some((k as f64, format!("{k} (of {})", plural(n, "request"))))
 }
 
 /// A latency statistic of the requests that got a response: nearest rank
 /// (the smallest latency at or above which `p`% of them lie).
-fn latency_stat(requests: &[&RequestRecord], stat: LatencyStat) -> Figure {
-    let mut latencies: Vec<_> = requests.iter().filter_map(|r| r.latency).collect();
-    latencies.sort();
-    let n = latencies.len();
-    let rank = match stat {
-        _ if n == 0 => return None,
-        LatencyStat::Max => n,
-        LatencyStat::Percentile(p) => ((p / 100.0 * n as f64).ceil() as usize).clamp(1, n),
+fn latency_stat(tally: &RouteTally, stat: LatencyStat) -> Figure {
+    let value = match stat {
+        LatencyStat::Max => tally.latency_max()?,
+        LatencyStat::Percentile(p) => tally.latency_percentile(p)?,
     };
-    let value = latencies[rank - 1];
     Some((
         value.as_secs_f64(),
-        format!("{} (of {n} responses)", latency(value)),
+        format!("{} (of {} responses)", latency(value), tally.responses()),
     ))
 }
 
 /// Target hits carrying these requests' ids, per request.
-fn amplification(timeline: &Timeline, requests: &[&RequestRecord]) -> Figure {
-    if requests.is_empty() {
+fn amplification(tally: &RouteTally) -> Figure {
+    if tally.requests == 0 {
         return None;
     }
-    let ids: BTreeSet<u64> = requests.iter().map(|r| r.id).collect();
-    let hits = timeline
-        .target_hits
-        .iter()
-        .filter(|h| h.request_id.is_some_and(|id| ids.contains(&id)))
-        .count();
-    let value = hits as f64 / requests.len() as f64;
+    let value = tally.reached as f64 / tally.requests as f64;
     Some((
         value,
         format!(
-            "{} ({hits} target hits for {} requests)",
+            "{} ({} target hits for {} requests)",
             ratio(value),
-            requests.len()
+            tally.reached,
+            tally.requests
         ),
     ))
 }
@@ -184,6 +200,7 @@ pub(crate) fn route(
     metric: Metric,
     window: &Window,
     bound: Bound,
+    tally: &RouteTally,
 ) -> Judgement {
     let where_ = describe(window);
     let expected = format!("route {route} {metric} {where_} {}", show_bound(bound));
@@ -191,21 +208,17 @@ pub(crate) fn route(
         Ok(i) => i,
         Err(seen) => return (false, expected, seen, None),
     };
-    let requests: Vec<&RequestRecord> = timeline
-        .requests
-        .iter()
-        .filter(|r| r.route == route.text && contains(&intervals, r.sent))
-        .collect();
+    let n = tally.requests;
     let figure = match metric {
-        Metric::Success => share(&requests, RequestRecord::succeeded),
-        Metric::Errors => share(&requests, |r| !r.succeeded()),
-        Metric::Fallback(None) => share(&requests, |r| r.fallback.is_some()),
-        Metric::Fallback(Some(kind)) => share(&requests, |r| r.fallback == Some(kind)),
-        Metric::Rejected => share(&requests, |r| r.rejected_by.is_some()),
-        Metric::Timeouts => count(&requests, RequestRecord::timed_out),
-        Metric::Requests => count(&requests, |_| true),
-        Metric::Latency(stat) => latency_stat(&requests, stat),
-        Metric::Amplification => amplification(timeline, &requests),
+        Metric::Success => share(tally.succeeded, n),
+        Metric::Errors => share(n - tally.succeeded, n),
+        Metric::Fallback(None) => share(tally.fallback(), n),
+        Metric::Fallback(Some(kind)) => share(tally.fallbacks.get(&kind).copied().unwrap_or(0), n),
+        Metric::Rejected => share(tally.rejected, n),
+        Metric::Timeouts => count(tally.timeouts, n),
+        Metric::Requests => count(n, n),
+        Metric::Latency(stat) => latency_stat(tally, stat),
+        Metric::Amplification => amplification(tally),
     };
     let at = intervals.first().map(|i| i.0);
     match figure {
@@ -214,7 +227,7 @@ pub(crate) fn route(
             (bound.holds(value), expected, seen, at)
         }
         None => {
-            let what = if requests.is_empty() {
+            let what = if n == 0 {
                 "no requests"
             } else {
                 "no responses"

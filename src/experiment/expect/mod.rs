@@ -6,7 +6,9 @@
 //! * [`grammar`] — lexer and parser; [`ParseError`] with a column.
 //! * [`check`](mod@check) — unknown breakers, faults, routes, phases.
 //! * `eval` (breaker sentences), `metrics` (calls and route figures),
-//!   `window` (windows as intervals) — the judges.
+//!   [`window`] (windows as intervals) — the judges.
+//! * [`tally`] — what route and call sentences count of the requests, so a
+//!   run can count as requests finish and keep none of them.
 //! * [`verdict`] — [`Verdict`]: expected, seen, where.
 //!
 //! # Grammar
@@ -22,8 +24,9 @@ pub mod check;
 mod eval;
 pub mod grammar;
 mod metrics;
+pub mod tally;
 pub mod verdict;
-mod window;
+pub mod window;
 
 #[cfg(test)]
 mod tests;
@@ -34,7 +37,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use ast::{Expectation, Rule};
 pub use check::{Names, check};
-pub use eval::evaluate;
+pub use eval::{evaluate, evaluate_tallied, tally};
 pub use grammar::{ParseError, parse};
 pub use verdict::Verdict;
 

@@ -72,3 +72,40 @@ pub(crate) fn state_at(timeline: &Timeline, name: &str, t: Duration) -> State {
         .rfind(|tr| tr.breaker == name && tr.at <= t)
         .map_or(State::Closed, |tr| tr.to)
 }
+
+/// What a window needs to know of a run still going on, at an instant
+/// already past: the run's end if known, fault spans and phases, and the
+/// breaker transitions so far.
+pub trait Scene {
+    /// The run's end; an instant at or after it lies in no window.
+    fn end(&self) -> Duration;
+    /// A fault's whole span, `[first start, last end)`, as far as known.
+    fn fault_span(&self, name: &str) -> Option<(Duration, Duration)>;
+    /// A phase's span.
+    fn phase(&self, name: &str) -> Option<(Duration, Duration)>;
+    /// The last transition of breaker `name` at or before `t`: when, and
+    /// the state it entered.
+    fn last_transition(&self, name: &str, t: Duration) -> Option<(Duration, State)>;
+}
+
+/// The start of the interval of `window` that holds `t`, if one does: the
+/// same answer as [`resolve`] then [`contains`] give on the whole timeline,
+/// for an instant every transition up to which is known.
+pub(crate) fn interval_start(window: &Window, scene: &impl Scene, t: Duration) -> Option<Duration> {
+    if t >= scene.end() {
+        return None;
+    }
+    let (from, to) = match window {
+        Window::Run => (Duration::ZERO, Duration::MAX),
+        Window::During(fault) => scene.fault_span(&fault.text)?,
+        Window::Between(from, to) => (*from, *to),
+        Window::Phase(phase) => scene.phase(&phase.text)?,
+        Window::While { breaker, state } => {
+            let (since, now) = scene
+                .last_transition(&breaker.text, t)
+                .unwrap_or((Duration::ZERO, State::Closed));
+            return (now == *state).then_some(since);
+        }
+    };
+    (from <= t && t < to).then_some(from)
+}

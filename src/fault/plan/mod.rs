@@ -245,6 +245,22 @@ impl FaultPlan {
         })
     }
 
+    /// The requests recorded after the first `from`, in arrival order.
+    pub fn arrivals_since(&self, from: usize) -> Vec<Arrival> {
+        self.arrivals.as_ref().map_or_else(Vec::new, |log| {
+            let log = log.lock().unwrap_or_else(|e| e.into_inner());
+            log.get(from..).unwrap_or_default().to_vec()
+        })
+    }
+
+    /// The requests recorded since the last call, in arrival order: the
+    /// log is emptied, so a long run that reads it as it goes keeps none.
+    pub fn take_arrivals(&self) -> Vec<Arrival> {
+        self.arrivals.as_ref().map_or_else(Vec::new, |log| {
+            std::mem::take(&mut *log.lock().unwrap_or_else(|e| e.into_inner()))
+        })
+    }
+
     /// A plan with no faults: the proxy is invisible.
     pub fn empty() -> FaultPlan {
         FaultPlan::new(Vec::new(), 0, clock::now())

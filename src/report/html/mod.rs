@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use picture::{Arrival, Facts, Picture, SentRequest};
 
-use super::{Exporter, RunReport, ms};
+use super::{Exporter, RunReport};
 
 /// `report.html`.
 #[derive(Debug)]
@@ -29,17 +29,15 @@ impl Exporter for Html {
         let facts: Facts = serde_json::to_value(report)
             .and_then(serde_json::from_value)
             .map_err(std::io::Error::other)?;
-        let requests = report.timeline.requests.iter().map(|r| SentRequest {
-            sent_ms: ms(r.sent),
-            latency_ms: r.latency.map(ms),
-            record: r.clone(),
-        });
-        let arrivals = report.timeline.dependency_requests.iter().map(|r| Arrival {
-            at_ms: r.at_ms,
-            proxy: r.proxy.to_string(),
-            reached_upstream: r.reached_upstream,
-        });
-        let picture = Picture::new(facts, requests, arrivals);
+        let mut fold = report.fold.clone();
+        for r in &report.timeline.dependency_requests {
+            fold.arrival(Arrival {
+                at_ms: r.at_ms,
+                proxy: r.proxy.to_string(),
+                reached_upstream: r.reached_upstream,
+            });
+        }
+        let picture = fold.picture(facts);
         Ok(page::render(&picture).into_bytes())
     }
 }

@@ -10,7 +10,6 @@ use serde::Deserialize;
 
 use crate::experiment::timeline::RequestRecord;
 use crate::http::headers::FallbackKind;
-use crate::report::summary::percentile;
 
 /// The fields of `report.json` the page shows.
 #[derive(Debug, Clone, Deserialize)]
@@ -183,9 +182,10 @@ impl Outcome {
 pub struct Bucket {
     /// Requests per outcome, in [`Outcome::ALL`] order.
     pub counts: [u32; 8],
-    /// Latencies of answered requests, milliseconds (dropped once the
-    /// percentiles are taken).
-    latencies: Vec<f64>,
+    /// Latencies of answered requests, milliseconds (as `f64` bits, which
+    /// order as the values do for these non-negative numbers), with how
+    /// many had each; dropped once the percentiles are taken.
+    latencies: BTreeMap<u64, u32>,
     /// Median latency, milliseconds.
     pub p50: Option<f64>,
     /// 99th percentile latency, milliseconds.
@@ -260,69 +260,136 @@ pub struct Picture {
 /// At most this many buckets across the axis.
 const MAX_BUCKETS: f64 = 600.0;
 
+/// Requests and dependency arrivals folded into time buckets as they
+/// come, for a [`Picture`] once the run's facts are known.
+#[derive(Debug, Clone)]
+pub struct Fold {
+    /// The time axis, milliseconds.
+    axis_ms: f64,
+    /// One bucket's width, milliseconds.
+    bucket_ms: f64,
+    /// Buckets across the axis.
+    n: usize,
+    /// Load routes, in the order they first sent.
+    routes: Vec<RouteTrack>,
+    /// Dependency proxies, by name.
+    dependencies: BTreeMap<String, Vec<(u32, u32)>>,
+}
+
+impl Fold {
+    /// Buckets over `[0, axis_ms)`: 1 s wide, wider for long runs.
+    pub fn new(axis_ms: f64) -> Fold {
+        let axis_ms = axis_ms.max(1.0);
+        let bucket_ms = (axis_ms / MAX_BUCKETS / 1000.0).ceil().max(1.0) * 1000.0;
+        Fold {
+            axis_ms,
+            bucket_ms,
+            n: (axis_ms / bucket_ms).ceil() as usize,
+            routes: Vec::new(),
+            dependencies: BTreeMap::new(),
+        }
+    }
+
+    fn slot(&self, t: f64) -> usize {
+        ((t / self.bucket_ms).floor().max(0.0) as usize).min(self.n - 1)
+    }
+
+    /// Adds one request, sent at `sent_ms`.
+    pub fn request(&mut self, sent_ms: f64, latency_ms: Option<f64>, record: &RequestRecord) {
+        let slot = self.slot(sent_ms);
+        let i = match self.routes.iter().position(|t| t.name == record.route) {
+            Some(i) => i,
+            None => {
+                self.routes.push(RouteTrack {
+                    name: record.route.clone(),
+                    buckets: vec![Bucket::default(); self.n],
+                });
+                self.routes.len() - 1
+            }
+        };
+        let bucket = &mut self.routes[i].buckets[slot];
+        bucket.counts[Outcome::of(record).index()] += 1;
+        if let (Some(l), Some(_)) = (latency_ms, record.status) {
+            *bucket.latencies.entry(l.to_bits()).or_default() += 1;
+        }
+    }
+
+    /// Adds one arrival at a dependency proxy.
+    pub fn arrival(&mut self, a: Arrival) {
+        let slot = self.slot(a.at_ms);
+        let n = self.n;
+        let buckets = self
+            .dependencies
+            .entry(a.proxy)
+            .or_insert_with(|| vec![(0, 0); n]);
+        let b = &mut buckets[slot];
+        if a.reached_upstream {
+            b.0 += 1;
+        } else {
+            b.1 += 1;
+        }
+    }
+
+    /// The picture of a run with these facts.
+    pub fn picture(mut self, facts: Facts) -> Picture {
+        for bucket in self.routes.iter_mut().flat_map(|r| r.buckets.iter_mut()) {
+            let latencies = std::mem::take(&mut bucket.latencies);
+            bucket.p50 = counted_percentile(&latencies, 50.0);
+            bucket.p99 = counted_percentile(&latencies, 99.0);
+        }
+        Picture {
+            facts,
+            axis_ms: self.axis_ms,
+            bucket_ms: self.bucket_ms,
+            routes: self.routes,
+            dependencies: self
+                .dependencies
+                .into_iter()
+                .map(|(name, buckets)| ArrivalTrack { name, buckets })
+                .collect(),
+        }
+    }
+}
+
+/// The nearest-rank percentile `p` of values kept with their counts (as
+/// [`percentile`](crate::report::summary::percentile) gives it on the sorted values); none when empty.
+fn counted_percentile(values: &BTreeMap<u64, u32>, p: f64) -> Option<f64> {
+    let n: u64 = values.values().map(|c| u64::from(*c)).sum();
+    if n == 0 {
+        return None;
+    }
+    let rank = (((p / 100.0) * n as f64).ceil() as u64).clamp(1, n);
+    let mut seen = 0;
+    values.iter().find_map(|(bits, c)| {
+        seen += u64::from(*c);
+        (seen >= rank).then_some(f64::from_bits(*bits))
+    })
+}
+
 impl Picture {
+    /// The time axis of a run with these facts, milliseconds: its planned
+    /// duration (a run cut short included).
+    pub fn axis_ms(facts: &Facts) -> f64 {
+        facts
+            .planned_duration_ms
+            .unwrap_or(facts.duration_ms)
+            .max(facts.duration_ms)
+    }
+
     /// Folds requests and dependency arrivals into buckets.
     pub fn new(
         facts: Facts,
         requests: impl IntoIterator<Item = SentRequest>,
         arrivals: impl IntoIterator<Item = Arrival>,
     ) -> Picture {
-        let axis_ms = facts
-            .planned_duration_ms
-            .unwrap_or(facts.duration_ms)
-            .max(facts.duration_ms)
-            .max(1.0);
-        let bucket_ms = (axis_ms / MAX_BUCKETS / 1000.0).ceil().max(1.0) * 1000.0;
-        let n = (axis_ms / bucket_ms).ceil() as usize;
-        let slot = |t: f64| ((t / bucket_ms).floor().max(0.0) as usize).min(n - 1);
-        let mut routes: Vec<RouteTrack> = Vec::new();
+        let mut fold = Fold::new(Picture::axis_ms(&facts));
         for r in requests {
-            let i = match routes.iter().position(|t| t.name == r.record.route) {
-                Some(i) => i,
-                None => {
-                    routes.push(RouteTrack {
-                        name: r.record.route.clone(),
-                        buckets: vec![Bucket::default(); n],
-                    });
-                    routes.len() - 1
-                }
-            };
-            let bucket = &mut routes[i].buckets[slot(r.sent_ms)];
-            bucket.counts[Outcome::of(&r.record).index()] += 1;
-            if let (Some(l), Some(_)) = (r.latency_ms, r.record.status) {
-                bucket.latencies.push(l);
-            }
+            fold.request(r.sent_ms, r.latency_ms, &r.record);
         }
-        for bucket in routes.iter_mut().flat_map(|r| r.buckets.iter_mut()) {
-            let mut l = std::mem::take(&mut bucket.latencies);
-            if !l.is_empty() {
-                l.sort_by(f64::total_cmp);
-                bucket.p50 = Some(percentile(&l, 50.0));
-                bucket.p99 = Some(percentile(&l, 99.0));
-            }
-        }
-        let mut dependencies: BTreeMap<String, Vec<(u32, u32)>> = BTreeMap::new();
         for a in arrivals {
-            let buckets = dependencies
-                .entry(a.proxy)
-                .or_insert_with(|| vec![(0, 0); n]);
-            let b = &mut buckets[slot(a.at_ms)];
-            if a.reached_upstream {
-                b.0 += 1;
-            } else {
-                b.1 += 1;
-            }
+            fold.arrival(a);
         }
-        Picture {
-            facts,
-            axis_ms,
-            bucket_ms,
-            routes,
-            dependencies: dependencies
-                .into_iter()
-                .map(|(name, buckets)| ArrivalTrack { name, buckets })
-                .collect(),
-        }
+        fold.picture(facts)
     }
 }
 

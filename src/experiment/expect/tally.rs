@@ -1,0 +1,123 @@
+//! What the route and call figures need of the requests, kept as counts:
+//! a [`RouteTally`] folds request records one at a time (counters and the
+//! exact latency multiset), a [`CallTally`] folds target hits. A run feeds
+//! them as its requests finish, so it never keeps the requests themselves;
+//! the judges read the tallies, whoever filled them.
+
+use std::collections::BTreeMap;
+
+use crate::clock::Duration;
+use crate::defense::fallback::FallbackKind;
+use crate::defense::report::CallError;
+use crate::experiment::timeline::{ClientError, RequestRecord};
+
+/// Counts of a set of requests (a route over a window, a route over the
+/// run): everything the route figures and the report's summary read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RouteTally {
+    /// Requests.
+    pub requests: u64,
+    /// Answered 2xx/3xx (or the route's `success`), fallbacks included.
+    pub succeeded: u64,
+    /// Answered by a fallback, per kind.
+    pub fallbacks: BTreeMap<FallbackKind, u64>,
+    /// Turned away by the defense line.
+    pub rejected: u64,
+    /// Timed out at the client or at the defense line.
+    pub timeouts: u64,
+    /// Given up by the caller while the defense line waited.
+    pub cancelled: u64,
+    /// Shed by the in-flight cap.
+    pub shed: u64,
+    /// Times they reached the dependency (retries count each).
+    pub reached: u64,
+    /// Latencies of the requests that got a response head, with how many
+    /// had each: exact, and as small as the distinct latencies (a virtual
+    /// clock moves in whole milliseconds).
+    pub latencies: BTreeMap<Duration, u64>,
+}
+
+impl RouteTally {
+    /// Counts one request.
+    pub fn add(&mut self, r: &RequestRecord) {
+        self.requests += 1;
+        self.succeeded += u64::from(r.succeeded());
+        if let Some(kind) = r.fallback {
+            *self.fallbacks.entry(kind).or_default() += 1;
+        }
+        self.rejected += u64::from(r.rejected_by.is_some());
+        self.timeouts += u64::from(r.timed_out());
+        self.cancelled += u64::from(r.defense_error == Some(CallError::Cancelled));
+        self.shed += u64::from(r.client_error == Some(ClientError::Shed));
+        self.reached += u64::from(r.reached_dependency);
+        if let Some(latency) = r.latency {
+            *self.latencies.entry(latency).or_default() += 1;
+        }
+    }
+
+    /// Requests answered by any fallback.
+    pub fn fallback(&self) -> u64 {
+        self.fallbacks.values().sum()
+    }
+
+    /// Requests that got a response head.
+    pub fn responses(&self) -> u64 {
+        self.latencies.values().sum()
+    }
+
+    /// The `rank`-th smallest latency (1-based), if there are that many.
+    pub fn latency_at_rank(&self, rank: u64) -> Option<Duration> {
+        let mut seen = 0;
+        self.latencies.iter().find_map(|(latency, n)| {
+            seen += n;
+            (seen >= rank).then_some(*latency)
+        })
+    }
+
+    /// The nearest-rank percentile `p` (0..=100) of the latencies: the
+    /// smallest at or above which `p`% of them lie.
+    pub fn latency_percentile(&self, p: f64) -> Option<Duration> {
+        let n = self.responses();
+        if n == 0 {
+            return None;
+        }
+        let rank = ((p / 100.0 * n as f64).ceil() as u64).clamp(1, n);
+        self.latency_at_rank(rank)
+    }
+
+    /// The largest latency.
+    pub fn latency_max(&self) -> Option<Duration> {
+        self.latencies.keys().next_back().copied()
+    }
+}
+
+/// Target hits counted by `calls to GLOB WINDOW`: how many, and the first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallTally {
+    /// Hits counted.
+    pub count: u64,
+    /// The first one counted: when it arrived and the request it belongs
+    /// to.
+    pub first: Option<(Duration, Option<u64>)>,
+}
+
+impl CallTally {
+    /// Counts one hit (in arrival order).
+    pub fn add(&mut self, at: Duration, request_id: Option<u64>) {
+        self.count += 1;
+        self.first.get_or_insert((at, request_id));
+    }
+}
+
+/// What one expectation read of the requests, or nothing for breaker
+/// sentences (they read the transitions only).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Tally {
+    /// Breaker sentences.
+    #[default]
+    None,
+    /// `route R METRIC [WINDOW] BOUND`.
+    Route(RouteTally),
+    /// `calls to GLOB [WINDOW] BOUND`.
+    Calls(CallTally),
+}
