@@ -23,6 +23,8 @@ mod hold;
 mod pass;
 mod sent;
 mod slices;
+#[cfg(target_os = "linux")]
+mod splice;
 mod verdict;
 
 use self::hold::{Hold, stream_hold};
@@ -58,8 +60,10 @@ pub async fn handle<S, C>(
     let changes = plan.subscribe();
     let rolls = plan.roll_connection(None);
     let opened = clock::now();
-    if rolls.is_clean() && !plan.accepts_additions() {
-        // No fault hit this connection and none can be added later.
+    if rolls.is_clean() && !plan.accepts_additions() && client.as_tcp().is_none() {
+        // No fault hit this connection and none can be added later; a
+        // plain TCP client goes through `pass_through` below, which moves
+        // the bytes between two sockets in the kernel.
         let Ok(mut upstream) = connect(&*connector).await else {
             return;
         };
