@@ -17,13 +17,6 @@ pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {
     /// Arranges for the close of this stream to be an RST rather than a FIN
     /// (SO_LINGER 0 on TCP). A no-op where the transport has no such thing.
     fn reset_on_close(&self) {}
-
-    /// The TCP socket under this stream when bytes written to it reach the
-    /// socket unchanged (no TLS, no counting layer): the proxy may then
-    /// move bytes between two such sockets in the kernel (splice(2)).
-    fn as_tcp(&self) -> Option<&TcpStream> {
-        None
-    }
 }
 
 impl Transport for TcpStream {
@@ -32,10 +25,6 @@ impl Transport for TcpStream {
         if let Err(err) = socket2::SockRef::from(self).set_linger(Some(Duration::ZERO)) {
             tracing::debug!(%err, "could not set SO_LINGER 0");
         }
-    }
-
-    fn as_tcp(&self) -> Option<&TcpStream> {
-        Some(self)
     }
 }
 

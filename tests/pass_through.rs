@@ -121,10 +121,10 @@ async fn hash_to_eof_marking<R: AsyncReadExt + Unpin>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fault_added_and_removed_mid_transfer_loses_and_reorders_no_byte() {
-    // A control-plane proxy starts the connection on the clean path (in
-    // the kernel between two TCP sockets); a latency fault added half-way
-    // moves it to the fault pumps, removing it moves it on again; every
-    // byte arrives once and in order, both ways.
+    // A control-plane proxy starts the connection on the clean path; a
+    // latency fault added half-way moves it to the fault pumps, removing
+    // it moves it on again; every byte arrives once and in order, both
+    // ways.
     let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let upstream_addr = upstream.local_addr().unwrap();
     let server = tokio::spawn(async move {

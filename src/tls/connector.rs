@@ -117,13 +117,6 @@ impl Transport for ServiceStream {
             ServiceStream::Tls(s) => s.reset_on_close(),
         }
     }
-
-    fn as_tcp(&self) -> Option<&TcpStream> {
-        match self {
-            ServiceStream::Plain(s) => Some(s),
-            ServiceStream::Tls(_) => None,
-        }
-    }
 }
 
 impl AsyncRead for ServiceStream {

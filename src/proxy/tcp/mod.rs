@@ -23,8 +23,6 @@ mod hold;
 mod pass;
 mod sent;
 mod slices;
-#[cfg(target_os = "linux")]
-mod splice;
 mod verdict;
 
 use self::hold::{Hold, stream_hold};
@@ -60,10 +58,8 @@ pub async fn handle<S, C>(
     let changes = plan.subscribe();
     let rolls = plan.roll_connection(None);
     let opened = clock::now();
-    if rolls.is_clean() && !plan.accepts_additions() && client.as_tcp().is_none() {
-        // No fault hit this connection and none can be added later; a
-        // plain TCP client goes through `pass_through` below, which moves
-        // the bytes between two sockets in the kernel.
+    if rolls.is_clean() && !plan.accepts_additions() {
+        // No fault hit this connection and none can be added later.
         let Ok(mut upstream) = connect(&*connector).await else {
             return;
         };

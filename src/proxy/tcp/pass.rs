@@ -8,8 +8,6 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::sync::watch;
 
 use super::CHUNK;
-#[cfg(target_os = "linux")]
-use super::splice::SpliceWay;
 use super::verdict::{Verdict, finish};
 use crate::fault::Direction;
 use crate::net::Transport;
@@ -43,15 +41,15 @@ pub(super) enum Flow {
 /// Copies both ways until both sides have closed or the fault list changes;
 /// a FIN from one side is passed on as a half-close to the other. One task
 /// polls both directions on the whole streams (no split, no lock), and the
-/// wait for a change is registered once. Between two plain TCP sockets the
-/// bytes move in the kernel (splice(2)), otherwise through a buffer.
+/// wait for a change is registered once.
 pub(super) async fn pass_through<S: Transport, U: Transport>(
     mut client: S,
     mut upstream: U,
     mut changes: watch::Receiver<u64>,
     traffic: &Traffic,
 ) -> PassThrough<S, U> {
-    let mut ways = Ways::new(&client, &upstream);
+    let mut up = OneWay::new(Direction::Upstream);
+    let mut down = OneWay::new(Direction::Downstream);
     let changed = changes.changed();
     tokio::pin!(changed);
     let mut stop = false;
@@ -59,34 +57,20 @@ pub(super) async fn pass_through<S: Transport, U: Transport>(
         if !stop && changed.as_mut().poll(cx).is_ready() {
             stop = true;
         }
-        let (a, b) = match &mut ways {
-            Ways::Copy(up, down) => (
-                up.poll_copy(
-                    cx,
-                    Pin::new(&mut client),
-                    Pin::new(&mut upstream),
-                    stop,
-                    traffic,
-                ),
-                down.poll_copy(
-                    cx,
-                    Pin::new(&mut upstream),
-                    Pin::new(&mut client),
-                    stop,
-                    traffic,
-                ),
-            ),
-            #[cfg(target_os = "linux")]
-            Ways::Splice(up, down) => {
-                let (Some(c), Some(u)) = (client.as_tcp(), upstream.as_tcp()) else {
-                    unreachable!("splice is chosen for two TCP sockets only");
-                };
-                (
-                    up.poll_copy(cx, c, u, stop, traffic),
-                    down.poll_copy(cx, u, c, stop, traffic),
-                )
-            }
-        };
+        let a = up.poll_copy(
+            cx,
+            Pin::new(&mut client),
+            Pin::new(&mut upstream),
+            stop,
+            traffic,
+        );
+        let b = down.poll_copy(
+            cx,
+            Pin::new(&mut upstream),
+            Pin::new(&mut client),
+            stop,
+            traffic,
+        );
         match (a, b) {
             (Poll::Ready(Err(e)), _) | (_, Poll::Ready(Err(e))) => Poll::Ready(Err(e)),
             (Poll::Ready(Ok(a)), Poll::Ready(Ok(b))) => Poll::Ready(Ok((a, b))),
@@ -106,38 +90,6 @@ pub(super) async fn pass_through<S: Transport, U: Transport>(
             finish(client, Some(upstream), Verdict::ABORTED);
             PassThrough::Done
         }
-    }
-}
-
-/// How the two directions move their bytes.
-enum Ways {
-    /// Through a buffer in user space (any transport).
-    Copy(OneWay, OneWay),
-    /// In the kernel, through a pipe each (two plain TCP sockets).
-    #[cfg(target_os = "linux")]
-    Splice(SpliceWay, SpliceWay),
-}
-
-impl Ways {
-    /// Splice when both sides are plain TCP sockets and two pipes can be
-    /// had, copy otherwise.
-    fn new<S: Transport, U: Transport>(client: &S, upstream: &U) -> Ways {
-        #[cfg(target_os = "linux")]
-        if client.as_tcp().is_some() && upstream.as_tcp().is_some() {
-            match (
-                SpliceWay::new(Direction::Upstream),
-                SpliceWay::new(Direction::Downstream),
-            ) {
-                (Ok(up), Ok(down)) => return Ways::Splice(up, down),
-                (Err(err), _) | (_, Err(err)) => {
-                    tracing::debug!(%err, "no pipe for splice; copying");
-                }
-            }
-        }
-        Ways::Copy(
-            OneWay::new(Direction::Upstream),
-            OneWay::new(Direction::Downstream),
-        )
     }
 }
 
