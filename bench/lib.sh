@@ -81,11 +81,12 @@ median() { sort -g | awk '{a[NR]=$1} END{if(NR==0){print "nan"; exit} if(NR%2)pr
 pctl() { sort -g | awk -v p="$1" '{a[NR]=$1} END{if(NR==0){print "nan";exit} i=int((p/100)*NR+0.999999); if(i<1)i=1; if(i>NR)i=NR; print a[i]}'; }
 
 # The share of core $CPU that other processes take: busy jiffies of the
-# core from /proc/stat (user nice system irq softirq steal) minus the CPU
-# time of every process started with `start` (and their children) and of
-# the measured command itself.
+# core from /proc/stat (user, nice, system, and steal: time the hypervisor
+# gave to other guests) minus the CPU time of every process started with
+# `start` (and their children) and of the measured command itself. Interrupt
+# time is left out: on loopback it is mostly our own packets.
 HZ=$(getconf CLK_TCK)
-core_busy() { awk -v c="cpu$CPU" '$1==c{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
+core_busy() { awk -v c="cpu$CPU" '$1==c{print $2+$3+$4+$9}' /proc/stat; }
 ours_ticks() {
     local p q sum=0 kids
     for p in "${PIDS[@]}"; do

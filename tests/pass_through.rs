@@ -40,17 +40,7 @@ async fn send_random<W: AsyncWriteExt + Unpin>(w: &mut W, len: usize, seed: u64)
 
 /// Reads `r` to EOF, returning the byte count and SHA-256.
 async fn hash_to_eof<R: AsyncReadExt + Unpin>(r: &mut R) -> (usize, Vec<u8>) {
-    let mut hash = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut total = 0;
-    loop {
-        let n = r.read(&mut buf).await.unwrap();
-        if n == 0 {
-            return (total, hash.finalize().to_vec());
-        }
-        total += n;
-        hash.update(&buf[..n]);
-    }
+    hash_to_eof_marking(r, &[], |_| {}).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
