@@ -91,13 +91,9 @@ loadavg() { cut -d' ' -f1 /proc/loadavg; }
 
 # ---------------------------------------------------------------- tools
 export PATH=$PATH:/usr/sbin
-need=()
-for t in wrk nginx; do command -v "$t" >/dev/null 2>&1 || need+=("$t"); done
-if ((${#need[@]})); then
-    ((SKIP_INSTALL == 0)) || die "missing: ${need[*]} (SKIP_INSTALL=1)"
-    log "installing: ${need[*]}"
-    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y wrk nginx
-fi
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
+need_tools wrk nginx curl
 for t in taskset curl awk sort ss timeout; do command -v "$t" >/dev/null || die "need $t"; done
 
 if [[ -z ${FIREDRILL:-} ]]; then
@@ -112,8 +108,6 @@ fi
 "$FIREDRILL" defend --help >/dev/null 2>&1 || die "'$FIREDRILL defend' is not available"
 
 # ---------------------------------------------------------------- processes
-# shellcheck source=bench/lib.sh
-source "$REPO/bench/lib.sh"
 LOGDIR=$OUT
 bench_processes firedrill-bench-defense
 
@@ -185,23 +179,8 @@ check open_503 503 'x-firedrill-reason: breaker-open'
 check open_static 200 'x-firedrill-fallback: static'
 
 # ---------------------------------------------------------------- helpers
-median() { sort -g | awk '{a[NR]=$1} END{if(NR==0){print "nan"; exit} if(NR%2)print a[(NR+1)/2]; else printf "%.6g\n",(a[NR/2]+a[NR/2+1])/2}'; }
 # wrk duration to microseconds (wrk prints us, ms, s)
 to_us() { awk '{v=$1; if(v~/us$/){sub(/us$/,"",v)} else if(v~/ms$/){sub(/ms$/,"",v);v*=1000} else if(v~/m$/){sub(/m$/,"",v);v*=60000000} else if(v~/s$/){sub(/s$/,"",v);v*=1000000} printf "%.0f\n", v}'; }
-
-HZ=$(getconf CLK_TCK)
-core_busy() { awk -v c="cpu$CPU" '$1==c{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
-ours_ticks() { # CPU ticks of our daemons (and their children: nginx's worker)
-    local p q sum=0 kids
-    for p in "${PIDS[@]}"; do
-        kids=$(cat /proc/"$p"/task/*/children 2>/dev/null || true)
-        for q in "$p" $kids; do
-            [[ -r /proc/$q/stat ]] || continue
-            sum=$((sum + $(awk '{sub(/.*\) /,""); print $12+$13}' /proc/"$q"/stat)))
-        done
-    done
-    echo "$sum"
-}
 
 RAW=$OUT/raw.tsv
 printf 'target\tconns\tround\trps\tp50_us\tp99_us\tmax_us\trequests\tnon2xx\tloadavg1\tforeign_pct\n' >"$RAW"
@@ -259,7 +238,6 @@ done
 
 # Per-request latency without wrk's correction: LAT_N sequential requests on
 # one keep-alive connection, curl's time_total per transfer.
-pctl() { sort -g | awk -v p="$1" '{a[NR]=$1} END{if(NR==0){print "nan";exit} i=int((p/100)*NR+0.999999); if(i<1)i=1; if(i>NR)i=NR; print a[i]}'; }
 LRAW=$OUT/curl.tsv
 printf 'target\tround\tn\tp50_us\tp99_us\tmax_us\tloadavg1\tforeign_pct\n' >"$LRAW"
 for t in "${TARGETS[@]}"; do

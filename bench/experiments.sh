@@ -48,7 +48,10 @@ mkdir -p "$OUT"
 
 log() { printf '[bench-exp %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
-[[ -x /usr/bin/time ]] || die "need GNU time at /usr/bin/time (apt-get install time)"
+if [[ ! -x /usr/bin/time ]]; then # GNU time, for the peak memory
+    [[ ${SKIP_INSTALL:-0} == 1 ]] && die "need GNU time at /usr/bin/time (SKIP_INSTALL=1)"
+    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y time
+fi
 for t in taskset timeout python3 sha256sum; do command -v "$t" >/dev/null || die "need $t"; done
 
 if [[ -z ${FIREDRILL:-} ]]; then

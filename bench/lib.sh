@@ -75,3 +75,67 @@ http {
 }
 EOF
 }
+
+# median / pctl P: of a column of numbers on stdin (pctl: nearest rank).
+median() { sort -g | awk '{a[NR]=$1} END{if(NR==0){print "nan"; exit} if(NR%2)print a[(NR+1)/2]; else printf "%.6g\n",(a[NR/2]+a[NR/2+1])/2}'; }
+pctl() { sort -g | awk -v p="$1" '{a[NR]=$1} END{if(NR==0){print "nan";exit} i=int((p/100)*NR+0.999999); if(i<1)i=1; if(i>NR)i=NR; print a[i]}'; }
+
+# The share of core $CPU that other processes take: busy jiffies of the
+# core from /proc/stat (user, nice, system, and steal: time the hypervisor
+# gave to other guests) minus the CPU time of every process started with
+# `start` (and their children) and of the measured command itself. Interrupt
+# time is left out: on loopback it is mostly our own packets.
+HZ=$(getconf CLK_TCK)
+core_busy() { awk -v c="cpu$CPU" '$1==c{print $2+$3+$4+$9}' /proc/stat; }
+ours_ticks() {
+    local p q sum=0 kids
+    for p in "${PIDS[@]}"; do
+        kids=$(cat /proc/"$p"/task/*/children 2>/dev/null || true)
+        for q in "$p" $kids; do
+            [[ -r /proc/$q/stat ]] || continue
+            sum=$((sum + $(awk '{sub(/.*\) /,""); print $12+$13}' /proc/"$q"/stat)))
+        done
+    done
+    echo "$sum"
+}
+# proc_ticks PID: user+system CPU ticks of one process (all its threads).
+proc_ticks() { awk '{sub(/.*\) /,""); print $12+$13}' /proc/"$1"/stat; }
+
+# measured OUTFILE CMD... : runs CMD pinned to $CPU (stdout+stderr to
+# OUTFILE, wall/user/sys seconds to OUTFILE.time) and sets FOREIGN to the
+# share (%) of the core other processes took meanwhile. Returns CMD's status.
+measured() {
+    local f=$1 b0 b1 o0 o1 rc=0; shift
+    b0=$(core_busy); o0=$(ours_ticks)
+    local TIMEFORMAT='%R %U %S'
+    { time nice -n "${NICE:-0}" taskset -c "$CPU" "$@" >"$f" 2>&1; } 2>"$f.time" || rc=$?
+    b1=$(core_busy); o1=$(ours_ticks)
+    FOREIGN=$(awk -v b=$((b1 - b0)) -v o=$((o1 - o0)) -v hz="$HZ" \
+        '{v=(b-o-($2+$3)*hz)/(hz*$1)*100; if(v<0)v=0; if(v>100)v=100; printf "%.0f", v}' "$f.time")
+    return "$rc"
+}
+
+# firedrill_binary PROFILE_NAME: sets FIREDRILL (unless given) to a build
+# of this checkout, `cargo build --profile PROFILE_NAME --locked` unless
+# BUILD=0; the build log goes to $OUT/build.log.
+firedrill_binary() {
+    [[ -n ${FIREDRILL:-} ]] && return 0
+    local tgt=${CARGO_TARGET_DIR:-$REPO/target}
+    if ((${BUILD:-1})); then
+        log "building firedrill ($1) into $tgt"
+        (cd "$REPO" && CARGO_TARGET_DIR=$tgt cargo build --profile "$1" --locked) >"$OUT/build.log" 2>&1 ||
+            die "cargo build failed, see $OUT/build.log"
+    fi
+    FIREDRILL=$tgt/$1/firedrill
+}
+
+# need_tools TOOL...: installs the missing ones with apt-get (packages of
+# the same name) unless SKIP_INSTALL=1.
+need_tools() {
+    local t missing=()
+    for t in "$@"; do command -v "$t" >/dev/null 2>&1 || [[ -x /usr/sbin/$t ]] || missing+=("$t"); done
+    ((${#missing[@]})) || return 0
+    ((${SKIP_INSTALL:-0} == 0)) || die "missing: ${missing[*]} (SKIP_INSTALL=1)"
+    log "installing: ${missing[*]}"
+    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
+}

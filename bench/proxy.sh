@@ -117,6 +117,7 @@ P_HA_BULK=$((PORT_BASE + 6))
 P_FD_BULK=$((PORT_BASE + 7))
 P_FD_LAG_TCP=$((PORT_BASE + 8))
 P_FD_LAG_HTTP=$((PORT_BASE + 9))
+P_FD_DEFEND=$((PORT_BASE + 10))
 for p in $(seq "$PORT_BASE" $((PORT_BASE + 11))); do
     ss -Htln "sport = :$p" | grep -q . && die "port $p is in use (set PORT_BASE)"
 done
@@ -158,6 +159,15 @@ backend be_iperf
 EOF
 
 printf 'faults:\n  - { name: lag, latency: { delay: %sms } }\n' "$LAT_DELAY_MS" >"$TMP/lag.yaml"
+# `firedrill defend` with a breaker and a bulkhead that stay out of the way
+# (every call succeeds; at most 32 calls are in flight).
+cat >"$TMP/defend.yaml" <<EOF
+routes:
+  api:
+    match: /*
+    breaker: { model: window, sliding_window_type: count, sliding_window_size: 100, minimum_calls: 20, failure_rate_threshold: 50%, wait_in_open: 10s }
+    bulkhead: { max_concurrent: 64, max_wait: 1s }
+EOF
 
 log "starting nginx, haproxy, iperf3 on core $CPU (ports $PORT_BASE..)"
 start nginx nginx -c "$TMP/nginx.conf" -p "$TMP"
@@ -184,20 +194,21 @@ if ((HAVE_FD)); then
     fd_start fd_bulk "$P_FD_BULK" "$P_IPERF" tcp
     fd_start fd_lag_tcp "$P_FD_LAG_TCP" "$P_NGINX" tcp --faults "$TMP/lag.yaml"
     fd_start fd_lag_http "$P_FD_LAG_HTTP" "$P_NGINX" http --faults "$TMP/lag.yaml"
+    start fd_defend "$FIREDRILL" defend --config "$TMP/defend.yaml" --listen "127.0.0.1:$P_FD_DEFEND" \
+        --upstream "127.0.0.1:$P_NGINX"
+    wait_port "$P_FD_DEFEND" "$LAST_PID" fd_defend
+    FD_PID[fd_defend]=$LAST_PID
 fi
 
 # ---------------------------------------------------------------- helpers
-median() { sort -g | awk '{a[NR]=$1} END{if(NR==0){print "nan"; exit} if(NR%2)print a[(NR+1)/2]; else printf "%.6g\n",(a[NR/2]+a[NR/2+1])/2}'; }
-# percentile P (0-100) of a column of numbers, nearest-rank
-pctl() { sort -g | awk -v p="$1" '{a[NR]=$1} END{if(NR==0){print "nan";exit} i=int((p/100)*NR+0.999999); if(i<1)i=1; if(i>NR)i=NR; print a[i]}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if(a=="nan"||b=="nan"||b==0) print "—"; else printf "%.2f", a/b }'; }
 # wrk duration to milliseconds (wrk prints us, ms, s)
 to_ms() { awk '{v=$1; if(v~/us$/){sub(/us$/,"",v);v/=1000} else if(v~/ms$/){sub(/ms$/,"",v)} else if(v~/m$/){sub(/m$/,"",v);v*=60000} else if(v~/s$/){sub(/s$/,"",v);v*=1000} printf "%.3f\n", v}'; }
 
 declare -A PORT=([direct]=$P_NGINX [haproxy_tcp]=$P_HA_TCP [haproxy_http]=$P_HA_HTTP
-    [firedrill_tcp]=$P_FD_TCP [firedrill_http]=$P_FD_HTTP)
+    [firedrill_tcp]=$P_FD_TCP [firedrill_http]=$P_FD_HTTP [firedrill_defend]=$P_FD_DEFEND)
 TARGETS=(direct haproxy_tcp haproxy_http)
-((HAVE_FD)) && TARGETS+=(firedrill_tcp firedrill_http)
+((HAVE_FD)) && TARGETS+=(firedrill_tcp firedrill_http firedrill_defend)
 
 # Sanity: every target answers "ok" before anything is measured.
 for t in "${TARGETS[@]}"; do
@@ -208,38 +219,9 @@ done
 RAW=$OUT/raw.tsv
 printf 'kind\ttarget\tround\tmetric\tvalue\n' >"$RAW"
 
-# Interference check. The machine may be shared: "foreign" is the share of
-# core $CPU that went to processes other than ours during a wrk run
-# (busy jiffies of the core from /proc/stat, minus the CPU time of our
-# daemons and of wrk). Approximate (softirq work is attributed loosely), but
-# a run with a high value was disturbed and its numbers mean little.
-HZ=$(getconf CLK_TCK)
-core_busy() { awk -v c="cpu$CPU" '$1==c{print $2+$3+$4+$9}' /proc/stat; }
-ours_ticks() {
-    local p sum=0 kids
-    for p in "${PIDS[@]}"; do
-        kids=$(cat /proc/"$p"/task/*/children 2>/dev/null || true)
-        for q in "$p" $kids; do
-            [[ -r /proc/$q/stat ]] || continue
-            sum=$((sum + $(awk '{sub(/.*\) /,""); print $12+$13}' /proc/"$q"/stat)))
-        done
-    done
-    echo "$sum"
-}
-
-# measured OUTFILE CMD... : runs CMD pinned (stdout+stderr to OUTFILE) and
-# sets FOREIGN to the foreign load (%) on the core meanwhile. Returns CMD's
-# status.
-measured() {
-    local f=$1 b0 b1 o0 o1 rc=0; shift
-    b0=$(core_busy); o0=$(ours_ticks)
-    local TIMEFORMAT='%R %U %S'
-    { time pin "$@" >"$f" 2>&1; } 2>"$f.time" || rc=$?
-    b1=$(core_busy); o1=$(ours_ticks)
-    FOREIGN=$(awk -v b=$((b1 - b0)) -v o=$((o1 - o0)) -v hz="$HZ" \
-        '{v=(b-o-($2+$3)*hz)/(hz*$1)*100; if(v<0)v=0; if(v>100)v=100; printf "%.0f", v}' "$f.time")
-    return "$rc"
-}
+# Interference check: FOREIGN, set by `measured` (bench/lib.sh), is the
+# share of core $CPU that went to processes other than ours during a run; a
+# run with a high value was disturbed and its numbers mean little.
 
 run_wrk() { # target round
     local t=$1 r=$2 f="$OUT/wrk-$1-r$2.txt" rps p99 errs foreign
@@ -282,7 +264,7 @@ done
 # one extra wrk run), and a perf profile of firedrill.
 declare -A CPU_US=() CS_REQ=()
 if ((PROFILE && HAVE_FD)) && command -v perf >/dev/null; then
-    for t in haproxy_tcp firedrill_tcp haproxy_http firedrill_http; do
+    for t in haproxy_tcp firedrill_tcp haproxy_http firedrill_http firedrill_defend; do
         case $t in haproxy_*) pid=$HA_PID ;; *) pid=${FD_PID[fd_${t#firedrill_}]} ;; esac
         log "perf stat: $t (pid $pid)"
         perf stat -e task-clock,context-switches -x, -p "$pid" -o "$OUT/perfstat-$t.csv" -- sleep "$DUR" &
@@ -376,7 +358,7 @@ done
 for t in "${BTARGETS[@]}"; do
     GBPS[$t]=$(med iperf "$t" gbps); BCLEAN[$t]="$(clean_count iperf "$t")/$(nrounds iperf "$t")"
 done
-peer() { case $1 in *_tcp) echo haproxy_tcp ;; *_http) echo haproxy_http ;; *) echo "" ;; esac; }
+peer() { case $1 in *_tcp) echo haproxy_tcp ;; *_http | *_defend) echo haproxy_http ;; *) echo "" ;; esac; }
 
 {
     echo "### Run $STAMP"
@@ -401,7 +383,7 @@ peer() { case $1 in *_tcp) echo haproxy_tcp ;; *_http) echo haproxy_http ;; *) e
         echo
         echo "| proxy | CPU µs/request | context switches/request |"
         echo "|---|---:|---:|"
-        for t in haproxy_tcp firedrill_tcp haproxy_http firedrill_http; do
+        for t in haproxy_tcp firedrill_tcp haproxy_http firedrill_http firedrill_defend; do
             printf '| %s | %s | %s |\n' "$t" "${CPU_US[$t]}" "${CS_REQ[$t]}"
         done
     fi

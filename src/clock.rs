@@ -7,6 +7,8 @@
 
 use rand::SeedableRng;
 
+pub mod precise;
+
 pub use tokio::time::{Duration, Instant, sleep, sleep_until};
 
 /// The random number generator a run owns: ChaCha8, small, fast and portable,
@@ -39,33 +41,13 @@ pub fn rfc3339(unix_ms: u64) -> String {
 /// Sleeps until `deadline`, to well under a millisecond in real time.
 ///
 /// tokio's timer wheel works in whole milliseconds and wakes up to about
-/// 2 ms late; a latency fault must be honest to the millisecond. So this
-/// sleeps on the timer until about 2 ms before the deadline and then
-/// yields until it passes. Under a paused clock time does not move while a
-/// task yields, which is how the paused case is told apart: there the
-/// timer, exact in virtual time, takes over.
-pub async fn sleep_until_precise(deadline: Instant) {
-    const SPIN: Duration = Duration::from_millis(2);
-    let now = Instant::now();
-    if deadline <= now {
-        return;
-    }
-    if deadline - now > SPIN {
-        sleep_until(deadline - SPIN).await;
-    }
-    loop {
-        let before = Instant::now();
-        if before >= deadline {
-            return;
-        }
-        tokio::task::yield_now().await;
-        if Instant::now() == before {
-            // The clock is paused: virtual time moves only when every task
-            // waits, and the timer is exact there.
-            sleep_until(deadline).await;
-            return;
-        }
-    }
+/// 2 ms late; a latency fault must be honest to the millisecond. One timer
+/// thread watches every pending precise deadline of the process and wakes
+/// each task a fraction of a millisecond after its deadline, never before
+/// and without spinning; under a paused clock the tokio timer, exact in
+/// virtual time, ends the wait ([`precise`]).
+pub fn sleep_until_precise(deadline: Instant) -> precise::PreciseSleep {
+    precise::PreciseSleep::new(deadline)
 }
 
 /// A generator for one independent stream of decisions of a run.

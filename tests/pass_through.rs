@@ -40,17 +40,7 @@ async fn send_random<W: AsyncWriteExt + Unpin>(w: &mut W, len: usize, seed: u64)
 
 /// Reads `r` to EOF, returning the byte count and SHA-256.
 async fn hash_to_eof<R: AsyncReadExt + Unpin>(r: &mut R) -> (usize, Vec<u8>) {
-    let mut hash = Sha256::new();
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut total = 0;
-    loop {
-        let n = r.read(&mut buf).await.unwrap();
-        if n == 0 {
-            return (total, hash.finalize().to_vec());
-        }
-        total += n;
-        hash.update(&buf[..n]);
-    }
+    hash_to_eof_marking(r, &[], |_| {}).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,6 +79,80 @@ async fn carries_64_mib_each_way(plan: FaultPlan) {
         "client → upstream bytes differ"
     );
     assert_eq!(client_got, SIXTY_FOUR_MIB);
+    assert_eq!(
+        client_hash, server_sent_hash,
+        "upstream → client bytes differ"
+    );
+}
+
+/// Reads `r` to EOF like [`hash_to_eof`], calling `at` once with the byte
+/// count when it first passes each of `marks`.
+async fn hash_to_eof_marking<R: AsyncReadExt + Unpin>(
+    r: &mut R,
+    marks: &[usize],
+    mut at: impl FnMut(usize),
+) -> (usize, Vec<u8>) {
+    let mut hash = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    let (mut total, mut next) = (0, 0);
+    loop {
+        let n = r.read(&mut buf).await.unwrap();
+        if n == 0 {
+            return (total, hash.finalize().to_vec());
+        }
+        total += n;
+        hash.update(&buf[..n]);
+        while next < marks.len() && total >= marks[next] {
+            at(next);
+            next += 1;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fault_added_and_removed_mid_transfer_loses_and_reorders_no_byte() {
+    // A control-plane proxy starts the connection on the clean path; a
+    // latency fault added half-way moves it to the fault pumps, removing
+    // it moves it on again; every byte arrives once and in order, both
+    // ways.
+    let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream_addr = upstream.local_addr().unwrap();
+    let server = tokio::spawn(async move {
+        let (stream, _) = upstream.accept().await.unwrap();
+        let (mut r, mut w) = stream.into_split();
+        let sending = tokio::spawn(async move { send_random(&mut w, SIXTY_FOUR_MIB / 4, 4).await });
+        let received = hash_to_eof(&mut r).await;
+        (received, sending.await.unwrap())
+    });
+    let (_stop, shutdown) = ShutdownSignal::new();
+    let plan = FaultPlan::new(Vec::new(), 1, firedrill::clock::now()).accepting_additions();
+    let (proxy, plan) =
+        start_proxy_with(ProxyMode::Tcp, plan, &upstream_addr.to_string(), shutdown).await;
+    let client = TcpStream::connect(proxy).await.unwrap();
+    let (mut r, mut w) = client.into_split();
+    let sending = tokio::spawn(async move { send_random(&mut w, SIXTY_FOUR_MIB / 4, 3).await });
+    let lag = common::faults("faults:\n  - latency: { delay: 1ms }\n").faults;
+    let switching = plan.clone();
+    let (client_got, client_hash) = hash_to_eof_marking(&mut r, &[4 << 20, 8 << 20], move |mark| {
+        if mark == 0 {
+            switching.replace(lag.clone());
+        } else {
+            switching.replace(Vec::new());
+        }
+    })
+    .await;
+    let client_sent_hash = sending.await.unwrap();
+    let ((server_got, server_hash), server_sent_hash) = server.await.unwrap();
+    assert!(
+        plan.injected_by_name().values().sum::<u64>() > 0,
+        "the latency fault never acted on the open connection"
+    );
+    assert_eq!(server_got, SIXTY_FOUR_MIB / 4);
+    assert_eq!(
+        server_hash, client_sent_hash,
+        "client → upstream bytes differ"
+    );
+    assert_eq!(client_got, SIXTY_FOUR_MIB / 4);
     assert_eq!(
         client_hash, server_sent_hash,
         "upstream → client bytes differ"
