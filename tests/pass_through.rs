@@ -5,6 +5,7 @@ mod common;
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration as StdDuration;
 
 use bytes::Bytes;
@@ -381,57 +382,132 @@ fn tokio_stream_from<T: Send + 'static>(
     futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn http_mode_survives_an_upstream_that_closes_each_connection_after_one_response() {
-    // Keep-alive race: the upstream answers once and closes without saying
-    // so; the next request on the client's connection must still be served.
+/// When an upstream that answers once per connection closes it.
+#[derive(Clone, Copy)]
+enum CloseAfterOne {
+    /// Right after the answer, without saying so (`connection: close`).
+    Answered,
+    /// When the next request has arrived, unanswered: the close crosses a
+    /// request the proxy already wrote.
+    NextRequest,
+}
+
+/// Reads from `stream` until `got` holds a whole request head; false at EOF.
+async fn read_head(stream: &mut TcpStream, got: &mut Vec<u8>) -> bool {
+    let mut buf = vec![0u8; 4096];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf).await.unwrap_or(0);
+        if n == 0 {
+            return false;
+        }
+        got.extend_from_slice(&buf[..n]);
+    }
+    true
+}
+
+/// An upstream that answers one request per connection with `ok\n`, then
+/// closes it as `close` says; returns its address and a count of the
+/// requests it answered.
+async fn one_answer_upstream(close: CloseAfterOne) -> (std::net::SocketAddr, Arc<AtomicUsize>) {
     let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream_addr = upstream.local_addr().unwrap();
+    let addr = upstream.local_addr().unwrap();
+    let answered = Arc::new(AtomicUsize::new(0));
+    let count = answered.clone();
     tokio::spawn(async move {
         loop {
             let (mut stream, _) = upstream.accept().await.unwrap();
+            let count = count.clone();
             tokio::spawn(async move {
-                let mut buf = vec![0u8; 4096];
                 let mut got = Vec::new();
-                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                    let n = stream.read(&mut buf).await.unwrap_or(0);
-                    if n == 0 {
-                        return;
-                    }
-                    got.extend_from_slice(&buf[..n]);
+                if !read_head(&mut stream, &mut got).await {
+                    return;
                 }
                 let _ = stream
                     .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\n\r\nok\n")
                     .await;
-                // Closed without `connection: close`.
+                count.fetch_add(1, Ordering::SeqCst);
+                if let CloseAfterOne::NextRequest = close {
+                    read_head(&mut stream, &mut Vec::new()).await;
+                }
             });
         }
     });
+    (addr, answered)
+}
+
+/// Reads one whole response (head and `content-length` body) from
+/// `stream`, failing with what arrived when it does not come in 10 s.
+async fn read_response(stream: &mut TcpStream) -> String {
+    let mut got = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    let whole = |got: &[u8]| {
+        let text = String::from_utf8_lossy(got);
+        let (head, body) = text.split_once("\r\n\r\n")?;
+        let len: usize = head
+            .lines()
+            .find_map(|l| {
+                l.to_ascii_lowercase()
+                    .strip_prefix("content-length:")
+                    .map(|v| v.trim().to_string())
+            })?
+            .parse()
+            .ok()?;
+        (body.len() >= len).then(|| text.to_string())
+    };
+    loop {
+        if let Some(text) = whole(&got) {
+            return text;
+        }
+        let n = tokio::time::timeout(StdDuration::from_secs(10), stream.read(&mut buf))
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "no whole response in 10 s; got {:?}",
+                    String::from_utf8_lossy(&got)
+                )
+            })
+            .unwrap();
+        assert!(
+            n > 0,
+            "the proxy closed the client connection; got {:?}",
+            String::from_utf8_lossy(&got)
+        );
+        got.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Five requests on one client connection to an upstream that closes each
+/// connection after one answer: every one is answered 200 by the upstream.
+async fn five_requests_each_answered(close: CloseAfterOne) {
+    let (upstream, answered) = one_answer_upstream(close).await;
     let (_stop, shutdown) = ShutdownSignal::new();
-    let (proxy, _) = start_proxy(ProxyMode::Http, "", &upstream_addr.to_string(), shutdown).await;
+    let (proxy, _) = start_proxy(ProxyMode::Http, "", &upstream.to_string(), shutdown).await;
     let mut stream = TcpStream::connect(proxy).await.unwrap();
     for i in 0..5 {
         stream
             .write_all(format!("GET /r{i} HTTP/1.1\r\nhost: t\r\n\r\n").as_bytes())
             .await
             .unwrap();
-        let mut got = Vec::new();
-        let mut buf = vec![0u8; 4096];
-        while !got.ends_with(b"ok\n") {
-            let n = tokio::time::timeout(StdDuration::from_secs(10), stream.read(&mut buf))
-                .await
-                .unwrap()
-                .unwrap();
-            assert!(
-                n > 0,
-                "the proxy closed the client connection at request {i}"
-            );
-            got.extend_from_slice(&buf[..n]);
-        }
+        let got = read_response(&mut stream).await;
         assert!(
-            got.starts_with(b"HTTP/1.1 200"),
-            "request {i}: {}",
-            String::from_utf8_lossy(&got)
+            got.starts_with("HTTP/1.1 200") && got.ends_with("ok\n"),
+            "request {i}: {got}"
         );
     }
+    assert_eq!(answered.load(Ordering::SeqCst), 5);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_mode_survives_an_upstream_that_closes_each_connection_after_one_response() {
+    // Keep-alive race: the upstream answers once and closes without saying
+    // so; whichever side of the request the close lands on, the next
+    // request on the client's connection must still be served.
+    five_requests_each_answered(CloseAfterOne::Answered).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_mode_sends_a_get_again_when_the_kept_alive_upstream_closes_after_it_was_written() {
+    // The close lands after the proxy wrote the request on the reused
+    // connection: a GET without a body is sent again on a fresh one.
+    five_requests_each_answered(CloseAfterOne::NextRequest).await;
 }

@@ -246,6 +246,7 @@ impl<C: Connector> Conn<C> {
         if let Some(at) = decision.request_at {
             clock::sleep_until_precise(at).await;
         }
+        let bodiless = hyper::body::Body::is_end_stream(req.body());
         let mut req = req.map(|b| {
             log.forward_body(match decision.rate[Direction::Upstream as usize] {
                 Some(rate) => Throttled::new(boxed(b), rate).boxed_unsync(),
@@ -253,7 +254,7 @@ impl<C: Connector> Conn<C> {
             })
         });
         self.rewrite.apply(&mut req);
-        let response = match self.send(req, &mut log.reached_upstream).await {
+        let response = match self.send(req, bodiless, &mut log.reached_upstream).await {
             Ok(r) => r,
             Err(err) => return Ok(log.answered(gateway_error(&err))),
         };
@@ -278,7 +279,12 @@ impl<C: Connector> Conn<C> {
     /// one when there is none or the last one closed. When the kept-alive
     /// connection closed under the request before any of it was written
     /// (the keep-alive race), hyper hands the request back and it is sent
-    /// once more on a fresh connection; nothing is copied up front.
+    /// once more on a fresh connection. When the close came after the
+    /// request was written and before any answer (the upstream dropped an
+    /// idle connection as the request crossed), a request that is safe to
+    /// repeat (an idempotent method, no body) is sent once more on a fresh
+    /// connection, as nginx and haproxy do; only its head is copied, and
+    /// only when it goes out on a reused connection.
     ///
     /// HTTP/1 serves one request at a time per client connection, so the
     /// sender is taken out of its slot for the call and put back after; a
@@ -290,10 +296,13 @@ impl<C: Connector> Conn<C> {
     async fn send(
         &self,
         req: Request<BoxBody>,
+        bodiless: bool,
         reached: &mut bool,
     ) -> Result<Response<Incoming>, BoxError> {
         let slot = || self.upstream.lock().unwrap_or_else(|e| e.into_inner());
         let mut upstream = slot().take();
+        let reused = upstream.as_ref().is_some_and(|s| !s.is_closed());
+        let repeat = (reused && bodiless && req.method().is_idempotent()).then(|| head_of(&req));
         let result = match self.send_on(&mut upstream, req, reached).await {
             Ok(r) => Ok(r),
             Err(Unsent {
@@ -304,7 +313,16 @@ impl<C: Connector> Conn<C> {
                     .await
                     .map_err(|u| u.error)
             }
-            Err(unsent) => Err(unsent.error),
+            Err(unsent) => match repeat {
+                Some(req) => {
+                    tracing::debug!(error = %unsent.error, "kept-alive upstream connection closed under a request; sending it again");
+                    upstream = None;
+                    self.send_on(&mut upstream, req, reached)
+                        .await
+                        .map_err(|u| u.error)
+                }
+                None => Err(unsent.error),
+            },
         };
         *slot() = upstream;
         result
@@ -361,6 +379,16 @@ impl<C: Connector> Conn<C> {
             }
         })
     }
+}
+
+/// A copy of a bodiless request's head, to send it again.
+fn head_of(req: &Request<BoxBody>) -> Request<BoxBody> {
+    let mut copy = Request::new(full(bytes::Bytes::new()));
+    *copy.method_mut() = req.method().clone();
+    *copy.uri_mut() = req.uri().clone();
+    *copy.version_mut() = req.version();
+    *copy.headers_mut() = req.headers().clone();
+    copy
 }
 
 /// A send that failed, with the request back when none of it was written.
