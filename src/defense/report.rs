@@ -60,6 +60,37 @@ pub struct CallReport {
     pub fallback: Option<FallbackKind>,
     /// Attempts sent to the dependency (retries included).
     pub attempts: u32,
+    /// The pool server that answered the last attempt, when the route's
+    /// dependency is a pool.
+    pub served_by: Option<ServedBy>,
+}
+
+/// Which server of a pool answered a call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServedBy {
+    /// The pool's name.
+    pub pool: String,
+    /// The server's name.
+    pub server: String,
+    /// The server is a backup (used only when every primary is out).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub backup: bool,
+}
+
+/// A pool server was taken out of rotation or brought back.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HealthChange {
+    /// When, from the run's start.
+    pub at: Duration,
+    /// The pool's name.
+    pub pool: String,
+    /// The server's name.
+    pub server: String,
+    /// Healthy (back in rotation) or not (ejected).
+    pub healthy: bool,
+    /// What decided: the check and what it saw (`active check /health:
+    /// status 500, 3rd failure in a row`, `passive: 3 failures in 10s`).
+    pub by: String,
 }
 
 /// Receives reports and transitions (experiments record them, `defend`
@@ -69,6 +100,8 @@ pub trait Observer: Send + Sync + 'static {
     fn transition(&self, _transition: &Transition) {}
     /// A client request finished (its response head was produced).
     fn call(&self, _report: &CallReport) {}
+    /// A pool server's health changed.
+    fn health(&self, _change: &HealthChange) {}
 }
 
 /// An observer that ignores everything.
@@ -111,6 +144,8 @@ pub struct Recorder {
     transitions: std::sync::Mutex<Vec<Transition>>,
     /// Reports in the order requests finished.
     calls: std::sync::Mutex<Vec<CallReport>>,
+    /// Pool health changes in the order they happened.
+    health: std::sync::Mutex<Vec<HealthChange>>,
 }
 
 impl Recorder {
@@ -125,6 +160,14 @@ impl Recorder {
     /// The reports so far.
     pub fn calls(&self) -> Vec<CallReport> {
         self.calls.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The pool health changes so far.
+    pub fn health_changes(&self) -> Vec<HealthChange> {
+        self.health
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 
@@ -141,5 +184,12 @@ impl Observer for Recorder {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(report.clone());
+    }
+
+    fn health(&self, change: &HealthChange) {
+        self.health
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(change.clone());
     }
 }

@@ -516,6 +516,7 @@ fn collect(
             at: a.at,
             path: a.path,
             request_id: a.request_id,
+            instance: None,
         })
         .collect();
     target_hits.sort_by_key(|h| h.at);
@@ -562,6 +563,8 @@ fn collect(
         requests,
         target_hits,
         transitions,
+        health: recorder.health_changes(),
+        pools: Vec::new(),
         reported: Vec::new(),
         dependency_requests: Vec::new(),
         faults,

@@ -106,6 +106,7 @@ impl Open {
             r.breaker_state = c.breaker_state;
             r.attempts = c.attempts;
             r.fallback = r.fallback.or(c.fallback);
+            r.served_by = c.served_by.clone();
         }
         r
     }
@@ -429,6 +430,7 @@ impl Stream {
                     at: a.at,
                     path: a.path,
                     request_id: a.request_id,
+                    instance: None,
                 });
             }
         }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::Duration;
 use crate::defense::breaker::{State, Transition};
 use crate::defense::fallback::FallbackKind;
-use crate::defense::report::{CallError, Rejection};
+use crate::defense::report::{CallError, HealthChange, Rejection, ServedBy};
 
 /// Everything a run recorded; times are offsets from the run's start.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -22,6 +22,12 @@ pub struct Timeline {
     pub target_hits: Vec<TargetHit>,
     /// Breaker transitions, in order.
     pub transitions: Vec<Transition>,
+    /// Pool servers taken out of rotation and brought back, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub health: Vec<HealthChange>,
+    /// The pools of the defense line.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<PoolInfo>,
     /// The faults and when each was active.
     pub faults: Vec<FaultWindows>,
     /// The breakers of the defense line.
@@ -72,6 +78,9 @@ pub struct RequestRecord {
     /// was a success (none: the default, 2xx and 3xx).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub success: Option<bool>,
+    /// The pool server that answered, when the dependency is a pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served_by: Option<ServedBy>,
 }
 
 impl RequestRecord {
@@ -93,6 +102,7 @@ impl RequestRecord {
             attempts: 0,
             reached_dependency: 0,
             success: None,
+            served_by: None,
         }
     }
 
@@ -135,6 +145,10 @@ pub struct TargetHit {
     pub path: String,
     /// The client request it belongs to, from `x-firedrill-request-id`.
     pub request_id: Option<u64>,
+    /// The built-in target's instance that received it, when the target
+    /// runs several.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
 }
 
 /// A fault and the intervals it was active, clipped to the run.
@@ -164,6 +178,15 @@ pub struct BreakerInfo {
     pub wait_in_open: Duration,
     /// The path glob of its route, if it has one.
     pub path_glob: Option<String>,
+}
+
+/// A pool of the defense line and its servers.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PoolInfo {
+    /// Its name.
+    pub name: String,
+    /// Its servers: name and whether it is a backup.
+    pub servers: Vec<(String, bool)>,
 }
 
 /// A named span of the run (`phases:` in the experiment).

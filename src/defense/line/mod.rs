@@ -220,6 +220,7 @@ impl DefenseLine {
             error: None,
             fallback: None,
             attempts: 0,
+            served_by: None,
         };
         // Reported even when the caller hangs up first and this future is
         // dropped half-way: then as cancelled.

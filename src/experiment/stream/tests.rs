@@ -134,6 +134,7 @@ fn report(id: u64, g: &Gen) -> CallReport {
         error: timed_out.then_some(CallError::Timeout),
         fallback: g.fallback.then_some(FallbackKind::Static),
         attempts: 1,
+        served_by: None,
     }
 }
 
@@ -255,6 +256,7 @@ fn play(
                         at: now,
                         path: path.to_string(),
                         request_id: Some(id),
+                        instance: None,
                     });
                 }
                 Event::Transition(to) => {

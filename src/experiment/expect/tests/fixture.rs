@@ -88,6 +88,7 @@ pub(super) fn req(id: u64, route: &str, sent: f64, status: u16, latency_ms: u64)
         attempts: 1,
         reached_dependency: 1,
         success: None,
+        served_by: None,
     }
 }
 
@@ -97,6 +98,7 @@ pub(super) fn hit(at: f64, path: &str, id: Option<u64>) -> TargetHit {
         at: s(at),
         path: path.into(),
         request_id: id,
+        instance: None,
     }
 }
 
