@@ -280,35 +280,56 @@ fn reaches(
     anchor: &Anchor,
 ) -> Judgement {
     let target = event.state();
+    let word = target.to_string();
+    let first = |from| {
+        of(timeline, breaker)
+            .find(|t| t.to == target && t.at >= from)
+            .map(|t| (t.at, String::new()))
+    };
+    let missing = |from, label: &str| {
+        format!(
+            "no transition to {target} at or after {label} ({}); the breaker was {} then and \
+             the run ended at {}",
+            secs(from),
+            state_at(timeline, &breaker.text, from),
+            secs(timeline.duration)
+        )
+    };
+    within_of(timeline, anchor, within, (&word, &word), first, missing)
+}
+
+/// `SUBJECT within D of ANCHOR`: the first event at or after the anchor
+/// comes no later than `within` after it. `words` are the subject in the
+/// expectation and the event in what was seen (`instance b ejected`,
+/// `ejected`); `first(from)` is the first event's time and a note on it,
+/// `missing(from, label)` what was seen when none came.
+pub(crate) fn within_of(
+    timeline: &Timeline,
+    anchor: &Anchor,
+    within: Duration,
+    (subject, event): (&str, &str),
+    first: impl FnOnce(Duration) -> Option<(Duration, String)>,
+    missing: impl FnOnce(Duration, &str) -> String,
+) -> Judgement {
     let (from, label) = match anchor_time(timeline, anchor) {
         Ok(found) => found,
         Err(seen) => {
-            let expected = format!("{target} within {}", latency(within));
+            let expected = format!("{subject} within {}", latency(within));
             return (false, expected, seen, None);
         }
     };
-    let expected = format!("{target} within {} of {label}", latency(within));
-    let first = of(timeline, breaker).find(|t| t.to == target && t.at >= from);
-    match first {
-        Some(t) => {
-            let delay = t.at - from;
+    let expected = format!("{subject} within {} of {label}", latency(within));
+    match first(from) {
+        Some((at, note)) => {
+            let delay = at - from;
             let seen = format!(
-                "{target} at {}, {} after {label}",
-                secs(t.at),
+                "{event} at {}, {} after {label}{note}",
+                secs(at),
                 latency(delay)
             );
-            (delay <= within, expected, seen, Some(t.at))
+            (delay <= within, expected, seen, Some(at))
         }
-        None => {
-            let seen = format!(
-                "no transition to {target} at or after {label} ({}); the breaker was {} then and \
-                 the run ended at {}",
-                secs(from),
-                state_at(timeline, &breaker.text, from),
-                secs(timeline.duration)
-            );
-            (false, expected, seen, Some(from))
-        }
+        None => (false, expected, missing(from, &label), Some(from)),
     }
 }
 

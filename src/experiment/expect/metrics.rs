@@ -128,12 +128,7 @@ pub(crate) fn calls(
                 secs(first_at)
             )
         }
-        None => format!(
-            "0 calls to {to} {where_} ({} in {} interval{})",
-            secs(total(&intervals)),
-            intervals.len(),
-            if intervals.len() == 1 { "" } else { "s" }
-        ),
+        None => format!("0 calls to {to} {where_} ({})", span(&intervals)),
     };
     let at = tally
         .first
@@ -238,16 +233,37 @@ pub(crate) fn route(
             } else {
                 "no responses"
             };
-            let mut seen = format!(
-                "{what} from route {route} {where_} ({} in {} interval{}): {metric} cannot be computed",
-                secs(total(&intervals)),
-                intervals.len(),
-                if intervals.len() == 1 { "" } else { "s" }
-            );
-            if bound.is_upper() {
-                seen.push_str(&format!(" (holds vacuously for {})", show_bound(bound)));
-            }
-            (bound.is_upper(), expected, seen, at)
+            let nothing = format!("{what} from route {route} {where_}");
+            let (passed, seen) = uncomputable(&nothing, &metric.to_string(), &intervals, bound);
+            (passed, expected, seen, at)
         }
     }
+}
+
+/// A figure over nothing (`nothing` says what was missing where): it
+/// fails, except under an upper bound, where it holds vacuously.
+pub(crate) fn uncomputable(
+    nothing: &str,
+    figure: &str,
+    intervals: &Intervals,
+    bound: Bound,
+) -> (bool, String) {
+    let mut seen = format!(
+        "{nothing} ({}): {figure} cannot be computed",
+        span(intervals)
+    );
+    if bound.is_upper() {
+        seen.push_str(&format!(" (holds vacuously for {})", show_bound(bound)));
+    }
+    (bound.is_upper(), seen)
+}
+
+/// `20s in 1 interval`, `7s in 2 intervals`.
+fn span(intervals: &Intervals) -> String {
+    format!(
+        "{} in {} interval{}",
+        secs(total(intervals)),
+        intervals.len(),
+        if intervals.len() == 1 { "" } else { "s" }
+    )
 }

@@ -6,11 +6,11 @@ use crate::clock::Duration;
 use crate::experiment::timeline::Timeline;
 
 use super::ast::{Anchor, Bound, PoolRule, Server, Window};
-use super::eval::{Judgement, anchor_time};
-use super::metrics::{share, show_bound};
+use super::eval::{Judgement, within_of};
+use super::metrics::{share, show_bound, uncomputable};
 use super::tally::{PoolTally, ShareTally};
-use super::verdict::{latency, list_times, secs, times};
-use super::window::{Intervals, contains, describe, health_of, resolve, total};
+use super::verdict::{list_times, secs, times};
+use super::window::{Intervals, contains, describe, health_of, resolve};
 
 /// Judges a pool sentence; `tally` holds the pool calls its window counted.
 pub(crate) fn judge(timeline: &Timeline, rule: &PoolRule, tally: &ShareTally) -> Judgement {
@@ -116,17 +116,9 @@ fn figure(
             (bound.holds(value), expected, seen, at)
         }
         None => {
-            let mut seen = format!(
-                "no calls answered by the pool {where_} ({} in {} interval{}): the share cannot \
-                 be computed",
-                secs(total(&intervals)),
-                intervals.len(),
-                if intervals.len() == 1 { "" } else { "s" }
-            );
-            if bound.is_upper() {
-                seen.push_str(&format!(" (holds vacuously for {})", show_bound(bound)));
-            }
-            (bound.is_upper(), expected, seen, at)
+            let nothing = format!("no calls answered by the pool {where_}");
+            let (passed, seen) = uncomputable(&nothing, "the share", &intervals, bound);
+            (passed, expected, seen, at)
         }
     }
 }
@@ -148,34 +140,20 @@ fn health(
     anchor: &Anchor,
 ) -> Judgement {
     let what = change(healthy);
-    let (from, label) = match anchor_time(timeline, anchor) {
-        Ok(found) => found,
-        Err(seen) => {
-            let expected = format!("{server} {what} within {}", latency(within));
-            return (false, expected, seen, None);
-        }
+    let first = |from| {
+        health_of(timeline, server)
+            .find(|h| h.healthy == healthy && h.at >= from)
+            .map(|h| (h.at, format!(" ({})", h.by)))
     };
-    let expected = format!("{server} {what} within {} of {label}", latency(within));
-    match health_of(timeline, server).find(|h| h.healthy == healthy && h.at >= from) {
-        Some(h) => {
-            let delay = h.at - from;
-            let seen = format!(
-                "{what} at {}, {} after {label} ({})",
-                secs(h.at),
-                latency(delay),
-                h.by
-            );
-            (delay <= within, expected, seen, Some(h.at))
-        }
-        None => {
-            let seen = format!(
-                "not {what} at or after {label} ({}); the run ended at {}",
-                secs(from),
-                secs(timeline.duration)
-            );
-            (false, expected, seen, Some(from))
-        }
-    }
+    let missing = |from, label: &str| {
+        format!(
+            "not {what} at or after {label} ({}); the run ended at {}",
+            secs(from),
+            secs(timeline.duration)
+        )
+    };
+    let subject = format!("{server} {what}");
+    within_of(timeline, anchor, within, (&subject, what), first, missing)
 }
 
 fn never_ejected(timeline: &Timeline, server: &Server, window: &Window) -> Judgement {
