@@ -228,10 +228,12 @@ pub async fn start_defense(
         &config,
         upstream,
         &backup,
+        &|_| None,
         1,
         firedrill::clock::now(),
         recorder.clone(),
-    );
+    )
+    .unwrap();
     let acceptor = TcpAcceptor::bind("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();
