@@ -469,3 +469,7 @@ impl<'de> Deserialize<'de> for HealthCheckConfig {
 crate::schema_via!(PoolConfig, RawPool, "Pool");
 crate::schema_via!(ServerConfig, RawServer, "PoolServer");
 crate::schema_via!(HealthCheckConfig, RawHealthCheck, "HealthCheck");
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;
