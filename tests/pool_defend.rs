@@ -130,13 +130,24 @@ pools:
 /// names) of the answer, and its body.
 fn get(addr: &str, path: &str) -> (u16, BTreeMap<String, String>, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n").unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut raw = String::new();
     stream.read_to_string(&mut raw).unwrap();
     let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
     let mut lines = head.lines();
-    let status = lines.next().unwrap_or_default().split(' ').nth(1).unwrap_or("0");
+    let status = lines
+        .next()
+        .unwrap_or_default()
+        .split(' ')
+        .nth(1)
+        .unwrap_or("0");
     let headers = lines
         .filter_map(|l| l.split_once(": "))
         .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string()))
@@ -216,7 +227,10 @@ fn a_pool_spreads_traffic_and_a_stopped_server_is_ejected_by_its_checks_and_gets
     let after = served_by(&addr, 30);
     assert_eq!(after.get("c"), None, "{after:?}");
     assert_eq!(after.values().sum::<usize>(), 30);
-    assert!(after.contains_key("a") && after.contains_key("b"), "{after:?}");
+    assert!(
+        after.contains_key("a") && after.contains_key("b"),
+        "{after:?}"
+    );
 
     let (_, _, exposition) = get(&metrics, "/metrics");
     for line in [
@@ -240,7 +254,10 @@ fn a_body_match_keeps_out_a_server_answering_200_with_an_error_page() {
     wait_until("a passes its first check", || {
         health_lines(dir.path()).iter().any(|h| h.0 == "a" && h.1)
     });
-    assert_eq!(served_by(&addr, 20), BTreeMap::from([("a".to_string(), 20)]));
+    assert_eq!(
+        served_by(&addr, 20),
+        BTreeMap::from([("a".to_string(), 20)])
+    );
     // Its checks kept failing all along: it never entered rotation.
     assert!(
         health_lines(dir.path()).iter().all(|h| h.0 == "a"),

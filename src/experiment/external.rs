@@ -83,7 +83,9 @@ pub async fn stand_up(
                     servers,
                     grace,
                 )
-                .map_err(|e| RunError::PoolServer(format!("dependencies.{}.{e}", dependency.name)))?;
+                .map_err(|e| {
+                    RunError::PoolServer(format!("dependencies.{}.{e}", dependency.name))
+                })?;
                 behind
             }
         };

@@ -120,13 +120,19 @@ impl DefenseLine {
                     ServerTarget::Instance(instance) => format!(
                         "pools.{name}.servers[{i}].instance: no target instance `{instance}`"
                     ),
-                    ServerTarget::Address(address) => format!(
-                        "pools.{name}.servers[{i}].address: cannot reach `{address}`"
-                    ),
+                    ServerTarget::Address(address) => {
+                        format!("pools.{name}.servers[{i}].address: cannot reach `{address}`")
+                    }
                 })?;
                 upstreams.push(open);
             }
-            pools.push(Pool::new(name, pool, upstreams, run_start, observer.clone()));
+            pools.push(Pool::new(
+                name,
+                pool,
+                upstreams,
+                run_start,
+                observer.clone(),
+            ));
         }
         let pool_named = |name: &Option<String>| {
             name.as_ref()
@@ -455,7 +461,13 @@ impl DefenseLine {
                     Some(lease) => Some(lease),
                     None => {
                         // Every server is out: as an unreachable upstream.
-                        record(route, self, guard, Outcome::Failure(FailureKind::Connect), Duration::ZERO);
+                        record(
+                            route,
+                            self,
+                            guard,
+                            Outcome::Failure(FailureKind::Connect),
+                            Duration::ZERO,
+                        );
                         report.error = Some(CallError::Connect);
                         last = Failed::NoServer;
                         continue;
@@ -463,15 +475,15 @@ impl DefenseLine {
                 },
                 None => None,
             };
-            let upstream = lease.as_ref().map_or(self.upstream.as_ref(), Lease::upstream);
+            let upstream = lease
+                .as_ref()
+                .map_or(self.upstream.as_ref(), Lease::upstream);
             report.served_by = lease.as_ref().map(Lease::served_by);
             self.attempts.fetch_add(1, Ordering::Relaxed);
             report.attempts += 1;
             let sent = clock::now();
             let outcome = match route.timeout {
-                Some(t) => tokio::time::timeout(t, upstream.send(request))
-                    .await
-                    .ok(),
+                Some(t) => tokio::time::timeout(t, upstream.send(request)).await.ok(),
                 None => Some(upstream.send(request).await),
             };
             let took = clock::now() - sent;

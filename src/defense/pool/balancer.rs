@@ -53,8 +53,9 @@ impl RoundRobin {
     pub fn least_conn(&mut self, candidates: &[Candidate]) -> Option<usize> {
         // a.in_flight / a.weight < b.in_flight / b.weight, without division.
         let load = |c: &Candidate| u128::from(c.in_flight);
-        let fewer =
-            |a: &Candidate, b: &Candidate| load(a) * u128::from(b.weight) < load(b) * u128::from(a.weight);
+        let fewer = |a: &Candidate, b: &Candidate| {
+            load(a) * u128::from(b.weight) < load(b) * u128::from(a.weight)
+        };
         let least = candidates
             .iter()
             .fold(None::<&Candidate>, |best, c| match best {

@@ -369,7 +369,11 @@ impl TryFrom<RawHealthCheck> for HealthCheckConfig {
             timeout: timeout.min(interval),
             fails: raw.fails,
             passes: raw.passes,
-            matcher: raw.matcher.map(health_match).transpose()?.unwrap_or_default(),
+            matcher: raw
+                .matcher
+                .map(health_match)
+                .transpose()?
+                .unwrap_or_default(),
         })
     }
 }
@@ -378,7 +382,9 @@ impl TryFrom<RawHealthCheck> for HealthCheckConfig {
 fn health_match(raw: RawHealthMatch) -> Result<HealthMatch, String> {
     let status = match raw.status {
         None => vec![(200, 399)],
-        Some(RawStatuses::One(s)) => vec![status_range(&s).map_err(|e| format!("match.status: {e}"))?],
+        Some(RawStatuses::One(s)) => {
+            vec![status_range(&s).map_err(|e| format!("match.status: {e}"))?]
+        }
         Some(RawStatuses::Many(list)) => {
             if list.is_empty() {
                 return Err("match.status: expected at least one code or range".to_string());
@@ -427,7 +433,9 @@ fn status_range(raw: &RawStatus) -> Result<(u16, u16), String> {
         RawStatus::Text(t) => t.trim().to_string(),
     };
     let bad = || {
-        format!("invalid status `{text}`: expected a code from 100 to 599 or a range such as `200-399`")
+        format!(
+            "invalid status `{text}`: expected a code from 100 to 599 or a range such as `200-399`"
+        )
     };
     let code = |s: &str| {
         s.trim()

@@ -220,7 +220,11 @@ fn bad_status_ranges_are_refused_at_the_status_key() {
 
 #[test]
 fn zero_counts_and_intervals_are_refused() {
-    let check = |body: &str| pool_error(&format!("servers: [{{ address: a:1 }}]\nhealth_check: {{ {body} }}"));
+    let check = |body: &str| {
+        pool_error(&format!(
+            "servers: [{{ address: a:1 }}]\nhealth_check: {{ {body} }}"
+        ))
+    };
     assert!(check("fails: 0").contains("health_check.fails: must be at least 1"));
     assert!(check("passes: 0").contains("health_check.passes: must be at least 1"));
     assert!(check("interval: 0").contains("health_check.interval: must be longer than 0s"));
@@ -234,6 +238,12 @@ fn zero_counts_and_intervals_are_refused() {
 #[test]
 fn an_unknown_balance_is_refused_with_the_known_ones() {
     let err = pool_error("servers: [{ address: a:1 }]\nbalance: random");
-    assert!(err.starts_with("defense.yaml:4:14: pools.p.balance: "), "{err}");
-    assert!(err.contains("round_robin") && err.contains("least_conn"), "{err}");
+    assert!(
+        err.starts_with("defense.yaml:4:14: pools.p.balance: "),
+        "{err}"
+    );
+    assert!(
+        err.contains("round_robin") && err.contains("least_conn"),
+        "{err}"
+    );
 }

@@ -137,7 +137,12 @@ impl ServerHealth {
     /// An active check of `what` (`GET /health`) ended: `failure` says why
     /// it failed, `None` when it passed. Returns what decided a change of
     /// the check's verdict, when this did.
-    pub fn on_check(&mut self, what: &str, failure: Option<&str>, limits: &Limits) -> Option<String> {
+    pub fn on_check(
+        &mut self,
+        what: &str,
+        failure: Option<&str>,
+        limits: &Limits,
+    ) -> Option<String> {
         match failure {
             None => {
                 self.check_passes += 1;

@@ -38,7 +38,10 @@ async fn failures_further_apart_than_fail_timeout_never_add_up() {
     for i in 0..10 {
         // Two failures per window, the window opening with the first.
         assert_eq!(h.on_attempt(true, at(t0, i * 10_000), &LIMITS), None);
-        assert_eq!(h.on_attempt(true, at(t0, i * 10_000 + 9_999), &LIMITS), None);
+        assert_eq!(
+            h.on_attempt(true, at(t0, i * 10_000 + 9_999), &LIMITS),
+            None
+        );
     }
     assert!(h.is_up(at(t0, 100_000)));
 }
@@ -130,7 +133,10 @@ fn a_checked_server_starts_out_until_it_passes_passes_checks() {
     assert_eq!(h.on_check("GET /health", None, &LIMITS), None);
     assert!(!h.is_up(t0));
     let by = h.on_check("GET /health", None, &LIMITS);
-    assert_eq!(by.as_deref(), Some("active check GET /health passed 3 times"));
+    assert_eq!(
+        by.as_deref(),
+        Some("active check GET /health passed 3 times")
+    );
     assert!(h.is_up(t0));
     assert_eq!(h.settle(t0), Some(true));
     // The first pass of a new server is not a comeback: no slow start.
@@ -220,6 +226,9 @@ fn ordinals_read_as_english() {
         .collect();
     assert_eq!(
         words,
-        ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd", "101st", "111th"]
+        [
+            "1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd", "101st",
+            "111th"
+        ]
     );
 }

@@ -175,7 +175,11 @@ impl Pool {
 
     /// Whether each server is in rotation (as last reported), by index.
     pub fn healthy(&self) -> Vec<bool> {
-        self.lock().health.iter().map(ServerHealth::reported_up).collect()
+        self.lock()
+            .health
+            .iter()
+            .map(ServerHealth::reported_up)
+            .collect()
     }
 
     fn limits(&self) -> Limits {

@@ -62,8 +62,10 @@ pub async fn check_once(upstream: &dyn Upstream, check: &HealthCheckConfig) -> O
         Err(_) => Some(format!("no answer within {}", Dur(check.timeout))),
         Ok(Err(err)) if err.is_connect() => Some("cannot connect".to_string()),
         Ok(Err(_)) => Some("connection broken".to_string()),
-        Ok(Ok((parts, body))) => check
-            .matcher
-            .failure(parts.status.as_u16(), &parts.headers, &body),
+        Ok(Ok((parts, body))) => {
+            check
+                .matcher
+                .failure(parts.status.as_u16(), &parts.headers, &body)
+        }
     }
 }

@@ -38,8 +38,14 @@ mod tests {
     fn the_weight_ramps_linearly_over_slow_start() {
         assert_eq!(effective_weight(2, Some(Duration::ZERO), RAMP), 1);
         assert_eq!(effective_weight(2, Some(Duration::from_secs(3)), RAMP), 200);
-        assert_eq!(effective_weight(2, Some(Duration::from_secs(15)), RAMP), 1000);
-        assert_eq!(effective_weight(2, Some(Duration::from_millis(29_999)), RAMP), 1999);
+        assert_eq!(
+            effective_weight(2, Some(Duration::from_secs(15)), RAMP),
+            1000
+        );
+        assert_eq!(
+            effective_weight(2, Some(Duration::from_millis(29_999)), RAMP),
+            1999
+        );
     }
 
     #[test]

@@ -33,7 +33,10 @@ fn target(routes: &str) -> (Arc<dyn Upstream>, tokio::sync::watch::Sender<bool>)
         Arc::new(TargetStats::with_routes(routes)),
         shutdown,
     ));
-    (Arc::new(HttpUpstream::new(Arc::new(connector), "target")), stop)
+    (
+        Arc::new(HttpUpstream::new(Arc::new(connector), "target")),
+        stop,
+    )
 }
 
 fn pool(yaml: &str, upstreams: Vec<Arc<dyn Upstream>>) -> (Arc<Pool>, Arc<Recorder>) {
@@ -183,10 +186,16 @@ slow_start: 30s
     tokio::time::advance(Duration::from_secs(10)).await;
     // One call every 10 ms; c's share in the ramp's first 10 s, then after it.
     let early = share_of(&pool, "c", 1000).await;
-    assert!(early < 0.15, "c's share in the first third of the ramp: {early}");
+    assert!(
+        early < 0.15,
+        "c's share in the first third of the ramp: {early}"
+    );
     tokio::time::advance(Duration::from_secs(20)).await;
     let late = share_of(&pool, "c", 999).await;
-    assert!((late - 1.0 / 3.0).abs() < 0.01, "c's share after the ramp: {late}");
+    assert!(
+        (late - 1.0 / 3.0).abs() < 0.01,
+        "c's share after the ramp: {late}"
+    );
 }
 
 /// The share of `n` picks, one every 10 ms, that went to `server`.
@@ -214,7 +223,10 @@ health_check: { interval: 5s }
     let (healthy, _stop_a) = target("[]");
     let (failing, _stop_b) = target("[{ path: /health, status: 500 }]");
     let (pool, recorder) = pool(yaml, vec![healthy, failing]);
-    assert!(pool.pick(clock::now()).is_none(), "nothing is in rotation before a check");
+    assert!(
+        pool.pick(clock::now()).is_none(),
+        "nothing is in rotation before a check"
+    );
     pool.start();
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(pool.healthy(), [true, false]);
@@ -244,8 +256,15 @@ health_check: { interval: 2s, fails: 3, passes: 1, match: { body: '\"status\":\"
     assert_eq!(pool.healthy(), [false]);
     let out = recorder.health_changes().pop().unwrap();
     assert!(!out.healthy);
-    assert!(out.at >= Duration::from_secs(6) && out.at < Duration::from_secs(7), "{out:?}");
-    assert!(out.by.starts_with("active check GET /health: "), "{}", out.by);
+    assert!(
+        out.at >= Duration::from_secs(6) && out.at < Duration::from_secs(7),
+        "{out:?}"
+    );
+    assert!(
+        out.by.starts_with("active check GET /health: "),
+        "{}",
+        out.by
+    );
     assert!(out.by.ends_with("(3rd failure in a row)"), "{}", out.by);
 }
 
@@ -318,7 +337,13 @@ fn the_default_match_takes_200_to_399() {
         .unwrap()
         .matcher;
     let none = http::HeaderMap::new();
-    for (status, passes) in [(199, false), (200, true), (399, true), (400, false), (500, false)] {
+    for (status, passes) in [
+        (199, false),
+        (200, true),
+        (399, true),
+        (400, false),
+        (500, false),
+    ] {
         assert_eq!(m.failure(status, &none, b"").is_none(), passes, "{status}");
     }
 }
