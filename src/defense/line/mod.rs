@@ -469,6 +469,7 @@ impl DefenseLine {
                             Duration::ZERO,
                         );
                         report.error = Some(CallError::Connect);
+                        report.served_by = None;
                         last = Failed::NoServer;
                         continue;
                     }
