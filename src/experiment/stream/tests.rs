@@ -163,7 +163,7 @@ fn play(
         };
         let stream = Stream::new(setup, start);
         let plan = Arc::new(FaultPlan::new(Vec::new(), 0, start).recording_arrivals());
-        stream.watch_plans(vec![plan.clone()]);
+        stream.watch_plans(vec![(plan.clone(), None)]);
 
         // Every event with its time, ordered by time then by a seeded key
         // (events of one instant come in any order).
