@@ -809,3 +809,7 @@ fn stream_setup(
             .collect(),
     }
 }
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;
