@@ -418,10 +418,12 @@ impl Stream {
         self.lock().transitions.push(transition.clone());
     }
 
-    /// Takes the arrivals the plans recorded since the last look.
+    /// Takes the arrivals the plans recorded since the last look; those of
+    /// several plans (instances, dependencies) join the hits in time order.
     fn arrivals(&self, inner: &mut Inner) {
         let plans = self.plans.get().map_or(&[][..], Vec::as_slice);
         inner.cursors.resize(plans.len(), 0);
+        let mut batch = Vec::new();
         for (i, (plan, instance)) in plans.iter().enumerate() {
             // Kept, the plan's log stays whole for the inference after the
             // run; else it is emptied as it is read.
@@ -437,7 +439,7 @@ impl Stream {
                     open.reached += 1;
                     open.touched = open.touched.max(a.at);
                 }
-                inner.hits.push_back(TargetHit {
+                batch.push(TargetHit {
                     at: a.at,
                     path: a.path,
                     request_id: a.request_id,
@@ -445,6 +447,8 @@ impl Stream {
                 });
             }
         }
+        batch.sort_by_key(|h| h.at);
+        inner.hits.extend(batch);
     }
 
     /// Judges the hits and counts the requests whose time has passed
