@@ -1,5 +1,5 @@
 //! A drill against the built-in target run as several instances, in
-//! virtual time: until a pool spreads the calls, the load reaches the first
+//! virtual time (and once on loopback in real time): until a pool spreads the calls, the load reaches the first
 //! instance in name order; a fault naming another instance never touches
 //! it; every hit is tagged with the instance that received it, and the
 //! report counts them per instance.
@@ -11,17 +11,16 @@ use firedrill::report::{RunReport, RunResult};
 
 /// Runs `yaml` (written to a file first) in virtual time.
 fn run(yaml: &str) -> (RunResult, RunReport) {
+    run_with(yaml, ClockKind::Virtual)
+}
+
+/// Runs `yaml` (written to a file first) with `clock`.
+fn run_with(yaml: &str, clock: ClockKind) -> (RunResult, RunReport) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("drill.yaml");
     std::fs::write(&file, yaml).unwrap();
     let loaded = load(&file).unwrap();
-    firedrill::report::execute(
-        &loaded,
-        ClockKind::Virtual,
-        std::future::pending(),
-        Live::default(),
-    )
-    .unwrap()
+    firedrill::report::execute(&loaded, clock, std::future::pending(), Live::default()).unwrap()
 }
 
 /// Three instances; a fault on `a` (where the load goes) from 4s to 6s,
@@ -87,4 +86,32 @@ load:
     assert_eq!(report.targets, ["target: builtin"]);
     let json = serde_json::to_value(&report).unwrap();
     assert!(json.get("instance_hits").is_none(), "{json}");
+}
+
+#[test]
+fn instances_run_on_loopback_in_real_time_each_behind_its_own_proxy() {
+    let yaml = "
+name: three instances, real time
+duration: 1s
+clock: real
+target:
+  builtin:
+    instances: { a: {}, b: {}, c: {} }
+load:
+  - { name: stock, request: GET /inventory/1, rate: 20/s, arrivals: constant }
+faults:
+  - { name: b-down, instance: b, status: { code: 503 } }
+expect:
+  - route stock success >= 99%
+";
+    let (result, report) = run_with(yaml, ClockKind::Real);
+    assert!(
+        report.passed,
+        "{}",
+        firedrill::report::console::render(&report)
+    );
+    assert_eq!(result.injected.get("b-down").copied().unwrap_or(0), 0);
+    assert!(report.target_hits > 0);
+    let only_a = [("a".to_string(), report.target_hits as u64)];
+    assert_eq!(report.instance_hits, only_a.into_iter().collect());
 }
