@@ -115,3 +115,26 @@ expect:
     let only_a = [("a".to_string(), report.target_hits as u64)];
     assert_eq!(report.instance_hits, only_a.into_iter().collect());
 }
+
+#[test]
+fn a_halt_condition_ends_a_drill_whose_fault_takes_the_first_instance_down() {
+    let yaml = "
+name: halt with instances
+duration: 20s
+target:
+  builtin:
+    instances: { a: {}, b: {} }
+load:
+  - { name: stock, request: GET /inventory/1, rate: 20/s, arrivals: constant }
+faults:
+  - { name: a-down, instance: a, status: { code: 503 }, at: 5s }
+halt:
+  - route stock success < 50% for 2s
+";
+    let (result, _) = run(yaml);
+    let firedrill::experiment::run::Ending::Halted { condition, .. } = &result.ending else {
+        panic!("not halted: {:?}", result.ending);
+    };
+    assert_eq!(condition, "route stock success < 50% for 2s");
+    assert!(result.timeline.duration < firedrill::clock::Duration::from_secs(10));
+}
