@@ -126,12 +126,14 @@ fn every_experiment_and_good_fixture_passes_its_schema() {
 
 /// Bad experiments the schema alone must reject (the rest need
 /// `firedrill validate`: cross-field rules and names).
-const REJECTED_BAD_EXPERIMENTS: [&str; 13] = [
+const REJECTED_BAD_EXPERIMENTS: [&str; 15] = [
     "unknown_top_level_key",
     "missing_name",
     "missing_duration",
     "bad_clock",
     "target_builtin_and_url",
+    "target_instances_empty",
+    "target_instance_bad_name",
     "url_with_query",
     "empty_load",
     "load_without_rate",

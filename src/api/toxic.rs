@@ -362,6 +362,7 @@ impl Toxic {
                 window: Window::default(),
                 after_idle: None,
                 dependency: None,
+                instance: None,
                 manual: false,
             })
             .collect())

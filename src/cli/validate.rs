@@ -31,6 +31,10 @@ pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, Lo
             SchemaError::at(&file, &text, &fault_path(i, Some("dependency")), message)
         })
         .collect();
+    problems.extend(faults.faults.iter().enumerate().filter(|(_, f)| f.instance.is_some()).map(|(i, _)| {
+        let message = "names an instance of an experiment's built-in target; a fault file's faults apply to the proxy that loads it";
+        SchemaError::at(&file, &text, &fault_path(i, Some("instance")), message)
+    }));
     problems.extend(faults.faults.iter().enumerate().filter(|(_, f)| f.manual).map(|(i, _)| {
         let message = "manual: only an experiment run with --control starts a manual fault; a fault file's windows are times";
         SchemaError::at(&file, &text, &fault_path(i, Some("at")), message)

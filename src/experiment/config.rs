@@ -11,8 +11,8 @@ use crate::fault::Fault;
 use crate::fault::MAX_FAULTS;
 use crate::schema::deserialize_checked;
 use crate::schema::units::Dur;
-use crate::target::TargetRoute;
 
+pub use super::instances::BuiltinTarget;
 pub use super::topology::{DependencySpec, InferredBreaker, Service, SystemSpec, Upstream};
 use super::topology::{RawDependency, RawSystem};
 
@@ -127,8 +127,8 @@ impl Experiment {
 /// The dependency.
 #[derive(Debug, Clone)]
 pub enum TargetSpec {
-    /// The embedded fixture server with configured routes.
-    Builtin(Vec<TargetRoute>),
+    /// The embedded fixture server: its routes, perhaps several instances.
+    Builtin(BuiltinTarget),
     /// A real service over HTTP or HTTPS (real clock only).
     Url(Service),
 }
@@ -313,9 +313,10 @@ fn one() -> u64 {
 #[schemars(extend("oneOf" = [{ "required": ["builtin"] }, { "required": ["url"] }]))]
 struct RawTarget {
     /// The embedded fixture server, with routes answered before its fixed
-    /// ones (`/health`, `/status/{code}`, `/delay/{duration}`, ...).
+    /// ones (`/health`, `/status/{code}`, `/delay/{duration}`, ...), or
+    /// several `instances` of it.
     #[serde(default)]
-    builtin: Option<RawBuiltin>,
+    builtin: Option<BuiltinTarget>,
     /// A real service (needs `clock: real`): `http://host:port`,
     /// `https://host[:port]`, optionally with a path prefix put before
     /// every request path (`https://host/api`), or `host:port`.
@@ -326,15 +327,6 @@ struct RawTarget {
     /// `client_key` (PEM, relative to this file), `insecure_skip_verify`.
     #[serde(default)]
     tls: Option<crate::tls::TlsOptions>,
-}
-
-/// The embedded fixture server's configuration.
-#[derive(Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct RawBuiltin {
-    /// Routes by path, each with its latency, status and body.
-    #[serde(default)]
-    routes: Vec<TargetRoute>,
 }
 
 /// The longest experiment (24 hours): a game day, not a soak test.
@@ -364,12 +356,12 @@ impl TryFrom<RawExperiment> for Experiment {
 fn build(raw: RawExperiment) -> Result<Experiment, String> {
     let has_target = raw.target.is_some();
     let target = match raw.target {
-        None => TargetSpec::Builtin(Vec::new()),
+        None => TargetSpec::Builtin(BuiltinTarget::default()),
         Some(RawTarget {
             builtin: Some(b),
             url: None,
             tls: None,
-        }) => TargetSpec::Builtin(b.routes),
+        }) => TargetSpec::Builtin(b),
         Some(RawTarget {
             builtin: None,
             url: Some(u),
@@ -452,6 +444,11 @@ fn build(raw: RawExperiment) -> Result<Experiment, String> {
         }
     }
     let mut faults = raw.faults;
+    let instance_names = match &target {
+        TargetSpec::Builtin(builtin) if system.is_none() => builtin.names(),
+        _ => Vec::new(),
+    };
+    super::instances::check_fault_instances(&faults, &instance_names)?;
     let dependency_names: Vec<&str> = dependencies.iter().map(|d| d.name.as_str()).collect();
     for (i, f) in faults.iter_mut().enumerate() {
         match (&f.dependency, dependency_names.as_slice()) {

@@ -39,8 +39,9 @@ type Spans = BTreeMap<String, Vec<(Duration, Option<Duration>)>>;
 pub struct Control {
     /// Time zero of the run.
     start: Instant,
-    /// Per manual fault: the plan that applies it and the fault as declared.
-    manual: BTreeMap<String, (Arc<FaultPlan>, Fault)>,
+    /// Per manual fault: the plans that apply it (one per instance of the
+    /// built-in target it applies on) and the fault as declared.
+    manual: BTreeMap<String, (Vec<Arc<FaultPlan>>, Fault)>,
     /// Per manual fault: its windows so far; the last one open while active.
     log: Mutex<Spans>,
     /// Set to `true` by `POST /halt`.
@@ -57,7 +58,8 @@ impl std::fmt::Debug for Control {
 
 impl Control {
     /// Control over the manual faults of `experiment`, each applied by the
-    /// plan of its dependency (the target's plan when it names none).
+    /// plan of its dependency, or by the target's plans when it names none:
+    /// every instance's, or its `instance:`'s only.
     pub fn new(
         experiment: &Experiment,
         dependencies: &[RunningDependency],
@@ -68,11 +70,15 @@ impl Control {
             .iter()
             .filter(|f| f.manual)
             .filter_map(|f| {
-                let plan = match &f.dependency {
-                    Some(name) => dependencies.iter().find(|d| &d.name == name),
-                    None => dependencies.first(),
-                }?;
-                Some((f.name.clone(), (plan.plan.clone(), f.clone())))
+                let plans: Vec<Arc<FaultPlan>> = dependencies
+                    .iter()
+                    .filter(|d| match &f.dependency {
+                        Some(name) => &d.name == name,
+                        None => super::instances::applies_on(f, d.instance.as_deref()),
+                    })
+                    .map(|d| d.plan.clone())
+                    .collect();
+                (!plans.is_empty()).then(|| (f.name.clone(), (plans, f.clone())))
             })
             .collect();
         Control {
@@ -106,7 +112,7 @@ impl Control {
             .collect()
     }
 
-    fn manual_fault(&self, name: &str) -> Result<&(Arc<FaultPlan>, Fault), ApiError> {
+    fn manual_fault(&self, name: &str) -> Result<&(Vec<Arc<FaultPlan>>, Fault), ApiError> {
         self.manual.get(name).ok_or_else(|| {
             let names: Vec<&str> = self.manual.keys().map(String::as_str).collect();
             ApiError::new(
@@ -125,7 +131,7 @@ impl Control {
 
     /// Opens a manual fault's window now.
     pub fn start_fault(&self, name: &str) -> Result<Value, ApiError> {
-        let (plan, declared) = self.manual_fault(name)?;
+        let (plans, declared) = self.manual_fault(name)?;
         if self.active().iter().any(|a| a == name) {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
@@ -140,14 +146,11 @@ impl Control {
             length: window.length,
             pattern: window.pattern,
         };
-        let mut faults: Vec<Fault> = plan
-            .faults()
-            .iter()
-            .filter(|f| f.name != name)
-            .cloned()
-            .collect();
-        faults.push(fault);
-        plan.replace(faults);
+        for plan in plans {
+            let mut faults = without(plan, name);
+            faults.push(fault.clone());
+            plan.replace(faults);
+        }
         let end = window.length.map(|l| now + l);
         self.log()
             .entry(name.to_string())
@@ -159,7 +162,7 @@ impl Control {
 
     /// Closes a manual fault's window now.
     pub fn stop_fault(&self, name: &str) -> Result<Value, ApiError> {
-        let (plan, _) = self.manual_fault(name)?;
+        let (plans, _) = self.manual_fault(name)?;
         if !self.active().iter().any(|a| a == name) {
             return Err(ApiError::new(
                 StatusCode::CONFLICT,
@@ -167,13 +170,9 @@ impl Control {
             ));
         }
         let now = self.elapsed();
-        let faults: Vec<Fault> = plan
-            .faults()
-            .iter()
-            .filter(|f| f.name != name)
-            .cloned()
-            .collect();
-        plan.replace(faults);
+        for plan in plans {
+            plan.replace(without(plan, name));
+        }
         if let Some(last) = self.log().get_mut(name).and_then(|spans| spans.last_mut()) {
             last.1 = Some(now);
         }
@@ -211,6 +210,15 @@ impl Control {
             })
             .collect()
     }
+}
+
+/// The faults `plan` applies now, but the one named `name`.
+fn without(plan: &FaultPlan, name: &str) -> Vec<Fault> {
+    plan.faults()
+        .iter()
+        .filter(|f| f.name != name)
+        .cloned()
+        .collect()
 }
 
 /// What `GET /status` answers: the run now, as JSON (the live view,

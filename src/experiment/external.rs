@@ -29,6 +29,9 @@ use crate::tls::{ServiceConnector, TlsClient, TlsKeys};
 pub struct RunningDependency {
     /// Its name.
     pub name: String,
+    /// The built-in target's instance it stands in front of, when the
+    /// target runs several (`target.builtin.instances`).
+    pub instance: Option<String>,
     /// Its fault plan, which records every arrival.
     pub plan: Arc<FaultPlan>,
     /// Every request through it, as `firedrill proxy --record` writes them
@@ -109,6 +112,7 @@ pub async fn stand_up(
         ));
         running.push(RunningDependency {
             name: dependency.name.clone(),
+            instance: None,
             plan,
             records: Some(records),
         });

@@ -5,6 +5,8 @@
 //! * [`classify`] — recognising a foreign service's fallback.
 //! * [`config`] — the experiment file, validated.
 //! * [`file`] — reading an experiment file and checking it against its names.
+//! * [`instances`] — the built-in target's instances, and the faults that
+//!   name one.
 //! * [`network`] — in-memory (virtual clock) or loopback (real clock).
 //! * [`load`] — the open-loop load generator.
 //! * [`run`] — stands everything up, drives the load, collects the timeline.
@@ -33,6 +35,7 @@ pub mod external;
 pub mod file;
 pub mod halt;
 pub mod infer;
+pub mod instances;
 pub mod judge;
 pub mod load;
 pub mod network;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::config::{ClockKind, Experiment, TargetSpec};
 use super::external::RunningDependency;
 use super::halt::HaltCondition;
+use super::instances::{InstanceServer, applies_on};
 use super::load::Load;
 use super::network::{LoopbackNetwork, MemoryNetwork, Network};
 use super::stream::{Counted, RecordSink, RunObserver, Stream, StreamSetup};
@@ -224,9 +225,9 @@ async fn execute<N: Network>(
         recorder: recorder.clone(),
         stream: stream.clone(),
     });
-    let (entry, dependencies) = match &experiment.system {
+    let (entry, dependencies, instances) = match &experiment.system {
         Some(system) => {
-            super::external::stand_up(
+            let (entry, dependencies) = super::external::stand_up(
                 experiment,
                 system,
                 start,
@@ -235,24 +236,25 @@ async fn execute<N: Network>(
                 &observer,
                 &mut dialed,
             )
-            .await?
+            .await?;
+            (entry, dependencies, Default::default())
         }
-        None => {
-            let (entry, plan) =
-                stand_up_target(experiment, &network, start, &servers, grace, &mut dialed).await?;
-            let target = RunningDependency {
-                name: "target".to_string(),
-                plan,
-                records: None,
-            };
-            (entry, vec![target])
-        }
+        None => stand_up_target(experiment, &network, start, &servers, grace, &mut dialed).await?,
     };
+    // The built-in target's instances by name, each a client through its
+    // own fault proxy (none without `target.builtin.instances`). Until a
+    // pool spreads the calls, the load and the defense line call `entry`:
+    // the first instance, in name order.
+    let instance_upstreams: std::collections::BTreeMap<String, Arc<dyn Upstream>> = instances;
+    debug_assert!(
+        instance_upstreams
+            .values()
+            .next()
+            .is_none_or(|first| Arc::ptr_eq(first, &entry))
+    );
     let to_proxy = entry;
 
     // The defense line, if any, in front of the fault proxy.
-    let instance_upstreams: std::collections::BTreeMap<String, Arc<dyn Upstream>> =
-        std::collections::BTreeMap::new(); // filled by the target's instances (branch instances)
     let instance = |name: &str| instance_upstreams.get(name).cloned();
     let (client, line): (Arc<dyn Upstream>, Option<Arc<DefenseLine>>) = match &experiment.defense {
         Some(config) => {
@@ -292,7 +294,12 @@ async fn execute<N: Network>(
     };
 
     // Load, halt watch and interrupt.
-    stream.watch_plans(dependencies.iter().map(|d| d.plan.clone()).collect());
+    stream.watch_plans(
+        dependencies
+            .iter()
+            .map(|d| (d.plan.clone(), d.instance.clone()))
+            .collect(),
+    );
     let load = Load::new(client, start, experiment.max_in_flight, stream.clone());
     let control = live.control.as_ref().map(|_| {
         Arc::new(super::control::Control::new(
@@ -509,19 +516,17 @@ fn collect(
     duration: Duration,
     requests: Vec<super::timeline::RequestRecord>,
 ) -> Timeline {
-    let arrivals: Vec<crate::fault::plan::Arrival> = dependencies
-        .iter()
-        .flat_map(|d| d.plan.arrivals())
-        .collect();
     // The dependency is the fault proxy and the target behind it: a call
     // answered by a fault in the target's place reached it too.
-    let mut target_hits: Vec<TargetHit> = arrivals
-        .into_iter()
-        .map(|a| TargetHit {
-            at: a.at,
-            path: a.path,
-            request_id: a.request_id,
-            instance: None,
+    let mut target_hits: Vec<TargetHit> = dependencies
+        .iter()
+        .flat_map(|d| {
+            d.plan.arrivals().into_iter().map(|a| TargetHit {
+                at: a.at,
+                path: a.path,
+                request_id: a.request_id,
+                instance: d.instance.clone(),
+            })
         })
         .collect();
     target_hits.sort_by_key(|h| h.at);
@@ -599,8 +604,18 @@ fn collect(
     }
 }
 
-/// The fault proxy in front of the fixture server or a real target, and a
-/// client towards the proxy.
+/// What [`stand_up_target`] gives: the client towards the target's fault
+/// proxy (the first instance's, with instances), one running dependency
+/// per fault proxy, and the client towards each instance's proxy by name
+/// (none without `target.builtin.instances`).
+type TargetUp = (
+    Arc<dyn Upstream>,
+    Vec<RunningDependency>,
+    std::collections::BTreeMap<String, Arc<dyn Upstream>>,
+);
+
+/// The fault proxy in front of a real target, or in front of the fixture
+/// server (one of each per instance, with instances).
 async fn stand_up_target<N: Network>(
     experiment: &Experiment,
     network: &N,
@@ -608,43 +623,90 @@ async fn stand_up_target<N: Network>(
     servers: &ShutdownSignal,
     grace: Duration,
     dialed: &mut super::external::Dialed,
-) -> Result<(Arc<dyn Upstream>, Arc<FaultPlan>), RunError> {
-    let listen = || async { network.listen().await.map_err(RunError::Listen) };
-    // The target: the embedded fixture server, or a real service.
-    let routes = match &experiment.target {
-        TargetSpec::Builtin(routes) => routes.clone(),
-        TargetSpec::Url(_) => Vec::new(),
-    };
-    let stats = Arc::new(TargetStats::with_routes(routes));
-    let plan = Arc::new(
-        FaultPlan::new(scheduled(&experiment.faults), experiment.seed, start).recording_arrivals(),
-    );
-    let (proxy_acceptor, proxy_connector, proxy_authority) = listen().await?;
-    match &experiment.target {
-        TargetSpec::Builtin(_) => {
-            let (acceptor, connector, _) = listen().await?;
-            tokio::spawn(crate::target::serve(
-                acceptor,
-                stats.clone(),
-                servers.clone(),
-            ));
-            let forward = Forward {
-                connector: Arc::new(connector),
-                rewrite: Default::default(),
-                client_fin: Default::default(),
-            };
-            spawn_proxy(proxy_acceptor, forward, &plan, servers, grace);
-        }
+) -> Result<TargetUp, RunError> {
+    let builtin = match &experiment.target {
+        TargetSpec::Builtin(builtin) => builtin,
         TargetSpec::Url(service) => {
+            let plan = target_plan(experiment, None, start);
+            let (acceptor, connector, authority) =
+                network.listen().await.map_err(RunError::Listen)?;
             let forward = super::external::take(dialed, service).await?;
-            spawn_proxy(proxy_acceptor, forward, &plan, servers, grace);
+            spawn_proxy(acceptor, forward, &plan, servers, grace);
+            let entry: Arc<dyn Upstream> =
+                Arc::new(HttpUpstream::new(Arc::new(connector), &authority));
+            let target = target_dependency(None, plan);
+            return Ok((entry, vec![target], Default::default()));
         }
+    };
+    let (first, others) = builtin.servers();
+    let (entry, dependency) =
+        stand_up_instance(experiment, network, first, start, servers, grace).await?;
+    let mut stood = vec![(entry.clone(), dependency)];
+    for server in others {
+        stood.push(stand_up_instance(experiment, network, server, start, servers, grace).await?);
     }
-    let to_proxy: Arc<dyn Upstream> = Arc::new(HttpUpstream::new(
+    let instances = stood
+        .iter()
+        .filter_map(|(client, d)| Some((d.instance.clone()?, client.clone())))
+        .collect();
+    let dependencies = stood.into_iter().map(|(_, d)| d).collect();
+    Ok((entry, dependencies, instances))
+}
+
+/// One fixture server and the fault proxy in front of it, applying the
+/// faults meant for its instance: the client towards the proxy, and the
+/// proxy as a running dependency.
+async fn stand_up_instance<N: Network>(
+    experiment: &Experiment,
+    network: &N,
+    server: InstanceServer,
+    start: clock::Instant,
+    servers: &ShutdownSignal,
+    grace: Duration,
+) -> Result<(Arc<dyn Upstream>, RunningDependency), RunError> {
+    let listen = || async { network.listen().await.map_err(RunError::Listen) };
+    let plan = target_plan(experiment, server.name.as_deref(), start);
+    let (proxy_acceptor, proxy_connector, proxy_authority) = listen().await?;
+    let (acceptor, connector, _) = listen().await?;
+    let stats = Arc::new(TargetStats::with_routes(server.routes));
+    tokio::spawn(crate::target::serve(acceptor, stats, servers.clone()));
+    let forward = Forward {
+        connector: Arc::new(connector),
+        rewrite: Default::default(),
+        client_fin: Default::default(),
+    };
+    spawn_proxy(proxy_acceptor, forward, &plan, servers, grace);
+    let client: Arc<dyn Upstream> = Arc::new(HttpUpstream::new(
         Arc::new(proxy_connector),
         &proxy_authority,
     ));
-    Ok((to_proxy, plan))
+    Ok((client, target_dependency(server.name, plan)))
+}
+
+/// The fault plan of the target's proxy in front of `instance` (none: the
+/// target without instances): the scheduled faults that apply there,
+/// recording every arrival.
+fn target_plan(
+    experiment: &Experiment,
+    instance: Option<&str>,
+    start: clock::Instant,
+) -> Arc<FaultPlan> {
+    let faults = scheduled(&experiment.faults)
+        .into_iter()
+        .filter(|f| applies_on(f, instance))
+        .collect();
+    Arc::new(FaultPlan::new(faults, experiment.seed, start).recording_arrivals())
+}
+
+/// The target's fault proxy (in front of `instance`, if named) as a
+/// running dependency.
+fn target_dependency(instance: Option<String>, plan: Arc<FaultPlan>) -> RunningDependency {
+    RunningDependency {
+        name: "target".to_string(),
+        instance,
+        plan,
+        records: None,
+    }
 }
 
 /// Starts the HTTP fault proxy in front of whatever `forward` reaches.
@@ -763,3 +825,7 @@ fn stream_setup(
             .collect(),
     }
 }
+
+#[cfg(test)]
+#[path = "run_tests.rs"]
+mod tests;

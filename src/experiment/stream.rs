@@ -281,6 +281,8 @@ struct Inner {
     recent: BTreeMap<u64, RequestRecord>,
     /// Hits counted.
     target_hits: u64,
+    /// Hits counted, per instance of the built-in target.
+    instance_hits: BTreeMap<String, u64>,
     /// Every request, when kept.
     kept_requests: Vec<RequestRecord>,
     /// Per plan, the arrivals read so far (kept).
@@ -289,10 +291,14 @@ struct Inner {
     sink_error: Option<std::io::Error>,
 }
 
+/// A fault plan whose arrivals are target hits, and the instance of the
+/// built-in target its proxy stands in front of (none: no instances).
+pub type WatchedPlan = (Arc<FaultPlan>, Option<String>);
+
 /// The requests of a run, counted as they finish.
 pub struct Stream {
     start: Instant,
-    plans: OnceLock<Vec<Arc<FaultPlan>>>,
+    plans: OnceLock<Vec<WatchedPlan>>,
     control: OnceLock<Arc<Control>>,
     inner: Mutex<Inner>,
 }
@@ -312,6 +318,9 @@ pub struct Counted {
     pub routes: Vec<(String, RouteTally)>,
     /// Target hits.
     pub target_hits: u64,
+    /// Target hits per instance of the built-in target (none without
+    /// instances).
+    pub instance_hits: BTreeMap<String, u64>,
     /// Every request, when kept.
     pub requests: Vec<RequestRecord>,
 }
@@ -343,6 +352,7 @@ impl Stream {
                 live: BTreeMap::new(),
                 recent: BTreeMap::new(),
                 target_hits: 0,
+                instance_hits: BTreeMap::new(),
                 kept_requests: Vec::new(),
                 cursors: Vec::new(),
                 sink_error: None,
@@ -350,8 +360,9 @@ impl Stream {
         })
     }
 
-    /// The fault plans whose arrivals are the target hits.
-    pub fn watch_plans(&self, plans: Vec<Arc<FaultPlan>>) {
+    /// The fault plans whose arrivals are the target hits, each with the
+    /// instance of the built-in target it stands in front of (if any).
+    pub fn watch_plans(&self, plans: Vec<WatchedPlan>) {
         let _ = self.plans.set(plans);
     }
 
@@ -440,11 +451,13 @@ impl Stream {
         self.lock().health.push(change.clone());
     }
 
-    /// Takes the arrivals the plans recorded since the last look.
+    /// Takes the arrivals the plans recorded since the last look; those of
+    /// several plans (instances, dependencies) join the hits in time order.
     fn arrivals(&self, inner: &mut Inner) {
         let plans = self.plans.get().map_or(&[][..], Vec::as_slice);
         inner.cursors.resize(plans.len(), 0);
-        for (i, plan) in plans.iter().enumerate() {
+        let mut batch = Vec::new();
+        for (i, (plan, instance)) in plans.iter().enumerate() {
             // Kept, the plan's log stays whole for the inference after the
             // run; else it is emptied as it is read.
             let arrivals = if inner.setup.keep {
@@ -459,14 +472,16 @@ impl Stream {
                     open.reached += 1;
                     open.touched = open.touched.max(a.at);
                 }
-                inner.hits.push_back(TargetHit {
+                batch.push(TargetHit {
                     at: a.at,
                     path: a.path,
                     request_id: a.request_id,
-                    instance: None,
+                    instance: instance.clone(),
                 });
             }
         }
+        batch.sort_by_key(|h| h.at);
+        inner.hits.extend(batch);
     }
 
     /// Judges the hits and counts the requests whose time has passed
@@ -491,6 +506,9 @@ impl Stream {
             });
             self.count(inner, now, |c, scene| c.hit(&hit, sent, scene));
             inner.target_hits += 1;
+            if let Some(instance) = hit.instance {
+                *inner.instance_hits.entry(instance).or_default() += 1;
+            }
         }
         match now {
             Some(now) => {
@@ -718,6 +736,7 @@ impl Stream {
             tallies: inner.counters.iter().map(Counter::tally).collect(),
             routes,
             target_hits: inner.target_hits,
+            instance_hits: std::mem::take(&mut inner.instance_hits),
             requests: std::mem::take(&mut inner.kept_requests),
         })
     }

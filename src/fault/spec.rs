@@ -71,6 +71,9 @@ pub struct Fault {
     pub after_idle: Option<crate::clock::Duration>,
     /// In an experiment with dependencies: the one whose proxy applies it.
     pub dependency: Option<String>,
+    /// In an experiment whose built-in target runs several instances: the
+    /// one whose proxy applies it (none: every instance's).
+    pub instance: Option<String>,
     /// `at: manual`: the window opens and closes when a person says so
     /// (`firedrill run --control`); `window` then gives only its length.
     pub manual: bool,
@@ -454,6 +457,10 @@ pub struct RawFault {
     /// it (may be left out when there is one).
     #[serde(default)]
     dependency: Option<String>,
+    /// Experiments whose built-in target has `instances`: the instance
+    /// whose proxy applies it (default: every instance).
+    #[serde(default)]
+    instance: Option<String>,
     // The kind fields: last, one per row of `KINDS`, in its order (tested).
     /// Kind: delay data (TCP) or the request/response (HTTP).
     #[serde(default, deserialize_with = "present")]
@@ -576,6 +583,7 @@ impl TryFrom<RawFault> for Fault {
             window,
             after_idle,
             dependency: raw.dependency,
+            instance: raw.instance,
             manual,
         })
     }

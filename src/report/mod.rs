@@ -77,6 +77,10 @@ pub struct RunReport {
     pub faults: Vec<FaultReport>,
     /// Requests that reached the target.
     pub target_hits: usize,
+    /// Of them, those each instance of the built-in target received, by
+    /// name (omitted without instances).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub instance_hits: std::collections::BTreeMap<String, u64>,
     /// Requests shed by the in-flight cap.
     pub shed: u64,
     /// What could not be read after the run (a service's events file).
@@ -228,6 +232,7 @@ impl RunReport {
             breakers,
             faults,
             target_hits: result.counted.target_hits as usize,
+            instance_hits: result.counted.instance_hits.clone(),
             shed: result.shed,
             warnings: result.warnings.clone(),
             system_under_test: experiment.system.is_some(),
@@ -253,7 +258,10 @@ fn targets(experiment: &Experiment) -> Vec<String> {
     use crate::experiment::topology::Upstream;
     let Some(system) = &experiment.system else {
         return vec![match &experiment.target {
-            TargetSpec::Builtin(_) => "target: builtin".to_string(),
+            TargetSpec::Builtin(b) if b.instances.is_empty() => "target: builtin".to_string(),
+            TargetSpec::Builtin(b) => {
+                format!("target: builtin, instances {}", b.names().join(", "))
+            }
             TargetSpec::Url(service) => format!("target: {}", service.endpoint.url()),
         }];
     };

@@ -176,8 +176,21 @@ fn play(
             phases: [("recovery".to_string(), (ms(12_000), ms(PLANNED_MS)))].into(),
         };
         let stream = Stream::new(setup, start);
-        let plan = Arc::new(FaultPlan::new(Vec::new(), 0, start).recording_arrivals());
-        stream.watch_plans(vec![plan.clone()]);
+        // Two instances of the target: a hit reaches one by its time (hits
+        // of one instant at one instance: which of two is first is moot).
+        let plans: Vec<(&str, Arc<FaultPlan>)> = ["a", "b"]
+            .into_iter()
+            .map(|name| {
+                let plan = FaultPlan::new(Vec::new(), 0, start).recording_arrivals();
+                (name, Arc::new(plan))
+            })
+            .collect();
+        stream.watch_plans(
+            plans
+                .iter()
+                .map(|(name, plan)| (plan.clone(), Some(name.to_string())))
+                .collect(),
+        );
 
         // Every event with its time, ordered by time then by a seeded key
         // (events of one instant come in any order).
@@ -267,12 +280,13 @@ fn play(
                         crate::http::headers::REQUEST_ID_HEADER,
                         id.to_string().parse().unwrap(),
                     );
+                    let (instance, plan) = &plans[at as usize % plans.len()];
                     plan.note_arrival(path, &headers);
                     hits.push(TargetHit {
                         at: now,
                         path: path.to_string(),
                         request_id: Some(id),
-                        instance: None,
+                        instance: Some(instance.to_string()),
                     });
                 }
                 Event::Transition(to) => {
@@ -361,7 +375,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
 
     #[test]
-    fn streamed_tallies_equal_the_tallies_of_the_whole_timeline(
+    fn streamed_tallies_equal_the_tallies_of_the_whole_timeline_with_hits_at_two_instances(
         gens in prop::collection::vec(request_gen(), 0..300),
         steps in prop::collection::vec(((0u64..PLANNED_MS / 50).prop_map(|k| k * 50), any::<bool>()), 0..12),
         cut in prop::option::weighted(0.3, (1u64..PLANNED_MS / 50).prop_map(|k| k * 50)),
@@ -387,6 +401,12 @@ proptest! {
             prop_assert_eq!(tally, &whole, "route {}", route);
         }
         prop_assert_eq!(counted.target_hits, timeline.target_hits.len() as u64);
+        // And per instance.
+        let mut per_instance = std::collections::BTreeMap::new();
+        for hit in &timeline.target_hits {
+            *per_instance.entry(hit.instance.clone().unwrap_or_default()).or_insert(0) += 1;
+        }
+        prop_assert_eq!(&counted.instance_hits, &per_instance);
     }
 }
 
@@ -438,4 +458,52 @@ fn a_request_waits_for_its_report_and_no_longer_than_report_wait() {
             "2 and 3 are still open (sent, not finished)"
         );
     });
+}
+
+#[test]
+fn hits_at_several_instances_are_judged_in_time_order_not_instance_order() {
+    paused().block_on(async {
+        let start = clock::now();
+        let setup = StreamSetup {
+            expectations: vec![parse("calls to /* between 1s and 15s >= 1").unwrap()],
+            routes: Vec::new(),
+            sinks: Vec::new(),
+            keep: false,
+            recent: Duration::ZERO,
+            defended: false,
+            planned: ms(PLANNED_MS),
+            fault_spans: BTreeMap::new(),
+            phases: BTreeMap::new(),
+        };
+        let stream = Stream::new(setup, start);
+        let plan = || Arc::new(FaultPlan::new(Vec::new(), 0, start).recording_arrivals());
+        let (a, b) = (plan(), plan());
+        stream.watch_plans(vec![
+            (a.clone(), Some("a".to_string())),
+            (b.clone(), Some("b".to_string())),
+        ]);
+        let arrive = |plan: &FaultPlan, id: u64| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(
+                crate::http::headers::REQUEST_ID_HEADER,
+                id.to_string().parse().unwrap(),
+            );
+            plan.note_arrival("/x", &headers);
+        };
+        // b is reached first, then a; the stream reads both at once.
+        tokio::time::advance(ms(2_000)).await;
+        arrive(&b, 7);
+        tokio::time::advance(ms(1_000)).await;
+        arrive(&a, 8);
+        let counted = stream.finish().unwrap();
+        assert_eq!(
+            counted.tallies,
+            [Tally::Calls(crate::experiment::expect::tally::CallTally {
+                count: 2,
+                first: Some((ms(2_000), Some(7))),
+            })]
+        );
+        let per_instance = [("a".to_string(), 1), ("b".to_string(), 1)];
+        assert_eq!(counted.instance_hits, per_instance.into_iter().collect());
+    })
 }
