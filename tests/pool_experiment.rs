@@ -34,8 +34,11 @@ expect:
   - route catalogue requests >= 1
 ";
 
-/// The health changes of one virtual run: (ms, server, healthy, by).
-fn health_of_one_run() -> (Vec<PoolInfo>, Vec<(u128, String, bool, String)>) {
+/// One health change: (ms from the start, server, healthy, by).
+type Change = (u128, String, bool, String);
+
+/// The pools and health changes of one virtual run.
+fn health_of_one_run() -> (Vec<PoolInfo>, Vec<Change>) {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("pool.yaml");
     std::fs::write(&file, EXPERIMENT).unwrap();
