@@ -20,13 +20,13 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use super::control::Control;
-use super::expect::ast::{Expectation, Rule};
-use super::expect::tally::{RouteTally, Tally};
+use super::expect::ast::{Expectation, Rule, Server, Window};
+use super::expect::tally::{RouteTally, ShareTally, Tally, counts_hit};
 use super::expect::window::{Scene, interval_start};
 use super::timeline::{ClientError, RequestRecord, TargetHit};
 use crate::clock::{self, Duration, Instant};
 use crate::defense::breaker::{State, Transition};
-use crate::defense::report::{CallReport, Observer, Recorder};
+use crate::defense::report::{CallReport, HealthChange, Observer, Recorder};
 use crate::fault::FaultPlan;
 
 /// How long a finished request waits for the defense line's report of it
@@ -113,6 +113,7 @@ impl Open {
 }
 
 /// What one expectation counts, as the stream sees it.
+#[derive(Clone)]
 enum Counter {
     /// A breaker sentence: nothing.
     None,
@@ -120,6 +121,8 @@ enum Counter {
     Route(Expectation, RouteTally),
     /// A calls sentence.
     Calls(Expectation, super::expect::tally::CallTally),
+    /// A pool share sentence: its window and the pool calls in it.
+    Share(Window, ShareTally),
 }
 
 impl Counter {
@@ -127,6 +130,10 @@ impl Counter {
         match &expectation.rule {
             Rule::Route { .. } => Counter::Route(expectation.clone(), RouteTally::default()),
             Rule::Calls { .. } => Counter::Calls(expectation.clone(), Default::default()),
+            rule @ Rule::Pool(_) => match rule.counted_window() {
+                Some(window) => Counter::Share(window.clone(), ShareTally::default()),
+                None => Counter::None,
+            },
             _ => Counter::None,
         }
     }
@@ -136,6 +143,7 @@ impl Counter {
             Counter::None => Tally::None,
             Counter::Route(_, t) => Tally::Route(t.clone()),
             Counter::Calls(_, t) => Tally::Calls(t.clone()),
+            Counter::Share(_, t) => Tally::Share(t.clone()),
         }
     }
 
@@ -148,14 +156,25 @@ impl Counter {
         {
             tally.add(r);
         }
+        if let Counter::Share(window, tally) = self
+            && r.served_by.is_some()
+            && interval_start(window, scene, r.sent).is_some()
+        {
+            tally.add(r);
+        }
     }
 
     /// Counts a target hit if it is this sentence's; `sent` is when its
     /// request was sent, if known.
     fn hit(&mut self, hit: &TargetHit, sent: Option<Duration>, scene: &impl Scene) {
         if let Counter::Calls(e, tally) = self
-            && let Rule::Calls { glob, window, .. } = &e.rule
-            && glob.is_match(&hit.path)
+            && let Rule::Calls {
+                glob,
+                instance,
+                window,
+                ..
+            } = &e.rule
+            && counts_hit(glob, instance.as_ref(), hit)
             && let Some(from) = interval_start(window, scene, hit.at)
             && sent.is_none_or(|s| s > from)
         {
@@ -195,6 +214,7 @@ struct Known<'a> {
     fault_spans: &'a BTreeMap<String, (Duration, Duration)>,
     phases: &'a BTreeMap<String, (Duration, Duration)>,
     transitions: &'a [Transition],
+    health: &'a [HealthChange],
     control: Option<&'a Control>,
     now: Duration,
 }
@@ -219,6 +239,12 @@ impl Scene for Known<'_> {
             .rfind(|tr| tr.breaker == name && tr.at <= t)
             .map(|tr| (tr.at, tr.to))
     }
+    fn last_health(&self, server: &Server, t: Duration) -> Option<(Duration, bool)> {
+        self.health
+            .iter()
+            .rfind(|h| server.is(&h.pool, &h.server) && h.at <= t)
+            .map(|h| (h.at, h.healthy))
+    }
 }
 
 /// The stream's state.
@@ -239,6 +265,8 @@ struct Inner {
     hits: VecDeque<TargetHit>,
     /// Breaker transitions so far.
     transitions: Vec<Transition>,
+    /// Pool health changes so far.
+    health: Vec<HealthChange>,
     /// The run's end: planned, or when it was cut short.
     end: Duration,
     /// One per expectation.
@@ -316,6 +344,7 @@ impl Stream {
                 next_out: 0,
                 hits: VecDeque::new(),
                 transitions: Vec::new(),
+                health: Vec::new(),
                 end,
                 counters,
                 routes: BTreeMap::new(),
@@ -416,6 +445,10 @@ impl Stream {
 
     fn transition(&self, transition: &Transition) {
         self.lock().transitions.push(transition.clone());
+    }
+
+    fn health(&self, change: &HealthChange) {
+        self.lock().health.push(change.clone());
     }
 
     /// Takes the arrivals the plans recorded since the last look; those of
@@ -535,10 +568,11 @@ impl Stream {
             counters,
             setup,
             transitions,
+            health,
             end,
             ..
         } = inner;
-        let scene = known(setup, transitions, *end, self.control.get(), now);
+        let scene = known(setup, transitions, health, *end, self.control.get(), now);
         for c in counters.iter_mut() {
             f(c, &scene);
         }
@@ -641,18 +675,12 @@ impl Stream {
         let scene = known(
             &inner.setup,
             &inner.transitions,
+            &inner.health,
             inner.end,
             self.control.get(),
             Some(now),
         );
-        let mut counters: Vec<Counter> = inner.counters[pick]
-            .iter()
-            .map(|c| match c {
-                Counter::None => Counter::None,
-                Counter::Route(e, t) => Counter::Route(e.clone(), t.clone()),
-                Counter::Calls(e, t) => Counter::Calls(e.clone(), t.clone()),
-            })
-            .collect();
+        let mut counters: Vec<Counter> = inner.counters[pick].to_vec();
         for hit in &inner.hits {
             let sent = hit
                 .request_id
@@ -718,6 +746,7 @@ impl Stream {
 fn known<'a>(
     setup: &'a StreamSetup,
     transitions: &'a [Transition],
+    health: &'a [HealthChange],
     end: Duration,
     control: Option<&'a Arc<Control>>,
     now: Option<Duration>,
@@ -727,6 +756,7 @@ fn known<'a>(
         fault_spans: &setup.fault_spans,
         phases: &setup.phases,
         transitions,
+        health,
         control: control.map(|c| &**c),
         now: now.unwrap_or(end),
     }
@@ -750,6 +780,11 @@ impl Observer for RunObserver {
 
     fn call(&self, report: &CallReport) {
         self.stream.call(report);
+    }
+
+    fn health(&self, change: &HealthChange) {
+        self.recorder.health(change);
+        self.stream.health(change);
     }
 }
 

@@ -90,11 +90,15 @@ pub enum Rule {
         /// Where it must keep it.
         window: Window,
     },
-    /// `calls to GLOB [WINDOW] OP N`: target hits on matching paths that
-    /// arrived inside the window (the counter proof with `while B is open`).
+    /// `calls to GLOB [on instance I] [WINDOW] OP N`, `calls to instance I
+    /// [WINDOW] OP N`: target hits on matching paths that arrived inside the
+    /// window (the counter proof with `while B is open`).
     Calls {
         /// The paths counted.
         glob: PathGlob,
+        /// Only hits at this instance of the built-in target, and only
+        /// client calls (a pool's health checks are not counted).
+        instance: Option<Name>,
         /// Where hits are counted, by arrival time.
         window: Window,
         /// The bound on the count.
@@ -110,6 +114,95 @@ pub enum Rule {
         /// Which requests count, by send time.
         window: Window,
         /// The bound on the figure.
+        bound: Bound,
+    },
+    /// The sentences about pools: `instance ...`, `pool ...`.
+    Pool(PoolRule),
+}
+
+impl Rule {
+    /// The window whose requests or target hits the sentence counts (the
+    /// sentences judged on figures); `None` for the others.
+    pub fn counted_window(&self) -> Option<&Window> {
+        match self {
+            Rule::Calls { window, .. }
+            | Rule::Route { window, .. }
+            | Rule::Pool(PoolRule::Share { window, .. } | PoolRule::Backup { window, .. }) => {
+                Some(window)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A pool server named in a sentence: `instance b` or `instance b of
+/// inventory` (the pool may be left out when only one pool has a server of
+/// that name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Server {
+    /// The server's name.
+    pub name: Name,
+    /// Its pool, when written.
+    pub pool: Option<Name>,
+}
+
+impl Server {
+    /// Whether a pool server `(pool, server)` is this one.
+    pub fn is(&self, pool: &str, server: &str) -> bool {
+        self.name.text == server && self.pool.as_ref().is_none_or(|p| p.text == pool)
+    }
+}
+
+impl fmt::Display for Server {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.pool {
+            Some(pool) => write!(f, "instance {} of {pool}", self.name),
+            None => write!(f, "instance {}", self.name),
+        }
+    }
+}
+
+/// The sentences about a pool and its servers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PoolRule {
+    /// `instance I [of P] is ejected|returns within 3s of ANCHOR`: the
+    /// first such health change at or after the anchor comes no later than
+    /// `within` after it.
+    Health {
+        /// The server.
+        server: Server,
+        /// `returns` (true) or `is ejected` (false).
+        healthy: bool,
+        /// The longest acceptable delay after the anchor (inclusive).
+        within: Duration,
+        /// What the delay is measured from.
+        anchor: Anchor,
+    },
+    /// `instance I [of P] is never ejected [WINDOW]`.
+    NeverEjected {
+        /// The server.
+        server: Server,
+        /// Where ejections are counted.
+        window: Window,
+    },
+    /// `instance I [of P] share [WINDOW] BOUND`: the share of the pool's
+    /// calls (sent in the window) that this server answered.
+    Share {
+        /// The server.
+        server: Server,
+        /// Which calls count, by send time.
+        window: Window,
+        /// The bound on the share.
+        bound: Bound,
+    },
+    /// `pool P served by backup [WINDOW] BOUND`: the share of the pool's
+    /// calls (sent in the window) that a backup server answered.
+    Backup {
+        /// The pool.
+        pool: Name,
+        /// Which calls count, by send time.
+        window: Window,
+        /// The bound on the share.
         bound: Bound,
     },
 }
@@ -216,6 +309,9 @@ pub enum Window {
     Between(Duration, Duration),
     /// `in phase NAME`.
     Phase(Name),
+    /// `while instance I [of P] is ejected`: from each health change that
+    /// took the server out of rotation to the one that brought it back.
+    Ejected(Server),
 }
 
 /// A figure of a load route.

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use crate::experiment::timeline::Timeline;
 
-use super::ast::{Anchor, Expectation, Name, Rule, Window};
+use super::ast::{Anchor, Expectation, Name, PoolRule, Rule, Server, Window};
 use super::grammar::closest;
 
 /// The names an experiment defines.
@@ -20,6 +20,14 @@ pub struct Names {
     pub routes: BTreeSet<String>,
     /// Phases.
     pub phases: BTreeSet<String>,
+    /// Pools of the defense line.
+    pub pools: BTreeSet<String>,
+    /// Servers of every pool.
+    pub servers: BTreeSet<String>,
+    /// Servers per pool.
+    pub pool_servers: std::collections::BTreeMap<String, BTreeSet<String>>,
+    /// Instances of the built-in target.
+    pub instances: BTreeSet<String>,
 }
 
 impl Names {
@@ -30,7 +38,33 @@ impl Names {
             faults: timeline.faults.iter().map(|f| f.name.clone()).collect(),
             routes: timeline.requests.iter().map(|r| r.route.clone()).collect(),
             phases: timeline.phases.iter().map(|p| p.name.clone()).collect(),
+            instances: timeline
+                .target_hits
+                .iter()
+                .filter_map(|h| h.instance.clone())
+                .collect(),
+            ..Names::default()
         }
+        .with_pools(
+            timeline
+                .pools
+                .iter()
+                .map(|p| (p.name.as_str(), p.servers.iter().map(|(s, _)| s.as_str()))),
+        )
+    }
+
+    /// These names and the pools given as (pool, its servers).
+    pub fn with_pools<'a, S: IntoIterator<Item = &'a str>>(
+        mut self,
+        pools: impl IntoIterator<Item = (&'a str, S)>,
+    ) -> Names {
+        for (pool, servers) in pools {
+            let servers: BTreeSet<String> = servers.into_iter().map(str::to_string).collect();
+            self.servers.extend(servers.iter().cloned());
+            self.pools.insert(pool.to_string());
+            self.pool_servers.insert(pool.to_string(), servers);
+        }
+        self
     }
 }
 
@@ -60,7 +94,36 @@ pub fn check(expectation: &Expectation, names: &Names) -> Result<(), String> {
             refs.push(("breaker", breaker, &names.breakers));
             refs.extend(window(w));
         }
-        Rule::Calls { window: w, .. } => refs.extend(window(w)),
+        Rule::Calls {
+            window: w,
+            instance,
+            ..
+        } => {
+            refs.extend(window(w));
+            if let Some(i) = instance {
+                refs.push(("instance", i, &names.instances));
+            }
+        }
+        Rule::Pool(rule) => {
+            let (server, w, anchor) = match rule {
+                PoolRule::Health { server, anchor, .. } => (Some(server), None, Some(anchor)),
+                PoolRule::NeverEjected { server, window }
+                | PoolRule::Share { server, window, .. } => (Some(server), Some(window), None),
+                PoolRule::Backup { pool, window, .. } => {
+                    refs.push(("pool", pool, &names.pools));
+                    (None, Some(window), None)
+                }
+            };
+            if let Some(server) = server {
+                refs.extend(server_refs(server, names));
+            }
+            if let Some(w) = w {
+                refs.extend(window(w));
+            }
+            if let Some(Anchor::FaultStart(f) | Anchor::FaultEnd(f)) = anchor {
+                refs.push(("fault", f, &names.faults));
+            }
+        }
         Rule::Route {
             route, window: w, ..
         } => {
@@ -87,6 +150,19 @@ fn window_name<'a>(window: &'a Window, names: &'a Names) -> Option<Reference<'a>
         Window::During(f) => Some(("fault", f, &names.faults)),
         Window::While { breaker, .. } => Some(("breaker", breaker, &names.breakers)),
         Window::Phase(p) => Some(("phase", p, &names.phases)),
+        Window::Ejected(server) => server_refs(server, names).into_iter().next(),
+    }
+}
+
+/// The names a pool server reference uses: its pool (when written) and
+/// the server, which must be one of that pool's (or of any pool's).
+fn server_refs<'a>(server: &'a Server, names: &'a Names) -> Vec<Reference<'a>> {
+    match &server.pool {
+        Some(pool) => match names.pool_servers.get(&pool.text) {
+            Some(servers) => vec![("pool server", &server.name, servers)],
+            None => vec![("pool", pool, &names.pools)],
+        },
+        None => vec![("pool server", &server.name, &names.servers)],
     }
 }
 

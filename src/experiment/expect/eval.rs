@@ -5,8 +5,8 @@ use crate::clock::Duration;
 use crate::defense::breaker::{State, Transition};
 use crate::experiment::timeline::Timeline;
 
-use super::ast::{Anchor, CountBound, Event, Expectation, Name, Rule, Wait, Window};
-use super::tally::{CallTally, RouteTally, Tally};
+use super::ast::{Anchor, CountBound, Event, Expectation, Name, PoolRule, Rule, Wait, Window};
+use super::tally::{CallTally, RouteTally, ShareTally, Tally};
 use super::verdict::{Verdict, latency, list_times, secs, times};
 use super::window::{contains, describe, resolve, state_at};
 
@@ -19,18 +19,21 @@ pub fn evaluate(expectation: &Expectation, timeline: &Timeline) -> Verdict {
 /// What `expectation` counts of the requests and target hits `timeline`
 /// keeps (the reference a run's streamed tallies must equal).
 pub fn tally(expectation: &Expectation, timeline: &Timeline) -> Tally {
-    let window = match &expectation.rule {
-        Rule::Calls { window, .. } | Rule::Route { window, .. } => window,
-        _ => return Tally::None,
+    let Some(window) = expectation.rule.counted_window() else {
+        return Tally::None;
     };
     let intervals = resolve(window, timeline).unwrap_or_default();
     match &expectation.rule {
-        Rule::Calls { glob, .. } => {
-            Tally::Calls(super::metrics::tally_calls(timeline, glob, &intervals))
-        }
+        Rule::Calls { glob, instance, .. } => Tally::Calls(super::metrics::tally_calls(
+            timeline,
+            glob,
+            instance.as_ref(),
+            &intervals,
+        )),
         Rule::Route { route, .. } => {
             Tally::Route(super::metrics::tally_route(timeline, route, &intervals))
         }
+        Rule::Pool(_) => Tally::Share(super::pool::tally_shares(timeline, &intervals)),
         _ => Tally::None,
     }
 }
@@ -47,6 +50,11 @@ pub fn evaluate_tallied(expectation: &Expectation, timeline: &Timeline, tally: &
     let calls_tally = match tally {
         Tally::Calls(t) => t,
         _ => &empty_calls,
+    };
+    let empty_shares = ShareTally::default();
+    let share_tally = match tally {
+        Tally::Share(t) => t,
+        _ => &empty_shares,
     };
     let (passed, expected, seen, at) = match &expectation.rule {
         Rule::Sequence {
@@ -78,15 +86,24 @@ pub fn evaluate_tallied(expectation: &Expectation, timeline: &Timeline, tally: &
         } => stays(timeline, breaker, *state, window),
         Rule::Calls {
             glob,
+            instance,
             window,
             bound,
-        } => super::metrics::calls(timeline, glob, window, *bound, calls_tally),
+        } => super::metrics::calls(
+            timeline,
+            glob,
+            instance.as_ref(),
+            window,
+            *bound,
+            calls_tally,
+        ),
         Rule::Route {
             route,
             metric,
             window,
             bound,
         } => super::metrics::route(timeline, route, *metric, window, *bound, route_tally),
+        Rule::Pool(rule) => super::pool::judge(timeline, rule, share_tally),
     };
     Verdict {
         expectation: expectation.text.clone(),
@@ -105,17 +122,26 @@ fn judged(rule: &Rule, timeline: &Timeline) -> Vec<(Duration, Duration)> {
         Rule::Count { window, .. }
         | Rule::Stays { window, .. }
         | Rule::Calls { window, .. }
-        | Rule::Route { window, .. } => window,
-        Rule::Reaches { within, anchor, .. } => {
-            return anchor_time(timeline, anchor)
-                .map(|(from, _)| (from, (from + *within).min(timeline.duration)))
-                .into_iter()
-                .filter(|(a, b)| a < b)
-                .collect();
+        | Rule::Route { window, .. }
+        | Rule::Pool(PoolRule::NeverEjected { window, .. })
+        | Rule::Pool(PoolRule::Share { window, .. })
+        | Rule::Pool(PoolRule::Backup { window, .. }) => window,
+        Rule::Pool(PoolRule::Health { within, anchor, .. }) => {
+            return span_after(timeline, anchor, *within);
         }
+        Rule::Reaches { within, anchor, .. } => return span_after(timeline, anchor, *within),
         Rule::Sequence { .. } | Rule::WaitInOpen { .. } => &Window::Run,
     };
     resolve(window, timeline).unwrap_or_default()
+}
+
+/// From an anchor to `within` after it, clipped to the run.
+fn span_after(timeline: &Timeline, anchor: &Anchor, within: Duration) -> Vec<(Duration, Duration)> {
+    anchor_time(timeline, anchor)
+        .map(|(from, _)| (from, (from + within).min(timeline.duration)))
+        .into_iter()
+        .filter(|(a, b)| a < b)
+        .collect()
 }
 
 /// What a judge returns: passed, expected, seen, where.
@@ -222,7 +248,10 @@ impl IfEmpty for String {
 
 /// The time an anchor stands for and how to name it; an error (the seen
 /// text) when the fault is unknown or never active.
-fn anchor_time(timeline: &Timeline, anchor: &Anchor) -> Result<(Duration, String), String> {
+pub(crate) fn anchor_time(
+    timeline: &Timeline,
+    anchor: &Anchor,
+) -> Result<(Duration, String), String> {
     let (fault, end) = match anchor {
         Anchor::At(t) => return Ok((*t, secs(*t))),
         Anchor::FaultStart(f) => (f, false),
@@ -251,35 +280,56 @@ fn reaches(
     anchor: &Anchor,
 ) -> Judgement {
     let target = event.state();
+    let word = target.to_string();
+    let first = |from| {
+        of(timeline, breaker)
+            .find(|t| t.to == target && t.at >= from)
+            .map(|t| (t.at, String::new()))
+    };
+    let missing = |from, label: &str| {
+        format!(
+            "no transition to {target} at or after {label} ({}); the breaker was {} then and \
+             the run ended at {}",
+            secs(from),
+            state_at(timeline, &breaker.text, from),
+            secs(timeline.duration)
+        )
+    };
+    within_of(timeline, anchor, within, (&word, &word), first, missing)
+}
+
+/// `SUBJECT within D of ANCHOR`: the first event at or after the anchor
+/// comes no later than `within` after it. `words` are the subject in the
+/// expectation and the event in what was seen (`instance b ejected`,
+/// `ejected`); `first(from)` is the first event's time and a note on it,
+/// `missing(from, label)` what was seen when none came.
+pub(crate) fn within_of(
+    timeline: &Timeline,
+    anchor: &Anchor,
+    within: Duration,
+    (subject, event): (&str, &str),
+    first: impl FnOnce(Duration) -> Option<(Duration, String)>,
+    missing: impl FnOnce(Duration, &str) -> String,
+) -> Judgement {
     let (from, label) = match anchor_time(timeline, anchor) {
         Ok(found) => found,
         Err(seen) => {
-            let expected = format!("{target} within {}", latency(within));
+            let expected = format!("{subject} within {}", latency(within));
             return (false, expected, seen, None);
         }
     };
-    let expected = format!("{target} within {} of {label}", latency(within));
-    let first = of(timeline, breaker).find(|t| t.to == target && t.at >= from);
-    match first {
-        Some(t) => {
-            let delay = t.at - from;
+    let expected = format!("{subject} within {} of {label}", latency(within));
+    match first(from) {
+        Some((at, note)) => {
+            let delay = at - from;
             let seen = format!(
-                "{target} at {}, {} after {label}",
-                secs(t.at),
+                "{event} at {}, {} after {label}{note}",
+                secs(at),
                 latency(delay)
             );
-            (delay <= within, expected, seen, Some(t.at))
+            (delay <= within, expected, seen, Some(at))
         }
-        None => {
-            let seen = format!(
-                "no transition to {target} at or after {label} ({}); the breaker was {} then and \
-                 the run ended at {}",
-                secs(from),
-                state_at(timeline, &breaker.text, from),
-                secs(timeline.duration)
-            );
-            (false, expected, seen, Some(from))
-        }
+        None => (false, expected, missing(from, &label), Some(from)),
     }
 }
 

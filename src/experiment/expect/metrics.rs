@@ -14,12 +14,12 @@ use crate::experiment::timeline::Timeline;
 
 use super::ast::{Bound, LatencyStat, Metric, Name, PathGlob, Value, Window};
 use super::eval::Judgement;
-use super::tally::{CallTally, RouteTally};
+use super::tally::{CallTally, RouteTally, counts_hit};
 use super::verdict::{latency, percent, ratio, secs};
 use super::window::{Intervals, contains, describe, resolve, total};
 
 /// `>= 99.0%`, `within 5% of 600`.
-fn show_bound(bound: Bound) -> String {
+pub(crate) fn show_bound(bound: Bound) -> String {
     match bound {
         Bound::Cmp(op, value) => format!("{} {}", op.symbol(), show_value(value)),
         Bound::Within { tolerance, of } => {
@@ -52,6 +52,7 @@ fn show_value(value: Value) -> String {
 pub(crate) fn tally_calls(
     timeline: &Timeline,
     glob: &PathGlob,
+    instance: Option<&Name>,
     intervals: &Intervals,
 ) -> CallTally {
     let sent: std::collections::BTreeMap<u64, crate::clock::Duration> =
@@ -65,7 +66,7 @@ pub(crate) fn tally_calls(
                     .and_then(|id| sent.get(&id))
                     .is_none_or(|s| *s > *a)
         });
-        if glob.is_match(&h.path) && issued_in {
+        if counts_hit(glob, instance, h) && issued_in {
             tally.add(h.at, h.request_id);
         }
     }
@@ -94,16 +95,23 @@ pub(crate) fn tally_route(timeline: &Timeline, route: &Name, intervals: &Interva
     tally
 }
 
-/// `calls to GLOB [WINDOW] BOUND`, on the hits `tally` counted.
+/// `calls to GLOB [on instance I] [WINDOW] BOUND`, on the hits `tally`
+/// counted.
 pub(crate) fn calls(
     timeline: &Timeline,
     glob: &PathGlob,
+    instance: Option<&Name>,
     window: &Window,
     bound: Bound,
     tally: &CallTally,
 ) -> Judgement {
     let where_ = describe(window);
-    let expected = format!("calls to {} {where_} {}", glob.as_str(), show_bound(bound));
+    let to = match instance {
+        Some(i) if glob.as_str() == "*" => format!("instance {i}"),
+        Some(i) => format!("{} on instance {i}", glob.as_str()),
+        None => glob.as_str().to_string(),
+    };
+    let expected = format!("calls to {to} {where_} {}", show_bound(bound));
     let intervals = match resolve(window, timeline) {
         Ok(i) => i,
         Err(seen) => return (false, expected, seen, None),
@@ -115,19 +123,12 @@ pub(crate) fn calls(
                 .map(|id| format!(" (request {id})"))
                 .unwrap_or_default();
             format!(
-                "{} to {} {where_}: first at {}{request}",
+                "{} to {to} {where_}: first at {}{request}",
                 plural(tally.count, "call"),
-                glob.as_str(),
                 secs(first_at)
             )
         }
-        None => format!(
-            "0 calls to {} {where_} ({} in {} interval{})",
-            glob.as_str(),
-            secs(total(&intervals)),
-            intervals.len(),
-            if intervals.len() == 1 { "" } else { "s" }
-        ),
+        None => format!("0 calls to {to} {where_} ({})", span(&intervals)),
     };
     let at = tally
         .first
@@ -147,10 +148,10 @@ fn plural(n: u64, noun: &str) -> String {
 
 /// A figure and the words that explain it (`(612 of 998)`); `None` when it
 /// cannot be computed over the requests.
-type Figure = Option<(f64, String)>;
+pub(crate) type Figure = Option<(f64, String)>;
 
 /// A share: `k` of `n` requests.
-fn share(k: u64, n: u64) -> Figure {
+pub(crate) fn share(k: u64, n: u64) -> Figure {
     if n == 0 {
         return None;
     }
@@ -232,16 +233,37 @@ pub(crate) fn route(
             } else {
                 "no responses"
             };
-            let mut seen = format!(
-                "{what} from route {route} {where_} ({} in {} interval{}): {metric} cannot be computed",
-                secs(total(&intervals)),
-                intervals.len(),
-                if intervals.len() == 1 { "" } else { "s" }
-            );
-            if bound.is_upper() {
-                seen.push_str(&format!(" (holds vacuously for {})", show_bound(bound)));
-            }
-            (bound.is_upper(), expected, seen, at)
+            let nothing = format!("{what} from route {route} {where_}");
+            let (passed, seen) = uncomputable(&nothing, &metric.to_string(), &intervals, bound);
+            (passed, expected, seen, at)
         }
     }
+}
+
+/// A figure over nothing (`nothing` says what was missing where): it
+/// fails, except under an upper bound, where it holds vacuously.
+pub(crate) fn uncomputable(
+    nothing: &str,
+    figure: &str,
+    intervals: &Intervals,
+    bound: Bound,
+) -> (bool, String) {
+    let mut seen = format!(
+        "{nothing} ({}): {figure} cannot be computed",
+        span(intervals)
+    );
+    if bound.is_upper() {
+        seen.push_str(&format!(" (holds vacuously for {})", show_bound(bound)));
+    }
+    (bound.is_upper(), seen)
+}
+
+/// `20s in 1 interval`, `7s in 2 intervals`.
+fn span(intervals: &Intervals) -> String {
+    format!(
+        "{} in {} interval{}",
+        secs(total(intervals)),
+        intervals.len(),
+        if intervals.len() == 1 { "" } else { "s" }
+    )
 }

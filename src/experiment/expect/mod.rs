@@ -24,6 +24,7 @@ pub mod check;
 mod eval;
 pub mod grammar;
 mod metrics;
+mod pool;
 pub mod tally;
 pub mod verdict;
 pub mod window;

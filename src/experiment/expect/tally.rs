@@ -9,7 +9,9 @@ use std::collections::BTreeMap;
 use crate::clock::Duration;
 use crate::defense::fallback::FallbackKind;
 use crate::defense::report::CallError;
-use crate::experiment::timeline::{ClientError, RequestRecord};
+use crate::experiment::timeline::{ClientError, RequestRecord, TargetHit};
+
+use super::ast::{Name, PathGlob};
 
 /// Counts of a set of requests (a route over a window, a route over the
 /// run): everything the route figures and the report's summary read.
@@ -91,6 +93,16 @@ impl RouteTally {
     }
 }
 
+/// Whether `calls to GLOB [on instance I]` counts `hit` (its window
+/// aside): the path matches and, with an instance, the hit reached that
+/// instance and belongs to a client request (a health check does not).
+pub fn counts_hit(glob: &PathGlob, instance: Option<&Name>, hit: &TargetHit) -> bool {
+    glob.is_match(&hit.path)
+        && instance.is_none_or(|i| {
+            hit.request_id.is_some() && hit.instance.as_deref() == Some(i.text.as_str())
+        })
+}
+
 /// Target hits counted by `calls to GLOB WINDOW`: how many, and the first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallTally {
@@ -109,6 +121,36 @@ impl CallTally {
     }
 }
 
+/// The calls pool servers answered (a pool's share sentences): per pool,
+/// how many, how many a backup answered, and how many each server did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ShareTally {
+    /// Per pool.
+    pub pools: BTreeMap<String, PoolTally>,
+}
+
+/// The calls one pool's servers answered.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PoolTally {
+    /// Calls any of its servers answered.
+    pub served: u64,
+    /// Calls a backup server answered.
+    pub backup: u64,
+    /// Calls per server.
+    pub servers: BTreeMap<String, u64>,
+}
+
+impl ShareTally {
+    /// Counts one request (nothing when no pool server answered it).
+    pub fn add(&mut self, r: &RequestRecord) {
+        let Some(by) = &r.served_by else { return };
+        let pool = self.pools.entry(by.pool.clone()).or_default();
+        pool.served += 1;
+        pool.backup += u64::from(by.backup);
+        *pool.servers.entry(by.server.clone()).or_default() += 1;
+    }
+}
+
 /// What one expectation read of the requests, or nothing for breaker
 /// sentences (they read the transitions only).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -120,4 +162,6 @@ pub enum Tally {
     Route(RouteTally),
     /// `calls to GLOB [WINDOW] BOUND`.
     Calls(CallTally),
+    /// `instance I share ...`, `pool P served by backup ...`.
+    Share(ShareTally),
 }

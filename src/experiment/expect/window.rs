@@ -3,9 +3,10 @@
 
 use crate::clock::Duration;
 use crate::defense::breaker::State;
+use crate::defense::report::HealthChange;
 use crate::experiment::timeline::Timeline;
 
-use super::ast::Window;
+use super::ast::{Server, Window};
 use super::verdict::secs;
 
 /// Sorted, disjoint `[start, end)` intervals, clipped to the run.
@@ -25,6 +26,7 @@ pub(crate) fn resolve(window: &Window, timeline: &Timeline) -> Result<Intervals,
             f.span().into_iter().collect()
         }
         Window::While { breaker, state } => timeline.intervals_in_state(&breaker.text, *state),
+        Window::Ejected(server) => ejected(timeline, server),
         Window::Between(from, to) => vec![(*from, *to)],
         Window::Phase(phase) => {
             let p = timeline
@@ -61,7 +63,40 @@ pub(crate) fn describe(window: &Window) -> String {
         Window::While { breaker, state } => format!("while {breaker} is {state}"),
         Window::Between(a, b) => format!("between {} and {}", secs(*a), secs(*b)),
         Window::Phase(phase) => format!("in phase {phase}"),
+        Window::Ejected(server) => format!("while {server} is ejected"),
     }
+}
+
+/// The health changes of `server`, in order, before the run's end.
+pub(crate) fn health_of<'a>(
+    timeline: &'a Timeline,
+    server: &'a Server,
+) -> impl Iterator<Item = &'a HealthChange> {
+    timeline
+        .health
+        .iter()
+        .filter(move |h| server.is(&h.pool, &h.server) && h.at < timeline.duration)
+}
+
+/// Every interval `server` spent out of rotation: from each change that
+/// ejected it to the next that brought it back (or the run's end).
+fn ejected(timeline: &Timeline, server: &Server) -> Intervals {
+    let mut out = Vec::new();
+    let mut since = None;
+    for h in health_of(timeline, server) {
+        match (h.healthy, since) {
+            (false, None) => since = Some(h.at),
+            (true, Some(from)) => {
+                out.push((from, h.at));
+                since = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(from) = since {
+        out.push((from, timeline.duration));
+    }
+    out
 }
 
 /// The state of breaker `name` at `t` (after any transition at `t`).
@@ -86,6 +121,9 @@ pub trait Scene {
     /// The last transition of breaker `name` at or before `t`: when, and
     /// the state it entered.
     fn last_transition(&self, name: &str, t: Duration) -> Option<(Duration, State)>;
+    /// The last health change of `server` at or before `t`: when, and
+    /// whether it brought the server back.
+    fn last_health(&self, server: &Server, t: Duration) -> Option<(Duration, bool)>;
 }
 
 /// The start of the interval of `window` that holds `t`, if one does: the
@@ -105,6 +143,10 @@ pub(crate) fn interval_start(window: &Window, scene: &impl Scene, t: Duration) -
                 .last_transition(&breaker.text, t)
                 .unwrap_or((Duration::ZERO, State::Closed));
             return (now == *state).then_some(since);
+        }
+        Window::Ejected(server) => {
+            let (since, healthy) = scene.last_health(server, t)?;
+            return (!healthy).then_some(since);
         }
     };
     (from <= t && t < to).then_some(from)

@@ -29,7 +29,15 @@ const SENTENCES: &[&str] = &[
     "calls to /a/* while inventory is open == 0",
     "calls to /b/* during inventory-down <= 3",
     "calls to /* between 1s and 15s >= 1",
+    "instance b share while instance b is ejected <= 10%",
+    "pool inventory served by backup during inventory-down >= 1%",
 ];
+
+/// The pool server that answers request `id` (its hits reach the instance
+/// of that name).
+fn server_of(id: u64) -> &'static str {
+    ["a", "b", "d"][(id % 3) as usize]
+}
 
 /// One generated request: when it is sent (gap after the previous one),
 /// its route, how it ends, its report and hits.
@@ -88,6 +96,8 @@ enum Event {
     Report(u64),
     Hit(u64),
     Transition(State),
+    /// Server b of pool inventory ejected (false) or back (true).
+    Health(bool),
 }
 
 /// A sink that keeps what it gets.
@@ -134,7 +144,11 @@ fn report(id: u64, g: &Gen) -> CallReport {
         error: timed_out.then_some(CallError::Timeout),
         fallback: g.fallback.then_some(FallbackKind::Static),
         attempts: 1,
-        served_by: None,
+        served_by: Some(crate::defense::report::ServedBy {
+            pool: "inventory".to_string(),
+            server: server_of(id).to_string(),
+            backup: server_of(id) == "d",
+        }),
     }
 }
 
@@ -211,6 +225,7 @@ fn play(
                 (_, _) => State::Closed,
             };
             events.push((*at, key(1_000_000 + i as u64), Event::Transition(to)));
+            events.push((*at, key(2_000_000 + i as u64), Event::Health(!*open)));
             state = to;
         }
         // A send sorts first at its instant: its id exists before anything
@@ -221,6 +236,7 @@ fn play(
         let mut joined: Vec<Option<RequestRecord>> = vec![None; gens.len()];
         let mut hits = Vec::new();
         let mut transitions = Vec::new();
+        let mut health = Vec::new();
         let mut from = State::Closed;
         let mut cut_done = false;
         for (at, _, event) in events {
@@ -285,6 +301,17 @@ fn play(
                     stream.transition(&tr);
                     transitions.push(tr);
                 }
+                Event::Health(healthy) => {
+                    let change = crate::defense::report::HealthChange {
+                        at: now,
+                        pool: "inventory".to_string(),
+                        server: "b".to_string(),
+                        healthy,
+                        by: "test".to_string(),
+                    };
+                    stream.health(&change);
+                    health.push(change);
+                }
             }
         }
         if let Some(c) = cut
@@ -313,6 +340,7 @@ fn play(
                     r.breaker_state = c.breaker_state;
                     r.attempts = c.attempts;
                     r.fallback = r.fallback.or(c.fallback);
+                    r.served_by = c.served_by;
                 }
                 Some(r)
             })
@@ -322,6 +350,7 @@ fn play(
             requests,
             target_hits: hits,
             transitions,
+            health,
             faults: vec![FaultWindows {
                 name: "inventory-down".to_string(),
                 kind: "blackhole".to_string(),

@@ -174,7 +174,7 @@ fn timing(p: &mut Parser, breaker: Name, event: Event) -> Result<Rule, ParseErro
 
 /// After `of`: `FAULT.start`, `FAULT.end`, `fault FAULT` (its start), a
 /// bare fault name (its start) or a time such as `10s`.
-fn anchor(p: &mut Parser) -> Result<Anchor, ParseError> {
+pub(crate) fn anchor(p: &mut Parser) -> Result<Anchor, ParseError> {
     let explicit_fault = p.eat("fault");
     let starts_with_digit = p
         .peek_word()

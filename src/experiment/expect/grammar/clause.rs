@@ -14,13 +14,20 @@ use crate::schema::units::{Dur, Percent};
 /// The words that start a window.
 pub(crate) const WINDOW_WORDS: [&str; 4] = ["during", "while", "between", "in"];
 
-/// An optional window: `during FAULT`, `while BREAKER is STATE`, `between
-/// T and T`, `in phase NAME`; [`Window::Run`] when none is written.
+/// An optional window: `during FAULT`, `while BREAKER is STATE`, `while
+/// instance I [of P] is ejected`, `between T and T`, `in phase NAME`;
+/// [`Window::Run`] when none is written.
 pub(crate) fn window(p: &mut Parser) -> Result<Window, ParseError> {
     if p.eat("during") {
         return p.name("a fault name").map(Window::During);
     }
     if p.eat("while") {
+        if p.eat("instance") {
+            let server = super::pool::server(p)?;
+            p.keyword("is")?;
+            p.keyword("ejected")?;
+            return Ok(Window::Ejected(server));
+        }
         let breaker = p.name("a breaker name")?;
         p.keyword("is")?;
         let state = p.state()?;
@@ -204,9 +211,21 @@ fn metric(p: &mut Parser) -> Result<Metric, ParseError> {
     })
 }
 
-/// After `calls`: `to GLOB [WINDOW] BOUND`.
+/// After `calls`: `to GLOB [on instance I] [WINDOW] BOUND` or `to instance
+/// I [WINDOW] BOUND` (every path).
 pub(crate) fn calls(p: &mut Parser) -> Result<Rule, ParseError> {
     p.keyword("to")?;
+    if p.eat("instance") {
+        let instance = p.name("an instance name")?;
+        let window = window(p)?;
+        let bound = bound(p, ValueKind::Count, window == Window::Run)?;
+        return Ok(Rule::Calls {
+            glob: PathGlob::new("*").expect("a valid glob"),
+            instance: Some(instance),
+            window,
+            bound,
+        });
+    }
     let glob = match p.peek_word() {
         Some(word) => PathGlob::new(word).map_err(|message| ParseError {
             column: p.peek().map_or(1, |t| t.column),
@@ -215,10 +234,17 @@ pub(crate) fn calls(p: &mut Parser) -> Result<Rule, ParseError> {
         None => return Err(p.error("a path glob such as \"/inventory/*\"", &[])),
     };
     p.advance();
+    let instance = if p.eat("on") {
+        p.keyword("instance")?;
+        Some(p.name("an instance name")?)
+    } else {
+        None
+    };
     let window = window(p)?;
     let bound = bound(p, ValueKind::Count, window == Window::Run)?;
     Ok(Rule::Calls {
         glob,
+        instance,
         window,
         bound,
     })

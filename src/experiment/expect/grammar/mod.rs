@@ -7,11 +7,13 @@
 //! * `breaker` — the sentences about one breaker.
 //! * `clause` — windows, bounds, values, and the `calls to` and `route`
 //!   sentences.
+//! * `pool` — the sentences about a pool and its servers.
 
 pub(crate) mod breaker;
 pub(crate) mod clause;
 pub(crate) mod lex;
 pub(crate) mod parse;
+pub(crate) mod pool;
 
 use std::fmt;
 

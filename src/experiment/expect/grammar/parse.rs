@@ -26,10 +26,18 @@ pub fn parse(sentence: &str) -> Result<Expectation, ParseError> {
             p.advance();
             super::clause::route(&mut p)?
         }
+        Some("instance") => {
+            p.advance();
+            super::pool::instance(&mut p)?
+        }
+        Some("pool") => {
+            p.advance();
+            super::pool::pool(&mut p)?
+        }
         _ => {
             return Err(p.error(
-                "'breaker', 'calls' or 'route'",
-                &["breaker", "calls", "route"],
+                "'breaker', 'calls', 'route', 'instance' or 'pool'",
+                &["breaker", "calls", "route", "instance", "pool"],
             ));
         }
     };
@@ -41,7 +49,10 @@ pub fn parse(sentence: &str) -> Result<Expectation, ParseError> {
         } | Rule::Stays {
             window: Window::Run,
             ..
-        }
+        } | Rule::Pool(crate::experiment::expect::ast::PoolRule::NeverEjected {
+            window: Window::Run,
+            ..
+        })
     );
     p.finish(window_may_follow)?;
     Ok(Expectation {

@@ -3,6 +3,7 @@
 
 mod check;
 mod eval_breaker;
+mod eval_pool;
 mod eval_route;
 mod fixture;
 mod parse_err;

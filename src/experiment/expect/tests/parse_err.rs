@@ -43,17 +43,17 @@ fn columns_count_characters_not_bytes() {
 }
 
 #[test]
-fn unknown_first_word_suggests_breaker_calls_or_route() {
+fn unknown_first_word_lists_the_sentence_kinds_and_suggests_one() {
     fails(
         "brekaer inventory never opens",
         "brekaer",
-        "expected 'breaker', 'calls' or 'route' at the start, found \"brekaer\" \
+        "expected 'breaker', 'calls', 'route', 'instance' or 'pool' at the start, found \"brekaer\" \
          (did you mean \"breaker\"?)",
     );
     fails(
         "",
         "",
-        "expected 'breaker', 'calls' or 'route' at the start, found the end of the sentence",
+        "expected 'breaker', 'calls', 'route', 'instance' or 'pool' at the start, found the end of the sentence",
     );
 }
 

@@ -185,6 +185,7 @@ fn calls_to_a_glob_while_a_breaker_is_in_a_state() {
         rule(text),
         Rule::Calls {
             glob: PathGlob::new("/inventory/*").unwrap(),
+            instance: None,
             window: Window::While {
                 breaker: Name {
                     text: "inventory".into(),
