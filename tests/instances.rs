@@ -41,6 +41,10 @@ expect:
   - route stock success between 0s and 4s >= 99%
   - route stock success between 4s and 6s <= 1%
   - route stock success between 6s and 10s >= 99%
+  - calls to instance a >= 190
+  - calls to /inventory/* on instance a during a-down >= 30
+  - calls to instance b == 0
+  - calls to instance c == 0
 ";
 
 #[test]
