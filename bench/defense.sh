@@ -3,7 +3,7 @@
 #
 # Usage: bash bench/defense.sh          (about 2.5 minutes with the defaults)
 #
-# Four targets, each measured with wrk (-t1, -c1 and -c$CONNS, --latency):
+# Five targets, each measured with wrk (-t1, -c1 and -c$CONNS, --latency):
 #   direct        nginx itself (a 2-byte `200 ok`), the floor
 #   closed        through `firedrill defend --upstream nginx`, a route with a
 #                 window breaker that stays closed: a normal proxied call
@@ -15,9 +15,15 @@
 #                 (`x-firedrill-reason: breaker-open`)
 #   open_static   same process, another route with the same breaker and a
 #                 static fallback: while open, the canned 200 is served
-# Every process (nginx, both firedrills, wrk) is pinned to core $CPU, so the
+#   pool          through a third `firedrill defend` whose route (the same
+#                 breaker) calls an upstream pool of three servers, all the
+#                 same nginx (three names, one port), balanced by smooth
+#                 weighted round robin and health-checked every second
+#                 (`GET /health`): the cost of choosing a server and
+#                 counting it
+# Every process (nginx, the three firedrills, wrk) is pinned to core $CPU, so the
 # -c1 latency includes the context switches between them on that core.
-# Targets run interleaved (A B C D, A B C D, ...). Each wrk run records the
+# Targets run interleaved (A B C D E, A B C D E, ...). Each wrk run records the
 # 1-minute load average and the share of core $CPU taken by processes other
 # than ours ("foreign"). On a shared machine a few ms of someone else's
 # compile on the core land in the p99 of every target, so the table gives the
@@ -41,7 +47,8 @@
 # The script checks that the breaker of the open routes stayed open (the
 # journal holds exactly one transition, closed -> open, per breaker; every
 # measured response is a 503 resp. a 200 with the fallback body), and that
-# the closed route saw no transition and no non-2xx.
+# the closed and pool routes saw no transition and no non-2xx, and that no
+# pool server left rotation.
 #
 # Environment (defaults in brackets):
 #   DUR [5]            seconds per wrk run
@@ -55,7 +62,7 @@
 #   CPU [0]            the core everything is pinned to
 #   NICE [0]           nice level of every benchmark process (NICE=-10 as
 #                      root keeps background jobs from preempting them)
-#   PORT_BASE [18900]  first of 4 consecutive loopback ports
+#   PORT_BASE [18900]  first of 5 consecutive loopback ports
 #   FIREDRILL          the binary; default: `cargo build --release --locked`
 #                      into $CARGO_TARGET_DIR (or ./target)
 #   BUILD [1]          0: never run cargo
@@ -115,7 +122,8 @@ P_NGINX=$PORT_BASE
 P_OK=$((PORT_BASE + 1))
 P_DOWN=$((PORT_BASE + 2))
 P_CLOSED=$((PORT_BASE + 3)) # nothing listens here: the dead dependency
-for p in $(seq "$PORT_BASE" $((PORT_BASE + 3))); do
+P_POOL=$((PORT_BASE + 4))
+for p in $(seq "$PORT_BASE" $((PORT_BASE + 4))); do
     ss -Htln "sport = :$p" | grep -q . && die "port $p is in use (set PORT_BASE)"
 done
 
@@ -140,7 +148,22 @@ routes:
     breaker: $BREAKER
 EOF
 
-log "starting nginx and two firedrill defend on core $CPU (ports $PORT_BASE..$((PORT_BASE + 3)))"
+cat >"$TMP/pool.yaml" <<EOF
+routes:
+  inventory:
+    match: /*
+    pool: nginx
+    breaker: $BREAKER
+pools:
+  nginx:
+    servers:
+      - { address: 127.0.0.1:$P_NGINX, name: a }
+      - { address: 127.0.0.1:$P_NGINX, name: b }
+      - { address: 127.0.0.1:$P_NGINX, name: c }
+    health_check: { uri: /health, interval: 1s }
+EOF
+
+log "starting nginx and three firedrill defend on core $CPU (ports $PORT_BASE..$((PORT_BASE + 4)))"
 start nginx nginx -c "$TMP/nginx.conf" -p "$TMP"
 wait_port "$P_NGINX" "$LAST_PID" nginx
 start defend_closed "$FIREDRILL" defend --config "$TMP/closed.yaml" --listen "127.0.0.1:$P_OK" \
@@ -149,14 +172,25 @@ wait_port "$P_OK" "$LAST_PID" defend_closed
 start defend_open "$FIREDRILL" defend --config "$TMP/open.yaml" --listen "127.0.0.1:$P_DOWN" \
     --upstream "127.0.0.1:$P_CLOSED" --journal "$OUT/journal-open.jsonl"
 wait_port "$P_DOWN" "$LAST_PID" defend_open
+start defend_pool "$FIREDRILL" defend --config "$TMP/pool.yaml" --listen "127.0.0.1:$P_POOL" \
+    --upstream "127.0.0.1:$P_NGINX" --journal "$OUT/journal-pool.jsonl"
+wait_port "$P_POOL" "$LAST_PID" defend_pool
+# The pool's servers start out of rotation until their first check passes.
+for _ in $(seq 100); do
+    [[ $(grep -c '"healthy":true' "$OUT/journal-pool.jsonl" 2>/dev/null || true) == 3 ]] && break
+    sleep 0.1
+done
+[[ $(grep -c '"healthy":true' "$OUT/journal-pool.jsonl" || true) == 3 ]] ||
+    die "the pool's servers did not pass their checks: $(cat "$OUT/journal-pool.jsonl")"
 
 declare -A URL=(
     [direct]="http://127.0.0.1:$P_NGINX/inventory/1"
     [closed]="http://127.0.0.1:$P_OK/inventory/1"
     [open_503]="http://127.0.0.1:$P_DOWN/inventory/1"
     [open_static]="http://127.0.0.1:$P_DOWN/static/1"
+    [pool]="http://127.0.0.1:$P_POOL/inventory/1"
 )
-TARGETS=(direct closed open_503 open_static)
+TARGETS=(direct closed open_503 open_static pool)
 
 # Open both breakers of the second defend: 5 calls that fail to connect.
 for path in inventory/1 static/1; do
@@ -177,6 +211,7 @@ check direct 200 '^ok'
 check closed 200 '^ok'
 check open_503 503 'x-firedrill-reason: breaker-open'
 check open_static 200 'x-firedrill-fallback: static'
+check pool 200 'x-firedrill-pool-server: '
 
 # ---------------------------------------------------------------- helpers
 # wrk duration to microseconds (wrk prints us, ms, s)
@@ -264,6 +299,10 @@ done
 
 # The breakers stayed where they were put.
 [[ ! -s $OUT/journal-closed.jsonl ]] || die "the closed route's breaker moved: $(cat "$OUT/journal-closed.jsonl")"
+n=$(grep -c '"breaker"' "$OUT/journal-pool.jsonl" || true)
+[[ $n == 0 ]] || die "the pool route's breaker moved: $(cat "$OUT/journal-pool.jsonl")"
+n=$(grep -c '"healthy":false' "$OUT/journal-pool.jsonl" || true)
+[[ $n == 0 ]] || die "a pool server left rotation: $(cat "$OUT/journal-pool.jsonl")"
 n=$(wc -l <"$OUT/journal-open.jsonl")
 [[ $n == 2 ]] || die "the open breakers moved: $(cat "$OUT/journal-open.jsonl")"
 

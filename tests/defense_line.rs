@@ -256,6 +256,91 @@ routes:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_backup_answers_marked_once_the_only_primary_is_taken_out_by_a_failure() {
+    let config = "
+routes:
+  inventory:
+    match: /inventory/*
+    pool: inventory
+pools:
+  inventory:
+    servers: [{ address: proxy, name: primary }, { address: target, name: spare, backup: true }]
+    max_fails: 1
+    fail_timeout: 1m
+";
+    let rig = defense_rig(
+        "faults:\n  - { match: /inventory/*, status: { code: 500 } }\n",
+        config,
+    )
+    .await;
+    let failed = get(&rig, "/inventory/1").await;
+    assert_eq!(failed.status(), 500);
+    assert_eq!(failed.headers()["x-firedrill-pool-server"], "primary");
+    assert!(!failed.headers().contains_key("x-firedrill-pool-backup"));
+    let resp = get(&rig, "/inventory/2").await;
+    assert_eq!(resp.status(), 200);
+    assert_eq!(resp.headers()["x-firedrill-pool-server"], "spare");
+    assert_eq!(resp.headers()["x-firedrill-pool-backup"], "1");
+    let served: Vec<_> = rig
+        .recorder
+        .calls()
+        .into_iter()
+        .map(|c| c.served_by.map(|s| (s.server, s.backup)))
+        .collect();
+    assert_eq!(
+        served,
+        [
+            Some(("primary".into(), false)),
+            Some(("spare".into(), true))
+        ]
+    );
+    let health = rig.recorder.health_changes();
+    assert_eq!(health.len(), 1, "{health:?}");
+    assert_eq!(
+        (
+            health[0].server.as_str(),
+            health[0].healthy,
+            health[0].by.as_str()
+        ),
+        ("primary", false, "passive: 1 failure within 60s")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_with_every_server_out_answers_503_and_the_breaker_counts_it_as_a_failure() {
+    let config = "
+routes:
+  inventory:
+    match: /inventory/*
+    pool: inventory
+    breaker: { minimum_calls: 2, sliding_window_size: 2, wait_in_open: 1m }
+pools:
+  inventory:
+    servers: [{ address: proxy, name: only }]
+    max_fails: 1
+    fail_timeout: 1m
+";
+    let rig = defense_rig("faults:\n  - { match: /inventory/*, reset: {} }\n", config).await;
+    let broken = get(&rig, "/inventory/x").await;
+    assert_eq!(broken.headers()["x-firedrill-reason"], "upstream-error");
+    let empty = get(&rig, "/inventory/x").await;
+    assert_eq!(empty.status(), 503);
+    assert_eq!(empty.headers()["x-firedrill-reason"], "pool-no-server");
+    assert_eq!(rig.breaker_state("inventory"), State::Open);
+    assert_eq!(
+        rig.rig.plan.injected(0),
+        1,
+        "the second call reached no server"
+    );
+    let last = rig.recorder.calls().pop().unwrap();
+    assert_eq!(
+        last.error,
+        Some(firedrill::defense::report::CallError::Connect)
+    );
+    assert_eq!(last.served_by, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_defense_line_tunnels_an_upgraded_connection_both_ways_after_the_upstreams_101() {
     let echo = common::upgrade_echo_server().await;
     let defense = common::start_defense(echo, echo, INVENTORY_BREAKER).await;

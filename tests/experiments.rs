@@ -1,5 +1,5 @@
 //! Every experiment in `experiments/` runs in virtual time and holds; the
-//! quickstart also runs once in real time; a run is reproducible byte for
+//! quickstart and a pool's dying instance also run once in real time; a run is reproducible byte for
 //! byte; a wrong expectation fails with exit 1 and says expected vs seen;
 //! the JUnit report matches the verdicts.
 
@@ -61,6 +61,19 @@ fn every_experiment_holds_in_virtual_time() {
 #[test]
 fn quickstart_holds_in_real_time_on_loopback() {
     let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/quickstart.yaml");
+    let loaded = load(&file).unwrap();
+    let (_, report) = execute(&loaded, ClockKind::Real, Live::default()).unwrap();
+    assert!(
+        report.passed,
+        "{}",
+        firedrill::report::console::render(&report)
+    );
+}
+
+#[test]
+fn a_pool_instance_dying_holds_in_real_time_on_loopback() {
+    // 45 s of wall time: health checks, ejection, slow start on real sockets.
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/pool_instance_dies.yaml");
     let loaded = load(&file).unwrap();
     let (_, report) = execute(&loaded, ClockKind::Real, Live::default()).unwrap();
     assert!(

@@ -8,6 +8,7 @@ use super::exit::{CliError, EXIT_OK};
 use super::runtime::{init_logging, runtime, shutdown_on_stop_signal};
 use crate::defense::DefenseLine;
 use crate::defense::config::DefenseConfig;
+use crate::defense::pool::config::ServerTarget;
 use crate::defense::report::{JournalFile, NoObserver, Observer};
 use crate::http::client::{HttpUpstream, Upstream};
 use crate::http::endpoint::Endpoint;
@@ -34,7 +35,7 @@ pub struct DefendArgs {
     /// What a client's FIN means while its request is in flight.
     #[command(flatten)]
     pub client_close: super::runtime::ClientCloseArgs,
-    /// Write breaker transitions here as JSON lines.
+    /// Write breaker transitions and pool health changes here as JSON lines.
     #[arg(long)]
     pub journal: Option<PathBuf>,
     /// Seed of every random decision (retry jitter).
@@ -60,6 +61,7 @@ pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
     let (listen, upstream, seed, grace) = (listen.as_str(), upstream.as_str(), *seed, *grace);
     let journal = options.journal.as_deref();
     let config: DefenseConfig = crate::schema::from_yaml_file(&options.config)?;
+    refuse_instances(&config, &options.config)?;
     let endpoint = Endpoint::parse("--upstream", upstream).map_err(CliError::invalid)?;
     let tls = options.tls.client("--upstream", &endpoint)?;
     let observer: Arc<dyn Observer> =
@@ -90,7 +92,19 @@ pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
             }
         }
         let backup = |addr: &str| backups.get(addr).cloned().expect("every backup was dialled above");
-        let line = DefenseLine::new(&config, primary, &backup, seed, crate::clock::now(), observer);
+        let mut servers = std::collections::BTreeMap::new();
+        for (name, pool) in &config.pools {
+            for (i, server) in pool.servers.iter().enumerate() {
+                if let ServerTarget::Address(addr) = &server.target {
+                    let key = format!("pools.{name}.servers[{i}].address");
+                    let open = dial("pools.servers.address", addr).await.map_err(|e| e.context(key))?;
+                    servers.insert(server.target.clone(), open);
+                }
+            }
+        }
+        let server = |target: &ServerTarget| servers.get(target).cloned();
+        let line = DefenseLine::new(&config, primary, &backup, &server, seed, crate::clock::now(), observer)
+            .map_err(CliError::invalid)?;
         let addr = net::resolve(listen).await.map_err(|e| CliError::runtime(e).context(format!("--listen {listen}")))?;
         let acceptor = TcpAcceptor::bind(addr)
             .await
@@ -106,4 +120,21 @@ pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
         tracing::info!(requests = line.requests(), attempts = line.attempts(), "defense line stopped");
         Ok(EXIT_OK)
     })
+}
+
+/// `firedrill defend` has no built-in target, so a pool server must be an
+/// `address:`; an `instance:` server is refused before anything starts.
+fn refuse_instances(config: &DefenseConfig, file: &std::path::Path) -> Result<(), CliError> {
+    for (name, pool) in &config.pools {
+        for (i, server) in pool.servers.iter().enumerate() {
+            if let ServerTarget::Instance(instance) = &server.target {
+                return Err(CliError::invalid(format!(
+                    "{}: pools.{name}.servers[{i}].instance: `{instance}` names a target instance, \
+                     which only experiments have: expected address: host:port",
+                    file.display()
+                )));
+            }
+        }
+    }
+    Ok(())
 }

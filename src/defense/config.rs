@@ -6,6 +6,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer};
 
 use super::breaker::BreakerConfig;
+use super::pool::config::PoolConfig;
 use crate::clock::Duration;
 use crate::fault::HttpMatch;
 use crate::schema::deserialize_checked;
@@ -25,6 +26,8 @@ pub struct DefenseConfig {
     pub rate_limit: Option<RateLimitConfig>,
     /// Routes, first match wins.
     pub routes: IndexMap<String, RouteConfig>,
+    /// Upstream pools by name; a route with `pool:` calls one.
+    pub pools: IndexMap<String, PoolConfig>,
 }
 
 impl DefenseConfig {
@@ -57,6 +60,8 @@ pub struct RouteConfig {
     pub fallback: Option<FallbackConfig>,
     /// Token bucket of this route.
     pub rate_limit: Option<RateLimitConfig>,
+    /// The pool this route's calls go to instead of the line's upstream.
+    pub pool: Option<String>,
 }
 
 /// A counting limit on concurrent calls.
@@ -153,6 +158,10 @@ struct RawDefense {
     /// it in expectations.
     #[serde(default)]
     routes: IndexMap<String, RawRoute>,
+    /// Upstream pools by name (NGINX's `upstream`): several servers of the
+    /// dependency, health-checked; a route with `pool:` calls one.
+    #[serde(default)]
+    pools: IndexMap<String, PoolConfig>,
 }
 
 /// The protections of one route.
@@ -180,6 +189,10 @@ struct RawRoute {
     /// Token bucket of this route.
     #[serde(default)]
     rate_limit: Option<RateLimitConfig>,
+    /// Send this route's calls to a pool of `pools` instead of the line's
+    /// upstream.
+    #[serde(default)]
+    pool: Option<String>,
 }
 
 impl TryFrom<RawDefense> for DefenseConfig {
@@ -208,6 +221,11 @@ impl TryFrom<RawDefense> for DefenseConfig {
             {
                 return Err(format!("{key}.bulkhead.max_concurrent: must be at least 1"));
             }
+            if let Some(pool) = &route.pool
+                && !raw.pools.contains_key(pool)
+            {
+                return Err(unknown_pool(&key, pool, &raw.pools));
+            }
             let breaker = route.breaker.map(|mut b| {
                 if b.name.is_empty() {
                     b.name = name.clone();
@@ -224,6 +242,7 @@ impl TryFrom<RawDefense> for DefenseConfig {
                     retry: route.retry,
                     fallback: route.fallback,
                     rate_limit: route.rate_limit,
+                    pool: route.pool,
                 },
             );
         }
@@ -233,8 +252,20 @@ impl TryFrom<RawDefense> for DefenseConfig {
             max_concurrent: raw.max_concurrent,
             rate_limit: raw.rate_limit,
             routes,
+            pools: raw.pools,
         })
     }
+}
+
+/// The error for route `key` naming a pool `name` that `pools` lacks.
+fn unknown_pool(key: &str, name: &str, pools: &IndexMap<String, PoolConfig>) -> String {
+    let known: Vec<String> = pools.keys().map(|k| format!("`{k}`")).collect();
+    let expected = if known.is_empty() {
+        "no pools are defined (add one under pools:)".to_string()
+    } else {
+        format!("expected one of {}", known.join(", "))
+    };
+    format!("{key}.pool: unknown pool `{name}`: {expected}")
 }
 
 /// An inner (per-attempt) timeout must be shorter than the outer deadline,

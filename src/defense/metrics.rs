@@ -1,6 +1,8 @@
 //! The defense line's Prometheus series, under resilience4j's names so that
 //! existing dashboards work: breaker state, calls by kind, calls not
-//! permitted, failure rate; bulkhead available and maximum calls.
+//! permitted, failure rate; bulkhead available and maximum calls; and, in
+//! firedrill's own names, each pool server's health, requests and calls in
+//! flight.
 
 use super::line::DefenseLine;
 use crate::defense::breaker::State;
@@ -64,6 +66,33 @@ impl MetricSource for DefenseLine {
                 &[("name", name)],
                 failure_rate.unwrap_or(-1.0),
             );
+        }
+        for pool in self.pools() {
+            let healthy = pool.healthy();
+            for (server, up) in pool.servers().iter().zip(healthy) {
+                let labels = [("pool", pool.name()), ("server", server.name.as_str())];
+                out.sample(
+                    "firedrill_pool_server_healthy",
+                    "Whether the pool server is in rotation (1) or out (0)",
+                    MetricKind::Gauge,
+                    &labels,
+                    if up { 1.0 } else { 0.0 },
+                );
+                out.sample(
+                    "firedrill_pool_server_requests_total",
+                    "Attempts sent to the pool server",
+                    MetricKind::Counter,
+                    &labels,
+                    server.requests() as f64,
+                );
+                out.sample(
+                    "firedrill_pool_server_in_flight",
+                    "Attempts in flight on the pool server",
+                    MetricKind::Gauge,
+                    &labels,
+                    server.in_flight() as f64,
+                );
+            }
         }
         for (name, bulkhead) in self.bulkheads() {
             out.sample(

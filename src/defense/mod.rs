@@ -5,6 +5,7 @@
 //! * [`config`] — the `defense:` YAML section, validated.
 //! * [`breaker`] — the circuit breaker, a pure state machine.
 //! * [`bulkhead`], [`rate_limit`], [`retry`], [`fallback`] — one concept each.
+//! * [`pool`] — upstream pools: balancing, health checks, slow start, backups.
 //! * [`line`] — the pipeline for one request.
 //! * [`report`] — what observers (experiments, the journal) are told.
 //! * [`serve`] — the line as a standalone reverse proxy (`firedrill defend`).
@@ -15,6 +16,7 @@ pub mod config;
 pub mod fallback;
 pub mod line;
 pub mod metrics;
+pub mod pool;
 pub mod rate_limit;
 pub mod report;
 pub mod retry;

@@ -93,6 +93,21 @@ pub struct HealthChange {
     pub by: String,
 }
 
+impl HealthChange {
+    /// The journal line: `{"at_ms":12000.0,"pool":..,"server":..,
+    /// "healthy":false,"by":".."}`, one JSON object, no newline.
+    pub fn to_json_line(&self) -> String {
+        serde_json::json!({
+            "at_ms": super::breaker::journal::millis(self.at),
+            "pool": self.pool,
+            "server": self.server,
+            "healthy": self.healthy,
+            "by": self.by,
+        })
+        .to_string()
+    }
+}
+
 /// Receives reports and transitions (experiments record them, `defend`
 /// writes the journal). Called inline: keep it cheap.
 pub trait Observer: Send + Sync + 'static {
@@ -110,8 +125,9 @@ pub struct NoObserver;
 
 impl Observer for NoObserver {}
 
-/// Writes every transition as one JSON line to a file (the transition
-/// journal), flushing each line so an interrupted run keeps them all.
+/// Writes every transition and pool health change as one JSON line to a
+/// file (the transition journal), flushing each line so an interrupted run
+/// keeps them all.
 #[derive(Debug)]
 pub struct JournalFile {
     /// The open file.
@@ -132,6 +148,14 @@ impl Observer for JournalFile {
         use std::io::Write;
         let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(err) = writeln!(file, "{}", transition.to_json_line()) {
+            tracing::warn!(%err, "cannot write the transition journal");
+        }
+    }
+
+    fn health(&self, change: &HealthChange) {
+        use std::io::Write;
+        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(err) = writeln!(file, "{}", change.to_json_line()) {
             tracing::warn!(%err, "cannot write the transition journal");
         }
     }

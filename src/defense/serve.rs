@@ -5,38 +5,47 @@
 use std::sync::Arc;
 
 use super::line::DefenseLine;
+use super::pool::config::ServerTarget;
 use crate::clock::Duration;
 use crate::http::ShutdownSignal;
 use crate::net::Acceptor;
 
-/// Builds a defense line of `config` calling `upstream` (its backups too:
-/// in a drill every call goes through the fault proxy), reporting to
-/// `observer`, and serves it on `acceptor` in a task of its own.
+/// Builds a defense line of `config` calling `upstream` (its backups and
+/// `address:` pool servers too: in a drill every call goes through the
+/// fault proxy; `instance:` pool servers through `instances`), reporting
+/// to `observer`, and serves it on `acceptor` in a task of its own. An
+/// unknown instance is an error naming it.
 #[allow(clippy::too_many_arguments)]
 pub fn start<A: Acceptor>(
     config: &super::DefenseConfig,
     upstream: Arc<dyn crate::http::client::Upstream>,
+    instances: &dyn Fn(&str) -> Option<Arc<dyn crate::http::client::Upstream>>,
     acceptor: A,
     seed: u64,
     run_start: crate::clock::Instant,
     observer: &Arc<dyn super::report::Observer>,
     shutdown: &ShutdownSignal,
     grace: Duration,
-) -> Arc<DefenseLine> {
+) -> Result<Arc<DefenseLine>, String> {
     let backup = |_: &str| upstream.clone();
+    let server = |target: &ServerTarget| match target {
+        ServerTarget::Address(_) => Some(upstream.clone()),
+        ServerTarget::Instance(name) => instances(name),
+    };
     let line = DefenseLine::new(
         config,
         upstream.clone(),
         &backup,
+        &server,
         seed,
         run_start,
         observer.clone(),
-    );
+    )?;
     // The drill's load generator never half-closes: a FIN is a caller
     // giving up.
     let fin = crate::http::ClientFin::HangUp;
     tokio::spawn(serve(acceptor, line.clone(), fin, shutdown.clone(), grace));
-    line
+    Ok(line)
 }
 
 /// Serves `line` on `acceptor` until `shutdown`, then drains for `grace`;

@@ -58,6 +58,10 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
+    /// A pool server of the defense line cannot be reached (an
+    /// `instance:` no target instance has).
+    #[error("defense.{0}")]
+    PoolServer(String),
     /// A record sink (`requests.jsonl`) could not be written.
     #[error("cannot write the requests of the run: {0}")]
     Records(#[source] std::io::Error),

@@ -78,13 +78,17 @@ pub async fn stand_up(
                 crate::defense::serve::start(
                     config,
                     to_proxy,
+                    &|_| None,
                     acceptor,
                     experiment.seed,
                     start,
                     recorder,
                     servers,
                     grace,
-                );
+                )
+                .map_err(|e| {
+                    RunError::PoolServer(format!("dependencies.{}.{e}", dependency.name))
+                })?;
                 behind
             }
         };

@@ -16,10 +16,24 @@ pub fn names(experiment: &Experiment) -> Names {
             .iter()
             .filter_map(|d| d.defense.as_ref()),
     );
+    let mut pools = Vec::new();
     for defense in defenses {
         names
             .breakers
             .extend(defense.breakers().map(|(name, ..)| name.to_string()));
+        pools.extend(defense.pools.iter().map(|(name, pool)| {
+            (
+                name.as_str(),
+                pool.servers
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>(),
+            )
+        }));
+    }
+    names = names.with_pools(pools);
+    if let super::config::TargetSpec::Builtin(target) = &experiment.target {
+        names.instances.extend(target.instances.keys().cloned());
     }
     if let Some(system) = &experiment.system {
         names.breakers.extend(system.breakers.keys().cloned());

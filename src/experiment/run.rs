@@ -12,7 +12,7 @@ use super::instances::{InstanceServer, applies_on};
 use super::load::Load;
 use super::network::{LoopbackNetwork, MemoryNetwork, Network};
 use super::stream::{Counted, RecordSink, RunObserver, Stream, StreamSetup};
-use super::timeline::{BreakerInfo, FaultWindows, Phase, TargetHit, Timeline};
+use super::timeline::{BreakerInfo, FaultWindows, Phase, PoolInfo, TargetHit, Timeline};
 use crate::clock::{self, Duration};
 use crate::defense::DefenseLine;
 use crate::defense::report::{Observer, Recorder};
@@ -255,19 +255,22 @@ async fn execute<N: Network>(
     let to_proxy = entry;
 
     // The defense line, if any, in front of the fault proxy.
+    let instance = |name: &str| instance_upstreams.get(name).cloned();
     let (client, line): (Arc<dyn Upstream>, Option<Arc<DefenseLine>>) = match &experiment.defense {
         Some(config) => {
             let (acceptor, connector, authority) = listen().await?;
             let line = crate::defense::serve::start(
                 config,
                 to_proxy.clone(),
+                &instance,
                 acceptor,
                 experiment.seed,
                 start,
                 &observer,
                 &servers,
                 grace,
-            );
+            )
+            .map_err(RunError::PoolServer)?;
             (
                 Arc::new(HttpUpstream::new(Arc::new(connector), &authority)),
                 Some(line),
@@ -557,6 +560,19 @@ fn collect(
             path_glob: glob.map(str::to_string),
         })
         .collect();
+    let pools: Vec<PoolInfo> = line
+        .and(experiment.defense.as_ref())
+        .into_iter()
+        .flat_map(|config| &config.pools)
+        .map(|(name, pool)| PoolInfo {
+            name: name.clone(),
+            servers: pool
+                .servers
+                .iter()
+                .map(|s| (s.name.clone(), s.backup))
+                .collect(),
+        })
+        .collect();
     let mut transitions = recorder.transitions();
     if let Some(system) = &experiment.system {
         let (inferred, infos) =
@@ -571,7 +587,7 @@ fn collect(
         target_hits,
         transitions,
         health: recorder.health_changes(),
-        pools: Vec::new(),
+        pools,
         reported: Vec::new(),
         dependency_requests: Vec::new(),
         faults,

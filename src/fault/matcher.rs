@@ -95,7 +95,7 @@ fn compile_glob(glob: &str) -> Result<(String, GlobMatcher), String> {
 
 /// The one-line reason of a regex error (`regex` writes syntax errors over
 /// several lines, with a caret under the problem).
-fn regex_problem(error: &regex::Error) -> String {
+pub(crate) fn regex_problem(error: &regex::Error) -> String {
     let text = error.to_string();
     let last = text.lines().rev().find(|l| !l.trim().is_empty());
     let last = last.unwrap_or(&text).trim();

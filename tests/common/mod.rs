@@ -204,7 +204,8 @@ pub struct Defense {
 }
 
 /// Serves a defense line of `defense_yaml` calling `dependency`, its
-/// backups calling `target`.
+/// backups calling `target`; a pool server `address: proxy` calls
+/// `dependency`, `address: target` calls `target`.
 pub async fn start_defense(
     dependency: SocketAddr,
     target: SocketAddr,
@@ -224,14 +225,31 @@ pub async fn start_defense(
             &target.to_string(),
         ))
     };
+    let dial = |addr: SocketAddr| -> Arc<dyn Upstream> {
+        Arc::new(HttpUpstream::new(
+            Arc::new(firedrill::net::TcpConnector { addr }),
+            &addr.to_string(),
+        ))
+    };
+    let server = |server: &firedrill::defense::pool::config::ServerTarget| match server {
+        firedrill::defense::pool::config::ServerTarget::Address(a) if a == "proxy" => {
+            Some(dial(dependency))
+        }
+        firedrill::defense::pool::config::ServerTarget::Address(a) if a == "target" => {
+            Some(dial(target))
+        }
+        _ => None,
+    };
     let line = firedrill::defense::DefenseLine::new(
         &config,
         upstream,
         &backup,
+        &server,
         1,
         firedrill::clock::now(),
         recorder.clone(),
-    );
+    )
+    .unwrap();
     let acceptor = TcpAcceptor::bind("127.0.0.1:0".parse().unwrap())
         .await
         .unwrap();

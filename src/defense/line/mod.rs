@@ -17,6 +17,8 @@ use super::breaker::{Breaker, CallGuard, FailureKind, Outcome, SharedBreaker, St
 use super::bulkhead::Bulkhead;
 use super::config::{DefenseConfig, FallbackConfig, RetryConfig};
 use super::fallback::{self, FALLBACK_HEADER, FallbackKind, MAX_CACHED_BODY, StaleCache};
+use super::pool::config::ServerTarget;
+use super::pool::{Lease, POOL_BACKUP_HEADER, POOL_SERVER_HEADER, Pool};
 use super::rate_limit::TokenBucket;
 use super::report::{CallError, CallReport, Observer, Rejection};
 use super::retry;
@@ -56,6 +58,8 @@ struct Route {
     backup: Option<Arc<dyn Upstream>>,
     /// The route's token bucket.
     rate_limit: Option<TokenBucket>,
+    /// The pool the route's calls go to instead of the line's upstream.
+    pool: Option<Arc<Pool>>,
 }
 
 /// The whole line, shared by every connection (`Arc`).
@@ -70,6 +74,8 @@ pub struct DefenseLine {
     request_timeout: Option<Duration>,
     /// The dependency.
     upstream: Arc<dyn Upstream>,
+    /// The upstream pools, in configuration order.
+    pools: Vec<Arc<Pool>>,
     /// Jitter of retry backoffs.
     rng: Mutex<RunRng>,
     /// Who hears about calls and transitions.
@@ -93,16 +99,46 @@ impl std::fmt::Debug for DefenseLine {
 
 impl DefenseLine {
     /// Builds the line. `backup` opens an upstream for a fallback's backup
-    /// address; `run_start` is time zero of the journal.
+    /// address, `server` one for a pool server (`None`: it cannot be
+    /// reached, an error naming it); `run_start` is time zero of the
+    /// journal.
     pub fn new(
         config: &DefenseConfig,
         upstream: Arc<dyn Upstream>,
         backup: &dyn Fn(&str) -> Arc<dyn Upstream>,
+        server: &dyn Fn(&ServerTarget) -> Option<Arc<dyn Upstream>>,
         seed: u64,
         run_start: Instant,
         observer: Arc<dyn Observer>,
-    ) -> Arc<DefenseLine> {
+    ) -> Result<Arc<DefenseLine>, String> {
         let now = clock::now();
+        let mut pools = Vec::new();
+        for (name, pool) in &config.pools {
+            let mut upstreams = Vec::new();
+            for (i, s) in pool.servers.iter().enumerate() {
+                let open = server(&s.target).ok_or_else(|| match &s.target {
+                    ServerTarget::Instance(instance) => format!(
+                        "pools.{name}.servers[{i}].instance: no target instance `{instance}`"
+                    ),
+                    ServerTarget::Address(address) => {
+                        format!("pools.{name}.servers[{i}].address: cannot reach `{address}`")
+                    }
+                })?;
+                upstreams.push(open);
+            }
+            pools.push(Pool::new(
+                name,
+                pool,
+                upstreams,
+                run_start,
+                observer.clone(),
+            ));
+        }
+        let pool_named = |name: &Option<String>| {
+            name.as_ref()
+                .and_then(|n| pools.iter().find(|p| p.name() == n))
+                .cloned()
+        };
         let mut routes: Vec<Route> = config
             .routes
             .iter()
@@ -131,6 +167,7 @@ impl DefenseLine {
                     .and_then(|f| f.backup.as_deref())
                     .map(backup),
                 rate_limit: r.rate_limit.map(|c| TokenBucket::new(c, now)),
+                pool: pool_named(&r.pool),
             })
             .collect();
         routes.push(Route {
@@ -145,6 +182,7 @@ impl DefenseLine {
             stale: None,
             backup: None,
             rate_limit: None,
+            pool: None,
         });
         let line = Arc::new(DefenseLine {
             routes,
@@ -154,6 +192,7 @@ impl DefenseLine {
             rate_limit: config.rate_limit.map(|c| TokenBucket::new(c, now)),
             request_timeout: config.request_timeout,
             upstream,
+            pools,
             rng: Mutex::new(clock::seeded_rng(seed, 0xdefe)),
             observer,
             requests: AtomicU64::new(0),
@@ -164,7 +203,15 @@ impl DefenseLine {
                 tokio::spawn(breaker_timers(Arc::downgrade(&line), index));
             }
         }
-        line
+        for pool in &line.pools {
+            pool.start();
+        }
+        Ok(line)
+    }
+
+    /// The upstream pools, in configuration order.
+    pub fn pools(&self) -> &[Arc<Pool>] {
+        &self.pools
     }
 
     /// The breakers, by route name.
@@ -334,6 +381,10 @@ impl DefenseLine {
                 self.fall_back(route, &key, None, "upstream-error", None)
                     .await
             }
+            Failed::NoServer => {
+                self.fall_back(route, &key, None, "pool-no-server", None)
+                    .await
+            }
         }
     }
 
@@ -405,14 +456,36 @@ impl DefenseLine {
                 (None, None) => return last,
             };
             let request = Request::from_parts(parts.clone(), body);
+            let lease = match &route.pool {
+                Some(pool) => match pool.pick(clock::now()) {
+                    Some(lease) => Some(lease),
+                    None => {
+                        // Every server is out: as an unreachable upstream.
+                        record(
+                            route,
+                            self,
+                            guard,
+                            Outcome::Failure(FailureKind::Connect),
+                            Duration::ZERO,
+                        );
+                        report.error = Some(CallError::Connect);
+                        report.served_by = None;
+                        last = Failed::NoServer;
+                        continue;
+                    }
+                },
+                None => None,
+            };
+            let upstream = lease
+                .as_ref()
+                .map_or(self.upstream.as_ref(), Lease::upstream);
+            report.served_by = lease.as_ref().map(Lease::served_by);
             self.attempts.fetch_add(1, Ordering::Relaxed);
             report.attempts += 1;
             let sent = clock::now();
             let outcome = match route.timeout {
-                Some(t) => tokio::time::timeout(t, self.upstream.send(request))
-                    .await
-                    .ok(),
-                None => Some(self.upstream.send(request).await),
+                Some(t) => tokio::time::timeout(t, upstream.send(request)).await.ok(),
+                None => Some(upstream.send(request).await),
             };
             let took = clock::now() - sent;
             let (verdict, failed) = match outcome {
@@ -447,24 +520,46 @@ impl DefenseLine {
                         None => Outcome::Success,
                     };
                     match verdict {
-                        Outcome::Failure(_) => (
-                            verdict,
-                            Some((Failed::Status(resp.map(boxed)), CallError::Status)),
-                        ),
+                        Outcome::Failure(_) => {
+                            let mut resp = resp.map(boxed);
+                            mark_server(&mut resp, lease.as_ref());
+                            (verdict, Some((Failed::Status(resp), CallError::Status)))
+                        }
                         _ => {
+                            if let Some(lease) = &lease {
+                                lease.record(false);
+                            }
                             record(route, self, guard, verdict, took);
                             report.error = None;
-                            return Failed::Answered(self.deliver(route, key, resp).await);
+                            let mut resp = self.deliver(route, key, resp).await;
+                            mark_server(&mut resp, lease.as_ref());
+                            return Failed::Answered(resp);
                         }
                     }
                 }
             };
+            if let Some(lease) = &lease {
+                lease.record(true);
+            }
             record(route, self, guard, verdict, took);
             let (failed, call_error) = failed.expect("failures only reach here");
             report.error = Some(call_error);
             last = failed;
         }
         last
+    }
+}
+
+/// Marks an answer from a pool server with the server's name (and, from a
+/// backup, the backup header).
+fn mark_server(resp: &mut Response<BoxBody>, lease: Option<&Lease>) {
+    let Some(lease) = lease else { return };
+    if let Ok(name) = http::HeaderValue::from_str(lease.server()) {
+        resp.headers_mut().insert(POOL_SERVER_HEADER, name);
+    }
+    if lease.is_backup() {
+        resp.headers_mut()
+            .insert(POOL_BACKUP_HEADER, http::HeaderValue::from_static("1"));
     }
 }
 
@@ -515,6 +610,8 @@ enum Failed {
     Connect,
     /// The last attempt's connection broke.
     Broken,
+    /// Every server of the route's pool was out.
+    NoServer,
 }
 
 /// A call's report until the call ends: dropped before that (the caller
