@@ -566,6 +566,7 @@ fn collect(
                 .iter()
                 .map(|s| (s.name.clone(), s.backup))
                 .collect(),
+            starts_out: pool.health_check.is_some(),
         })
         .collect();
     let mut transitions = recorder.transitions();

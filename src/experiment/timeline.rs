@@ -187,6 +187,9 @@ pub struct PoolInfo {
     pub name: String,
     /// Its servers: name and whether it is a backup.
     pub servers: Vec<(String, bool)>,
+    /// Its servers start out of rotation until they pass an active health
+    /// check (the pool has one).
+    pub starts_out: bool,
 }
 
 /// A named span of the run (`phases:` in the experiment).

@@ -56,6 +56,31 @@ pub fn render(report: &RunReport) -> String {
             transitions(&mut out, reported);
         }
     }
+    for p in &report.pools {
+        let _ = writeln!(out, "\n  pool {}", p.name);
+        for s in &p.servers {
+            let _ = writeln!(
+                out,
+                "    {}{} ({} at the end)",
+                s.name,
+                if s.backup { " (backup)" } else { "" },
+                if s.healthy_at_end {
+                    "in rotation"
+                } else {
+                    "out"
+                }
+            );
+            for c in &s.changes {
+                let _ = writeln!(
+                    out,
+                    "    {:>9.3}s  {}  ({})",
+                    c.at_ms / 1000.0,
+                    if c.healthy { "in rotation" } else { "ejected" },
+                    c.by
+                );
+            }
+        }
+    }
     for w in &report.warnings {
         let _ = writeln!(out, "\n  warning: {w}");
     }

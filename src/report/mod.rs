@@ -73,6 +73,10 @@ pub struct RunReport {
     pub routes: Vec<summary::RouteSummary>,
     /// Breaker transitions and final states.
     pub breakers: Vec<BreakerReport>,
+    /// The pools of the defense line: each server and its health changes
+    /// (omitted without pools).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<PoolReport>,
     /// Fault windows, in milliseconds.
     pub faults: Vec<FaultReport>,
     /// Requests that reached the target.
@@ -98,6 +102,72 @@ pub struct RunReport {
     /// finished.
     #[serde(skip)]
     pub fold: html::picture::Fold,
+}
+
+/// One pool's story: its servers and when each left and rejoined rotation.
+#[derive(Debug, Clone, Serialize)]
+pub struct PoolReport {
+    /// Its name.
+    pub name: String,
+    /// Its servers, in the order configured.
+    pub servers: Vec<PoolServerReport>,
+}
+
+/// One pool server's story.
+#[derive(Debug, Clone, Serialize)]
+pub struct PoolServerReport {
+    /// Its name.
+    pub name: String,
+    /// Used only when every primary is out.
+    pub backup: bool,
+    /// In rotation at the end (a server of a pool with health checks
+    /// starts out until it passes one).
+    pub healthy_at_end: bool,
+    /// Its health changes, in order.
+    pub changes: Vec<HealthChangeReport>,
+}
+
+/// One health change, for reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct HealthChangeReport {
+    /// When, in milliseconds from the start.
+    pub at_ms: f64,
+    /// Back in rotation (true) or ejected (false).
+    pub healthy: bool,
+    /// The check that decided and what it saw.
+    pub by: String,
+}
+
+/// The pools of a timeline, with their servers' health changes.
+fn pools(t: &crate::experiment::timeline::Timeline) -> Vec<PoolReport> {
+    t.pools
+        .iter()
+        .map(|p| PoolReport {
+            name: p.name.clone(),
+            servers: p
+                .servers
+                .iter()
+                .map(|(server, backup)| {
+                    let changes: Vec<HealthChangeReport> = t
+                        .health
+                        .iter()
+                        .filter(|h| h.pool == p.name && &h.server == server)
+                        .map(|h| HealthChangeReport {
+                            at_ms: ms(h.at),
+                            healthy: h.healthy,
+                            by: h.by.clone(),
+                        })
+                        .collect();
+                    PoolServerReport {
+                        name: server.clone(),
+                        backup: *backup,
+                        healthy_at_end: changes.last().map_or(!p.starts_out, |c| c.healthy),
+                        changes,
+                    }
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// One breaker's story.
@@ -231,6 +301,7 @@ impl RunReport {
             verdicts,
             routes: summary::routes(&result.counted.routes),
             breakers,
+            pools: pools(t),
             faults,
             target_hits: result.counted.target_hits as usize,
             instance_hits: instance_hits(experiment, &result.counted.instance_hits),

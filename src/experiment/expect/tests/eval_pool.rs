@@ -25,6 +25,7 @@ fn pool_run() -> Timeline {
             ("c".into(), false),
             ("d".into(), true),
         ],
+        starts_out: false,
     }];
     t.health = vec![change(21.0, "b", false), change(42.0, "b", true)];
     t
