@@ -265,3 +265,26 @@ fn a_body_match_keeps_out_a_server_answering_200_with_an_error_page() {
         health_lines(dir.path())
     );
 }
+
+#[test]
+fn defend_refuses_an_instance_server_which_only_experiments_have_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("defense.yaml");
+    std::fs::write(
+        &file,
+        "routes:\n  all: { match: /*, pool: p }\npools:\n  p:\n    servers: [{ instance: a }]\n",
+    )
+    .unwrap();
+    let out = firedrill()
+        .args(["defend", "--config"])
+        .arg(&file)
+        .args(["--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:9"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("pools.p.servers[0].instance: `a` names a target instance"),
+        "{stderr}"
+    );
+}

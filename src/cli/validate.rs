@@ -73,12 +73,13 @@ enum FileKind {
 /// The kind of `text` (read from `file`), once it is well-formed YAML.
 fn detect_kind(file: &str, text: &str) -> Result<FileKind, SchemaError> {
     const EXPERIMENT_KEYS: [&str; 4] = ["load", "expect", "duration", "name"];
-    const DEFENSE_KEYS: [&str; 5] = [
+    const DEFENSE_KEYS: [&str; 6] = [
         "routes",
         "timeout",
         "request_timeout",
         "max_concurrent",
         "rate_limit",
+        "pools",
     ];
     let has_any =
         |keys: &[String], wanted: &[&str]| keys.iter().any(|k| wanted.contains(&k.as_str()));

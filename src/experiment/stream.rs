@@ -763,7 +763,8 @@ fn known<'a>(
 }
 
 /// The defense line's observer in a run: transitions to the recorder (and
-/// the stream's windows), call reports to the stream only.
+/// the stream's windows), call reports to the stream only, pool health
+/// changes to the recorder.
 #[derive(Debug)]
 pub struct RunObserver {
     /// Keeps the transitions for the report and the live view.

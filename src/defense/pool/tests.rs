@@ -347,3 +347,18 @@ fn the_default_match_takes_200_to_399() {
         assert_eq!(m.failure(status, &none, b"").is_none(), passes, "{status}");
     }
 }
+
+#[test]
+fn a_health_change_is_one_journal_line_time_first_with_what_decided() {
+    let change = HealthChange {
+        at: Duration::from_millis(6000),
+        pool: "inventory".into(),
+        server: "b".into(),
+        healthy: false,
+        by: "active check GET /health: status 500 (2nd failure in a row)".into(),
+    };
+    assert_eq!(
+        change.to_json_line(),
+        r#"{"at_ms":6000.0,"pool":"inventory","server":"b","healthy":false,"by":"active check GET /health: status 500 (2nd failure in a row)"}"#
+    );
+}
