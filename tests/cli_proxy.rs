@@ -97,6 +97,36 @@ fn http_only_fault_in_tcp_mode_is_rejected_before_listening() {
     );
 }
 
+#[test]
+fn a_fault_naming_an_instance_is_refused_before_listening_with_its_location() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f.yaml");
+    let text = "faults:\n  - { instance: b, status: { code: 503 } }\n";
+    std::fs::write(&file, text).unwrap();
+    let out = firedrill()
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "127.0.0.1:9",
+            "--mode",
+            "http",
+            "--faults",
+        ])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "f.yaml:2:17: faults[0].instance: names an instance of an experiment's built-in target"
+        ),
+        "{stderr}"
+    );
+}
+
 /// Starts `firedrill target` and `firedrill proxy` in front of it; returns
 /// the children and the proxy's address.
 fn start_pair(extra: &[&str]) -> (std::process::Child, std::process::Child, String) {

@@ -41,6 +41,10 @@ expect:
   - route stock success between 0s and 4s >= 99%
   - route stock success between 4s and 6s <= 1%
   - route stock success between 6s and 10s >= 99%
+  - calls to instance a >= 190
+  - calls to /inventory/* on instance a during a-down >= 30
+  - calls to instance b == 0
+  - calls to instance c == 0
 ";
 
 #[test]
@@ -56,17 +60,29 @@ fn the_load_reaches_the_first_instance_and_a_fault_on_another_instance_never_act
     // The hits are counted as they come (the timeline keeps none): each
     // tagged with the instance that received it, all of them `a`.
     assert!(report.target_hits >= 190, "{} hits", report.target_hits);
-    let only_a = [("a".to_string(), report.target_hits as u64)];
+    let only_a = [
+        ("a".to_string(), report.target_hits as u64),
+        ("b".to_string(), 0),
+        ("c".to_string(), 0),
+    ];
     assert_eq!(report.instance_hits, only_a.into_iter().collect());
 }
 
 #[test]
-fn the_json_report_counts_hits_per_instance_and_names_the_instances() {
+fn the_report_counts_hits_per_instance_every_instance_listed_in_json_and_on_the_console() {
     let (_, report) = run(THREE);
     let total = report.target_hits as u64;
     assert_eq!(report.targets, ["target: builtin, instances a, b, c"]);
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["instance_hits"]["a"], total);
+    assert_eq!(json["instance_hits"]["b"], 0);
+    let console = firedrill::report::console::render(&report);
+    assert!(
+        console.contains(&format!(
+            "\n  calls that reached each instance: a {total}, b 0, c 0\n"
+        )),
+        "{console}"
+    );
 }
 
 #[test]
@@ -86,6 +102,8 @@ load:
     assert_eq!(report.targets, ["target: builtin"]);
     let json = serde_json::to_value(&report).unwrap();
     assert!(json.get("instance_hits").is_none(), "{json}");
+    let console = firedrill::report::console::render(&report);
+    assert!(!console.contains("instance"), "{console}");
 }
 
 #[test]
@@ -112,7 +130,11 @@ expect:
     );
     assert_eq!(result.injected.get("b-down").copied().unwrap_or(0), 0);
     assert!(report.target_hits > 0);
-    let only_a = [("a".to_string(), report.target_hits as u64)];
+    let only_a = [
+        ("a".to_string(), report.target_hits as u64),
+        ("b".to_string(), 0),
+        ("c".to_string(), 0),
+    ];
     assert_eq!(report.instance_hits, only_a.into_iter().collect());
 }
 

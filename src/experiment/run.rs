@@ -242,16 +242,11 @@ async fn execute<N: Network>(
         None => stand_up_target(experiment, &network, start, &servers, grace, &mut dialed).await?,
     };
     // The built-in target's instances by name, each a client through its
-    // own fault proxy (none without `target.builtin.instances`). Until a
-    // pool spreads the calls, the load and the defense line call `entry`:
-    // the first instance, in name order.
+    // own fault proxy (none without `target.builtin.instances`): a pool's
+    // servers call them. Every other call (the load without a defense line,
+    // a route without a pool) goes to `entry`: the first instance, in name
+    // order.
     let instance_upstreams: std::collections::BTreeMap<String, Arc<dyn Upstream>> = instances;
-    debug_assert!(
-        instance_upstreams
-            .values()
-            .next()
-            .is_none_or(|first| Arc::ptr_eq(first, &entry))
-    );
     let to_proxy = entry;
 
     // The defense line, if any, in front of the fault proxy.

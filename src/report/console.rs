@@ -36,6 +36,18 @@ pub fn render(report: &RunReport) -> String {
             r.amplification
         );
     }
+    if !report.instance_hits.is_empty() {
+        let each: Vec<String> = report
+            .instance_hits
+            .iter()
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "\n  calls that reached each instance: {}",
+            each.join(", ")
+        );
+    }
     for b in &report.breakers {
         let _ = writeln!(out, "\n  breaker {} (now {})", b.name, b.final_state);
         transitions(&mut out, &b.transitions);

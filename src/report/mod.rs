@@ -81,8 +81,9 @@ pub struct RunReport {
     pub faults: Vec<FaultReport>,
     /// Requests that reached the target.
     pub target_hits: usize,
-    /// Of them, those each instance of the built-in target received, by
-    /// name (omitted without instances).
+    /// Of them (health checks of a pool included), those each instance of
+    /// the built-in target received, by name, every instance listed
+    /// (omitted without instances).
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub instance_hits: std::collections::BTreeMap<String, u64>,
     /// Requests shed by the in-flight cap.
@@ -303,13 +304,30 @@ impl RunReport {
             pools: pools(t),
             faults,
             target_hits: result.counted.target_hits as usize,
-            instance_hits: result.counted.instance_hits.clone(),
+            instance_hits: instance_hits(experiment, &result.counted.instance_hits),
             shed: result.shed,
             warnings: result.warnings.clone(),
             system_under_test: experiment.system.is_some(),
             timeline: t.clone(),
             fold,
         }
+    }
+}
+
+/// The hits each instance of the built-in target received, by name: every
+/// declared instance, none reached shown as 0 (empty without instances).
+fn instance_hits(
+    experiment: &Experiment,
+    counted: &std::collections::BTreeMap<String, u64>,
+) -> std::collections::BTreeMap<String, u64> {
+    use crate::experiment::config::TargetSpec;
+    match (&experiment.target, &experiment.system) {
+        (TargetSpec::Builtin(target), None) => target
+            .instances
+            .keys()
+            .map(|name| (name.clone(), counted.get(name).copied().unwrap_or(0)))
+            .collect(),
+        _ => std::collections::BTreeMap::new(),
     }
 }
 
