@@ -24,11 +24,26 @@ const SIXTY_FOUR_MIB: usize = 64 * 1024 * 1024;
 
 /// Writes `len` seeded random bytes to `w`, returning their SHA-256.
 async fn send_random<W: AsyncWriteExt + Unpin>(w: &mut W, len: usize, seed: u64) -> Vec<u8> {
+    send_random_paced(w, len, seed, Vec::new()).await
+}
+
+/// [`send_random`], holding back the byte at each offset of `holds` until
+/// its signal comes (offsets in order, multiples of 256 KiB).
+async fn send_random_paced<W: AsyncWriteExt + Unpin>(
+    w: &mut W,
+    len: usize,
+    seed: u64,
+    holds: Vec<(usize, tokio::sync::oneshot::Receiver<()>)>,
+) -> Vec<u8> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let mut hash = Sha256::new();
     let mut buf = vec![0u8; 256 * 1024];
+    let mut holds = holds.into_iter().peekable();
     let mut left = len;
     while left > 0 {
+        while let Some((_, signal)) = holds.next_if(|(at, _)| *at <= len - left) {
+            signal.await.expect("the reader signals every hold");
+        }
         let n = left.min(buf.len());
         rng.fill_bytes(&mut buf[..n]);
         hash.update(&buf[..n]);
@@ -115,13 +130,21 @@ async fn a_fault_added_and_removed_mid_transfer_loses_and_reorders_no_byte() {
     // A control-plane proxy starts the connection on the clean path; a
     // latency fault added half-way moves it to the fault pumps, removing
     // it moves it on again; every byte arrives once and in order, both
-    // ways.
+    // ways. The upstream holds back its 5th MiB until the fault is in and
+    // its 9th until it is out, so the fault acts on bytes sent while it
+    // is in, however the machine schedules the two directions.
+    let (added, on_added) = tokio::sync::oneshot::channel();
+    let (removed, on_removed) = tokio::sync::oneshot::channel();
+    let holds = vec![(4 << 20, on_added), (8 << 20, on_removed)];
     let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let upstream_addr = upstream.local_addr().unwrap();
     let server = tokio::spawn(async move {
         let (stream, _) = upstream.accept().await.unwrap();
         let (mut r, mut w) = stream.into_split();
-        let sending = tokio::spawn(async move { send_random(&mut w, SIXTY_FOUR_MIB / 4, 4).await });
+        let sending =
+            tokio::spawn(
+                async move { send_random_paced(&mut w, SIXTY_FOUR_MIB / 4, 4, holds).await },
+            );
         let received = hash_to_eof(&mut r).await;
         (received, sending.await.unwrap())
     });
@@ -134,11 +157,11 @@ async fn a_fault_added_and_removed_mid_transfer_loses_and_reorders_no_byte() {
     let sending = tokio::spawn(async move { send_random(&mut w, SIXTY_FOUR_MIB / 4, 3).await });
     let lag = common::faults("faults:\n  - latency: { delay: 1ms }\n").faults;
     let switching = plan.clone();
+    let mut signals = [Some(added), Some(removed)];
     let (client_got, client_hash) = hash_to_eof_marking(&mut r, &[4 << 20, 8 << 20], move |mark| {
-        if mark == 0 {
-            switching.replace(lag.clone());
-        } else {
-            switching.replace(Vec::new());
+        switching.replace(if mark == 0 { lag.clone() } else { Vec::new() });
+        if let Some(signal) = signals[mark].take() {
+            let _ = signal.send(());
         }
     })
     .await;
