@@ -7,8 +7,8 @@ use crate::experiment::timeline::Timeline;
 
 use super::ast::{Anchor, CountBound, Event, Expectation, Name, PoolRule, Rule, Wait, Window};
 use super::tally::{CallTally, RouteTally, ShareTally, Tally};
-use super::verdict::{Verdict, latency, list_times, secs, times};
-use super::window::{contains, describe, resolve, state_at};
+use super::verdict::{Judgement, Verdict, latency, list_times, secs, times};
+use super::window::{anchor_time, contains, describe, resolve, state_at, within_of};
 
 /// Judges `expectation` on `timeline`, counting its requests and target
 /// hits there.
@@ -144,9 +144,6 @@ fn span_after(timeline: &Timeline, anchor: &Anchor, within: Duration) -> Vec<(Du
         .collect()
 }
 
-/// What a judge returns: passed, expected, seen, where.
-pub(crate) type Judgement = (bool, String, String, Option<Duration>);
-
 /// The transitions of one breaker, in order, up to the end of the run: a
 /// call still in flight at the end may move a breaker afterwards; such a
 /// transition is in the journal (marked after the end) but never judged.
@@ -246,32 +243,6 @@ impl IfEmpty for String {
     }
 }
 
-/// The time an anchor stands for and how to name it; an error (the seen
-/// text) when the fault is unknown or never active.
-pub(crate) fn anchor_time(
-    timeline: &Timeline,
-    anchor: &Anchor,
-) -> Result<(Duration, String), String> {
-    let (fault, end) = match anchor {
-        Anchor::At(t) => return Ok((*t, secs(*t))),
-        Anchor::FaultStart(f) => (f, false),
-        Anchor::FaultEnd(f) => (f, true),
-    };
-    let windows = timeline
-        .faults
-        .iter()
-        .find(|f| f.name == fault.text)
-        .ok_or_else(|| format!("the run has no fault named \"{fault}\""))?;
-    let (start, stop) = windows
-        .span()
-        .ok_or_else(|| format!("fault {fault} was never active"))?;
-    Ok(if end {
-        (stop, format!("{fault}.end"))
-    } else {
-        (start, format!("{fault}.start"))
-    })
-}
-
 fn reaches(
     timeline: &Timeline,
     breaker: &Name,
@@ -296,41 +267,6 @@ fn reaches(
         )
     };
     within_of(timeline, anchor, within, (&word, &word), first, missing)
-}
-
-/// `SUBJECT within D of ANCHOR`: the first event at or after the anchor
-/// comes no later than `within` after it. `words` are the subject in the
-/// expectation and the event in what was seen (`instance b ejected`,
-/// `ejected`); `first(from)` is the first event's time and a note on it,
-/// `missing(from, label)` what was seen when none came.
-pub(crate) fn within_of(
-    timeline: &Timeline,
-    anchor: &Anchor,
-    within: Duration,
-    (subject, event): (&str, &str),
-    first: impl FnOnce(Duration) -> Option<(Duration, String)>,
-    missing: impl FnOnce(Duration, &str) -> String,
-) -> Judgement {
-    let (from, label) = match anchor_time(timeline, anchor) {
-        Ok(found) => found,
-        Err(seen) => {
-            let expected = format!("{subject} within {}", latency(within));
-            return (false, expected, seen, None);
-        }
-    };
-    let expected = format!("{subject} within {} of {label}", latency(within));
-    match first(from) {
-        Some((at, note)) => {
-            let delay = at - from;
-            let seen = format!(
-                "{event} at {}, {} after {label}{note}",
-                secs(at),
-                latency(delay)
-            );
-            (delay <= within, expected, seen, Some(at))
-        }
-        None => (false, expected, missing(from, &label), Some(from)),
-    }
 }
 
 fn wait_in_open(timeline: &Timeline, breaker: &Name, wait: Wait, tolerance: Duration) -> Judgement {

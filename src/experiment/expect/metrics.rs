@@ -13,9 +13,8 @@
 use crate::experiment::timeline::Timeline;
 
 use super::ast::{Bound, LatencyStat, Metric, Name, PathGlob, Value, Window};
-use super::eval::Judgement;
 use super::tally::{CallTally, RouteTally, counts_hit};
-use super::verdict::{latency, percent, ratio, secs};
+use super::verdict::{Judgement, latency, percent, ratio, secs};
 use super::window::{Intervals, contains, describe, resolve, total};
 
 /// `>= 99.0%`, `within 5% of 600`.

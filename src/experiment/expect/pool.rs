@@ -6,11 +6,10 @@ use crate::clock::Duration;
 use crate::experiment::timeline::Timeline;
 
 use super::ast::{Anchor, Bound, PoolRule, Server, Window};
-use super::eval::{Judgement, within_of};
 use super::metrics::{share, show_bound, uncomputable};
 use super::tally::{PoolTally, ShareTally};
-use super::verdict::{list_times, secs, times};
-use super::window::{Intervals, contains, describe, health_of, resolve};
+use super::verdict::{Judgement, list_times, secs, times};
+use super::window::{Intervals, contains, describe, health_of, resolve, within_of};
 
 /// Judges a pool sentence; `tally` holds the pool calls its window counted.
 pub(crate) fn judge(timeline: &Timeline, rule: &PoolRule, tally: &ShareTally) -> Judgement {

@@ -52,6 +52,9 @@ impl fmt::Display for Verdict {
 }
 
 /// A time on the timeline in seconds, up to millisecond precision without
+/// What a judge returns: passed, expected, seen, where.
+pub(crate) type Judgement = (bool, String, String, Option<Duration>);
+
 /// trailing zeros: `10s`, `10.4s`, `0.125s`.
 pub(crate) fn secs(d: Duration) -> String {
     let text = format!("{:.3}", d.as_secs_f64());

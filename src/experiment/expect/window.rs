@@ -1,13 +1,14 @@
 //! Turning a [`Window`] into `[start, end)` intervals of a timeline, and
-//! the words that describe it in a verdict.
+//! the words that describe it in a verdict; the time an anchor stands for
+//! and the judge of `within D of ANCHOR`.
 
 use crate::clock::Duration;
 use crate::defense::breaker::State;
 use crate::defense::report::HealthChange;
 use crate::experiment::timeline::Timeline;
 
-use super::ast::{Server, Window};
-use super::verdict::secs;
+use super::ast::{Anchor, Server, Window};
+use super::verdict::{Judgement, latency, secs};
 
 /// Sorted, disjoint `[start, end)` intervals, clipped to the run.
 pub(crate) type Intervals = Vec<(Duration, Duration)>;
@@ -150,4 +151,65 @@ pub(crate) fn interval_start(window: &Window, scene: &impl Scene, t: Duration) -
         }
     };
     (from <= t && t < to).then_some(from)
+}
+
+/// The time an anchor stands for and how to name it; an error (the seen
+/// text) when the fault is unknown or never active.
+pub(crate) fn anchor_time(
+    timeline: &Timeline,
+    anchor: &Anchor,
+) -> Result<(Duration, String), String> {
+    let (fault, end) = match anchor {
+        Anchor::At(t) => return Ok((*t, secs(*t))),
+        Anchor::FaultStart(f) => (f, false),
+        Anchor::FaultEnd(f) => (f, true),
+    };
+    let windows = timeline
+        .faults
+        .iter()
+        .find(|f| f.name == fault.text)
+        .ok_or_else(|| format!("the run has no fault named \"{fault}\""))?;
+    let (start, stop) = windows
+        .span()
+        .ok_or_else(|| format!("fault {fault} was never active"))?;
+    Ok(if end {
+        (stop, format!("{fault}.end"))
+    } else {
+        (start, format!("{fault}.start"))
+    })
+}
+
+/// `SUBJECT within D of ANCHOR`: the first event at or after the anchor
+/// comes no later than `within` after it. `words` are the subject in the
+/// expectation and the event in what was seen (`instance b ejected`,
+/// `ejected`); `first(from)` is the first event's time and a note on it,
+/// `missing(from, label)` what was seen when none came.
+pub(crate) fn within_of(
+    timeline: &Timeline,
+    anchor: &Anchor,
+    within: Duration,
+    (subject, event): (&str, &str),
+    first: impl FnOnce(Duration) -> Option<(Duration, String)>,
+    missing: impl FnOnce(Duration, &str) -> String,
+) -> Judgement {
+    let (from, label) = match anchor_time(timeline, anchor) {
+        Ok(found) => found,
+        Err(seen) => {
+            let expected = format!("{subject} within {}", latency(within));
+            return (false, expected, seen, None);
+        }
+    };
+    let expected = format!("{subject} within {} of {label}", latency(within));
+    match first(from) {
+        Some((at, note)) => {
+            let delay = at - from;
+            let seen = format!(
+                "{event} at {}, {} after {label}{note}",
+                secs(at),
+                latency(delay)
+            );
+            (delay <= within, expected, seen, Some(at))
+        }
+        None => (false, expected, missing(from, &label), Some(from)),
+    }
 }
