@@ -50,6 +50,24 @@ pub fn sleep_until_precise(deadline: Instant) -> precise::PreciseSleep {
     precise::PreciseSleep::new(deadline)
 }
 
+/// Waits until `deadline` (forever when there is none) or until `wake` is
+/// notified, whichever comes first: true when the deadline came. The timer
+/// tasks of breakers and pools wait so, on the next deadline of a state
+/// that may change under them.
+pub async fn deadline_or_wake(deadline: Option<Instant>, wake: &tokio::sync::Notify) -> bool {
+    let timer = async {
+        match deadline {
+            Some(at) => sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        _ = wake.notified() => false,
+        _ = timer => true,
+    }
+}
+
 /// A generator for one independent stream of decisions of a run.
 ///
 /// `stream` separates consumers (one per fault, say) so that adding a

@@ -58,9 +58,11 @@ fn every_experiment_holds_in_virtual_time() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
-#[test]
-fn quickstart_holds_in_real_time_on_loopback() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/quickstart.yaml");
+/// Runs `experiments/NAME` on loopback in real time and asserts it holds.
+fn holds_in_real_time(name: &str) {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("experiments")
+        .join(name);
     let loaded = load(&file).unwrap();
     let (_, report) = execute(&loaded, ClockKind::Real, Live::default()).unwrap();
     assert!(
@@ -71,16 +73,14 @@ fn quickstart_holds_in_real_time_on_loopback() {
 }
 
 #[test]
+fn quickstart_holds_in_real_time_on_loopback() {
+    holds_in_real_time("quickstart.yaml");
+}
+
+#[test]
 fn a_pool_instance_dying_holds_in_real_time_on_loopback() {
     // 45 s of wall time: health checks, ejection, slow start on real sockets.
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/pool_instance_dies.yaml");
-    let loaded = load(&file).unwrap();
-    let (_, report) = execute(&loaded, ClockKind::Real, Live::default()).unwrap();
-    assert!(
-        report.passed,
-        "{}",
-        firedrill::report::console::render(&report)
-    );
+    holds_in_real_time("pool_instance_dies.yaml");
 }
 
 #[test]

@@ -15,16 +15,8 @@ pub(super) async fn breaker_timers(line: std::sync::Weak<DefenseLine>, index: us
             let next = breaker.lock().next_timer();
             (next, route.breaker_stepped.clone())
         };
-        let timer = async {
-            match next {
-                Some(at) => clock::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            _ = stepped.notified() => continue,
-            _ = timer => {}
+        if !clock::deadline_or_wake(next, &stepped).await {
+            continue;
         }
         let Some(line) = line.upgrade() else { return };
         let route = &line.routes[index];

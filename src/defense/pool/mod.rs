@@ -338,16 +338,8 @@ async fn passive_returns(pool: std::sync::Weak<Pool>) {
             let Some(pool) = pool.upgrade() else { return };
             (pool.next_return(clock::now()), pool.ejected.clone())
         };
-        let timer = async {
-            match next {
-                Some(at) => clock::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            _ = ejected.notified() => continue,
-            _ = timer => {}
+        if !clock::deadline_or_wake(next, &ejected).await {
+            continue;
         }
         let Some(pool) = pool.upgrade() else { return };
         let mut changes = Vec::new();
