@@ -60,12 +60,7 @@ fn the_load_reaches_the_first_instance_and_a_fault_on_another_instance_never_act
     // The hits are counted as they come (the timeline keeps none): each
     // tagged with the instance that received it, all of them `a`.
     assert!(report.target_hits >= 190, "{} hits", report.target_hits);
-    let only_a = [
-        ("a".to_string(), report.target_hits as u64),
-        ("b".to_string(), 0),
-        ("c".to_string(), 0),
-    ];
-    assert_eq!(report.instance_hits, only_a.into_iter().collect());
+    assert_every_hit_reached_a(&report);
 }
 
 #[test]
@@ -130,12 +125,7 @@ expect:
     );
     assert_eq!(result.injected.get("b-down").copied().unwrap_or(0), 0);
     assert!(report.target_hits > 0);
-    let only_a = [
-        ("a".to_string(), report.target_hits as u64),
-        ("b".to_string(), 0),
-        ("c".to_string(), 0),
-    ];
-    assert_eq!(report.instance_hits, only_a.into_iter().collect());
+    assert_every_hit_reached_a(&report);
 }
 
 #[test]
@@ -159,4 +149,14 @@ halt:
     };
     assert_eq!(condition, "route stock success < 50% for 2s");
     assert!(result.timeline.duration < firedrill::clock::Duration::from_secs(10));
+}
+
+/// Every target hit of the run reached instance `a`; `b` and `c` none.
+fn assert_every_hit_reached_a(report: &firedrill::report::RunReport) {
+    let only_a = [
+        ("a".to_string(), report.target_hits as u64),
+        ("b".to_string(), 0),
+        ("c".to_string(), 0),
+    ];
+    assert_eq!(report.instance_hits, only_a.into_iter().collect());
 }

@@ -132,7 +132,10 @@ struct RawBuiltin {
 
 /// One instance of the built-in target.
 #[derive(Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an instance: a mapping such as `{ routes: [...] }` (`{}` for none)"
+)]
 struct RawInstance {
     /// This instance's own routes, tried before the ones every instance
     /// shares; a route on `/health` overrides its default 200 `ok`.
