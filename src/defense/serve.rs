@@ -74,8 +74,7 @@ pub async fn serve<A: Acceptor>(
                         Ok::<_, std::convert::Infallible>(response)
                     }
                 });
-                crate::http::serve_http(stream, service, fin, shutdown, std::future::pending())
-                    .await;
+                crate::http::serve_http(stream, service, fin, shutdown).await;
             }
         },
         shutdown,

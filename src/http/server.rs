@@ -136,18 +136,8 @@ pub enum ClientFin {
 /// flight finishes, keep-alive ends). Every HTTP server of firedrill (the
 /// proxy's HTTP mode, the fixture target, the defense line, /metrics)
 /// serves its connections through this.
-///
-/// `alongside` is polled in the same task until the connection ends: the
-/// HTTP proxy drives its upstream connection there, so a request and its
-/// forwarded copy never wake another task; the other servers pass
-/// `std::future::pending()`.
-pub async fn serve_http<I, S, E>(
-    io: I,
-    service: S,
-    fin: ClientFin,
-    mut shutdown: ShutdownSignal,
-    alongside: impl std::future::Future<Output = ()> + Send,
-) where
+pub async fn serve_http<I, S, E>(io: I, service: S, fin: ClientFin, mut shutdown: ShutdownSignal)
+where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: hyper::service::Service<
             http::Request<hyper::body::Incoming>,
@@ -166,14 +156,12 @@ pub async fn serve_http<I, S, E>(
         // A 101 hands the connection to whoever took its upgrade
         // (`upgrade::tunnel`).
         .with_upgrades();
-    tokio::pin!(served, alongside);
-    let mut alongside_done = false;
+    tokio::pin!(served);
     let mut shutting_down = false;
     let result = loop {
         tokio::select! {
             biased;
             r = served.as_mut() => break r,
-            _ = &mut alongside, if !alongside_done => alongside_done = true,
             _ = shutdown.wait(), if !shutting_down => {
                 served.as_mut().graceful_shutdown();
                 shutting_down = true;
@@ -218,14 +206,7 @@ where
                     let answer = answer.clone();
                     async move { Ok::<_, std::convert::Infallible>(answer(req).await) }
                 });
-                serve_http(
-                    stream,
-                    service,
-                    ClientFin::HalfClose,
-                    shutdown,
-                    std::future::pending(),
-                )
-                .await;
+                serve_http(stream, service, ClientFin::HalfClose, shutdown).await;
             }
         },
         shutdown,

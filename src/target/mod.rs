@@ -98,7 +98,6 @@ pub async fn serve<A: Acceptor>(
                     service,
                     crate::http::ClientFin::HalfClose,
                     shutdown,
-                    std::future::pending(),
                 )
                 .await;
             }

@@ -52,29 +52,6 @@ struct Conn<C: Connector> {
     upstream: std::sync::Mutex<Option<SendRequest<BoxBody>>>,
     /// Set to make the client connection close with RST.
     reset: Arc<AtomicBool>,
-    /// Hands a new upstream connection's driver to the client connection's
-    /// task, which polls it alongside (no task of its own).
-    drivers: tokio::sync::mpsc::UnboundedSender<UpstreamDriver>,
-}
-
-/// Drives one upstream connection until it closes.
-type UpstreamDriver = std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>;
-
-/// Polls every upstream connection handed over on `drivers`.
-async fn drive_upstreams(mut drivers: tokio::sync::mpsc::UnboundedReceiver<UpstreamDriver>) {
-    use futures_util::StreamExt;
-    let mut running = futures_util::stream::FuturesUnordered::new();
-    loop {
-        tokio::select! {
-            biased;
-            Some(()) = running.next(), if !running.is_empty() => {}
-            driver = drivers.recv() => match driver {
-                Some(d) => running.push(d),
-                None => break,
-            },
-        }
-    }
-    while running.next().await.is_some() {}
 }
 
 /// Handles one client connection in HTTP mode, counting and recording in
@@ -94,7 +71,6 @@ pub async fn handle<S, C>(
     let Telemetry { traffic, recorder } = telemetry;
     let reset = Arc::new(AtomicBool::new(false));
     let io = ResettableIo::new(CountedIo::client(client, traffic.clone()), reset.clone());
-    let (drivers, driven) = tokio::sync::mpsc::unbounded_channel();
     let conn = Arc::new(Conn {
         connector,
         rewrite,
@@ -103,7 +79,6 @@ pub async fn handle<S, C>(
         recorder,
         upstream: std::sync::Mutex::new(None),
         reset,
-        drivers,
     });
     let tunnel_shutdown = shutdown.clone();
     let service = hyper::service::service_fn(move |mut req| {
@@ -117,13 +92,10 @@ pub async fn handle<S, C>(
         }
     });
     crate::http::serve_http(
-        io,
-        service,
+        io, service,
         // With a hang-up, a client that leaves (a blackholed request it
         // gave up on) ends its request, so that the request is recorded.
-        fin,
-        shutdown,
-        drive_upstreams(driven),
+        fin, shutdown,
     )
     .await;
 }
@@ -351,15 +323,18 @@ impl<C: Connector> Conn<C> {
                 )))
                 .await
                 .map_err(|e| failed(boxed_error(e)))?;
-            let driver: UpstreamDriver = Box::pin(async move {
-                // After a 101 the connection goes to `upgrade::tunnel`.
+            // The upstream connection runs as a task of its own: a request
+            // written by the client connection's task is sent upstream when
+            // that task runs, after the other connections ready at the same
+            // time, so one wake-up of the upstream serves them all (on a busy
+            // core, writing each request at once has the upstream preempt
+            // the proxy once per request). It ends when `sender` is dropped
+            // with the client connection (after a 101, with the tunnel).
+            tokio::spawn(async move {
                 if let Err(err) = connection.with_upgrades().await {
                     tracing::trace!(%err, "upstream connection ended with an error");
                 }
             });
-            // The receiver lives as long as the client connection, which
-            // outlives this request.
-            let _ = self.drivers.send(driver);
             *slot = Some(sender);
         }
         let sender = slot.as_mut().expect("set above");
