@@ -207,6 +207,22 @@ fn record_file_is_complete_after_sigterm_with_every_request_and_its_outcome() {
 }
 
 #[test]
+fn a_fault_on_every_request_is_logged_at_info_level_once_not_per_request() {
+    let mut pair = Pair::start(&[]);
+    for _ in 0..3 {
+        assert!(pair.get("/down/x").starts_with("HTTP/1.1 503"));
+    }
+    assert_eq!(pair.sigterm_proxy(), Some(0));
+    // The proxy has exited: its stderr is closed, every line is in.
+    let lines: Vec<String> = pair.log.iter().collect();
+    let injected = lines
+        .iter()
+        .filter(|l| l.contains("fault injected") && l.contains("fault=down"))
+        .count();
+    assert_eq!(injected, 1, "{lines:#?}");
+}
+
+#[test]
 fn record_in_tcp_mode_is_an_argument_error_with_exit_2() {
     let out = firedrill()
         .args([

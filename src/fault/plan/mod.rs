@@ -403,11 +403,17 @@ impl FaultPlan {
         Duration::from_secs_f64((delay.as_secs_f64() + offset).max(0.0))
     }
 
-    /// Counts one injection of a hit's fault and logs it.
+    /// Counts one injection of a hit's fault and logs it: the first at
+    /// info level, the others at debug (a fault on every request would
+    /// otherwise write a line per request; the counts are kept).
     pub fn record_hit(&self, hit: &Hit, target: &str) {
-        hit.state().injected.fetch_add(1, Ordering::Relaxed);
+        let before = hit.state().injected.fetch_add(1, Ordering::Relaxed);
         let fault = hit.fault();
-        tracing::info!(fault = %fault.name, kind = fault.kind.key(), %target, "fault injected");
+        if before == 0 {
+            tracing::info!(fault = %fault.name, kind = fault.kind.key(), %target, "fault injected");
+        } else {
+            tracing::debug!(fault = %fault.name, kind = fault.kind.key(), %target, "fault injected");
+        }
     }
 
     /// How many times each fault was injected, by name, over the plan's
