@@ -94,6 +94,7 @@ impl Timer {
     /// The timer thread: wakes every task whose deadline passed, then parks
     /// until the next deadline (or until an earlier one is registered).
     fn run(&self) {
+        least_timer_slack();
         let mut due = Vec::new();
         loop {
             let next = {
@@ -117,6 +118,16 @@ impl Timer {
                 None => std::thread::park(),
             }
         }
+    }
+}
+
+/// Asks the kernel to end this thread's timed waits on time: by default
+/// Linux may let a wait of a normal thread run up to 50 µs late, to fold
+/// wake-ups together, which a latency fault would add to every delay.
+fn least_timer_slack() {
+    #[cfg(target_os = "linux")]
+    if let Err(err) = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1)) {
+        tracing::debug!(%err, "could not lower the timer thread's timer slack");
     }
 }
 
@@ -220,6 +231,19 @@ impl Future for PreciseSleep {
 mod tests {
     use super::*;
     use crate::clock::Duration;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_timer_thread_asks_for_the_least_timer_slack() {
+        // On a thread of its own, as the timer thread does.
+        let slack = std::thread::spawn(|| {
+            least_timer_slack();
+            rustix::thread::current_timer_slack().unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(slack, 1);
+    }
 
     #[tokio::test(start_paused = true)]
     async fn ends_exactly_on_the_deadline_under_a_paused_clock() {
