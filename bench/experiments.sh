@@ -14,7 +14,7 @@
 # each run: on a shared machine the wall time stretches with the load while
 # the CPU time (user + sys) does not, so both are reported.
 #
-# The target: the bulkhead scenario (bulkhead_isolation_none.yaml,
+# The target: the bulkhead scenario (bulkhead_isolation_none.yaml,
 # 60 s, ~6,000 requests) under 1 s wall. With PROFILE=1 (and `perf`
 # working) the slowest experiment is also recorded with `perf record -g` and
 # the top of `perf report` is written to $OUT/perf-top.txt.
