@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::line::DefenseLine;
 use super::pool::config::ServerTarget;
 use crate::clock::Duration;
+use crate::http::body::boxed;
 use crate::http::ShutdownSignal;
 use crate::net::Acceptor;
 
@@ -69,7 +70,7 @@ pub async fn serve<A: Acceptor>(
                     let shutdown = tunnel_shutdown.clone();
                     async move {
                         let client = hyper::upgrade::on(&mut req);
-                        let mut response = line.handle(req).await;
+                        let mut response = line.handle(req.map(boxed)).await;
                         crate::http::upgrade::tunnel(client, &mut response, shutdown);
                         Ok::<_, std::convert::Infallible>(response)
                     }
