@@ -7,8 +7,8 @@ use std::sync::Arc;
 use super::line::DefenseLine;
 use super::pool::config::ServerTarget;
 use crate::clock::Duration;
-use crate::http::body::boxed;
 use crate::http::ShutdownSignal;
+use crate::http::body::boxed;
 use crate::net::Acceptor;
 
 /// Builds a defense line of `config` calling `upstream` (its backups and

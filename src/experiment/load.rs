@@ -56,17 +56,7 @@ impl Entry {
     /// such as those the line's HTTP server adds) or its own
     /// `content-length` / `transfer-encoding` header (HTTP framing).
     pub fn line(line: Arc<DefenseLine>, authority: &str, routes: &[LoadRoute]) -> Option<Entry> {
-        let plain = routes.iter().all(|r| {
-            r.fallback.is_none()
-                && r.headers.keys().all(|k| {
-                    !k.eq_ignore_ascii_case(CONTENT_LENGTH.as_str())
-                        && !k.eq_ignore_ascii_case(TRANSFER_ENCODING.as_str())
-                })
-        });
-        // As an HTTP client writes it: the port only when not 80.
-        let host = authority.strip_suffix(":80").unwrap_or(authority);
-        let host = HeaderValue::from_str(host).ok()?;
-        plain.then_some(Entry::Line { line, host })
+        in_process_host(authority, routes).map(|host| Entry::Line { line, host })
     }
 
     /// Whether requests go to the line in-process.
@@ -101,6 +91,20 @@ impl Entry {
             }
         }
     }
+}
+
+/// The `Host` an HTTP/1.1 client sends to `authority` (the port only when
+/// not 80), if every route can go in-process (see [`Entry::line`]).
+fn in_process_host(authority: &str, routes: &[LoadRoute]) -> Option<HeaderValue> {
+    let framing = |k: &String| {
+        k.eq_ignore_ascii_case(CONTENT_LENGTH.as_str())
+            || k.eq_ignore_ascii_case(TRANSFER_ENCODING.as_str())
+    };
+    let plain = routes
+        .iter()
+        .all(|r| r.fallback.is_none() && !r.headers.keys().any(framing));
+    let host = authority.strip_suffix(":80").unwrap_or(authority);
+    plain.then(|| HeaderValue::from_str(host).ok()).flatten()
 }
 
 /// The turns a message takes each way between the load generator and the
@@ -292,7 +296,9 @@ impl Load {
                 Ok::<_, ClientError>((head_at, status, fallback))
             };
             let mut exchange = std::pin::pin!(exchange);
-            match tokio::time::timeout(timeout, exchange.as_mut()).await {
+            let answer = tokio::time::timeout(timeout, exchange.as_mut()).await;
+            let timed_out = answer.is_err();
+            match answer {
                 Ok(Ok((head_at, status, fallback))) => {
                     record.latency = Some(head_at - sent_at);
                     record.status = Some(status);
@@ -309,7 +315,7 @@ impl Load {
             // Only now is an exchange that timed out dropped (the line's
             // call in it reported as cancelled): a client gives up first,
             // then the server notices, the turns of a hang-up later.
-            if load.client.in_process() {
+            if timed_out && load.client.in_process() {
                 hops().await;
             }
             drop(exchange);
@@ -340,4 +346,66 @@ fn ramped_rate(route: &LoadRoute, t: Duration) -> f64 {
     }
     let into = t.saturating_sub(route.from).as_secs_f64() / route.ramp.as_secs_f64();
     route.rate * into.clamp(0.01, 1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// The load routes of a drill whose `load:` is `load`.
+    fn routes(load: &str) -> Vec<LoadRoute> {
+        let yaml = format!(
+            "name: x\nduration: 1s\ntarget: {{ builtin: {{ routes: [{{ path: /a }}] }} }}\nload:\n{load}"
+        );
+        let experiment: super::super::config::Experiment =
+            crate::schema::from_yaml_str("x.yaml", &yaml).unwrap();
+        experiment.load
+    }
+
+    #[test]
+    fn the_in_process_host_is_the_authority_without_the_default_port() {
+        let plain = routes("  - { name: a, request: GET /a, rate: 1/s }");
+        let host = |authority| in_process_host(authority, &plain);
+        assert_eq!(
+            host("memory-3:80"),
+            Some(HeaderValue::from_static("memory-3"))
+        );
+        assert_eq!(
+            host("memory-3:8080"),
+            Some(HeaderValue::from_static("memory-3:8080"))
+        );
+    }
+
+    #[test]
+    fn a_fallback_rule_or_a_framing_header_keeps_the_load_on_http() {
+        let with = |route: &str| in_process_host("memory-0:80", &routes(route));
+        let plain = "  - { name: a, request: GET /a, rate: 1/s, headers: { x-a: b } }";
+        assert!(with(plain).is_some());
+        let rule = "  - { name: a, request: GET /a, rate: 1/s, fallback: { status: 203 } }";
+        assert_eq!(with(rule), None);
+        for header in ["Content-Length: '0'", "transfer-encoding: chunked"] {
+            let framed =
+                format!("  - {{ name: a, request: POST /a, rate: 1/s, headers: {{ {header} }} }}");
+            assert_eq!(with(&framed), None, "{header}");
+        }
+    }
+
+    /// What `order` records: `first` spawned, then `first` spawning
+    /// `second` when it runs, while this task takes its [`hops`].
+    #[tokio::test(start_paused = true)]
+    async fn the_hops_let_a_two_task_chain_woken_first_finish_first() {
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let push = |o: &Arc<Mutex<Vec<&'static str>>>, what| o.lock().unwrap().push(what);
+        let chain = order.clone();
+        tokio::spawn(async move {
+            push(&chain, "first");
+            let second = chain.clone();
+            tokio::spawn(async move { push(&second, "second") });
+        });
+        hops().await;
+        push(&order, "in-process");
+        assert_eq!(*order.lock().unwrap(), ["first", "second", "in-process"]);
+    }
 }

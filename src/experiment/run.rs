@@ -272,10 +272,7 @@ async fn execute<N: Network>(
                 .then(|| Entry::line(line.clone(), &authority, &experiment.load))
                 .flatten();
             let client = in_process.unwrap_or_else(|| {
-                Entry::Http(Arc::new(HttpUpstream::new(
-                    Arc::new(connector),
-                    &authority,
-                )))
+                Entry::Http(Arc::new(HttpUpstream::new(Arc::new(connector), &authority)))
             });
             (client, Some(line))
         }
