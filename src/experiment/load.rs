@@ -272,7 +272,10 @@ impl Load {
         let timeout = route.timeout;
         let rule = route.fallback.clone();
         let success = route.success.clone();
-        tokio::spawn(async move {
+        // Boxed: the task then holds a pointer, not the whole exchange (the
+        // line's call in it, in-process), which the runtime would copy as
+        // it spawns, polls and completes the task.
+        tokio::spawn(Box::pin(async move {
             let exchange = async {
                 let resp = load.client.send(request).await?;
                 let head_at = clock::now();
@@ -319,7 +322,7 @@ impl Load {
                 hops().await;
             }
             drop(exchange);
-        });
+        }));
     }
 
     /// Waits until no request is in flight.
