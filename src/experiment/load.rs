@@ -315,13 +315,13 @@ impl Load {
             }
             load.stream.finished(record);
             drop(permit);
-            // Only now is an exchange that timed out dropped (the line's
-            // call in it reported as cancelled): a client gives up first,
-            // then the server notices, the turns of a hang-up later.
+            // An exchange that timed out is dropped (the line's call in it
+            // reported as cancelled) only as this task ends: a client gives
+            // up first, then the server notices, the turns of a hang-up
+            // later.
             if timed_out && load.client.in_process() {
                 hops().await;
             }
-            drop(exchange);
         }));
     }
 
