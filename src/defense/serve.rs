@@ -8,7 +8,8 @@ use super::line::DefenseLine;
 use super::pool::config::ServerTarget;
 use crate::clock::Duration;
 use crate::http::ShutdownSignal;
-use crate::http::body::boxed;
+use crate::http::body::{BoxBody, boxed};
+use crate::http::client::BoxFuture;
 use crate::net::Acceptor;
 
 /// Builds a defense line of `config` calling `upstream` (its backups and
@@ -47,6 +48,13 @@ pub fn start<A: Acceptor>(
     let fin = crate::http::ClientFin::HangUp;
     tokio::spawn(serve(acceptor, line.clone(), fin, shutdown.clone(), grace));
     Ok(line)
+}
+
+/// The line called in-process (a drill's load generator in virtual time).
+impl crate::http::client::Handler for DefenseLine {
+    fn answer(&self, req: http::Request<BoxBody>) -> BoxFuture<'_, http::Response<BoxBody>> {
+        Box::pin(self.handle(req))
+    }
 }
 
 /// Serves `line` on `acceptor` until `shutdown`, then drains for `grace`;

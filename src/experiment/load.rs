@@ -17,10 +17,9 @@ use super::config::{Arrivals, LoadRoute};
 use super::stream::Stream;
 use super::timeline::{ClientError, RequestRecord};
 use crate::clock::{self, Duration, Instant};
-use crate::defense::line::DefenseLine;
 use crate::http::ShutdownSignal;
 use crate::http::body::{BoxBody, boxed, full};
-use crate::http::client::Upstream;
+use crate::http::client::{Handler, Upstream};
 use crate::http::headers::REQUEST_ID_HEADER;
 use crate::http::headers::{FALLBACK_HEADER, FallbackKind};
 
@@ -31,10 +30,11 @@ pub enum Entry {
     Http(Arc<dyn Upstream>),
     /// Into firedrill's own defense line in-process (a virtual-clock
     /// drill): each request as the line's HTTP server would hand it over
-    /// (see [`Entry::line`]), without encoding and parsing it in between.
-    Line {
+    /// (see [`Entry::in_process`]), without encoding and parsing it in
+    /// between.
+    InProcess {
         /// The line.
-        line: Arc<DefenseLine>,
+        server: Arc<dyn Handler>,
         /// The `Host` an HTTP client puts on requests to the line.
         host: HeaderValue,
     },
@@ -44,24 +44,32 @@ impl std::fmt::Debug for Entry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Entry::Http(_) => f.write_str("Entry::Http"),
-            Entry::Line { host, .. } => f.debug_struct("Entry::Line").field("host", host).finish(),
+            Entry::InProcess { host, .. } => f
+                .debug_struct("Entry::InProcess")
+                .field("host", host)
+                .finish(),
         }
     }
 }
 
 impl Entry {
-    /// The in-process entry into `line`, which listens on `authority`
+    /// The in-process entry into `server` (the defense line), which
+    /// listens on `authority`
     /// (`host:port`), for `routes`; none when a route needs what only the
     /// HTTP hop gives: a `fallback:` rule (it may read any response header,
     /// such as those the line's HTTP server adds) or its own
     /// `content-length` / `transfer-encoding` header (HTTP framing).
-    pub fn line(line: Arc<DefenseLine>, authority: &str, routes: &[LoadRoute]) -> Option<Entry> {
-        in_process_host(authority, routes).map(|host| Entry::Line { line, host })
+    pub fn in_process(
+        server: Arc<dyn Handler>,
+        authority: &str,
+        routes: &[LoadRoute],
+    ) -> Option<Entry> {
+        in_process_host(authority, routes).map(|host| Entry::InProcess { server, host })
     }
 
     /// Whether requests go to the line in-process.
-    fn in_process(&self) -> bool {
-        matches!(self, Entry::Line { .. })
+    fn is_in_process(&self) -> bool {
+        matches!(self, Entry::InProcess { .. })
     }
 
     /// Sends `req` (origin-form URI) and returns the response head, or why
@@ -73,7 +81,7 @@ impl Entry {
                 Err(err) if err.is_connect() => Err(ClientError::Connect),
                 Err(_) => Err(ClientError::Broken),
             },
-            Entry::Line { line, host } => {
+            Entry::InProcess { server, host } => {
                 // The headers an HTTP/1.1 client adds, in its order: `Host`
                 // after the request's own, then the body's length.
                 let len = http_body::Body::size_hint(req.body()).exact().unwrap_or(0);
@@ -85,7 +93,7 @@ impl Entry {
                 // Each way, the tasks an HTTP exchange passes through take
                 // their turns (see [`HOPS`]) before the other end sees it.
                 hops().await;
-                let resp = line.handle(req).await;
+                let resp = server.answer(req).await;
                 hops().await;
                 Ok(resp)
             }
@@ -94,7 +102,7 @@ impl Entry {
 }
 
 /// The `Host` an HTTP/1.1 client sends to `authority` (the port only when
-/// not 80), if every route can go in-process (see [`Entry::line`]).
+/// not 80), if every route can go in-process (see [`Entry::in_process`]).
 fn in_process_host(authority: &str, routes: &[LoadRoute]) -> Option<HeaderValue> {
     let framing = |k: &String| {
         k.eq_ignore_ascii_case(CONTENT_LENGTH.as_str())
@@ -319,7 +327,7 @@ impl Load {
             // reported as cancelled) only as this task ends: a client gives
             // up first, then the server notices, the turns of a hang-up
             // later.
-            if timed_out && load.client.in_process() {
+            if timed_out && load.client.is_in_process() {
                 hops().await;
             }
         }));

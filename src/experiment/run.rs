@@ -269,7 +269,7 @@ async fn execute<N: Network>(
             // In virtual time the load calls the line in-process; it is
             // still served (and reachable) on its endpoint.
             let in_process = (!N::WALL_CLOCK)
-                .then(|| Entry::line(line.clone(), &authority, &experiment.load))
+                .then(|| Entry::in_process(line.clone(), &authority, &experiment.load))
                 .flatten();
             let client = in_process.unwrap_or_else(|| {
                 Entry::Http(Arc::new(HttpUpstream::new(Arc::new(connector), &authority)))
