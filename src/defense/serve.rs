@@ -8,6 +8,8 @@ use super::line::DefenseLine;
 use super::pool::config::ServerTarget;
 use crate::clock::Duration;
 use crate::http::ShutdownSignal;
+use crate::http::body::{BoxBody, boxed};
+use crate::http::client::BoxFuture;
 use crate::net::Acceptor;
 
 /// Builds a defense line of `config` calling `upstream` (its backups and
@@ -48,6 +50,13 @@ pub fn start<A: Acceptor>(
     Ok(line)
 }
 
+/// The line called in-process (a drill's load generator in virtual time).
+impl crate::http::client::Handler for DefenseLine {
+    fn answer(&self, req: http::Request<BoxBody>) -> BoxFuture<'_, http::Response<BoxBody>> {
+        Box::pin(self.handle(req))
+    }
+}
+
 /// Serves `line` on `acceptor` until `shutdown`, then drains for `grace`;
 /// `fin` says what a client's FIN with a request in flight means.
 pub async fn serve<A: Acceptor>(
@@ -69,7 +78,7 @@ pub async fn serve<A: Acceptor>(
                     let shutdown = tunnel_shutdown.clone();
                     async move {
                         let client = hyper::upgrade::on(&mut req);
-                        let mut response = line.handle(req).await;
+                        let mut response = line.handle(req.map(boxed)).await;
                         crate::http::upgrade::tunnel(client, &mut response, shutdown);
                         Ok::<_, std::convert::Infallible>(response)
                     }

@@ -9,7 +9,7 @@ use super::config::{ClockKind, Experiment, TargetSpec};
 use super::external::RunningDependency;
 use super::halt::HaltCondition;
 use super::instances::{InstanceServer, applies_on};
-use super::load::Load;
+use super::load::{Entry, Load};
 use super::network::{LoopbackNetwork, MemoryNetwork, Network};
 use super::stream::{Counted, RecordSink, RunObserver, Stream, StreamSetup};
 use super::timeline::{BreakerInfo, FaultWindows, Phase, PoolInfo, TargetHit, Timeline};
@@ -251,7 +251,7 @@ async fn execute<N: Network>(
 
     // The defense line, if any, in front of the fault proxy.
     let instance = |name: &str| instance_upstreams.get(name).cloned();
-    let (client, line): (Arc<dyn Upstream>, Option<Arc<DefenseLine>>) = match &experiment.defense {
+    let (client, line): (Entry, Option<Arc<DefenseLine>>) = match &experiment.defense {
         Some(config) => {
             let (acceptor, connector, authority) = listen().await?;
             let line = crate::defense::serve::start(
@@ -266,12 +266,17 @@ async fn execute<N: Network>(
                 grace,
             )
             .map_err(RunError::PoolServer)?;
-            (
-                Arc::new(HttpUpstream::new(Arc::new(connector), &authority)),
-                Some(line),
-            )
+            // In virtual time the load calls the line in-process; it is
+            // still served (and reachable) on its endpoint.
+            let in_process = (!N::WALL_CLOCK)
+                .then(|| Entry::in_process(line.clone(), &authority, &experiment.load))
+                .flatten();
+            let client = in_process.unwrap_or_else(|| {
+                Entry::Http(Arc::new(HttpUpstream::new(Arc::new(connector), &authority)))
+            });
+            (client, Some(line))
         }
-        None => (to_proxy.clone(), None),
+        None => (Entry::Http(to_proxy.clone()), None),
     };
 
     if let (Some(addr), Some(line)) = (live.metrics_listen, &line) {

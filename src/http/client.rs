@@ -30,6 +30,15 @@ pub trait Upstream: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<Response<Incoming>, hyper_util::client::legacy::Error>>;
 }
 
+/// A server's request handler, called in-process (no HTTP/1.1 in between):
+/// in virtual time the load generator calls firedrill's defense line
+/// through it.
+pub trait Handler: Send + Sync + 'static {
+    /// Answers `req` (origin-form URI, the headers as the server's HTTP
+    /// side would hand them over) as the server would.
+    fn answer(&self, req: Request<BoxBody>) -> BoxFuture<'_, Response<BoxBody>>;
+}
+
 /// A pooled HTTP/1.1 client that always dials through one connector.
 pub struct HttpUpstream<C: Connector> {
     /// The pooled client.

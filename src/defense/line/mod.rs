@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
-use hyper::body::Incoming;
 use rand::Rng;
 use tokio::sync::Notify;
 
@@ -241,8 +240,9 @@ impl DefenseLine {
         self.attempts.load(Ordering::Relaxed)
     }
 
-    /// Handles one client request.
-    pub async fn handle(&self, req: Request<Incoming>) -> Response<BoxBody> {
+    /// Handles one client request (its body boxed: from a client
+    /// connection, or in-process from a drill's load generator).
+    pub async fn handle(&self, req: Request<BoxBody>) -> Response<BoxBody> {
         let arrival = clock::now();
         self.requests.fetch_add(1, Ordering::Relaxed);
         let route = self
@@ -298,7 +298,7 @@ impl DefenseLine {
     async fn protect(
         &self,
         route: &Route,
-        req: Request<Incoming>,
+        req: Request<BoxBody>,
         report: &mut CallReport,
     ) -> Response<BoxBody> {
         // The request key (method and path) is needed only by the stale
@@ -392,7 +392,7 @@ impl DefenseLine {
     async fn try_attempts(
         &self,
         route: &Route,
-        req: Request<Incoming>,
+        req: Request<BoxBody>,
         key: &str,
         report: &mut CallReport,
     ) -> Failed {
@@ -452,7 +452,7 @@ impl DefenseLine {
             };
             let body = match (&kept, streaming.take()) {
                 (Some(bytes), _) => full(bytes.clone()),
-                (None, Some(b)) => boxed(b),
+                (None, Some(b)) => b,
                 (None, None) => return last,
             };
             let request = Request::from_parts(parts.clone(), body);
