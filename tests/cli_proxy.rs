@@ -5,12 +5,15 @@
 //! (short polls with generous overall limits).
 #![allow(clippy::disallowed_methods)]
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod cli_support;
+
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use assert_cmd::cargo::CommandCargoExt;
+use cli_support::spawn_until_ready;
 
 fn firedrill() -> Command {
     Command::cargo_bin("firedrill").unwrap()
@@ -141,43 +144,20 @@ fn start_in_front(
     ready: &str,
     extra: &[&str],
 ) -> (std::process::Child, std::process::Child, String) {
-    let port = |l: TcpListener| l.local_addr().unwrap().port();
-    let target_port = port(TcpListener::bind("127.0.0.1:0").unwrap());
-    let target = firedrill()
-        .args(["target", "--listen", &format!("127.0.0.1:{target_port}")])
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let proxy_port = port(TcpListener::bind("127.0.0.1:0").unwrap());
-    let proxy_addr = format!("127.0.0.1:{proxy_port}");
-    let mut proxy = firedrill()
+    // Each listens on a port of the kernel's choosing and says which in its
+    // ready line: a port picked here and freed could be taken (by a client
+    // socket of another test) before the child binds it.
+    let mut target = firedrill();
+    target.args(["target", "--listen", "127.0.0.1:0"]);
+    let (target, target_addr, target_log) = spawn_until_ready(target, "fixture target ready");
+    let mut proxy = firedrill();
+    proxy
         .args(front)
-        .args([
-            "--listen",
-            &proxy_addr,
-            "--upstream",
-            &format!("127.0.0.1:{target_port}"),
-        ])
-        .args(extra)
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait for the ready log line (generous).
-    let mut lines = BufReader::new(proxy.stderr.take().unwrap()).lines();
-    loop {
-        let line = lines.next().expect("exited before it was ready").unwrap();
-        if line.contains(ready) {
-            break;
-        }
-    }
-    std::thread::spawn(move || for _ in lines {});
-    for _ in 0..200 {
-        if TcpStream::connect(format!("127.0.0.1:{target_port}")).is_ok() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
+        .args(["--listen", "127.0.0.1:0", "--upstream", &target_addr])
+        .args(extra);
+    let (proxy, proxy_addr, proxy_log) = spawn_until_ready(proxy, ready);
+    // Read to the end, so neither blocks on a full pipe.
+    std::thread::spawn(move || target_log.chain(proxy_log).for_each(drop));
     (target, proxy, proxy_addr)
 }
 

@@ -8,15 +8,17 @@
 //! wall-clock threshold.
 #![allow(clippy::disallowed_methods)]
 
+mod cli_support;
 mod client_support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use assert_cmd::cargo::CommandCargoExt;
+use cli_support::spawn_until_ready;
 use client_support::{missing, parse_metrics, venv_python};
 use serde_json::Value;
 
@@ -33,6 +35,7 @@ fn firedrill() -> Command {
     Command::cargo_bin("firedrill").unwrap()
 }
 
+/// A port free at the time of asking (for `--metrics-listen`).
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -56,44 +59,36 @@ impl Pair {
         let dir = tempfile::tempdir().unwrap();
         let faults = dir.path().join("faults.yaml");
         std::fs::write(&faults, FAULTS).unwrap();
-        let target_addr = format!("127.0.0.1:{}", free_port());
-        let target = firedrill()
-            .args(["target", "--listen", &target_addr])
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let addr = format!("127.0.0.1:{}", free_port());
-        let mut proxy = firedrill()
-            .args(["proxy", "--listen", &addr, "--upstream", &target_addr])
+        let mut target = firedrill();
+        target.args(["target", "--listen", "127.0.0.1:0"]);
+        let (target, target_addr, target_log) = spawn_until_ready(target, "fixture target ready");
+        std::thread::spawn(move || target_log.for_each(drop));
+        let mut proxy = firedrill();
+        proxy
+            .args([
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                "--upstream",
+                &target_addr,
+            ])
             .args(["--mode", "http", "--faults"])
             .arg(&faults)
-            .args(extra)
-            .env("RUST_LOG", "info")
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .args(extra);
+        let (proxy, addr, lines) = spawn_until_ready(proxy, "proxy ready");
         let (tx, log) = mpsc::channel();
-        let lines = BufReader::new(proxy.stderr.take().unwrap()).lines();
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
                 let _ = tx.send(line);
             }
         });
-        let pair = Pair {
+        Pair {
             target,
             proxy,
             addr,
             log,
             _dir: dir,
-        };
-        pair.wait_for_logs(&["proxy ready"]);
-        for _ in 0..200 {
-            if TcpStream::connect(&target_addr).is_ok() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
         }
-        pair
     }
 
     /// Waits until, for each of `wanted`, a log line has shown every one

@@ -1,0 +1,39 @@
+//! Running firedrill's own commands as child processes: started on a port
+//! of the kernel's choosing, and ready when their log says so.
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{BufRead, BufReader, Lines};
+use std::process::{Child, ChildStderr, Command, Stdio};
+
+/// Spawns `cmd` (given `--listen 127.0.0.1:0`) with info logs on a pipe,
+/// waits for a log line with `ready` and returns the child, the `listen=`
+/// address of that line and the rest of its log (read it, or drop it to
+/// stop reading). A port picked by the test and freed before the child
+/// binds it could be taken meanwhile (by a client socket of another test);
+/// a port the child's kernel call chose cannot. Panics with everything the
+/// child logged if it exits first.
+pub fn spawn_until_ready(
+    mut cmd: Command,
+    ready: &str,
+) -> (Child, String, Lines<BufReader<ChildStderr>>) {
+    let mut child = cmd
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    loop {
+        let Some(Ok(line)) = lines.next() else {
+            panic!("exited before it was ready: {seen:#?}");
+        };
+        if line.contains(ready) {
+            let listen = line
+                .split_whitespace()
+                .find_map(|field| field.strip_prefix("listen="))
+                .unwrap_or_else(|| panic!("no listen= in {line:?}"));
+            return (child, listen.to_string(), lines);
+        }
+        seen.push(line);
+    }
+}
