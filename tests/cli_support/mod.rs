@@ -25,7 +25,9 @@ pub fn spawn_until_ready(
     let mut seen = Vec::new();
     loop {
         let Some(Ok(line)) = lines.next() else {
-            panic!("exited before it was ready: {seen:#?}");
+            let _ = child.kill();
+            let status = child.wait();
+            panic!("exited before it was ready ({status:?}): {seen:#?}");
         };
         if line.contains(ready) {
             let listen = line
