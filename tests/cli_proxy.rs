@@ -12,12 +12,7 @@ use std::net::{TcpListener, TcpStream};
 use std::process::Command;
 use std::time::Duration;
 
-use assert_cmd::cargo::CommandCargoExt;
-use cli_support::spawn_until_ready;
-
-fn firedrill() -> Command {
-    Command::cargo_bin("firedrill").unwrap()
-}
+use cli_support::{firedrill, refused_proxy, spawn_until_ready};
 
 #[test]
 fn listen_port_in_use_exits_3_naming_the_flag() {
@@ -57,20 +52,9 @@ fn unresolvable_upstream_exits_3_naming_the_flag() {
 
 #[test]
 fn unknown_mode_is_an_argument_error_with_exit_2() {
-    let out = firedrill()
-        .args([
-            "proxy",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            "127.0.0.1:9",
-            "--mode",
-            "udp",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--mode"));
+    let (code, stderr) = refused_proxy(["--mode", "udp"]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--mode"), "{stderr}");
 }
 
 #[test]
@@ -78,22 +62,13 @@ fn http_only_fault_in_tcp_mode_is_rejected_before_listening() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("f.yaml");
     std::fs::write(&file, "faults:\n  - status: { code: 503 }\n").unwrap();
-    let out = firedrill()
-        .args([
-            "proxy",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            "127.0.0.1:9",
-            "--mode",
-            "tcp",
-            "--faults",
-        ])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (code, stderr) = refused_proxy([
+        "--mode".as_ref(),
+        "tcp".as_ref(),
+        "--faults".as_ref(),
+        file.as_os_str(),
+    ]);
+    assert_eq!(code, Some(2));
     assert!(
         stderr.contains("faults[0].status") && stderr.contains("--mode"),
         "{stderr}"
@@ -106,22 +81,13 @@ fn a_fault_naming_an_instance_is_refused_before_listening_with_its_location() {
     let file = dir.path().join("f.yaml");
     let text = "faults:\n  - { instance: b, status: { code: 503 } }\n";
     std::fs::write(&file, text).unwrap();
-    let out = firedrill()
-        .args([
-            "proxy",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            "127.0.0.1:9",
-            "--mode",
-            "http",
-            "--faults",
-        ])
-        .arg(&file)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (code, stderr) = refused_proxy([
+        "--mode".as_ref(),
+        "http".as_ref(),
+        "--faults".as_ref(),
+        file.as_os_str(),
+    ]);
+    assert_eq!(code, Some(2));
     assert!(
         stderr.contains(
             "f.yaml:2:17: faults[0].instance: names an instance of an experiment's built-in target"

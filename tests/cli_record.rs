@@ -17,8 +17,7 @@ use std::process::{Child, Command};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use assert_cmd::cargo::CommandCargoExt;
-use cli_support::spawn_until_ready;
+use cli_support::{firedrill, refused_proxy, spawn_until_ready};
 use client_support::{missing, parse_metrics, venv_python};
 use serde_json::Value;
 
@@ -30,10 +29,6 @@ const FAULTS: &str = "faults:
   - { name: slow, match: /slow/*, latency: { delay: 200ms } }
   - { name: hole, match: /hole/*, blackhole: {} }
 ";
-
-fn firedrill() -> Command {
-    Command::cargo_bin("firedrill").unwrap()
-}
 
 /// A port free at the time of asking (for `--metrics-listen`).
 fn free_port() -> u16 {
@@ -219,19 +214,8 @@ fn a_fault_on_every_request_is_logged_at_info_level_once_not_per_request() {
 
 #[test]
 fn record_in_tcp_mode_is_an_argument_error_with_exit_2() {
-    let out = firedrill()
-        .args([
-            "proxy",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            "127.0.0.1:9",
-        ])
-        .args(["--mode", "tcp", "--record", "requests.jsonl"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (code, stderr) = refused_proxy(["--mode", "tcp", "--record", "requests.jsonl"]);
+    assert_eq!(code, Some(2));
     assert!(
         stderr.contains("--record") && stderr.contains("--mode http"),
         "{stderr}"

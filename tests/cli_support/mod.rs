@@ -2,8 +2,37 @@
 //! of the kernel's choosing, and ready when their log says so.
 #![allow(dead_code, unreachable_pub)]
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Lines};
 use std::process::{Child, ChildStderr, Command, Stdio};
+
+use assert_cmd::cargo::CommandCargoExt;
+
+/// The firedrill binary of this build.
+pub fn firedrill() -> Command {
+    Command::cargo_bin("firedrill").unwrap()
+}
+
+/// Runs `firedrill proxy --listen 127.0.0.1:0 --upstream 127.0.0.1:9` with
+/// `args` after, for flags it must refuse before listening: its exit code
+/// and what it wrote on stderr.
+pub fn refused_proxy<A: AsRef<OsStr>>(args: impl IntoIterator<Item = A>) -> (Option<i32>, String) {
+    let out = firedrill()
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "127.0.0.1:9",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
 
 /// Spawns `cmd` (given `--listen 127.0.0.1:0`) with info logs on a pipe,
 /// waits for a log line with `ready` and returns the child, the `listen=`
