@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
 use firedrill::experiment::config::ClockKind;
+use firedrill::experiment::drill::Live;
 use firedrill::experiment::file::load;
-use firedrill::experiment::run::Live;
 use firedrill::report::{Exporter, RunReport, RunResult};
 
 /// Runs `loaded` to the end (no interrupt) and judges it.
@@ -16,7 +16,7 @@ fn execute(
     loaded: &firedrill::experiment::file::Loaded,
     clock: ClockKind,
     live: Live,
-) -> Result<(RunResult, RunReport), firedrill::experiment::run::RunError> {
+) -> Result<(RunResult, RunReport), firedrill::experiment::drill::RunError> {
     firedrill::report::execute(loaded, clock, std::future::pending(), live)
 }
 

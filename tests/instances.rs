@@ -5,8 +5,8 @@
 //! report counts them per instance.
 
 use firedrill::experiment::config::ClockKind;
+use firedrill::experiment::drill::Live;
 use firedrill::experiment::file::load;
-use firedrill::experiment::run::Live;
 use firedrill::report::{RunReport, RunResult};
 
 /// Runs `yaml` (written to a file first) in virtual time.
@@ -144,7 +144,7 @@ halt:
   - route stock success < 50% for 2s
 ";
     let (result, _) = run(yaml);
-    let firedrill::experiment::run::Ending::Halted { condition, .. } = &result.ending else {
+    let firedrill::experiment::drill::Ending::Halted { condition, .. } = &result.ending else {
         panic!("not halted: {:?}", result.ending);
     };
     assert_eq!(condition, "route stock success < 50% for 2s");

@@ -4,7 +4,7 @@
 //! and a second run with the same seed replays the same health changes.
 
 use firedrill::experiment::config::ClockKind;
-use firedrill::experiment::run::Live;
+use firedrill::experiment::drill::Live;
 use firedrill::experiment::timeline::PoolInfo;
 
 /// Both servers are `address:` servers, which a drill reaches through its

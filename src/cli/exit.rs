@@ -89,8 +89,8 @@ impl From<crate::schema::SchemaError> for CliError {
     }
 }
 
-impl From<crate::experiment::run::RunError> for CliError {
-    fn from(e: crate::experiment::run::RunError) -> Self {
+impl From<crate::experiment::drill::RunError> for CliError {
+    fn from(e: crate::experiment::drill::RunError) -> Self {
         CliError::runtime(e)
     }
 }

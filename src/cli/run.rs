@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::exit::{CliError, EXIT_ASSERTION, EXIT_INTERRUPTED, EXIT_NOT_HEALTHY, EXIT_OK};
 use crate::experiment::config::{ClockKind, TargetSpec};
-use crate::experiment::run::{ControlOptions, Ending, Live, RunError};
+use crate::experiment::drill::{ControlOptions, Ending, Live, RunError};
 use crate::report::{self, RunReport};
 use crate::schema::{SchemaError, Segment};
 

@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::config::Experiment;
-use super::halt::HaltCondition;
+use super::drill::drive::halt::HaltCondition;
 use crate::proxy::ProxyMode;
 use crate::schema::overrides::Override;
 use crate::schema::{self, LoadError, SchemaError, Segment};
@@ -20,9 +20,9 @@ pub struct Loaded {
     /// Its halt conditions, parsed.
     pub halts: Vec<HaltCondition>,
     /// Its expectations, parsed and checked against its names.
-    pub expectations: Vec<super::judge::Checked>,
+    pub expectations: Vec<super::expect::names::Checked>,
     /// Its steady-state checks, windowed by the fault timeline.
-    pub steady: Option<super::steady::SteadyState>,
+    pub steady: Option<super::expect::steady::SteadyState>,
 }
 
 /// Reads, parses and checks an experiment file; every error names file,
@@ -88,7 +88,7 @@ fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
             misfit.error(file, text, message)
         })
         .collect();
-    let routes = super::judge::names(&experiment).routes;
+    let routes = super::expect::names::names(&experiment).routes;
     let mut halts = Vec::new();
     for (i, h) in experiment.halt.iter().enumerate() {
         match h.parse::<HaltCondition>() {
@@ -104,13 +104,14 @@ fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
             Err(e) => problems.push(at("halt", i, e)),
         }
     }
-    let (expectations, bad) = super::judge::check_all(&experiment);
+    let (expectations, bad) = super::expect::names::check_all(&experiment);
     problems.extend(bad.into_iter().map(|(i, e)| at("expect", i, e)));
-    let names = super::judge::names(&experiment);
-    let steady = super::steady::SteadyState::check(&experiment, &names).unwrap_or_else(|bad| {
-        problems.extend(bad.into_iter().map(|(i, e)| at("steady_state", i, e)));
-        None
-    });
+    let names = super::expect::names::names(&experiment);
+    let steady =
+        super::expect::steady::SteadyState::check(&experiment, &names).unwrap_or_else(|bad| {
+            problems.extend(bad.into_iter().map(|(i, e)| at("steady_state", i, e)));
+            None
+        });
     schema::all_problems(problems)?;
     Ok(Loaded {
         experiment,

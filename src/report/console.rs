@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::RunReport;
-use crate::experiment::run::Ending;
+use crate::experiment::drill::Ending;
 
 /// The summary as text.
 pub fn render(report: &RunReport) -> String {

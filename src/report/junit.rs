@@ -4,7 +4,7 @@
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::{Exporter, RunReport};
-use crate::experiment::run::Ending;
+use crate::experiment::drill::Ending;
 
 /// `junit.xml`.
 #[derive(Debug)]

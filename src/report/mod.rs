@@ -22,10 +22,10 @@ use serde::Serialize;
 use crate::clock::Duration;
 use crate::experiment::Verdict;
 use crate::experiment::config::{ClockKind, Experiment};
+pub use crate::experiment::drill::RunResult;
+use crate::experiment::drill::collect::stream::RecordSink;
+use crate::experiment::drill::{Counting, Ending, Live, RunError};
 use crate::experiment::file::Loaded;
-pub use crate::experiment::run::RunResult;
-use crate::experiment::run::{Counting, Ending, Live, RunError};
-use crate::experiment::stream::RecordSink;
 use crate::experiment::timeline::Timeline;
 
 /// Everything a report shows. Deterministic: no wall-clock time, stable
@@ -344,7 +344,7 @@ fn host_name() -> Option<String> {
 /// What an experiment sends traffic to, one line each.
 fn targets(experiment: &Experiment) -> Vec<String> {
     use crate::experiment::config::TargetSpec;
-    use crate::experiment::topology::Upstream;
+    use crate::experiment::config::system::Upstream;
     let Some(system) = &experiment.system else {
         return vec![match &experiment.target {
             TargetSpec::Builtin(b) if b.instances.is_empty() => "target: builtin".to_string(),
@@ -418,7 +418,7 @@ pub fn execute_to(
         expectations: loaded.expectations.clone(),
         sinks,
     };
-    let result = crate::experiment::run::run(
+    let result = crate::experiment::drill::run(
         &loaded.experiment,
         clock,
         &loaded.halts,

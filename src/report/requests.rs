@@ -7,7 +7,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::ms;
-use crate::experiment::stream::RecordSink;
+use crate::experiment::drill::collect::stream::RecordSink;
 use crate::experiment::timeline::RequestRecord;
 
 /// `requests.jsonl`: written while the run goes, not after it (see

@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::{RunReport, exporters};
 use crate::experiment::config::{ClockKind, TargetSpec};
+use crate::experiment::drill::Live;
 use crate::experiment::file::{Loaded, load_with};
-use crate::experiment::run::Live;
 use crate::schema::LoadError;
 use crate::schema::overrides::Override;
 

@@ -22,12 +22,12 @@ use hyper::body::Incoming;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::config::Experiment;
-use super::external::RunningDependency;
 use crate::api::error::ApiError;
 use crate::api::guard::Guard;
 use crate::clock::{self, Duration, Instant};
 use crate::defense::breaker::millis;
+use crate::experiment::config::Experiment;
+use crate::experiment::drill::stand_up::service::RunningDependency;
 use crate::fault::{Fault, FaultPlan, Window};
 use crate::http::body::{BoxBody, full};
 
@@ -74,7 +74,10 @@ impl Control {
                     .iter()
                     .filter(|d| match &f.dependency {
                         Some(name) => &d.name == name,
-                        None => super::instances::applies_on(f, d.instance.as_deref()),
+                        None => crate::experiment::config::instances::applies_on(
+                            f,
+                            d.instance.as_deref(),
+                        ),
                     })
                     .map(|d| d.plan.clone())
                     .collect();
@@ -222,7 +225,7 @@ fn without(plan: &FaultPlan, name: &str) -> Vec<Fault> {
 }
 
 /// What `GET /status` answers: the run now, as JSON (the live view,
-/// [`super::progress::Status`], provides it).
+/// [`crate::experiment::drill::drive::progress::Status`], provides it).
 pub type StatusFn = Arc<dyn Fn() -> Value + Send + Sync>;
 
 /// Answers one control request.

@@ -56,7 +56,7 @@ pub struct InferredBreaker {
     pub wait_in_open: Option<Duration>,
     /// Where the service reports the breaker's state itself, shown beside
     /// the inferred one.
-    pub reported: Option<super::reported::ReportedSource>,
+    pub reported: Option<crate::experiment::blackbox::reported::ReportedSource>,
 }
 
 /// One dependency of the service: a fault proxy on `listen` in front of
@@ -183,7 +183,7 @@ struct RawInferred {
     /// (resilience4j's `resilience4j_circuitbreaker_state` or
     /// opossum-prometheus's `circuit{name,event}` counter).
     #[serde(default)]
-    reported: Option<super::reported::ReportedSource>,
+    reported: Option<crate::experiment::blackbox::reported::ReportedSource>,
 }
 
 impl TryFrom<RawInferred> for InferredBreaker {

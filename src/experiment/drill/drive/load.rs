@@ -13,10 +13,10 @@ use http_body_util::BodyExt;
 use rand::Rng;
 use tokio::sync::Semaphore;
 
-use super::config::{Arrivals, LoadRoute};
-use super::stream::Stream;
-use super::timeline::{ClientError, RequestRecord};
 use crate::clock::{self, Duration, Instant};
+use crate::experiment::config::{Arrivals, LoadRoute};
+use crate::experiment::drill::collect::stream::Stream;
+use crate::experiment::timeline::{ClientError, RequestRecord};
 use crate::http::ShutdownSignal;
 use crate::http::body::{BoxBody, boxed, full};
 use crate::http::client::{Handler, Upstream};
@@ -370,7 +370,7 @@ mod tests {
         let yaml = format!(
             "name: x\nduration: 1s\ntarget: {{ builtin: {{ routes: [{{ path: /a }}] }} }}\nload:\n{load}"
         );
-        let experiment: super::super::config::Experiment =
+        let experiment: crate::experiment::config::Experiment =
             crate::schema::from_yaml_str("x.yaml", &yaml).unwrap();
         experiment.load
     }

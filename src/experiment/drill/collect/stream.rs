@@ -19,14 +19,14 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
-use super::control::Control;
-use super::expect::ast::{Expectation, Rule, Server, Window};
-use super::expect::tally::{RouteTally, ShareTally, Tally, counts_hit};
-use super::expect::window::{Scene, interval_start};
-use super::timeline::{ClientError, RequestRecord, TargetHit};
 use crate::clock::{self, Duration, Instant};
 use crate::defense::breaker::{State, Transition};
 use crate::defense::report::{CallReport, HealthChange, Observer, Recorder};
+use crate::experiment::drill::drive::control::Control;
+use crate::experiment::expect::ast::{Expectation, Rule, Server, Window};
+use crate::experiment::expect::tally::{RouteTally, ShareTally, Tally, counts_hit};
+use crate::experiment::expect::window::{Scene, interval_start};
+use crate::experiment::timeline::{ClientError, RequestRecord, TargetHit};
 use crate::fault::FaultPlan;
 
 /// How long a finished request waits for the defense line's report of it
@@ -120,7 +120,7 @@ enum Counter {
     /// A route sentence: the route, its window and its tally.
     Route(Expectation, RouteTally),
     /// A calls sentence.
-    Calls(Expectation, super::expect::tally::CallTally),
+    Calls(Expectation, crate::experiment::expect::tally::CallTally),
     /// A pool share sentence: its window and the pool calls in it.
     Share(Window, ShareTally),
 }

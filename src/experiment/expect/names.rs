@@ -1,8 +1,8 @@
 //! Joins the expectation language to an experiment: every expectation is
 //! parsed and its names checked before the run, and judged after it.
 
-use super::config::Experiment;
-use super::expect::{self, Expectation, Names, Verdict};
+use crate::experiment::config::Experiment;
+use crate::experiment::expect::{self, Expectation, Names, Verdict};
 
 /// An expectation that parsed and names only things the experiment has.
 pub type Checked = Expectation;
@@ -32,7 +32,7 @@ pub fn names(experiment: &Experiment) -> Names {
         }));
     }
     names = names.with_pools(pools);
-    if let super::config::TargetSpec::Builtin(target) = &experiment.target {
+    if let crate::experiment::config::TargetSpec::Builtin(target) = &experiment.target {
         names.instances.extend(target.instances.keys().cloned());
     }
     if let Some(system) = &experiment.system {
@@ -67,6 +67,9 @@ pub fn check_all(experiment: &Experiment) -> (Vec<Checked>, Vec<(usize, String)>
 }
 
 /// Judges every expectation on a run's timeline.
-pub fn judge(expectations: &[Checked], timeline: &super::timeline::Timeline) -> Vec<Verdict> {
+pub fn judge(
+    expectations: &[Checked],
+    timeline: &crate::experiment::timeline::Timeline,
+) -> Vec<Verdict> {
     expect::evaluate_all(expectations, timeline)
 }

@@ -8,11 +8,11 @@
 //! Each sentence is an expectation without a window (`route shop success
 //! >= 99%`); the windows come from the fault timeline.
 
-use super::config::Experiment;
-use super::expect::tally::Tally;
-use super::expect::{self, Expectation, Names, Verdict};
-use super::timeline::Timeline;
 use crate::clock::Duration;
+use crate::experiment::config::Experiment;
+use crate::experiment::expect::tally::Tally;
+use crate::experiment::expect::{self, Expectation, Names, Verdict};
+use crate::experiment::timeline::Timeline;
 use crate::schema::units::Dur;
 
 /// The steady-state checks of an experiment, windowed.
@@ -155,7 +155,7 @@ mod tests {
              faults: {faults}\nsteady_state: [ route A success >= 99% ]\n"
         );
         let experiment: Experiment = crate::schema::from_yaml_str("t.yaml", &text).unwrap();
-        let names = crate::experiment::judge::names(&experiment);
+        let names = crate::experiment::expect::names::names(&experiment);
         SteadyState::check(&experiment, &names).unwrap().unwrap()
     }
 

@@ -15,12 +15,12 @@ use serde_json::{Value, json};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::config::Experiment;
-use super::load::Load;
 use crate::clock::{self, Duration, Instant};
 use crate::defense::DefenseLine;
 use crate::defense::breaker::{State, Transition};
 use crate::defense::report::Recorder;
+use crate::experiment::config::Experiment;
+use crate::experiment::drill::drive::load::Load;
 
 /// Everything the live view reads.
 #[derive(Debug)]
@@ -34,7 +34,7 @@ pub struct Watched<'a> {
     /// Breaker transitions so far.
     pub recorder: Arc<Recorder>,
     /// The control endpoint, whose manual faults may be active.
-    pub control: Option<Arc<super::control::Control>>,
+    pub control: Option<Arc<crate::experiment::drill::drive::control::Control>>,
     /// Time zero.
     pub start: Instant,
 }
@@ -250,7 +250,7 @@ pub struct Status {
     /// Breaker transitions.
     pub recorder: Arc<Recorder>,
     /// The control state.
-    pub control: Arc<super::control::Control>,
+    pub control: Arc<crate::experiment::drill::drive::control::Control>,
     /// Time zero.
     pub start: Instant,
 }

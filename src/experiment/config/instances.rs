@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer};
 
-use super::topology::one_of;
+use crate::experiment::config::system::one_of;
 use crate::fault::Fault;
 use crate::schema::deserialize_checked;
 use crate::target::TargetRoute;

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use super::load::Load;
-use super::timeline::RequestRecord;
 use crate::clock::{self, Duration, Instant};
+use crate::experiment::drill::drive::load::Load;
+use crate::experiment::timeline::RequestRecord;
 use crate::schema::units::{Dur, Percent};
 
 /// A parsed halt condition.

@@ -34,7 +34,9 @@ faults:
 async fn stood_up(yaml: &str) -> (TargetUp, tokio::sync::watch::Sender<bool>) {
     let experiment: Experiment = crate::schema::from_yaml_str("x.yaml", yaml).unwrap();
     let (stop, servers) = ShutdownSignal::new();
-    let mut dialed = super::super::external::dial_all(&experiment).await.unwrap();
+    let mut dialed = crate::experiment::drill::stand_up::service::dial_all(&experiment)
+        .await
+        .unwrap();
     let up = stand_up_target(
         &experiment,
         &MemoryNetwork::default(),
@@ -222,7 +224,11 @@ async fn statuses(instances: &BTreeMap<String, Arc<dyn Upstream>>) -> Vec<u16> {
 async fn a_manual_fault_starts_and_stops_on_its_instance_only_or_on_every_instance() {
     let experiment: Experiment = crate::schema::from_yaml_str("x.yaml", MANUAL).unwrap();
     let ((_, dependencies, instances), _stop) = stood_up(MANUAL).await;
-    let control = super::super::control::Control::new(&experiment, &dependencies, clock::now());
+    let control = crate::experiment::drill::drive::control::Control::new(
+        &experiment,
+        &dependencies,
+        clock::now(),
+    );
     assert_eq!(statuses(&instances).await, [200, 200], "manual faults wait");
     control.start_fault("b-down").unwrap();
     assert_eq!(statuses(&instances).await, [200, 503]);

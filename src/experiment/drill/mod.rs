@@ -5,17 +5,26 @@
 
 use std::sync::Arc;
 
-use super::config::{ClockKind, Experiment, TargetSpec};
-use super::external::RunningDependency;
-use super::halt::HaltCondition;
-use super::instances::{InstanceServer, applies_on};
-use super::load::{Entry, Load};
-use super::network::{LoopbackNetwork, MemoryNetwork, Network};
-use super::stream::{Counted, RecordSink, RunObserver, Stream, StreamSetup};
-use super::timeline::{BreakerInfo, FaultWindows, Phase, PoolInfo, TargetHit, Timeline};
+pub mod collect;
+pub mod drive;
+pub mod network;
+pub mod stand_up;
+
 use crate::clock::{self, Duration};
 use crate::defense::DefenseLine;
 use crate::defense::report::{Observer, Recorder};
+use crate::experiment::config::instances::{InstanceServer, applies_on};
+use crate::experiment::config::{ClockKind, Experiment, TargetSpec};
+use crate::experiment::drill::collect::stream::{
+    Counted, RecordSink, RunObserver, Stream, StreamSetup,
+};
+use crate::experiment::drill::drive::halt::HaltCondition;
+use crate::experiment::drill::drive::load::{Entry, Load};
+use crate::experiment::drill::network::{LoopbackNetwork, MemoryNetwork, Network};
+use crate::experiment::drill::stand_up::service::RunningDependency;
+use crate::experiment::timeline::{
+    BreakerInfo, FaultWindows, Phase, PoolInfo, TargetHit, Timeline,
+};
 use crate::fault::FaultPlan;
 use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream};
@@ -72,7 +81,7 @@ pub struct RunResult {
 #[derive(Default)]
 pub struct Counting {
     /// The expectations to count for.
-    pub expectations: Vec<super::expect::Expectation>,
+    pub expectations: Vec<crate::experiment::expect::Expectation>,
     /// Where each request goes when final, in id order.
     pub sinks: Vec<Box<dyn RecordSink>>,
 }
@@ -109,7 +118,7 @@ pub struct ControlOptions {
     pub token: Option<String>,
 }
 
-pub use super::error::RunError;
+pub use crate::experiment::error::RunError;
 
 /// Runs `experiment` with its clock (or `clock` when given), stopping
 /// early when `interrupt` resolves.
@@ -117,7 +126,7 @@ pub fn run(
     experiment: &Experiment,
     clock: ClockKind,
     halts: &[HaltCondition],
-    steady: Option<&super::steady::SteadyState>,
+    steady: Option<&crate::experiment::expect::steady::SteadyState>,
     interrupt: impl std::future::Future<Output = ()> + Send + 'static,
     live: Live,
     counting: Counting,
@@ -204,13 +213,13 @@ async fn execute<N: Network>(
     experiment: &Experiment,
     network: N,
     halts: &[HaltCondition],
-    steady: Option<&super::steady::SteadyState>,
+    steady: Option<&crate::experiment::expect::steady::SteadyState>,
     interrupt: impl std::future::Future<Output = ()> + Send + 'static,
     live: Live,
     counting: Counting,
 ) -> Result<RunResult, RunError> {
     let listen = || async { network.listen().await.map_err(RunError::Listen) };
-    let mut dialed = super::external::dial_all(experiment).await?;
+    let mut dialed = crate::experiment::drill::stand_up::service::dial_all(experiment).await?;
     let start = clock::now();
     let started_at_unix_ms = N::WALL_CLOCK.then(clock::unix_ms);
     let (stop_servers, servers) = ShutdownSignal::new();
@@ -227,7 +236,7 @@ async fn execute<N: Network>(
     });
     let (entry, dependencies, instances) = match &experiment.system {
         Some(system) => {
-            let (entry, dependencies) = super::external::stand_up(
+            let (entry, dependencies) = crate::experiment::drill::stand_up::service::stand_up(
                 experiment,
                 system,
                 start,
@@ -289,8 +298,10 @@ async fn execute<N: Network>(
     }
 
     let reporters = match &experiment.system {
-        Some(system) => super::external::start_reporters(system, start, &servers),
-        None => super::external::Reporters::default(),
+        Some(system) => {
+            crate::experiment::drill::stand_up::service::start_reporters(system, start, &servers)
+        }
+        None => crate::experiment::drill::stand_up::service::Reporters::default(),
     };
 
     // Load, halt watch and interrupt.
@@ -302,7 +313,7 @@ async fn execute<N: Network>(
     );
     let load = Load::new(client, start, experiment.max_in_flight, stream.clone());
     let control = live.control.as_ref().map(|_| {
-        Arc::new(super::control::Control::new(
+        Arc::new(crate::experiment::drill::drive::control::Control::new(
             experiment,
             &dependencies,
             start,
@@ -320,7 +331,7 @@ async fn execute<N: Network>(
             "control endpoint listening on http://{}",
             acceptor.local_addr()
         );
-        let status = super::progress::Status {
+        let status = crate::experiment::drill::drive::progress::Status {
             experiment: Arc::new(experiment.clone()),
             load: load.clone(),
             line: line.clone(),
@@ -329,7 +340,7 @@ async fn execute<N: Network>(
             start,
         };
         let guard = crate::api::guard::Guard::new(options.token.clone(), 1024);
-        tokio::spawn(super::control::serve(
+        tokio::spawn(crate::experiment::drill::drive::control::serve(
             acceptor,
             control.clone(),
             Arc::new(move || status.now()),
@@ -353,10 +364,13 @@ async fn execute<N: Network>(
                 .await;
             }
         };
-        let watch = super::halt::watch(halts, &load, start);
-        let view =
-            super::progress::View::choose(live.progress, N::WALL_CLOCK, live.progress_interval);
-        let watched = super::progress::Watched {
+        let watch = crate::experiment::drill::drive::halt::watch(halts, &load, start);
+        let view = crate::experiment::drill::drive::progress::View::choose(
+            live.progress,
+            N::WALL_CLOCK,
+            live.progress_interval,
+        );
+        let watched = crate::experiment::drill::drive::progress::Watched {
             experiment,
             load: &load,
             line: line.clone(),
@@ -364,7 +378,7 @@ async fn execute<N: Network>(
             control: control.clone(),
             start,
         };
-        let bar = super::progress::show(view, watched);
+        let bar = crate::experiment::drill::drive::progress::show(view, watched);
         let halt_asked = async {
             match &control {
                 Some(control) => control.halted().await,
@@ -460,7 +474,7 @@ async fn execute<N: Network>(
         }
         counted.tallies = all
             .iter()
-            .map(|e| super::expect::tally(e, &timeline))
+            .map(|e| crate::experiment::expect::tally(e, &timeline))
             .collect();
     }
     let mut warnings = experiment.tls_warnings();
@@ -475,7 +489,11 @@ async fn execute<N: Network>(
         }
     }
     if let Some(system) = &experiment.system {
-        let (reported, unread) = super::external::reported(system, &reporters, started_at_unix_ms);
+        let (reported, unread) = crate::experiment::drill::stand_up::service::reported(
+            system,
+            &reporters,
+            started_at_unix_ms,
+        );
         timeline.reported = reported;
         timeline.dependency_requests = dependencies
             .iter()
@@ -514,7 +532,7 @@ fn collect(
     line: Option<&DefenseLine>,
     manual: &std::collections::BTreeMap<String, Vec<(Duration, Duration)>>,
     duration: Duration,
-    requests: Vec<super::timeline::RequestRecord>,
+    requests: Vec<crate::experiment::timeline::RequestRecord>,
 ) -> Timeline {
     // The dependency is the fault proxy and the target behind it: a call
     // answered by a fault in the target's place reached it too.
@@ -576,8 +594,13 @@ fn collect(
         .collect();
     let mut transitions = recorder.transitions();
     if let Some(system) = &experiment.system {
-        let (inferred, infos) =
-            super::external::inferred(experiment, system, &requests, dependencies, duration);
+        let (inferred, infos) = crate::experiment::drill::stand_up::service::inferred(
+            experiment,
+            system,
+            &requests,
+            dependencies,
+            duration,
+        );
         transitions.extend(inferred);
         transitions.sort_by_key(|t| t.at);
         breakers.extend(infos);
@@ -623,7 +646,7 @@ async fn stand_up_target<N: Network>(
     start: clock::Instant,
     servers: &ShutdownSignal,
     grace: Duration,
-    dialed: &mut super::external::Dialed,
+    dialed: &mut crate::experiment::drill::stand_up::service::Dialed,
 ) -> Result<TargetUp, RunError> {
     let builtin = match &experiment.target {
         TargetSpec::Builtin(builtin) => builtin,
@@ -631,7 +654,8 @@ async fn stand_up_target<N: Network>(
             let plan = target_plan(experiment, None, start);
             let (acceptor, connector, authority) =
                 network.listen().await.map_err(RunError::Listen)?;
-            let forward = super::external::take(dialed, service).await?;
+            let forward =
+                crate::experiment::drill::stand_up::service::take(dialed, service).await?;
             spawn_proxy(acceptor, forward, &plan, servers, grace);
             let entry: Arc<dyn Upstream> =
                 Arc::new(HttpUpstream::new(Arc::new(connector), &authority));
@@ -788,7 +812,7 @@ pub fn windows_of(window: &crate::fault::Window, duration: Duration) -> Vec<(Dur
 fn stream_setup(
     experiment: &Experiment,
     halts: &[HaltCondition],
-    steady: Option<&super::steady::SteadyState>,
+    steady: Option<&crate::experiment::expect::steady::SteadyState>,
     counting: Counting,
 ) -> StreamSetup {
     let mut expectations = counting.expectations;

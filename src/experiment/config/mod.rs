@@ -12,14 +12,16 @@ use crate::fault::MAX_FAULTS;
 use crate::schema::deserialize_checked;
 use crate::schema::units::Dur;
 
-pub use super::instances::BuiltinTarget;
-pub use super::topology::{DependencySpec, InferredBreaker, Service, SystemSpec, Upstream};
-use super::topology::{RawDependency, RawSystem};
+pub use instances::BuiltinTarget;
+pub use system::{DependencySpec, InferredBreaker, Service, SystemSpec, Upstream};
+use system::{RawDependency, RawSystem};
 
 mod checks;
+pub mod instances;
+pub mod system;
 
 /// A parsed experiment; the expectations are still text here (see
-/// [`super::load`] for the checked form).
+/// [`crate::experiment::file::load`] for the checked form).
 #[derive(Debug, Clone)]
 pub struct Experiment {
     /// Shown in reports; also the JUnit suite name.
@@ -164,7 +166,7 @@ pub struct LoadRoute {
     pub length: Option<Duration>,
     /// How to recognise the user's service's fallback (none: the defense
     /// line's `x-firedrill-fallback` header).
-    pub fallback: Option<super::classify::FallbackRule>,
+    pub fallback: Option<crate::experiment::blackbox::classify::FallbackRule>,
     /// The statuses that count as success for this route (none: 2xx and
     /// 3xx).
     pub success: Option<Vec<crate::defense::breaker::StatusPattern>>,
@@ -402,7 +404,7 @@ fn build(raw: RawExperiment) -> Result<Experiment, String> {
                             .to_string(),
                     );
             }
-            let (system, deps) = super::topology::read(system, raw.dependencies, &route_names)?;
+            let (system, deps) = system::read(system, raw.dependencies, &route_names)?;
             (Some(system), deps)
         }
         None if !raw.dependencies.is_empty() => {
@@ -448,7 +450,7 @@ fn build(raw: RawExperiment) -> Result<Experiment, String> {
         TargetSpec::Builtin(builtin) if system.is_none() => builtin.names(),
         _ => Vec::new(),
     };
-    super::instances::check_fault_instances(&faults, &instance_names)?;
+    instances::check_fault_instances(&faults, &instance_names)?;
     let dependency_names: Vec<&str> = dependencies.iter().map(|d| d.name.as_str()).collect();
     for (i, f) in faults.iter_mut().enumerate() {
         match (&f.dependency, dependency_names.as_slice()) {
@@ -463,7 +465,7 @@ fn build(raw: RawExperiment) -> Result<Experiment, String> {
             (Some(d), names) if !names.contains(&d.as_str()) => {
                 return Err(format!(
                     "faults[{i}].dependency: unknown dependency `{d}`: expected one of {}",
-                    super::topology::one_of(names)
+                    system::one_of(names)
                 ));
             }
             (Some(_), _) => {}
@@ -545,7 +547,7 @@ struct LoadFields {
     /// How to recognise the fallback of your own service (header, status,
     /// body); without it, the defense line's `x-firedrill-fallback` header.
     #[serde(default)]
-    fallback: Option<super::classify::FallbackRule>,
+    fallback: Option<crate::experiment::blackbox::classify::FallbackRule>,
     /// The statuses that count as success, e.g. `[200, 204]` or `[2xx]`
     /// (default: 2xx and 3xx).
     #[serde(default)]

@@ -5,16 +5,16 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::config::{
-    DependencySpec, Experiment, Service, SystemSpec, Upstream as DependencyUpstream,
-};
-use super::error::RunError;
-use super::infer::{InferParams, infer};
-use super::reported::{Change, ReportedSource, read_events};
-use super::timeline::{BreakerInfo, RequestRecord};
 use crate::clock::{Duration, Instant};
 use crate::defense::breaker::State;
 use crate::defense::breaker::journal::{Reason, Transition};
+use crate::experiment::blackbox::infer::{InferParams, infer};
+use crate::experiment::blackbox::reported::{Change, ReportedSource, read_events};
+use crate::experiment::config::{
+    DependencySpec, Experiment, Service, SystemSpec, Upstream as DependencyUpstream,
+};
+use crate::experiment::error::RunError;
+use crate::experiment::timeline::{BreakerInfo, RequestRecord};
 use crate::fault::FaultPlan;
 use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream, authority};
@@ -184,7 +184,7 @@ pub async fn dial_all(experiment: &Experiment) -> Result<Dialed, RunError> {
 }
 
 /// How to forward to `service`: dialled before the start, or now.
-pub(super) async fn take(
+pub(crate) async fn take(
     dialed: &mut Dialed,
     service: &Service,
 ) -> Result<Forward<ServiceConnector>, RunError> {
@@ -398,7 +398,7 @@ pub fn start_reporters(system: &SystemSpec, start: Instant, servers: &ShutdownSi
             Arc::new(LazyConnector(authority.clone())),
             &authority,
         ));
-        tokio::spawn(super::reported::scrape(
+        tokio::spawn(crate::experiment::blackbox::reported::scrape(
             client,
             source.clone(),
             start,

@@ -59,9 +59,9 @@
 
 use std::borrow::Cow;
 
-use super::expect::verdict::latency;
 use crate::clock::Duration;
 use crate::defense::breaker::State;
+use crate::experiment::expect::verdict::latency;
 
 /// How many mean inter-arrival intervals a silence must exceed by default.
 ///

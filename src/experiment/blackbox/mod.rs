@@ -1,0 +1,7 @@
+//! What firedrill learns of a user's own service from outside: its
+//! breakers inferred from what reached the dependency, what the service
+//! reports of them, and which of its answers were its own fallback.
+
+pub mod classify;
+pub mod infer;
+pub mod reported;

@@ -1,0 +1,3 @@
+//! The third stage: collect what the run recorded.
+
+pub mod stream;
