@@ -78,6 +78,25 @@ impl Window {
         self.next_change(elapsed).0
     }
 
+    /// The `[start, end)` intervals the window is active within
+    /// `[0, duration)`.
+    pub fn windows_within(&self, duration: Duration) -> Vec<(Duration, Duration)> {
+        let mut out = Vec::new();
+        let mut t = Duration::ZERO;
+        while t < duration {
+            let (active, next) = self.next_change(t);
+            let end = next.unwrap_or(duration).min(duration);
+            if active {
+                out.push((t, end));
+            }
+            match next {
+                Some(n) if n > t => t = n,
+                _ => break,
+            }
+        }
+        out
+    }
+
     /// Whether the fault is active at `elapsed`, and when that next changes
     /// (`None`: never again).
     pub fn next_change(&self, elapsed: Duration) -> (bool, Option<Duration>) {

@@ -24,7 +24,7 @@ use crate::experiment::Verdict;
 use crate::experiment::config::{ClockKind, Experiment};
 pub use crate::experiment::drill::RunResult;
 use crate::experiment::drill::collect::stream::RecordSink;
-use crate::experiment::drill::{Counting, Ending, Live, RunError};
+use crate::experiment::drill::{Ending, Judged, Live, Report, RunError};
 use crate::experiment::file::Loaded;
 use crate::experiment::timeline::Timeline;
 
@@ -405,48 +405,63 @@ pub fn execute_to(
     live: Live,
     dir: Option<&std::path::Path>,
 ) -> Result<(RunResult, RunReport), RunError> {
-    let fold = std::sync::Arc::new(std::sync::Mutex::new(html::picture::Fold::new(ms(loaded
-        .experiment
-        .duration))));
-    let mut sinks: Vec<Box<dyn RecordSink>> = vec![Box::new(Folding(fold.clone()))];
-    if let Some(dir) = dir {
-        let file = requests::Requests::file(&dir.join(requests::Requests::FILE_NAME))
-            .map_err(RunError::Records)?;
-        sinks.push(Box::new(file));
-    }
-    let counting = Counting {
-        expectations: loaded.expectations.clone(),
-        sinks,
+    let requests = match dir {
+        Some(dir) => Some(
+            requests::Requests::file(&dir.join(requests::Requests::FILE_NAME))
+                .map_err(RunError::Records)?,
+        ),
+        None => None,
     };
-    let result = crate::experiment::drill::run(
-        &loaded.experiment,
+    let files = Files {
+        experiment: &loaded.experiment,
         clock,
-        &loaded.halts,
-        loaded.steady.as_ref(),
-        interrupt,
-        live,
-        counting,
-    )?;
-    let (main, steady_tallies) = result
-        .counted
-        .tallies
-        .split_at(loaded.expectations.len().min(result.counted.tallies.len()));
-    let mut verdicts: Vec<Verdict> = loaded
-        .expectations
-        .iter()
-        .zip(main)
-        .map(|(e, t)| crate::experiment::expect::evaluate_tallied(e, &result.timeline, t))
-        .collect();
-    if let Some(steady) = &loaded.steady {
-        let injected = !matches!(result.ending, Ending::NotHealthy { .. });
-        verdicts.extend(steady.judge(&result.timeline, injected, steady_tallies));
+        fold: std::sync::Arc::new(std::sync::Mutex::new(html::picture::Fold::new(ms(loaded
+            .experiment
+            .duration)))),
+        requests,
+    };
+    crate::experiment::drill::run(loaded, clock, interrupt, live, files)
+}
+
+/// The report stage of a drill: the HTML picture folded and
+/// `requests.jsonl` written as requests finish, then the report every
+/// format is written from.
+struct Files<'a> {
+    /// The experiment that ran.
+    experiment: &'a Experiment,
+    /// The clock it ran on.
+    clock: ClockKind,
+    /// The HTML picture's fold, fed as requests finish.
+    fold: std::sync::Arc<std::sync::Mutex<html::picture::Fold>>,
+    /// `requests.jsonl`, with `--report-dir`.
+    requests: Option<requests::RequestsFile>,
+}
+
+impl Report for Files<'_> {
+    type Output = (RunResult, RunReport);
+
+    fn sinks(&mut self) -> Vec<Box<dyn RecordSink>> {
+        let mut sinks: Vec<Box<dyn RecordSink>> = vec![Box::new(Folding(self.fold.clone()))];
+        if let Some(file) = self.requests.take() {
+            sinks.push(Box::new(file));
+        }
+        sinks
     }
-    let fold = std::mem::replace(
-        &mut *fold.lock().unwrap_or_else(|e| e.into_inner()),
-        html::picture::Fold::new(1.0),
-    );
-    let report = RunReport::new(&loaded.experiment, clock, &result, verdicts, fold);
-    Ok((result, report))
+
+    fn report(self, judged: Judged) -> (RunResult, RunReport) {
+        let fold = std::mem::replace(
+            &mut *self.fold.lock().unwrap_or_else(|e| e.into_inner()),
+            html::picture::Fold::new(1.0),
+        );
+        let report = RunReport::new(
+            self.experiment,
+            self.clock,
+            &judged.run,
+            judged.verdicts,
+            fold,
+        );
+        (judged.run, report)
+    }
 }
 
 /// The HTML picture's fold, fed as requests finish.

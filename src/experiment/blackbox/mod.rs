@@ -4,4 +4,6 @@
 
 pub mod classify;
 pub mod infer;
+pub mod inferred;
 pub mod reported;
+pub mod reporters;

@@ -27,7 +27,7 @@ use crate::api::guard::Guard;
 use crate::clock::{self, Duration, Instant};
 use crate::defense::breaker::millis;
 use crate::experiment::config::Experiment;
-use crate::experiment::drill::stand_up::service::RunningDependency;
+use crate::experiment::drill::stand_up::RunningDependency;
 use crate::fault::{Fault, FaultPlan, Window};
 use crate::http::body::{BoxBody, full};
 

@@ -24,6 +24,7 @@ use crate::http::headers::REQUEST_ID_HEADER;
 use crate::http::headers::{FALLBACK_HEADER, FallbackKind};
 
 /// Where the generator's requests go.
+#[derive(Clone)]
 pub enum Entry {
     /// Over HTTP/1.1: to the defense line's listener, the fault proxy or
     /// the user's service.

@@ -1,7 +1,258 @@
-//! The second stage: drive the load, watch the halts and the steady
-//! state, serve live control and the live view.
+//! The second stage, drive: send the load (or wait out outside traffic)
+//! until the drill ends, watching the halt conditions, the steady state
+//! over the warm-up, an interrupt and the control endpoint; serve the live
+//! view and the metrics. When it ends early the faults go first, then the
+//! load. Hands [`Driven`] to the collect stage.
+
+use std::sync::Arc;
+
+use super::outcome::Ending;
+use super::stand_up::Stood;
+use crate::clock::{self, Duration};
+use crate::experiment::error::RunError;
+use crate::experiment::file::Loaded;
+use crate::http::ShutdownSignal;
 
 pub mod control;
 pub mod halt;
 pub mod load;
 pub mod progress;
+
+use control::Control;
+use load::Load;
+
+/// What a real-time run shows while it runs.
+#[derive(Debug, Clone, Default)]
+pub struct Live {
+    /// Show the run while it runs: the panel on a terminal, heartbeat lines
+    /// off one (real clock).
+    pub progress: bool,
+    /// Off a terminal, one heartbeat line this often (zero: none).
+    pub progress_interval: Duration,
+    /// Serve the defense line's Prometheus metrics on this address.
+    pub metrics_listen: Option<std::net::SocketAddr>,
+    /// Serve the control endpoint (manual faults, halt, status) here.
+    pub control: Option<ControlOptions>,
+}
+
+/// `--control ADDR [--control-token TOKEN]`.
+#[derive(Debug, Clone)]
+pub struct ControlOptions {
+    /// Where to listen.
+    pub addr: std::net::SocketAddr,
+    /// Required as `Authorization: Bearer <token>` when set.
+    pub token: Option<String>,
+}
+
+/// What the drive stage hands to the collect stage.
+#[derive(Debug)]
+pub struct Driven {
+    /// How the run ended.
+    pub ending: Ending,
+    /// When it ended, from the start.
+    pub ended_at: Duration,
+    /// The load generator, every request settled.
+    pub load: Arc<Load>,
+    /// The control endpoint's state, if the run had one.
+    pub control: Option<Arc<Control>>,
+}
+
+/// Drives the load through what stood up until the drill ends, then winds
+/// it down: every request in flight settled, every server stopped.
+pub async fn drive(
+    loaded: &Loaded,
+    stood: &Stood<'_>,
+    real_clock: bool,
+    interrupt: impl std::future::Future<Output = ()> + Send + 'static,
+    live: Live,
+) -> Result<Driven, RunError> {
+    let experiment = &loaded.experiment;
+    let start = stood.start;
+    if let (Some(addr), Some(line)) = (live.metrics_listen, &stood.line) {
+        let acceptor = crate::net::TcpAcceptor::bind(addr)
+            .await
+            .map_err(|source| RunError::MetricsBind { addr, source })?;
+        let registry = Arc::new(crate::metrics::MetricsRegistry::default());
+        registry.register(line.clone());
+        tokio::spawn(crate::metrics::serve(
+            acceptor,
+            registry,
+            stood.servers.clone(),
+        ));
+    }
+    stood.stream.watch_plans(
+        stood
+            .dependencies
+            .iter()
+            .map(|d| (d.plan.clone(), d.instance.clone()))
+            .collect(),
+    );
+    let load = Load::new(
+        stood.client.clone(),
+        start,
+        experiment.max_in_flight,
+        stood.stream.clone(),
+    );
+    let control = live
+        .control
+        .as_ref()
+        .map(|_| Arc::new(Control::new(experiment, &stood.dependencies, start)));
+    if let Some(control) = &control {
+        stood.stream.watch_control(control.clone());
+    }
+    if let (Some(options), Some(control)) = (&live.control, &control) {
+        serve_control(loaded, stood, options, control, &load).await?;
+    }
+    let (stop_load, load_stop) = ShutdownSignal::new();
+    let view = progress::View::choose(live.progress, real_clock, live.progress_interval);
+    let ending = until_the_end(loaded, stood, view, &load, &control, load_stop, interrupt).await;
+    let ended_at = clock::now().saturating_duration_since(start);
+    if ending != Ending::Completed {
+        stood.stream.cut(ended_at);
+        // Faults first, then the load.
+        for dependency in &stood.dependencies {
+            dependency.plan.remove_all();
+        }
+        let _ = stop_load.send(true);
+    }
+    // Every request in flight ends by its own timeout at the latest.
+    let longest = experiment
+        .load
+        .iter()
+        .map(|l| l.timeout)
+        .max()
+        .unwrap_or_default();
+    let _ = tokio::time::timeout(longest + Duration::from_secs(1), load.settle()).await;
+    let _ = stood.stop_servers.send(true);
+    Ok(Driven {
+        ending,
+        ended_at,
+        load,
+        control,
+    })
+}
+
+/// Serves the control endpoint on `options.addr` for the run.
+async fn serve_control(
+    loaded: &Loaded,
+    stood: &Stood<'_>,
+    options: &ControlOptions,
+    control: &Arc<Control>,
+    load: &Arc<Load>,
+) -> Result<(), RunError> {
+    let addr = options.addr;
+    let acceptor = crate::net::TcpAcceptor::bind(addr)
+        .await
+        .map_err(|source| RunError::ControlBind { addr, source })?;
+    eprintln!(
+        "control endpoint listening on http://{}",
+        acceptor.local_addr()
+    );
+    let status = progress::Status {
+        experiment: Arc::new(loaded.experiment.clone()),
+        load: load.clone(),
+        line: stood.line.clone(),
+        recorder: stood.recorder.clone(),
+        control: control.clone(),
+        start: stood.start,
+    };
+    let guard = crate::api::guard::Guard::new(options.token.clone(), 1024);
+    tokio::spawn(control::serve(
+        acceptor,
+        control.clone(),
+        Arc::new(move || status.now()),
+        guard,
+        stood.servers.clone(),
+    ));
+    Ok(())
+}
+
+/// Sends the load until the first of: an interrupt, a halt asked on the
+/// control endpoint, a steady state that did not hold over the warm-up, a
+/// halt condition, the drill's end. The live `view` shows meanwhile.
+async fn until_the_end(
+    loaded: &Loaded,
+    stood: &Stood<'_>,
+    view: progress::View,
+    load: &Arc<Load>,
+    control: &Option<Arc<Control>>,
+    load_stop: ShutdownSignal,
+    interrupt: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Ending {
+    let experiment = &loaded.experiment;
+    let start = stood.start;
+    let drive = async {
+        if experiment.external_load {
+            // The traffic comes from elsewhere: wait out the drill.
+            clock::sleep(experiment.duration).await;
+        } else {
+            load.drive(
+                &experiment.load,
+                experiment.seed,
+                experiment.duration,
+                load_stop,
+            )
+            .await;
+        }
+    };
+    let watch = halt::watch(&loaded.halts, load, start);
+    let watched = progress::Watched {
+        experiment,
+        load,
+        line: stood.line.clone(),
+        recorder: stood.recorder.clone(),
+        control: control.clone(),
+        start,
+    };
+    let bar = progress::show(view, watched);
+    let halt_asked = async {
+        match control {
+            Some(control) => control.halted().await,
+            None => std::future::pending().await,
+        }
+    };
+    let warm_up = not_healthy(loaded, stood);
+    tokio::pin!(drive, watch, interrupt, bar, warm_up, halt_asked);
+    tokio::select! {
+        biased;
+        _ = &mut interrupt => Ending::Interrupted,
+        _ = &mut halt_asked => Ending::Halted {
+            condition: "POST /halt on the control endpoint".to_string(),
+            seen: format!("asked at {:.1}s", clock::now().saturating_duration_since(start).as_secs_f64()),
+        },
+        failed = &mut warm_up => Ending::NotHealthy { failed },
+        (condition, seen) = &mut watch => Ending::Halted { condition, seen },
+        _ = &mut drive => Ending::Completed,
+        _ = &mut bar => unreachable!("the live view never ends by itself"),
+    }
+}
+
+/// Resolves, just before the first fault would act, with the steady-state
+/// checks that failed over the warm-up (with what each saw); never, when
+/// they all held or there are none.
+async fn not_healthy(loaded: &Loaded, stood: &Stood<'_>) -> Vec<String> {
+    let Some(steady) = &loaded.steady else {
+        return std::future::pending().await;
+    };
+    let at = steady.check_at.saturating_sub(Duration::from_millis(1));
+    clock::sleep_until(stood.start + at).await;
+    let so_far = super::collect::timeline(
+        &loaded.experiment,
+        stood,
+        &std::collections::BTreeMap::new(),
+        at,
+        Vec::new(),
+    );
+    let first = loaded.expectations.len();
+    let before = stood.stream.tallies_now(first..first + steady.before.len());
+    let failed: Vec<String> = steady
+        .judge_warm_up(&so_far, &before)
+        .into_iter()
+        .filter(|v| !v.passed)
+        .map(|v| format!("{} (seen: {})", v.expectation, v.seen))
+        .collect();
+    if failed.is_empty() {
+        return std::future::pending().await;
+    }
+    failed
+}

@@ -6,7 +6,12 @@ use std::sync::Arc;
 
 use http_body_util::BodyExt;
 
-use super::*;
+use super::super::{RunningDependency, Stood, stand_up};
+use crate::clock::{self, Duration};
+use crate::experiment::drill::drive::load::Entry;
+use crate::experiment::drill::network::MemoryNetwork;
+use crate::experiment::file::Loaded;
+use crate::http::client::Upstream;
 
 /// Three instances: b's inventory fails with a fault of its own, c's
 /// `/health` answers 200 with an error page; every instance shares the
@@ -30,24 +35,22 @@ faults:
   - { name: everywhere-slow, latency: { delay: 100ms }, match: /slow }
 ";
 
-/// The run's target, stood up in memory from `yaml`.
-async fn stood_up(yaml: &str) -> (TargetUp, tokio::sync::watch::Sender<bool>) {
-    let experiment: Experiment = crate::schema::from_yaml_str("x.yaml", yaml).unwrap();
-    let (stop, servers) = ShutdownSignal::new();
-    let mut dialed = crate::experiment::drill::stand_up::service::dial_all(&experiment)
+/// `yaml` as a loaded experiment with no expectations, halts or steady
+/// state.
+fn loaded(yaml: &str) -> Loaded {
+    Loaded {
+        experiment: crate::schema::from_yaml_str("x.yaml", yaml).unwrap(),
+        halts: Vec::new(),
+        expectations: Vec::new(),
+        steady: None,
+    }
+}
+
+/// The run's target, stood up in memory.
+async fn stood_up(loaded: &Loaded) -> Stood<'_> {
+    stand_up(loaded, &MemoryNetwork::default(), Vec::new())
         .await
-        .unwrap();
-    let up = stand_up_target(
-        &experiment,
-        &MemoryNetwork::default(),
-        clock::now(),
-        &servers,
-        Duration::from_millis(100),
-        &mut dialed,
-    )
-    .await
-    .unwrap();
-    (up, stop)
+        .unwrap()
 }
 
 /// `GET path` through `upstream`: status, body and how long it took.
@@ -79,17 +82,22 @@ fn arrivals(dependencies: &[RunningDependency]) -> BTreeMap<String, Vec<String>>
 
 #[tokio::test(start_paused = true)]
 async fn each_instance_is_reached_by_name_and_the_entry_is_the_first_in_name_order() {
-    let ((entry, dependencies, instances), _stop) = stood_up(THREE_INSTANCES).await;
+    let loaded = loaded(THREE_INSTANCES);
+    let stood = stood_up(&loaded).await;
+    let (dependencies, instances) = (&stood.dependencies, &stood.instances);
+    let Entry::Http(entry) = &stood.client else {
+        panic!("without a defense line the load goes to the target over HTTP");
+    };
     let names: Vec<&str> = instances.keys().map(String::as_str).collect();
     assert_eq!(names, ["a", "b", "c"]);
     let tagged: Vec<Option<&str>> = dependencies.iter().map(|d| d.instance.as_deref()).collect();
     assert_eq!(tagged, [Some("a"), Some("b"), Some("c")]);
     assert!(dependencies.iter().all(|d| d.name == "target"));
-    assert!(Arc::ptr_eq(&entry, &instances["a"]));
+    assert!(Arc::ptr_eq(entry, &instances["a"]));
     for name in ["a", "c", "c"] {
         get(&instances[name], "/inventory/7").await;
     }
-    let seen = arrivals(&dependencies);
+    let seen = arrivals(dependencies);
     assert_eq!(seen["a"], ["/inventory/7"]);
     assert!(seen["b"].is_empty());
     assert_eq!(seen["c"], ["/inventory/7", "/inventory/7"]);
@@ -97,16 +105,14 @@ async fn each_instance_is_reached_by_name_and_the_entry_is_the_first_in_name_ord
 
 #[tokio::test(start_paused = true)]
 async fn the_timeline_tags_each_hit_with_the_instance_that_received_it() {
-    let experiment: Experiment = crate::schema::from_yaml_str("x.yaml", THREE_INSTANCES).unwrap();
-    let ((_, dependencies, instances), _stop) = stood_up(THREE_INSTANCES).await;
+    let loaded = loaded(THREE_INSTANCES);
+    let stood = stood_up(&loaded).await;
     for name in ["c", "a", "b"] {
-        get(&instances[name], &format!("/inventory/{name}")).await;
+        get(&stood.instances[name], &format!("/inventory/{name}")).await;
     }
-    let timeline = collect(
-        &experiment,
-        &dependencies,
-        &Recorder::default(),
-        None,
+    let timeline = crate::experiment::drill::collect::timeline(
+        &loaded.experiment,
+        &stood,
         &BTreeMap::new(),
         Duration::from_secs(10),
         Vec::new(),
@@ -128,7 +134,9 @@ async fn the_timeline_tags_each_hit_with_the_instance_that_received_it() {
 
 #[tokio::test(start_paused = true)]
 async fn a_fault_naming_instance_b_fails_b_only_and_a_fault_naming_none_acts_on_every_instance() {
-    let ((_, dependencies, instances), _stop) = stood_up(THREE_INSTANCES).await;
+    let loaded = loaded(THREE_INSTANCES);
+    let stood = stood_up(&loaded).await;
+    let (dependencies, instances) = (&stood.dependencies, &stood.instances);
     for (name, status, body) in [("a", 200, "stock\n"), ("b", 503, ""), ("c", 200, "stock\n")] {
         let (got, text, took) = get(&instances[name], "/inventory/1").await;
         assert_eq!((got, text.as_str()), (status, body), "instance {name}");
@@ -161,7 +169,9 @@ async fn a_fault_naming_instance_b_fails_b_only_and_a_fault_naming_none_acts_on_
 
 #[tokio::test(start_paused = true)]
 async fn every_instance_answers_health_200_ok_unless_its_routes_override_it() {
-    let ((_, _, instances), _stop) = stood_up(THREE_INSTANCES).await;
+    let loaded = loaded(THREE_INSTANCES);
+    let stood = stood_up(&loaded).await;
+    let instances = &stood.instances;
     for (name, body) in [
         ("a", "ok\n"),
         ("b", "ok\n"),
@@ -185,11 +195,15 @@ load:
 faults:
   - { name: down, status: { code: 503 }, match: /inventory/* }
 ";
-    let ((entry, dependencies, instances), _stop) = stood_up(yaml).await;
-    assert!(instances.is_empty());
-    assert_eq!(dependencies.len(), 1);
-    assert_eq!(dependencies[0].instance, None);
-    let (status, _, _) = get(&entry, "/inventory/1").await;
+    let loaded = loaded(yaml);
+    let stood = stood_up(&loaded).await;
+    assert!(stood.instances.is_empty());
+    assert_eq!(stood.dependencies.len(), 1);
+    assert_eq!(stood.dependencies[0].instance, None);
+    let Entry::Http(entry) = &stood.client else {
+        panic!("without a defense line the load goes to the target over HTTP");
+    };
+    let (status, _, _) = get(entry, "/inventory/1").await;
     assert_eq!(
         status, 503,
         "the fault without instance acts on the one proxy"
@@ -222,19 +236,20 @@ async fn statuses(instances: &BTreeMap<String, Arc<dyn Upstream>>) -> Vec<u16> {
 
 #[tokio::test(start_paused = true)]
 async fn a_manual_fault_starts_and_stops_on_its_instance_only_or_on_every_instance() {
-    let experiment: Experiment = crate::schema::from_yaml_str("x.yaml", MANUAL).unwrap();
-    let ((_, dependencies, instances), _stop) = stood_up(MANUAL).await;
+    let loaded = loaded(MANUAL);
+    let stood = stood_up(&loaded).await;
+    let instances = &stood.instances;
     let control = crate::experiment::drill::drive::control::Control::new(
-        &experiment,
-        &dependencies,
+        &loaded.experiment,
+        &stood.dependencies,
         clock::now(),
     );
-    assert_eq!(statuses(&instances).await, [200, 200], "manual faults wait");
+    assert_eq!(statuses(instances).await, [200, 200], "manual faults wait");
     control.start_fault("b-down").unwrap();
-    assert_eq!(statuses(&instances).await, [200, 503]);
+    assert_eq!(statuses(instances).await, [200, 503]);
     control.stop_fault("b-down").unwrap();
     control.start_fault("all-down").unwrap();
-    assert_eq!(statuses(&instances).await, [502, 502]);
+    assert_eq!(statuses(instances).await, [502, 502]);
     control.stop_fault("all-down").unwrap();
-    assert_eq!(statuses(&instances).await, [200, 200]);
+    assert_eq!(statuses(instances).await, [200, 200]);
 }
