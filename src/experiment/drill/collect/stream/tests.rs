@@ -9,10 +9,10 @@ use std::sync::{Arc, Mutex};
 use proptest::prelude::*;
 
 use super::*;
-use crate::defense::breaker::Reason;
+use crate::defense::breaker::{Reason, State};
 use crate::defense::report::{CallError, Rejection};
 use crate::experiment::expect::{self, parse};
-use crate::experiment::timeline::{FaultWindows, Phase, Timeline};
+use crate::experiment::timeline::{FaultWindows, Phase, TargetHit, Timeline};
 use crate::http::headers::FallbackKind;
 
 const PLANNED_MS: u64 = 20_000;
