@@ -2,7 +2,9 @@
 //! every problem it finds (the ones that build on each other are in
 //! `build`).
 
-use super::{LoadSection, MAX_DURATION, RawExperiment};
+use super::MAX_DURATION;
+use super::load::LoadSection;
+use super::raw::RawExperiment;
 use crate::fault::MAX_FAULTS;
 use crate::schema::units::Dur;
 
