@@ -152,6 +152,109 @@ fn report(id: u64, g: &Gen) -> CallReport {
     }
 }
 
+/// Every event of the run with its time, ordered by time then by a seeded
+/// key (events of one instant come in any order).
+fn events(
+    gens: &[Gen],
+    steps: &[(u64, bool)],
+    cut: Option<u64>,
+    shuffle: u64,
+) -> Vec<(u64, u64, Event)> {
+    let mut events: Vec<(u64, u64, Event)> = Vec::new();
+    let key = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ shuffle;
+    let mut t = 0;
+    let last_send = cut.unwrap_or(PLANNED_MS);
+    for (id, g) in gens.iter().enumerate() {
+        let id = id as u64;
+        t += g.gap_ms;
+        if t >= last_send {
+            break;
+        }
+        let done = t + g.latency_ms.unwrap_or(2_000);
+        events.push((t, key(4 * id), Event::Send(id)));
+        events.push((done, key(4 * id + 1) | 1, Event::Finish(id)));
+        if let Some((after, ..)) = g.report {
+            events.push((done + after, key(4 * id + 2) | 1, Event::Report(id)));
+        }
+        for h in &g.hits {
+            // A hit comes while the call is on: up to its report (the
+            // defense line reports a call when it ends) or its answer.
+            let over = done + g.report.map_or(0, |r| r.0);
+            events.push(((t + h).min(over), key(4 * id + 3) | 1, Event::Hit(id)));
+        }
+    }
+    let mut state = State::Closed;
+    for (i, (at, open)) in steps.iter().enumerate() {
+        let to = match (state, open) {
+            (State::Closed, _) | (State::HalfOpen, true) => State::Open,
+            (State::Open, _) => State::HalfOpen,
+            (_, _) => State::Closed,
+        };
+        events.push((*at, key(1_000_000 + i as u64), Event::Transition(to)));
+        events.push((*at, key(2_000_000 + i as u64), Event::Health(!*open)));
+        state = to;
+    }
+    // A send sorts first at its instant: its id exists before anything
+    // about it (its key is even, the others odd, compared after time).
+    events.sort_by_key(|(at, k, e)| (*at, !matches!(e, Event::Send(_)), *k));
+    events
+}
+
+/// The whole timeline, joined as the run used to join it at the end.
+fn whole_timeline(
+    gens: &[Gen],
+    joined: Vec<Option<RequestRecord>>,
+    hits: Vec<TargetHit>,
+    transitions: Vec<Transition>,
+    health: Vec<crate::defense::report::HealthChange>,
+    cut: Option<u64>,
+) -> Timeline {
+    let duration = cut.map_or(ms(PLANNED_MS), |c| ms(c).min(ms(PLANNED_MS)));
+    let requests: Vec<RequestRecord> = joined
+        .into_iter()
+        .enumerate()
+        .filter_map(|(id, r)| {
+            let mut r = r?;
+            let g = &gens[id];
+            r.reached_dependency = hits
+                .iter()
+                .filter(|h: &&TargetHit| h.request_id == Some(id as u64))
+                .count() as u32;
+            if g.report.is_some() {
+                let c = report(id as u64, g);
+                r.rejected_by = c.rejected_by;
+                r.defense_error = c.error;
+                r.breaker_state = c.breaker_state;
+                r.attempts = c.attempts;
+                r.fallback = r.fallback.or(c.fallback);
+                r.served_by = c.served_by;
+            }
+            Some(r)
+        })
+        .collect();
+    Timeline {
+        duration,
+        requests,
+        target_hits: hits,
+        transitions,
+        health,
+        faults: vec![FaultWindows {
+            name: "inventory-down".to_string(),
+            kind: "blackhole".to_string(),
+            windows: vec![(ms(5_000), ms(12_000).min(duration))]
+                .into_iter()
+                .filter(|(a, b)| a < b)
+                .collect(),
+        }],
+        phases: vec![Phase {
+            name: "recovery".to_string(),
+            from: ms(12_000),
+            to: ms(PLANNED_MS),
+        }],
+        ..Timeline::default()
+    }
+}
+
 /// Plays the run on the stream (paused clock) and returns what it counted
 /// and what its sink got, beside the whole timeline the judges read.
 fn play(
@@ -192,45 +295,7 @@ fn play(
                 .collect(),
         );
 
-        // Every event with its time, ordered by time then by a seeded key
-        // (events of one instant come in any order).
-        let mut events: Vec<(u64, u64, Event)> = Vec::new();
-        let key = |i: u64| i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ shuffle;
-        let mut t = 0;
-        let last_send = cut.unwrap_or(PLANNED_MS);
-        for (id, g) in gens.iter().enumerate() {
-            let id = id as u64;
-            t += g.gap_ms;
-            if t >= last_send {
-                break;
-            }
-            let done = t + g.latency_ms.unwrap_or(2_000);
-            events.push((t, key(4 * id), Event::Send(id)));
-            events.push((done, key(4 * id + 1) | 1, Event::Finish(id)));
-            if let Some((after, ..)) = g.report {
-                events.push((done + after, key(4 * id + 2) | 1, Event::Report(id)));
-            }
-            for h in &g.hits {
-                // A hit comes while the call is on: up to its report (the
-                // defense line reports a call when it ends) or its answer.
-                let over = done + g.report.map_or(0, |r| r.0);
-                events.push(((t + h).min(over), key(4 * id + 3) | 1, Event::Hit(id)));
-            }
-        }
-        let mut state = State::Closed;
-        for (i, (at, open)) in steps.iter().enumerate() {
-            let to = match (state, open) {
-                (State::Closed, _) | (State::HalfOpen, true) => State::Open,
-                (State::Open, _) => State::HalfOpen,
-                (_, _) => State::Closed,
-            };
-            events.push((*at, key(1_000_000 + i as u64), Event::Transition(to)));
-            events.push((*at, key(2_000_000 + i as u64), Event::Health(!*open)));
-            state = to;
-        }
-        // A send sorts first at its instant: its id exists before anything
-        // about it (its key is even, the others odd, compared after time).
-        events.sort_by_key(|(at, k, e)| (*at, !matches!(e, Event::Send(_)), *k));
+        let events = events(gens, steps, cut, shuffle);
 
         let mut sent_at = vec![Duration::ZERO; gens.len()];
         let mut joined: Vec<Option<RequestRecord>> = vec![None; gens.len()];
@@ -321,51 +386,7 @@ fn play(
         }
         let counted = stream.finish().unwrap();
 
-        // The whole timeline, joined as the run used to join it at the end.
-        let duration = cut.map_or(ms(PLANNED_MS), |c| ms(c).min(ms(PLANNED_MS)));
-        let requests: Vec<RequestRecord> = joined
-            .into_iter()
-            .enumerate()
-            .filter_map(|(id, r)| {
-                let mut r = r?;
-                let g = &gens[id];
-                r.reached_dependency = hits
-                    .iter()
-                    .filter(|h: &&TargetHit| h.request_id == Some(id as u64))
-                    .count() as u32;
-                if g.report.is_some() {
-                    let c = report(id as u64, g);
-                    r.rejected_by = c.rejected_by;
-                    r.defense_error = c.error;
-                    r.breaker_state = c.breaker_state;
-                    r.attempts = c.attempts;
-                    r.fallback = r.fallback.or(c.fallback);
-                    r.served_by = c.served_by;
-                }
-                Some(r)
-            })
-            .collect();
-        let timeline = Timeline {
-            duration,
-            requests,
-            target_hits: hits,
-            transitions,
-            health,
-            faults: vec![FaultWindows {
-                name: "inventory-down".to_string(),
-                kind: "blackhole".to_string(),
-                windows: vec![(ms(5_000), ms(12_000).min(duration))]
-                    .into_iter()
-                    .filter(|(a, b)| a < b)
-                    .collect(),
-            }],
-            phases: vec![Phase {
-                name: "recovery".to_string(),
-                from: ms(12_000),
-                to: ms(PLANNED_MS),
-            }],
-            ..Timeline::default()
-        };
+        let timeline = whole_timeline(gens, joined, hits, transitions, health, cut);
         let sunk = sunk.lock().unwrap().clone();
         (counted, sunk, timeline)
     })
