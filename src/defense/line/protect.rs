@@ -4,11 +4,13 @@
 //! reason the caller is told.
 
 use http::{Request, Response, StatusCode};
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::attempts::Failed;
 use super::{DefenseLine, Route};
 use crate::clock;
 use crate::defense::breaker::State;
+use crate::defense::bulkhead::{Bulkhead, BulkheadFull};
 use crate::defense::fallback;
 use crate::defense::report::{CallError, CallReport, Rejection};
 use crate::http::body::BoxBody;
@@ -39,29 +41,17 @@ impl DefenseLine {
             report.rejected_by = Some(Rejection::RateLimit);
             return fallback::error_response(StatusCode::SERVICE_UNAVAILABLE, "rate-limited", None);
         }
-        let _worker = match &self.workers {
-            Some(w) => match w.acquire().await {
-                Ok(p) => Some(p),
-                Err(_) => {
-                    report.rejected_by = Some(Rejection::Workers);
-                    return self
-                        .fall_back(route, &key, None, "workers-exhausted", None)
-                        .await;
-                }
-            },
-            None => None,
+        let Ok(_worker) = permit(self.workers.as_ref()).await else {
+            report.rejected_by = Some(Rejection::Workers);
+            return self
+                .fall_back(route, &key, None, "workers-exhausted", None)
+                .await;
         };
-        let _slot = match &route.bulkhead {
-            Some(b) => match b.acquire().await {
-                Ok(p) => Some(p),
-                Err(_) => {
-                    report.rejected_by = Some(Rejection::Bulkhead);
-                    return self
-                        .fall_back(route, &key, None, "bulkhead-full", None)
-                        .await;
-                }
-            },
-            None => None,
+        let Ok(_slot) = permit(route.bulkhead.as_ref()).await else {
+            report.rejected_by = Some(Rejection::Bulkhead);
+            return self
+                .fall_back(route, &key, None, "bulkhead-full", None)
+                .await;
         };
         let attempts = self.try_attempts(route, req, &key, report);
         let result = match self.request_timeout {
@@ -107,5 +97,14 @@ impl DefenseLine {
                     .await
             }
         }
+    }
+}
+
+/// A permit of `bulkhead`, held for the call (none without a bulkhead);
+/// `Err` when it is full.
+async fn permit(bulkhead: Option<&Bulkhead>) -> Result<Option<OwnedSemaphorePermit>, BulkheadFull> {
+    match bulkhead {
+        Some(b) => b.acquire().await.map(Some),
+        None => Ok(None),
     }
 }
