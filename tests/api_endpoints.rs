@@ -244,44 +244,7 @@ async fn toxic_crud_has_toxiproxy_defaults_codes_and_error_bodies() {
         a.json,
         json!({"name":"latency_downstream","type":"latency","stream":"downstream","toxicity":1.0,"attributes":{"latency":10,"jitter":0}})
     );
-    let dup = s
-        .call("POST", "/proxies/p/toxics", Some(r#"{"type":"latency"}"#))
-        .await;
-    assert_eq!(
-        (dup.status, dup.json),
-        (409, error_body("toxic already exists", 409))
-    );
-    let bad = s
-        .call("POST", "/proxies/p/toxics", Some(r#"{"type":"lightning"}"#))
-        .await;
-    assert_eq!(
-        (bad.status, bad.json),
-        (400, error_body("invalid toxic type", 400))
-    );
-    let bad = s
-        .call(
-            "POST",
-            "/proxies/p/toxics",
-            Some(r#"{"type":"latency","stream":"sideways"}"#),
-        )
-        .await;
-    assert_eq!(
-        (bad.status, bad.json),
-        (
-            400,
-            error_body(
-                "stream was invalid, can be either upstream or downstream",
-                400
-            )
-        )
-    );
-    let none = s
-        .call("POST", "/proxies/q/toxics", Some(r#"{"type":"latency"}"#))
-        .await;
-    assert_eq!(
-        (none.status, none.json),
-        (404, error_body("proxy not found", 404))
-    );
+    creations_toxiproxy_refuses_are_refused_alike(&s).await;
     s.call(
         "POST",
         "/proxies/p/toxics",
@@ -339,6 +302,45 @@ async fn toxic_crud_has_toxiproxy_defaults_codes_and_error_bodies() {
     );
     let shown = s.call("GET", "/proxies/p", None).await;
     assert_eq!(shown.json["toxics"].as_array().unwrap().len(), 1);
+}
+
+/// The creations Toxiproxy refuses, with its codes and error bodies: a
+/// name taken, an unknown type, an unknown stream, a proxy that is not
+/// there (`p` has a toxic `latency_downstream`; there is no `q`).
+async fn creations_toxiproxy_refuses_are_refused_alike(s: &Server) {
+    for (path, body, status, message) in [
+        (
+            "/proxies/p/toxics",
+            r#"{"type":"latency"}"#,
+            409,
+            "toxic already exists",
+        ),
+        (
+            "/proxies/p/toxics",
+            r#"{"type":"lightning"}"#,
+            400,
+            "invalid toxic type",
+        ),
+        (
+            "/proxies/p/toxics",
+            r#"{"type":"latency","stream":"sideways"}"#,
+            400,
+            "stream was invalid, can be either upstream or downstream",
+        ),
+        (
+            "/proxies/q/toxics",
+            r#"{"type":"latency"}"#,
+            404,
+            "proxy not found",
+        ),
+    ] {
+        let refused = s.call("POST", path, Some(body)).await;
+        assert_eq!(
+            (refused.status, refused.json),
+            (status, error_body(message, status)),
+            "{body}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -7,6 +7,7 @@
 //! * [`server`] — hyper accept loop, request handling, shutdown.
 //! * [`guard`] — browser refusal, bearer token, body limit.
 //! * [`routes`] — method and path to an operation; status codes.
+//! * [`state`] — what every request shares: registry, metrics, guard.
 //! * [`registry`] — the named proxies and their operations.
 //! * [`proxy`] — one proxy: settings, toxics, listener on/off.
 //! * [`toxic`] — Toxiproxy's toxic JSON, checked, mapped onto faults.
@@ -18,6 +19,7 @@ pub mod proxy;
 pub mod registry;
 pub mod routes;
 pub mod server;
+pub mod state;
 pub mod toxic;
 
 pub use error::ApiError;

@@ -7,7 +7,7 @@ use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
 use super::proxy::ProxyInput;
-use super::server::Api;
+use super::state::Api;
 use crate::metrics::{Exposition, MetricSource};
 
 /// The Toxiproxy API version reported by `GET /version`: clients compare

@@ -12,33 +12,11 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
 use super::error::ApiError;
-use super::guard::Guard;
-use super::registry::Registry;
 use super::routes::{Reply, route};
+/// The state every request shares, reachable here too (it lives in
+/// [`super::state`], below both the routes and the server).
+pub use super::state::Api;
 use crate::http::ShutdownSignal;
-use crate::metrics::MetricsRegistry;
-
-/// Everything a request handler needs.
-#[derive(Debug)]
-pub struct Api {
-    /// The named proxies.
-    pub registry: Registry,
-    /// Extra metric sources (defense lines) for /metrics.
-    pub metrics: MetricsRegistry,
-    /// Browser, token and body-size checks.
-    pub guard: Guard,
-}
-
-impl Api {
-    /// A server state with no proxies.
-    pub fn new(guard: Guard, seed: u64) -> Api {
-        Api {
-            registry: Registry::new(seed),
-            metrics: MetricsRegistry::default(),
-            guard,
-        }
-    }
-}
 
 fn respond(
     status: StatusCode,

@@ -16,26 +16,7 @@ pub fn render(report: &RunReport) -> String {
         report.clock.name(),
         report.duration_ms / 1000.0
     );
-    let _ = writeln!(
-        out,
-        "\n  {:<12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>7}",
-        "route", "requests", "success", "fallback", "rejected", "timeouts", "p50", "p99", "ampl."
-    );
-    for r in &report.routes {
-        let _ = writeln!(
-            out,
-            "  {:<12} {:>8} {:>8.1}% {:>8.1}% {:>8.1}% {:>9} {:>8.1}ms {:>8.1}ms {:>7.2}",
-            r.route,
-            r.requests,
-            r.success_pct,
-            r.fallback_pct,
-            r.rejected_pct,
-            r.timeouts,
-            r.latency_ms.p50,
-            r.latency_ms.p99,
-            r.amplification
-        );
-    }
+    routes(&mut out, report);
     if !report.instance_hits.is_empty() {
         let each: Vec<String> = report
             .instance_hits
@@ -56,6 +37,41 @@ pub fn render(report: &RunReport) -> String {
             transitions(&mut out, reported);
         }
     }
+    pools(&mut out, report);
+    for w in &report.warnings {
+        let _ = writeln!(out, "\n  warning: {w}");
+    }
+    ending(&mut out, &report.ending);
+    verdicts(&mut out, report);
+    out
+}
+
+/// The table of routes: requests, outcomes, latency, amplification.
+fn routes(out: &mut String, report: &RunReport) {
+    let _ = writeln!(
+        out,
+        "\n  {:<12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>7}",
+        "route", "requests", "success", "fallback", "rejected", "timeouts", "p50", "p99", "ampl."
+    );
+    for r in &report.routes {
+        let _ = writeln!(
+            out,
+            "  {:<12} {:>8} {:>8.1}% {:>8.1}% {:>8.1}% {:>9} {:>8.1}ms {:>8.1}ms {:>7.2}",
+            r.route,
+            r.requests,
+            r.success_pct,
+            r.fallback_pct,
+            r.rejected_pct,
+            r.timeouts,
+            r.latency_ms.p50,
+            r.latency_ms.p99,
+            r.amplification
+        );
+    }
+}
+
+/// Each pool's servers, their state at the end and their health changes.
+fn pools(out: &mut String, report: &RunReport) {
     for p in &report.pools {
         let _ = writeln!(out, "\n  pool {}", p.name);
         for s in &p.servers {
@@ -81,10 +97,11 @@ pub fn render(report: &RunReport) -> String {
             }
         }
     }
-    for w in &report.warnings {
-        let _ = writeln!(out, "\n  warning: {w}");
-    }
-    match &report.ending {
+}
+
+/// How a run that did not complete ended (nothing for one that did).
+fn ending(out: &mut String, ending: &Ending) {
+    match ending {
         Ending::Completed => {}
         Ending::Halted { condition, seen } => {
             let _ = writeln!(out, "\n  HALTED: {condition} ({seen}); every fault removed");
@@ -102,6 +119,11 @@ pub fn render(report: &RunReport) -> String {
             }
         }
     }
+}
+
+/// The expectations, each failed one with what was expected and seen, and
+/// the run's verdict.
+fn verdicts(out: &mut String, report: &RunReport) {
     if !report.verdicts.is_empty() {
         let _ = writeln!(out, "\n  expectations:");
     }
@@ -129,7 +151,6 @@ pub fn render(report: &RunReport) -> String {
         },
         report.verdicts.len()
     );
-    out
 }
 
 /// One line per transition: time, edge, reason.

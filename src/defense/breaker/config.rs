@@ -1,17 +1,10 @@
 //! A breaker's validated configuration: the model it runs, its parameters
 //! and what counts as a failure. Defaults live here and nowhere else.
 
-use serde::{Deserialize, Deserializer};
-
-use super::consecutive::ConsecutiveModel;
-use super::model::Model;
 use super::outcome::Classifier;
-use super::ratio::RatioModel;
-use super::raw::RawBreaker;
-use super::window::WindowModel;
-use crate::clock::{Duration, Instant};
+use crate::clock::Duration;
 use crate::schema::units::Percent;
-use crate::schema::{SchemaError, deserialize_checked, from_yaml_str};
+use crate::schema::{SchemaError, from_yaml_str};
 
 /// The starting values practitioners use (spec 4.1); resilience4j's own
 /// library defaults (100 / 100 / 50 % / 60 s / 60 s / 10) are larger.
@@ -95,16 +88,6 @@ pub enum ModelConfig {
 }
 
 impl ModelConfig {
-    /// A fresh decision model of this kind; journal times count from
-    /// `run_start`.
-    pub(crate) fn start(&self, run_start: Instant) -> Box<dyn Model> {
-        match self {
-            ModelConfig::Window(c) => Box::new(WindowModel::new(c.clone(), run_start)),
-            ModelConfig::Consecutive(c) => Box::new(ConsecutiveModel::new(c.clone())),
-            ModelConfig::Ratio(c) => Box::new(RatioModel::new(c.clone(), run_start)),
-        }
-    }
-
     /// How long the breaker waits in open before it probes (before any
     /// backoff): `wait_in_open`, or the ratio model's `breaker_duration`.
     pub fn wait_in_open(&self) -> Duration {
@@ -307,11 +290,3 @@ impl BreakerConfig {
         from_yaml_str(file, text)
     }
 }
-
-impl<'de> Deserialize<'de> for BreakerConfig {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked::<D, RawBreaker, BreakerConfig>(d)
-    }
-}
-
-crate::schema_via!(BreakerConfig, RawBreaker, "Breaker");

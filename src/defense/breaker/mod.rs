@@ -11,6 +11,7 @@
 //! * [`journal`] — transitions with their reasons, and counters.
 //! * [`shared`] — the thread-safe wrapper and the outcome guard.
 
+mod build;
 pub mod config;
 mod consecutive;
 pub mod journal;

@@ -2,7 +2,7 @@
 //! style), and its validation into [`BreakerConfig`]: every problem is
 //! reported, each naming its key.
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 
 use super::config::{
     Backoff, BreakerConfig, ConsecutiveConfig, ModelConfig, RatioConfig, Recovery, SlidingWindow,
@@ -10,6 +10,7 @@ use super::config::{
 };
 use super::outcome::{Classifier, StatusPattern};
 use crate::clock::Duration;
+use crate::schema::deserialize_checked;
 use crate::schema::units::{Dur, Percent};
 
 /// `model:` — which decision model the breaker runs.
@@ -577,6 +578,15 @@ impl TryFrom<RawBreaker> for BreakerConfig {
         })
     }
 }
+
+/// A breaker is read as written ([`RawBreaker`]) and then checked.
+impl<'de> Deserialize<'de> for BreakerConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked::<D, RawBreaker, BreakerConfig>(d)
+    }
+}
+
+crate::schema_via!(BreakerConfig, RawBreaker, "Breaker");
 
 #[cfg(test)]
 #[path = "raw_tests.rs"]

@@ -7,30 +7,27 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use http::{Request, Response, StatusCode};
-use http_body_util::BodyExt;
-use rand::Rng;
+use http::{Request, Response};
 use tokio::sync::Notify;
 
-use super::breaker::{Breaker, CallGuard, FailureKind, Outcome, SharedBreaker, State};
+use super::breaker::SharedBreaker;
 use super::bulkhead::Bulkhead;
-use super::config::{DefenseConfig, FallbackConfig, RetryConfig};
-use super::fallback::{self, FALLBACK_HEADER, FallbackKind, MAX_CACHED_BODY, StaleCache};
-use super::pool::config::ServerTarget;
-use super::pool::{Lease, POOL_BACKUP_HEADER, POOL_SERVER_HEADER, Pool};
+use super::config::{FallbackConfig, RetryConfig};
+use super::fallback::{FALLBACK_HEADER, FallbackKind, StaleCache};
+use super::pool::Pool;
 use super::rate_limit::TokenBucket;
-use super::report::{CallError, CallReport, Observer, Rejection};
-use super::retry;
-use crate::clock::{self, Duration, Instant, RunRng};
+use super::report::{CallError, CallReport, Observer};
+use crate::clock::{self, Duration, RunRng};
 use crate::fault::HttpMatch;
-use crate::http::body::{BoxBody, boxed, full};
+use crate::http::body::BoxBody;
 use crate::http::client::Upstream;
 use crate::http::headers::REQUEST_ID_HEADER;
 
 mod answer;
+mod attempts;
+mod build;
+mod protect;
 mod timers;
-
-use self::timers::breaker_timers;
 
 /// One route's protections.
 struct Route {
@@ -97,117 +94,6 @@ impl std::fmt::Debug for DefenseLine {
 }
 
 impl DefenseLine {
-    /// Builds the line. `backup` opens an upstream for a fallback's backup
-    /// address, `server` one for a pool server (`None`: it cannot be
-    /// reached, an error naming it); `run_start` is time zero of the
-    /// journal.
-    pub fn new(
-        config: &DefenseConfig,
-        upstream: Arc<dyn Upstream>,
-        backup: &dyn Fn(&str) -> Arc<dyn Upstream>,
-        server: &dyn Fn(&ServerTarget) -> Option<Arc<dyn Upstream>>,
-        seed: u64,
-        run_start: Instant,
-        observer: Arc<dyn Observer>,
-    ) -> Result<Arc<DefenseLine>, String> {
-        let now = clock::now();
-        let mut pools = Vec::new();
-        for (name, pool) in &config.pools {
-            let mut upstreams = Vec::new();
-            for (i, s) in pool.servers.iter().enumerate() {
-                let open = server(&s.target).ok_or_else(|| match &s.target {
-                    ServerTarget::Instance(instance) => format!(
-                        "pools.{name}.servers[{i}].instance: no target instance `{instance}`"
-                    ),
-                    ServerTarget::Address(address) => {
-                        format!("pools.{name}.servers[{i}].address: cannot reach `{address}`")
-                    }
-                })?;
-                upstreams.push(open);
-            }
-            pools.push(Pool::new(
-                name,
-                pool,
-                upstreams,
-                run_start,
-                observer.clone(),
-            ));
-        }
-        let pool_named = |name: &Option<String>| {
-            name.as_ref()
-                .and_then(|n| pools.iter().find(|p| p.name() == n))
-                .cloned()
-        };
-        let mut routes: Vec<Route> = config
-            .routes
-            .iter()
-            .map(|(name, r)| Route {
-                name: name.clone(),
-                matcher: r.matcher.clone(),
-                timeout: r.timeout.or(config.timeout),
-                bulkhead: r
-                    .bulkhead
-                    .map(|b| Bulkhead::new(b.max_concurrent, b.max_wait.get())),
-                breaker: r
-                    .breaker
-                    .as_ref()
-                    .map(|b| SharedBreaker::new(Breaker::new(b, run_start))),
-                breaker_stepped: Arc::new(Notify::new()),
-                retry: r.retry.clone(),
-                fallback: r.fallback.clone(),
-                stale: r
-                    .fallback
-                    .as_ref()
-                    .and_then(|f| f.stale)
-                    .map(StaleCache::new),
-                backup: r
-                    .fallback
-                    .as_ref()
-                    .and_then(|f| f.backup.as_deref())
-                    .map(backup),
-                rate_limit: r.rate_limit.map(|c| TokenBucket::new(c, now)),
-                pool: pool_named(&r.pool),
-            })
-            .collect();
-        routes.push(Route {
-            name: "default".to_string(),
-            matcher: HttpMatch::default(),
-            timeout: config.timeout,
-            bulkhead: None,
-            breaker: None,
-            breaker_stepped: Arc::new(Notify::new()),
-            retry: None,
-            fallback: None,
-            stale: None,
-            backup: None,
-            rate_limit: None,
-            pool: None,
-        });
-        let line = Arc::new(DefenseLine {
-            routes,
-            workers: config
-                .max_concurrent
-                .map(|n| Bulkhead::new(n, Duration::ZERO)),
-            rate_limit: config.rate_limit.map(|c| TokenBucket::new(c, now)),
-            request_timeout: config.request_timeout,
-            upstream,
-            pools,
-            rng: Mutex::new(clock::seeded_rng(seed, 0xdefe)),
-            observer,
-            requests: AtomicU64::new(0),
-            attempts: AtomicU64::new(0),
-        });
-        for index in 0..line.routes.len() {
-            if line.routes[index].breaker.is_some() {
-                tokio::spawn(breaker_timers(Arc::downgrade(&line), index));
-            }
-        }
-        for pool in &line.pools {
-            pool.start();
-        }
-        Ok(line)
-    }
-
     /// The upstream pools, in configuration order.
     pub fn pools(&self) -> &[Arc<Pool>] {
         &self.pools
@@ -294,287 +180,6 @@ impl DefenseLine {
         self.observer.call(&report);
         response
     }
-
-    async fn protect(
-        &self,
-        route: &Route,
-        req: Request<BoxBody>,
-        report: &mut CallReport,
-    ) -> Response<BoxBody> {
-        // The request key (method and path) is needed only by the stale
-        // cache and the backup call; other routes skip the allocation.
-        let key = if route.stale.is_some() || route.backup.is_some() {
-            let path = req.uri().path_and_query().map_or("/", |p| p.as_str());
-            format!("{} {path}", req.method())
-        } else {
-            String::new()
-        };
-        let now = clock::now();
-        let limited = [&self.rate_limit, &route.rate_limit]
-            .into_iter()
-            .flatten()
-            .any(|b| !b.try_take(now));
-        if limited {
-            report.rejected_by = Some(Rejection::RateLimit);
-            return fallback::error_response(StatusCode::SERVICE_UNAVAILABLE, "rate-limited", None);
-        }
-        let _worker = match &self.workers {
-            Some(w) => match w.acquire().await {
-                Ok(p) => Some(p),
-                Err(_) => {
-                    report.rejected_by = Some(Rejection::Workers);
-                    return self
-                        .fall_back(route, &key, None, "workers-exhausted", None)
-                        .await;
-                }
-            },
-            None => None,
-        };
-        let _slot = match &route.bulkhead {
-            Some(b) => match b.acquire().await {
-                Ok(p) => Some(p),
-                Err(_) => {
-                    report.rejected_by = Some(Rejection::Bulkhead);
-                    return self
-                        .fall_back(route, &key, None, "bulkhead-full", None)
-                        .await;
-                }
-            },
-            None => None,
-        };
-        let attempts = self.try_attempts(route, req, &key, report);
-        let result = match self.request_timeout {
-            Some(deadline) => match tokio::time::timeout(deadline, attempts).await {
-                Ok(r) => r,
-                Err(_) => {
-                    report.error = Some(CallError::Deadline);
-                    Failed::Deadline
-                }
-            },
-            None => attempts.await,
-        };
-        match result {
-            Failed::Answered(resp) => resp,
-            Failed::Rejected { state, retry_after } => {
-                report.rejected_by = Some(Rejection::Breaker);
-                let reason = if state == State::HalfOpen {
-                    "breaker-half-open"
-                } else {
-                    "breaker-open"
-                };
-                self.fall_back(route, &key, None, reason, retry_after).await
-            }
-            Failed::Status(resp) => {
-                self.fall_back(route, &key, Some(resp), "upstream-status", None)
-                    .await
-            }
-            Failed::Timeout => self.fall_back(route, &key, None, "timeout", None).await,
-            Failed::Deadline => {
-                self.fall_back(route, &key, None, "request-timeout", None)
-                    .await
-            }
-            Failed::Connect => {
-                self.fall_back(route, &key, None, "upstream-connect", None)
-                    .await
-            }
-            Failed::Broken => {
-                self.fall_back(route, &key, None, "upstream-error", None)
-                    .await
-            }
-            Failed::NoServer => {
-                self.fall_back(route, &key, None, "pool-no-server", None)
-                    .await
-            }
-        }
-    }
-
-    /// The attempt loop: retries, each through the breaker and the timeout.
-    async fn try_attempts(
-        &self,
-        route: &Route,
-        req: Request<BoxBody>,
-        key: &str,
-        report: &mut CallReport,
-    ) -> Failed {
-        let (parts, body) = req.into_parts();
-        let retry = route
-            .retry
-            .as_ref()
-            .filter(|r| retry::may_retry(r, &parts.method));
-        // A retried request is sent again, so its body is kept (small bodies
-        // only); any other request streams its body once.
-        let small = http_body::Body::size_hint(&body)
-            .upper()
-            .is_some_and(|n| n <= MAX_CACHED_BODY as u64);
-        let (mut streaming, kept) = match (retry, small) {
-            (Some(_), true) => match body.collect().await {
-                Ok(b) => (None, Some(b.to_bytes())),
-                Err(_) => return Failed::Broken,
-            },
-            _ => (Some(body), None),
-        };
-        let max_attempts = if kept.is_some() {
-            retry.map_or(1, |r| r.attempts)
-        } else {
-            1
-        };
-        let mut last = Failed::Broken;
-        for attempt in 1..=max_attempts {
-            if attempt > 1 {
-                let draw = self
-                    .rng
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .random::<f64>();
-                clock::sleep(retry::backoff(retry.expect("retrying"), attempt, draw)).await;
-            }
-            let guard = match &route.breaker {
-                Some(b) => {
-                    let admitted = b.try_acquire(clock::now());
-                    route.stepped(self);
-                    match admitted {
-                        Ok(g) => {
-                            report
-                                .breaker_state
-                                .get_or_insert(g.admitted_in().unwrap_or(State::Closed));
-                            Some(g)
-                        }
-                        Err(rejected) => {
-                            report.breaker_state.get_or_insert(rejected.state);
-                            return Failed::Rejected {
-                                state: rejected.state,
-                                retry_after: rejected.retry_after,
-                            };
-                        }
-                    }
-                }
-                None => None,
-            };
-            let body = match (&kept, streaming.take()) {
-                (Some(bytes), _) => full(bytes.clone()),
-                (None, Some(b)) => b,
-                (None, None) => return last,
-            };
-            let request = Request::from_parts(parts.clone(), body);
-            let lease = match &route.pool {
-                Some(pool) => match pool.pick(clock::now()) {
-                    Some(lease) => Some(lease),
-                    None => {
-                        // Every server is out: as an unreachable upstream.
-                        record(
-                            route,
-                            self,
-                            guard,
-                            Outcome::Failure(FailureKind::Connect),
-                            Duration::ZERO,
-                        );
-                        report.error = Some(CallError::Connect);
-                        report.served_by = None;
-                        last = Failed::NoServer;
-                        continue;
-                    }
-                },
-                None => None,
-            };
-            let upstream = lease
-                .as_ref()
-                .map_or(self.upstream.as_ref(), Lease::upstream);
-            report.served_by = lease.as_ref().map(Lease::served_by);
-            self.attempts.fetch_add(1, Ordering::Relaxed);
-            report.attempts += 1;
-            let sent = clock::now();
-            let outcome = match route.timeout {
-                Some(t) => tokio::time::timeout(t, upstream.send(request)).await.ok(),
-                None => Some(upstream.send(request).await),
-            };
-            let took = clock::now() - sent;
-            let (verdict, failed) = match outcome {
-                None => (
-                    Outcome::Failure(FailureKind::Timeout),
-                    Some((Failed::Timeout, CallError::Timeout)),
-                ),
-                Some(Err(err)) => {
-                    let connect = err.is_connect();
-                    let kind = if connect {
-                        FailureKind::Connect
-                    } else {
-                        FailureKind::Reset
-                    };
-                    let call_error = if connect {
-                        CallError::Connect
-                    } else {
-                        CallError::Broken
-                    };
-                    let failed = if connect {
-                        Failed::Connect
-                    } else {
-                        Failed::Broken
-                    };
-                    (Outcome::Failure(kind), Some((failed, call_error)))
-                }
-                Some(Ok(resp)) => {
-                    let status = resp.status().as_u16();
-                    let verdict = match &route.breaker {
-                        Some(b) => b.lock().classifier().classify_status(status),
-                        None if status >= 500 => Outcome::Failure(FailureKind::Status(status)),
-                        None => Outcome::Success,
-                    };
-                    match verdict {
-                        Outcome::Failure(_) => {
-                            let mut resp = resp.map(boxed);
-                            mark_server(&mut resp, lease.as_ref());
-                            (verdict, Some((Failed::Status(resp), CallError::Status)))
-                        }
-                        _ => {
-                            if let Some(lease) = &lease {
-                                lease.record(false);
-                            }
-                            record(route, self, guard, verdict, took);
-                            report.error = None;
-                            let mut resp = self.deliver(route, key, resp).await;
-                            mark_server(&mut resp, lease.as_ref());
-                            return Failed::Answered(resp);
-                        }
-                    }
-                }
-            };
-            if let Some(lease) = &lease {
-                lease.record(true);
-            }
-            record(route, self, guard, verdict, took);
-            let (failed, call_error) = failed.expect("failures only reach here");
-            report.error = Some(call_error);
-            last = failed;
-        }
-        last
-    }
-}
-
-/// Marks an answer from a pool server with the server's name (and, from a
-/// backup, the backup header).
-fn mark_server(resp: &mut Response<BoxBody>, lease: Option<&Lease>) {
-    let Some(lease) = lease else { return };
-    if let Ok(name) = http::HeaderValue::from_str(lease.server()) {
-        resp.headers_mut().insert(POOL_SERVER_HEADER, name);
-    }
-    if lease.is_backup() {
-        resp.headers_mut()
-            .insert(POOL_BACKUP_HEADER, http::HeaderValue::from_static("1"));
-    }
-}
-
-/// Records an attempt's outcome with its breaker and publishes transitions.
-fn record(
-    route: &Route,
-    line: &DefenseLine,
-    guard: Option<CallGuard>,
-    outcome: Outcome,
-    took: Duration,
-) {
-    if let Some(g) = guard {
-        g.record(outcome, took, clock::now());
-        route.stepped(line);
-    }
 }
 
 impl Route {
@@ -587,31 +192,6 @@ impl Route {
             self.breaker_stepped.notify_one();
         }
     }
-}
-
-/// How the attempts ended.
-enum Failed {
-    /// A response to pass on (success or ignored status).
-    Answered(Response<BoxBody>),
-    /// The breaker turned the call away.
-    Rejected {
-        /// The state that rejected.
-        state: State,
-        /// When a trial call will be let through.
-        retry_after: Option<Duration>,
-    },
-    /// The last attempt got a failure status.
-    Status(Response<BoxBody>),
-    /// The last attempt timed out.
-    Timeout,
-    /// The outer deadline passed.
-    Deadline,
-    /// The last attempt could not connect.
-    Connect,
-    /// The last attempt's connection broke.
-    Broken,
-    /// Every server of the route's pool was out.
-    NoServer,
 }
 
 /// A call's report until the call ends: dropped before that (the caller

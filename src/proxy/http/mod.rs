@@ -6,10 +6,12 @@
 //! either side counted in its [`Traffic`].
 
 pub mod body;
+mod decide;
 mod io;
 
+use std::ops::ControlFlow;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 use http::{HeaderValue, Request, Response, StatusCode};
 use http_body_util::BodyExt;
@@ -22,13 +24,12 @@ use self::io::{CountedIo, ResettableIo};
 use super::record::Recorder;
 use super::telemetry::Telemetry;
 use super::traffic::Traffic;
-use crate::clock::{self, Instant};
-use crate::fault::{Direction, FaultKind, FaultPlan, Hit};
+use crate::clock;
+use crate::fault::{Direction, FaultPlan, Hit};
 use crate::http::endpoint::Rewrite;
 use crate::http::headers::ERROR_HEADER;
 use crate::http::{BoxBody, BoxError, ShutdownSignal, boxed, full};
 use crate::net::{Connector, Transport};
-use crate::trace::Answer;
 
 /// Header on every response a fault made up (injected status), naming the
 /// fault.
@@ -100,20 +101,10 @@ pub async fn handle<S, C>(
     .await;
 }
 
-/// The decision of the request's faults, in file order.
-#[derive(Default)]
-struct Decision {
-    /// Hold the request until then (request latency).
-    request_at: Option<Instant>,
-    /// Hold the response this long after it arrived (response latency).
-    response_delay: Option<clock::Duration>,
-    /// Cut the response body after this many bytes; RST when true.
-    truncate: Option<(u64, bool)>,
-    /// Pace the request body (upstream) and the response body (downstream).
-    rate: [Option<f64>; 2],
-}
-
 impl<C: Connector> Conn<C> {
+    /// Forwards one request as its faults decide: answered or cut by a
+    /// fault, or sent upstream (late, paced) with its response delayed,
+    /// truncated or paced.
     async fn forward(&self, req: Request<Incoming>) -> Result<Response<BoxBody>, body::Cut> {
         let arrival = clock::now();
         // Logs the request on every path: answered, cut, or dropped.
@@ -122,99 +113,10 @@ impl<C: Connector> Conn<C> {
         let hits = self
             .plan
             .pick_request(req.method(), req.uri().path(), req.headers());
-        let mut decision = Decision::default();
-        for hit in &hits {
-            let plan = &self.plan;
-            match &hit.fault().kind {
-                FaultKind::Latency(l) => {
-                    plan.record_hit(hit, req.uri().path());
-                    log.shaped_by(hit);
-                    let delay = plan.hit_delay(hit, l);
-                    match l.direction {
-                        Direction::Upstream => decision.request_at = Some(arrival + delay),
-                        Direction::Downstream => decision.response_delay = Some(delay),
-                    }
-                }
-                FaultKind::Bandwidth(b) => {
-                    plan.record_hit(hit, req.uri().path());
-                    log.shaped_by(hit);
-                    let slot = &mut decision.rate[b.direction as usize];
-                    let rate = b.rate.bytes_per_second();
-                    *slot = Some(slot.map_or(rate, |r| r.min(rate)));
-                }
-                FaultKind::Reset(cut) | FaultKind::Close(cut) => {
-                    let reset = matches!(hit.fault().kind, FaultKind::Reset(_));
-                    plan.record_hit(hit, req.uri().path());
-                    log.decided_by(hit);
-                    match cut.after_bytes {
-                        Some(limit) => decision.truncate = Some((limit.0, reset)),
-                        None => {
-                            if let Some(at) = decision.request_at {
-                                clock::sleep_until_precise(at).await;
-                            }
-                            if let Some(after) = cut.after {
-                                clock::sleep(after.get()).await;
-                            }
-                            if reset {
-                                self.reset.store(true, Ordering::SeqCst);
-                            }
-                            return Err(body::Cut(0));
-                        }
-                    }
-                }
-                FaultKind::Status(s) => {
-                    plan.record_hit(hit, req.uri().path());
-                    log.decided_by(hit);
-                    if let Some(at) = decision.request_at {
-                        clock::sleep_until_precise(at).await;
-                    }
-                    let resp = status_response(s.code.0, &s.body, &s.headers, hit);
-                    return Ok(log.answered(resp));
-                }
-                FaultKind::Blackhole => {
-                    // Accepted and never answered, like a hung server: a
-                    // request that fell in stays unanswered after the
-                    // window ends, until the client gives up (or the proxy
-                    // shuts down). Requests after the window pass through.
-                    plan.record_hit(hit, req.uri().path());
-                    log.decided_by(hit);
-                    return std::future::pending().await;
-                }
-                FaultKind::Replay(replay) => {
-                    let Some(outcome) = plan.hit_replay(hit, replay) else {
-                        continue;
-                    };
-                    plan.record_hit(hit, req.uri().path());
-                    let answer_at = arrival + outcome.latency;
-                    match outcome.answer {
-                        // A success goes to the real upstream, late.
-                        Answer::Status(code) if code < 400 => {
-                            log.shaped_by(hit);
-                            decision.request_at = Some(answer_at);
-                            continue;
-                        }
-                        Answer::Hang => {
-                            log.decided_by(hit);
-                            return std::future::pending().await;
-                        }
-                        _ => {}
-                    }
-                    log.decided_by(hit);
-                    clock::sleep_until_precise(answer_at).await;
-                    let Answer::Status(code) = outcome.answer else {
-                        self.reset.store(true, Ordering::SeqCst);
-                        return Err(body::Cut(0));
-                    };
-                    let resp = status_response(code, "", &Default::default(), hit);
-                    return Ok(log.answered(resp));
-                }
-                // `refuse` acts on the listener (the accept loop's gate);
-                // byte-stream kinds never reach an HTTP proxy (the mode
-                // check refuses them), so a TCP-only kind added later needs
-                // no arm here.
-                _ => {}
-            }
-        }
+        let decision = match self.decide(&hits, &req, arrival, &mut log).await {
+            ControlFlow::Continue(decision) => decision,
+            ControlFlow::Break(answered) => return answered.map(|resp| log.answered(resp)),
+        };
         if let Some(at) = decision.request_at {
             clock::sleep_until_precise(at).await;
         }

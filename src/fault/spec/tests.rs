@@ -6,7 +6,7 @@ use crate::schema::from_yaml_str;
 
 /// Every kind once, with valid parameters (`validate_cli` checks that it
 /// covers [`KINDS`]).
-const EVERY_KIND: &str = include_str!("../../fixtures/faults/mixed_modes/every_kind_block.yaml");
+const EVERY_KIND: &str = include_str!("../../../fixtures/faults/mixed_modes/every_kind_block.yaml");
 
 /// Loads a fault file; an error as `key: message`.
 fn load(text: &str) -> Result<FaultFile, String> {

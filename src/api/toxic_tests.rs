@@ -1,0 +1,192 @@
+//! Toxics against Toxiproxy's defaults and firedrill's refusals, and every
+//! type of the table mapped onto faults in the modes its row names.
+
+use super::*;
+
+fn input(json: &str) -> ToxicInput {
+    serde_json::from_str(json).unwrap()
+}
+
+#[test]
+fn defaults_follow_toxiproxy_name_stream_toxicity_and_zero_attributes() {
+    let t = Toxic::create(input(r#"{"type":"latency"}"#), ProxyMode::Tcp).unwrap();
+    assert_eq!(t.name, "latency_downstream");
+    assert_eq!(t.stream, "downstream");
+    assert_eq!(t.toxicity, 1.0);
+    assert_eq!(
+        serde_json::to_string(&t.attributes).unwrap(),
+        r#"{"jitter":0,"latency":0}"#
+    );
+}
+
+#[test]
+fn toxicity_outside_zero_to_one_and_zero_slicer_size_are_refused() {
+    let e = Toxic::create(input(r#"{"type":"noop","toxicity":1.5}"#), ProxyMode::Tcp).unwrap_err();
+    assert_eq!(e.message, "toxicity: must be from 0 to 1, got 1.5");
+    let e = Toxic::create(
+        input(r#"{"type":"slicer","attributes":{"average_size":0}}"#),
+        ProxyMode::Tcp,
+    )
+    .unwrap_err();
+    assert!(
+        e.message
+            .starts_with("attributes.average_size: must be at least 1 byte"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn timeout_and_reset_peer_hold_their_stream_in_tcp_and_act_per_request_in_http() {
+    let faults = |json: &str, mode| {
+        let t = Toxic::create(input(json), mode).unwrap();
+        let f = t.faults(mode).unwrap();
+        f.into_iter().map(|f| f.kind).collect::<Vec<_>>()
+    };
+    let half_second = Some(Dur(Duration::from_millis(500)));
+    assert_eq!(
+        faults(
+            r#"{"type":"timeout","stream":"upstream","attributes":{"timeout":500}}"#,
+            ProxyMode::Tcp
+        ),
+        [FaultKind::Close(Cut {
+            after_bytes: None,
+            after: half_second,
+            stream: Some(Direction::Upstream)
+        })]
+    );
+    assert_eq!(
+        faults(r#"{"type":"reset_peer"}"#, ProxyMode::Tcp),
+        [FaultKind::Reset(Cut {
+            after_bytes: None,
+            after: None,
+            stream: Some(Direction::Downstream)
+        })]
+    );
+    assert_eq!(
+        faults(
+            r#"{"type":"timeout","attributes":{"timeout":500}}"#,
+            ProxyMode::Http
+        ),
+        [
+            FaultKind::Blackhole,
+            FaultKind::Close(Cut {
+                after: half_second,
+                ..Cut::default()
+            })
+        ]
+    );
+    assert_eq!(
+        faults(r#"{"type":"reset_peer"}"#, ProxyMode::Http),
+        [FaultKind::Reset(Cut::default())]
+    );
+}
+
+#[test]
+fn update_merges_attributes_and_toxicity_and_keeps_the_rest() {
+    let t = Toxic::create(
+        input(r#"{"type":"latency","name":"lag","attributes":{"latency":100,"jitter":5}}"#),
+        ProxyMode::Tcp,
+    )
+    .unwrap();
+    let u: ToxicUpdate =
+        serde_json::from_str(r#"{"attributes":{"latency":300},"toxicity":0.5}"#).unwrap();
+    let n = t.updated(u, ProxyMode::Tcp).unwrap();
+    assert_eq!(n.attributes["latency"], 300);
+    assert_eq!(n.attributes["jitter"], 5);
+    assert_eq!(n.toxicity, 0.5);
+    assert_eq!((n.name.as_str(), n.kind.as_str()), ("lag", "latency"));
+}
+
+#[test]
+fn http_types_need_an_http_proxy_and_byte_stream_types_a_tcp_one() {
+    let e = Toxic::create(input(r#"{"type":"http_status"}"#), ProxyMode::Tcp).unwrap_err();
+    assert!(e.message.contains("\"mode\": \"http\""), "{}", e.message);
+    let e = Toxic::create(
+        input(r#"{"type":"slicer","attributes":{"average_size":10}}"#),
+        ProxyMode::Http,
+    )
+    .unwrap_err();
+    assert!(e.message.contains("tcp mode"), "{}", e.message);
+    let ok = Toxic::create(
+        input(r#"{"type":"http_status","attributes":{"code":502,"body":"x"}}"#),
+        ProxyMode::Http,
+    )
+    .unwrap();
+    assert_eq!(ok.faults(ProxyMode::Http).unwrap()[0].kind.key(), "status");
+}
+
+/// Attributes that make a toxic of `ty` valid where a zero default is
+/// refused.
+fn valid_attributes(ty: &ToxicType) -> Map<String, Value> {
+    let json = match ty.name {
+        "bandwidth" => r#"{"rate":1}"#,
+        "slicer" => r#"{"average_size":1}"#,
+        _ => "{}",
+    };
+    serde_json::from_str(json).unwrap()
+}
+
+/// Creates a toxic of `ty` with its defaults, made valid, in `mode`.
+fn create_default(ty: &ToxicType, mode: ProxyMode) -> Result<Toxic, ApiError> {
+    let input = ToxicInput {
+        kind: Some(ty.name.to_string()),
+        attributes: Some(valid_attributes(ty)),
+        ..ToxicInput::default()
+    };
+    Toxic::create(input, mode)
+}
+
+#[test]
+fn every_type_shows_exactly_its_table_attributes_with_their_defaults() {
+    for ty in TYPES {
+        let mode = if ty.modes.tcp() {
+            ProxyMode::Tcp
+        } else {
+            ProxyMode::Http
+        };
+        let t = create_default(ty, mode).unwrap();
+        let mut expected: Map<String, Value> = ty
+            .attributes
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.value()))
+            .collect();
+        expected.extend(valid_attributes(ty));
+        assert_eq!(t.attributes, expected, "{}", ty.name);
+        assert_eq!(t.attributes.len(), ty.attributes.len(), "{}", ty.name);
+    }
+    let t = Toxic::create(input(r#"{"type":"http_status"}"#), ProxyMode::Http).unwrap();
+    assert_eq!(
+        serde_json::to_string(&t.attributes).unwrap(),
+        r#"{"body":"","code":503}"#
+    );
+}
+
+#[test]
+fn every_type_converts_and_works_in_a_mode_exactly_when_its_table_row_says() {
+    for ty in TYPES {
+        for (mode, works) in [
+            (ProxyMode::Tcp, ty.modes.tcp()),
+            (ProxyMode::Http, ty.modes.http()),
+        ] {
+            let result = create_default(ty, mode);
+            assert_eq!(result.is_ok(), works, "{} in {mode:?}: {result:?}", ty.name);
+        }
+    }
+}
+
+#[test]
+fn http_types_are_the_http_only_ones_and_the_others_need_tcp_when_their_faults_do() {
+    for ty in TYPES {
+        let http_type = ty.name.starts_with("http_");
+        assert_eq!(http_type, ty.modes == Modes::HttpOnly, "{}", ty.name);
+        if http_type {
+            continue;
+        }
+        let faults = create_default(ty, ProxyMode::Tcp)
+            .and_then(|t| t.faults(ProxyMode::Tcp))
+            .unwrap();
+        let in_http = faults.iter().all(|f| f.kind.works_in_http());
+        assert_eq!(ty.modes.http(), in_http, "{}", ty.name);
+    }
+}

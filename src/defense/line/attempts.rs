@@ -1,0 +1,301 @@
+//! The attempt loop: the request sent once, or again on retry, each attempt
+//! admitted by the route's breaker, sent to the dependency (or a pool
+//! server) under the per-attempt timeout, and judged a success or a
+//! failure the breaker records.
+
+use std::sync::atomic::Ordering;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use rand::Rng;
+
+use super::{DefenseLine, Route};
+use crate::clock::{self, Duration};
+use crate::defense::breaker::{CallGuard, FailureKind, Outcome, Rejected, State};
+use crate::defense::config::RetryConfig;
+use crate::defense::fallback::MAX_CACHED_BODY;
+use crate::defense::pool::{Lease, POOL_BACKUP_HEADER, POOL_SERVER_HEADER};
+use crate::defense::report::{CallError, CallReport};
+use crate::defense::retry;
+use crate::http::body::{BoxBody, boxed, full};
+use crate::http::client::Upstream;
+
+/// How the attempts ended.
+pub(super) enum Failed {
+    /// A response to pass on (success or ignored status).
+    Answered(Response<BoxBody>),
+    /// The breaker turned the call away.
+    Rejected {
+        /// The state that rejected.
+        state: State,
+        /// When a trial call will be let through.
+        retry_after: Option<Duration>,
+    },
+    /// The last attempt got a failure status.
+    Status(Response<BoxBody>),
+    /// The last attempt timed out.
+    Timeout,
+    /// The outer deadline passed.
+    Deadline,
+    /// The last attempt could not connect.
+    Connect,
+    /// The last attempt's connection broke.
+    Broken,
+    /// Every server of the route's pool was out.
+    NoServer,
+}
+
+/// The request body across attempts: a retried request is sent again, so
+/// its body is kept (small bodies only); any other request streams its
+/// body once.
+enum AttemptBody {
+    /// Kept whole, sent again on every attempt.
+    Kept(Bytes),
+    /// Streamed by the first attempt (then gone).
+    Streaming(Option<BoxBody>),
+}
+
+impl AttemptBody {
+    /// Keeps `body` when retries may follow and it is small, else streams
+    /// it; `None` when reading a body to keep failed.
+    async fn new(body: BoxBody, retry: Option<&RetryConfig>) -> Option<Self> {
+        let small = http_body::Body::size_hint(&body)
+            .upper()
+            .is_some_and(|n| n <= MAX_CACHED_BODY as u64);
+        if retry.is_some() && small {
+            body.collect()
+                .await
+                .ok()
+                .map(|b| AttemptBody::Kept(b.to_bytes()))
+        } else {
+            Some(AttemptBody::Streaming(Some(body)))
+        }
+    }
+
+    /// How many attempts the body allows: the retry's when it is kept,
+    /// one when it streams.
+    fn max_attempts(&self, retry: Option<&RetryConfig>) -> u32 {
+        match self {
+            AttemptBody::Kept(_) => retry.map_or(1, |r| r.attempts),
+            AttemptBody::Streaming(_) => 1,
+        }
+    }
+
+    /// The body for the next attempt; `None` once a streamed one is gone.
+    fn next(&mut self) -> Option<BoxBody> {
+        match self {
+            AttemptBody::Kept(bytes) => Some(full(bytes.clone())),
+            AttemptBody::Streaming(body) => body.take(),
+        }
+    }
+}
+
+/// What one sent attempt came to.
+enum Judged {
+    /// A response the caller gets as it is, with the breaker's verdict.
+    Good(Response<Incoming>, Outcome),
+    /// A failure: the breaker's verdict, how the attempts end if it is the
+    /// last, and the error it reports.
+    Bad(Outcome, Failed, CallError),
+}
+
+impl DefenseLine {
+    /// The attempt loop: retries, each through the breaker and the timeout.
+    pub(super) async fn try_attempts(
+        &self,
+        route: &Route,
+        req: Request<BoxBody>,
+        key: &str,
+        report: &mut CallReport,
+    ) -> Failed {
+        let (parts, body) = req.into_parts();
+        let retry = route
+            .retry
+            .as_ref()
+            .filter(|r| retry::may_retry(r, &parts.method));
+        let Some(mut body) = AttemptBody::new(body, retry).await else {
+            return Failed::Broken;
+        };
+        let mut last = Failed::Broken;
+        for attempt in 1..=body.max_attempts(retry) {
+            if attempt > 1 {
+                self.back_off(retry.expect("retrying"), attempt).await;
+            }
+            let guard = match self.admit(route, report) {
+                Ok(guard) => guard,
+                Err(rejected) => {
+                    return Failed::Rejected {
+                        state: rejected.state,
+                        retry_after: rejected.retry_after,
+                    };
+                }
+            };
+            let Some(body) = body.next() else { return last };
+            let request = Request::from_parts(parts.clone(), body);
+            let Ok(lease) = pick_server(route) else {
+                // Every server is out: as an unreachable upstream.
+                let connect = Outcome::Failure(FailureKind::Connect);
+                record(route, self, guard, connect, Duration::ZERO);
+                report.error = Some(CallError::Connect);
+                report.served_by = None;
+                last = Failed::NoServer;
+                continue;
+            };
+            let upstream = lease
+                .as_ref()
+                .map_or(self.upstream.as_ref(), Lease::upstream);
+            report.served_by = lease.as_ref().map(Lease::served_by);
+            self.attempts.fetch_add(1, Ordering::Relaxed);
+            report.attempts += 1;
+            let sent = clock::now();
+            let outcome = send(upstream, request, route.timeout).await;
+            let took = clock::now() - sent;
+            let judged = judge(route, outcome, lease.as_ref());
+            if let Some(lease) = &lease {
+                lease.record(matches!(judged, Judged::Bad(..)));
+            }
+            match judged {
+                Judged::Good(resp, verdict) => {
+                    record(route, self, guard, verdict, took);
+                    report.error = None;
+                    let mut resp = self.deliver(route, key, resp).await;
+                    mark_server(&mut resp, lease.as_ref());
+                    return Failed::Answered(resp);
+                }
+                Judged::Bad(verdict, failed, call_error) => {
+                    record(route, self, guard, verdict, took);
+                    report.error = Some(call_error);
+                    last = failed;
+                }
+            }
+        }
+        last
+    }
+
+    /// Waits out the backoff before retry number `attempt`, its jitter
+    /// drawn from the line's RNG.
+    async fn back_off(&self, retry: &RetryConfig, attempt: u32) {
+        let draw = self
+            .rng
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .random::<f64>();
+        clock::sleep(retry::backoff(retry, attempt, draw)).await;
+    }
+
+    /// Asks the route's breaker to let one attempt through (no breaker:
+    /// through, unguarded), noting in the report the state the call first
+    /// met; `Err` when it is turned away.
+    fn admit(&self, route: &Route, report: &mut CallReport) -> Result<Option<CallGuard>, Rejected> {
+        let Some(b) = &route.breaker else {
+            return Ok(None);
+        };
+        let admitted = b.try_acquire(clock::now());
+        route.stepped(self);
+        match admitted {
+            Ok(g) => {
+                report
+                    .breaker_state
+                    .get_or_insert(g.admitted_in().unwrap_or(State::Closed));
+                Ok(Some(g))
+            }
+            Err(rejected) => {
+                report.breaker_state.get_or_insert(rejected.state);
+                Err(rejected)
+            }
+        }
+    }
+}
+
+/// The pool server for this attempt (none when the route has no pool);
+/// `Err` when every server of the pool is out.
+fn pick_server(route: &Route) -> Result<Option<Lease>, ()> {
+    match &route.pool {
+        Some(pool) => pool.pick(clock::now()).map(Some).ok_or(()),
+        None => Ok(None),
+    }
+}
+
+/// Sends one attempt, under the per-attempt timeout if there is one
+/// (`None`: it timed out).
+async fn send(
+    upstream: &dyn Upstream,
+    request: Request<BoxBody>,
+    timeout: Option<Duration>,
+) -> Option<Result<Response<Incoming>, hyper_util::client::legacy::Error>> {
+    match timeout {
+        Some(t) => tokio::time::timeout(t, upstream.send(request)).await.ok(),
+        None => Some(upstream.send(request).await),
+    }
+}
+
+/// Judges an attempt's outcome: a timeout or a broken connection fails, a
+/// status fails as the route's breaker classifies it (no breaker: 5xx).
+/// A failed response is marked with the pool server that gave it.
+fn judge(
+    route: &Route,
+    outcome: Option<Result<Response<Incoming>, hyper_util::client::legacy::Error>>,
+    lease: Option<&Lease>,
+) -> Judged {
+    match outcome {
+        None => Judged::Bad(
+            Outcome::Failure(FailureKind::Timeout),
+            Failed::Timeout,
+            CallError::Timeout,
+        ),
+        Some(Err(err)) if err.is_connect() => Judged::Bad(
+            Outcome::Failure(FailureKind::Connect),
+            Failed::Connect,
+            CallError::Connect,
+        ),
+        Some(Err(_)) => Judged::Bad(
+            Outcome::Failure(FailureKind::Reset),
+            Failed::Broken,
+            CallError::Broken,
+        ),
+        Some(Ok(resp)) => {
+            let status = resp.status().as_u16();
+            let verdict = match &route.breaker {
+                Some(b) => b.lock().classifier().classify_status(status),
+                None if status >= 500 => Outcome::Failure(FailureKind::Status(status)),
+                None => Outcome::Success,
+            };
+            if let Outcome::Failure(_) = verdict {
+                let mut resp = resp.map(boxed);
+                mark_server(&mut resp, lease);
+                Judged::Bad(verdict, Failed::Status(resp), CallError::Status)
+            } else {
+                Judged::Good(resp, verdict)
+            }
+        }
+    }
+}
+
+/// Marks an answer from a pool server with the server's name (and, from a
+/// backup, the backup header).
+fn mark_server(resp: &mut Response<BoxBody>, lease: Option<&Lease>) {
+    let Some(lease) = lease else { return };
+    if let Ok(name) = http::HeaderValue::from_str(lease.server()) {
+        resp.headers_mut().insert(POOL_SERVER_HEADER, name);
+    }
+    if lease.is_backup() {
+        resp.headers_mut()
+            .insert(POOL_BACKUP_HEADER, http::HeaderValue::from_static("1"));
+    }
+}
+
+/// Records an attempt's outcome with its breaker and publishes transitions.
+fn record(
+    route: &Route,
+    line: &DefenseLine,
+    guard: Option<CallGuard>,
+    outcome: Outcome,
+    took: Duration,
+) {
+    if let Some(g) = guard {
+        g.record(outcome, took, clock::now());
+        route.stepped(line);
+    }
+}
