@@ -255,6 +255,106 @@ fn whole_timeline(
     }
 }
 
+/// What the run played so far: when each request was sent, each as the
+/// client saw it, and every hit, transition and health change.
+struct Played {
+    sent_at: Vec<Duration>,
+    joined: Vec<Option<RequestRecord>>,
+    hits: Vec<TargetHit>,
+    transitions: Vec<Transition>,
+    health: Vec<crate::defense::report::HealthChange>,
+    /// The breaker's state before the next transition.
+    from: State,
+}
+
+impl Played {
+    fn new(requests: usize) -> Played {
+        Played {
+            sent_at: vec![Duration::ZERO; requests],
+            joined: vec![None; requests],
+            hits: Vec::new(),
+            transitions: Vec::new(),
+            health: Vec::new(),
+            from: State::Closed,
+        }
+    }
+
+    /// Plays `event` at `at` on `stream` (a hit reaches the plan of one
+    /// of `plans`, by its time) and keeps it for the whole timeline.
+    fn apply(
+        &mut self,
+        stream: &Stream,
+        plans: &[(&str, Arc<FaultPlan>)],
+        gens: &[Gen],
+        at: u64,
+        event: Event,
+    ) {
+        let now = ms(at);
+        match event {
+            Event::Send(id) => {
+                let g = &gens[id as usize];
+                self.sent_at[id as usize] = now;
+                stream.sent(record(id, g, now));
+            }
+            Event::Finish(id) => {
+                let g = &gens[id as usize];
+                let mut r = record(id, g, self.sent_at[id as usize]);
+                match g.latency_ms {
+                    Some(l) => {
+                        r.latency = Some(ms(l));
+                        r.status = Some(g.status);
+                        r.fallback = (g.fallback && g.status == 200).then_some(FallbackKind::Stale);
+                    }
+                    None => r.client_error = Some(ClientError::Timeout),
+                }
+                self.joined[id as usize] = Some(r.clone());
+                stream.finished(r);
+            }
+            Event::Report(id) => stream.call(&report(id, &gens[id as usize])),
+            Event::Hit(id) => {
+                let g = &gens[id as usize];
+                let path = if g.route_b { "/b/x" } else { "/a/x" };
+                let mut headers = http::HeaderMap::new();
+                headers.insert(
+                    crate::http::headers::REQUEST_ID_HEADER,
+                    id.to_string().parse().unwrap(),
+                );
+                let (instance, plan) = &plans[at as usize % plans.len()];
+                plan.note_arrival(path, &headers);
+                self.hits.push(TargetHit {
+                    at: now,
+                    path: path.to_string(),
+                    request_id: Some(id),
+                    instance: Some(instance.to_string()),
+                });
+            }
+            Event::Transition(to) => {
+                let tr = Transition {
+                    at: now,
+                    breaker: "inventory".to_string(),
+                    from: self.from,
+                    to,
+                    reason: Reason::Manual { action: "test" },
+                };
+                self.from = to;
+                stream.transition(&tr);
+                self.transitions.push(tr);
+            }
+            Event::Health(healthy) => {
+                let change = crate::defense::report::HealthChange {
+                    at: now,
+                    pool: "inventory".to_string(),
+                    server: "b".to_string(),
+                    healthy,
+                    by: "test".to_string(),
+                };
+                stream.health(&change);
+                self.health.push(change);
+            }
+        }
+    }
+}
+
 /// Plays the run on the stream (paused clock) and returns what it counted
 /// and what its sink got, beside the whole timeline the judges read.
 fn play(
@@ -297,12 +397,7 @@ fn play(
 
         let events = events(gens, steps, cut, shuffle);
 
-        let mut sent_at = vec![Duration::ZERO; gens.len()];
-        let mut joined: Vec<Option<RequestRecord>> = vec![None; gens.len()];
-        let mut hits = Vec::new();
-        let mut transitions = Vec::new();
-        let mut health = Vec::new();
-        let mut from = State::Closed;
+        let mut played = Played::new(gens.len());
         let mut cut_done = false;
         for (at, _, event) in events {
             if let Some(c) = cut
@@ -315,69 +410,7 @@ fn play(
             }
             let now = ms(at);
             tokio::time::advance(now.saturating_sub(clock::now() - start)).await;
-            match event {
-                Event::Send(id) => {
-                    let g = &gens[id as usize];
-                    sent_at[id as usize] = now;
-                    stream.sent(record(id, g, now));
-                }
-                Event::Finish(id) => {
-                    let g = &gens[id as usize];
-                    let mut r = record(id, g, sent_at[id as usize]);
-                    match g.latency_ms {
-                        Some(l) => {
-                            r.latency = Some(ms(l));
-                            r.status = Some(g.status);
-                            r.fallback =
-                                (g.fallback && g.status == 200).then_some(FallbackKind::Stale);
-                        }
-                        None => r.client_error = Some(ClientError::Timeout),
-                    }
-                    joined[id as usize] = Some(r.clone());
-                    stream.finished(r);
-                }
-                Event::Report(id) => stream.call(&report(id, &gens[id as usize])),
-                Event::Hit(id) => {
-                    let g = &gens[id as usize];
-                    let path = if g.route_b { "/b/x" } else { "/a/x" };
-                    let mut headers = http::HeaderMap::new();
-                    headers.insert(
-                        crate::http::headers::REQUEST_ID_HEADER,
-                        id.to_string().parse().unwrap(),
-                    );
-                    let (instance, plan) = &plans[at as usize % plans.len()];
-                    plan.note_arrival(path, &headers);
-                    hits.push(TargetHit {
-                        at: now,
-                        path: path.to_string(),
-                        request_id: Some(id),
-                        instance: Some(instance.to_string()),
-                    });
-                }
-                Event::Transition(to) => {
-                    let tr = Transition {
-                        at: now,
-                        breaker: "inventory".to_string(),
-                        from,
-                        to,
-                        reason: Reason::Manual { action: "test" },
-                    };
-                    from = to;
-                    stream.transition(&tr);
-                    transitions.push(tr);
-                }
-                Event::Health(healthy) => {
-                    let change = crate::defense::report::HealthChange {
-                        at: now,
-                        pool: "inventory".to_string(),
-                        server: "b".to_string(),
-                        healthy,
-                        by: "test".to_string(),
-                    };
-                    stream.health(&change);
-                    health.push(change);
-                }
-            }
+            played.apply(&stream, &plans, gens, at, event);
         }
         if let Some(c) = cut
             && !cut_done
@@ -386,7 +419,14 @@ fn play(
         }
         let counted = stream.finish().unwrap();
 
-        let timeline = whole_timeline(gens, joined, hits, transitions, health, cut);
+        let timeline = whole_timeline(
+            gens,
+            played.joined,
+            played.hits,
+            played.transitions,
+            played.health,
+            cut,
+        );
         let sunk = sunk.lock().unwrap().clone();
         (counted, sunk, timeline)
     })
