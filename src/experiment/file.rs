@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::config::Experiment;
-use super::drill::drive::halt::HaltCondition;
+use super::config::halt::HaltCondition;
 use crate::proxy::ProxyMode;
 use crate::schema::overrides::Override;
 use crate::schema::{self, LoadError, SchemaError, Segment};

@@ -17,6 +17,7 @@ pub use system::{DependencySpec, InferredBreaker, Service, SystemSpec, Upstream}
 
 mod build;
 mod checks;
+pub mod halt;
 pub mod instances;
 mod load;
 mod raw;

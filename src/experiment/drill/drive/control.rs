@@ -27,6 +27,7 @@ use crate::api::guard::Guard;
 use crate::clock::{self, Duration, Instant};
 use crate::defense::breaker::millis;
 use crate::experiment::config::Experiment;
+use crate::experiment::drill::collect::stream::ManualFaults;
 use crate::experiment::drill::stand_up::RunningDependency;
 use crate::fault::{Fault, FaultPlan, Window};
 use crate::http::body::{BoxBody, full};
@@ -222,6 +223,12 @@ fn without(plan: &FaultPlan, name: &str) -> Vec<Fault> {
         .filter(|f| f.name != name)
         .cloned()
         .collect()
+}
+
+impl ManualFaults for Control {
+    fn windows(&self, end: Duration) -> BTreeMap<String, Vec<(Duration, Duration)>> {
+        Control::windows(self, end)
+    }
 }
 
 /// What `GET /status` answers: the run now, as JSON (the live view,

@@ -236,7 +236,7 @@ async fn not_healthy(loaded: &Loaded, stood: &Stood<'_>) -> Vec<String> {
     };
     let at = steady.check_at.saturating_sub(Duration::from_millis(1));
     clock::sleep_until(stood.start + at).await;
-    let so_far = super::collect::timeline(
+    let so_far = super::collect::timeline::timeline(
         &loaded.experiment,
         stood,
         &std::collections::BTreeMap::new(),

@@ -8,8 +8,8 @@ use http_body_util::BodyExt;
 
 use super::super::{RunningDependency, Stood, stand_up};
 use crate::clock::{self, Duration};
-use crate::experiment::drill::drive::load::Entry;
 use crate::experiment::drill::network::MemoryNetwork;
+use crate::experiment::drill::stand_up::entry::Entry;
 use crate::experiment::file::Loaded;
 use crate::http::client::Upstream;
 
@@ -110,7 +110,7 @@ async fn the_timeline_tags_each_hit_with_the_instance_that_received_it() {
     for name in ["c", "a", "b"] {
         get(&stood.instances[name], &format!("/inventory/{name}")).await;
     }
-    let timeline = crate::experiment::drill::collect::timeline(
+    let timeline = crate::experiment::drill::collect::timeline::timeline(
         &loaded.experiment,
         &stood,
         &BTreeMap::new(),

@@ -18,16 +18,17 @@ use crate::defense::DefenseLine;
 use crate::defense::breaker::journal::Transition;
 use crate::defense::report::{Observer, Recorder};
 use crate::experiment::config::Experiment;
-use crate::experiment::drill::drive::load::Entry;
 use crate::experiment::file::Loaded;
 use crate::experiment::timeline::{BreakerInfo, RequestRecord};
 use crate::fault::FaultPlan;
 use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream};
 use crate::proxy::record::Collected;
+use entry::Entry;
 
 pub mod builtin;
 pub mod dial;
+pub mod entry;
 pub mod service;
 
 /// How long a server of the run waits for its connections to finish once

@@ -1,11 +1,12 @@
 //! The sentences about one breaker: `goes` (sequences), `opens within`
 //! (timing and the wait in open), counts, `never`, `stays`.
 
-use super::ParseError;
+use super::cursor::Parser;
+use super::error::ParseError;
 use super::lex::Kind;
-use super::parse::Parser;
+use super::terms::anchor;
 use crate::defense::breaker::State;
-use crate::experiment::expect::ast::{Anchor, CountBound, Event, Name, Rule, Wait};
+use crate::experiment::expect::ast::{CountBound, Event, Name, Rule, Wait};
 
 /// After `breaker`: `NAME goes ...`, `NAME EVENT ...`, `NAME never ...`,
 /// `NAME stays ...`.
@@ -16,7 +17,7 @@ pub(crate) fn breaker(p: &mut Parser) -> Result<Rule, ParseError> {
     }
     if p.eat("never") {
         let event = event(p)?;
-        let window = super::clause::window(p)?;
+        let window = super::terms::window(p)?;
         return Ok(Rule::Count {
             breaker,
             event,
@@ -26,7 +27,7 @@ pub(crate) fn breaker(p: &mut Parser) -> Result<Rule, ParseError> {
     }
     if p.eat("stays") {
         let state = p.state()?;
-        let window = super::clause::window(p)?;
+        let window = super::terms::window(p)?;
         return Ok(Rule::Stays {
             breaker,
             state,
@@ -39,7 +40,7 @@ pub(crate) fn breaker(p: &mut Parser) -> Result<Rule, ParseError> {
             return timing(p, breaker, event);
         }
         if let Some(bound) = count_bound(p)? {
-            let window = super::clause::window(p)?;
+            let window = super::terms::window(p)?;
             return Ok(Rule::Count {
                 breaker,
                 event,
@@ -169,39 +170,5 @@ fn timing(p: &mut Parser, breaker: Name, event: Event) -> Result<Rule, ParseErro
         event,
         within: within.unwrap_or_default(),
         anchor,
-    })
-}
-
-/// After `of`: `FAULT.start`, `FAULT.end`, `fault FAULT` (its start), a
-/// bare fault name (its start) or a time such as `10s`.
-pub(crate) fn anchor(p: &mut Parser) -> Result<Anchor, ParseError> {
-    let explicit_fault = p.eat("fault");
-    let starts_with_digit = p
-        .peek_word()
-        .is_some_and(|w| w.starts_with(|c: char| c.is_ascii_digit()));
-    if !explicit_fault && starts_with_digit {
-        return p.duration().map(Anchor::At);
-    }
-    let what = if explicit_fault {
-        "a fault name"
-    } else {
-        "a fault (\"FAULT.start\", \"FAULT.end\", \"fault FAULT\") or a time such as \"10s\""
-    };
-    let name = p.name(what)?;
-    let split = |suffix: &str| {
-        name.text
-            .strip_suffix(suffix)
-            .filter(|n| !n.is_empty())
-            .map(|n| Name {
-                text: n.to_string(),
-                column: name.column,
-            })
-    };
-    Ok(if let Some(fault) = split(".end") {
-        Anchor::FaultEnd(fault)
-    } else if let Some(fault) = split(".start") {
-        Anchor::FaultStart(fault)
-    } else {
-        Anchor::FaultStart(name)
     })
 }

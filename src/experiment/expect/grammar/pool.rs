@@ -2,28 +2,18 @@
 //! ejected|returns within ...`, `... is never ejected`, `... share`, and
 //! `pool P served by backup`.
 
-use super::ParseError;
-use super::parse::Parser;
+use super::cursor::Parser;
+use super::error::ParseError;
+use super::terms::server;
 use crate::experiment::expect::ast::{PoolRule, Rule, Server, ValueKind, Window};
-
-/// `NAME [of POOL]`, after `instance`.
-pub(crate) fn server(p: &mut Parser) -> Result<Server, ParseError> {
-    let name = p.name("an instance name (a pool server)")?;
-    let pool = if p.eat("of") {
-        Some(p.name("a pool name")?)
-    } else {
-        None
-    };
-    Ok(Server { name, pool })
-}
 
 /// After `instance`: `NAME [of POOL] is ejected within ...`, `... returns
 /// within ...`, `... is never ejected [WINDOW]`, `... share [WINDOW] BOUND`.
 pub(crate) fn instance(p: &mut Parser) -> Result<Rule, ParseError> {
     let server = server(p)?;
     let rule = if p.eat("share") {
-        let window = super::clause::window(p)?;
-        let bound = super::clause::bound(p, ValueKind::Share, window == Window::Run)?;
+        let window = super::terms::window(p)?;
+        let bound = super::terms::bound(p, ValueKind::Share, window == Window::Run)?;
         PoolRule::Share {
             server,
             window,
@@ -34,7 +24,7 @@ pub(crate) fn instance(p: &mut Parser) -> Result<Rule, ParseError> {
     } else if p.eat("is") {
         if p.eat("never") {
             p.keyword("ejected")?;
-            let window = super::clause::window(p)?;
+            let window = super::terms::window(p)?;
             PoolRule::NeverEjected { server, window }
         } else {
             p.keyword("ejected")?;
@@ -54,7 +44,7 @@ fn health(p: &mut Parser, server: Server, healthy: bool) -> Result<PoolRule, Par
     p.keyword("within")?;
     let within = p.duration()?;
     p.keyword("of")?;
-    let anchor = super::breaker::anchor(p)?;
+    let anchor = super::terms::anchor(p)?;
     Ok(PoolRule::Health {
         server,
         healthy,
@@ -69,8 +59,8 @@ pub(crate) fn pool(p: &mut Parser) -> Result<Rule, ParseError> {
     p.keyword("served")?;
     p.keyword("by")?;
     p.keyword("backup")?;
-    let window = super::clause::window(p)?;
-    let bound = super::clause::bound(p, ValueKind::Share, window == Window::Run)?;
+    let window = super::terms::window(p)?;
+    let bound = super::terms::bound(p, ValueKind::Share, window == Window::Run)?;
     Ok(Rule::Pool(PoolRule::Backup {
         pool,
         window,

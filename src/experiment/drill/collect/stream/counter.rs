@@ -5,11 +5,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::StreamSetup;
+use super::{ManualFaults, StreamSetup};
 use crate::clock::Duration;
 use crate::defense::breaker::{State, Transition};
 use crate::defense::report::HealthChange;
-use crate::experiment::drill::drive::control::Control;
 use crate::experiment::expect::ast::{Expectation, Rule, Server, Window};
 use crate::experiment::expect::tally::{RouteTally, ShareTally, Tally, counts_hit};
 use crate::experiment::expect::window::{Scene, interval_start};
@@ -118,7 +117,7 @@ pub(super) struct Known<'a> {
     phases: &'a BTreeMap<String, (Duration, Duration)>,
     transitions: &'a [Transition],
     health: &'a [HealthChange],
-    control: Option<&'a Control>,
+    control: Option<&'a dyn ManualFaults>,
     now: Duration,
 }
 
@@ -156,7 +155,7 @@ pub(super) fn known<'a>(
     transitions: &'a [Transition],
     health: &'a [HealthChange],
     end: Duration,
-    control: Option<&'a Arc<Control>>,
+    control: Option<&'a Arc<dyn ManualFaults>>,
     now: Option<Duration>,
 ) -> Known<'a> {
     Known {

@@ -22,7 +22,6 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use crate::clock::{self, Duration, Instant};
 use crate::defense::breaker::Transition;
 use crate::defense::report::{CallReport, HealthChange, Observer, Recorder};
-use crate::experiment::drill::drive::control::Control;
 use crate::experiment::expect::ast::Expectation;
 use crate::experiment::expect::tally::{RouteTally, Tally};
 use crate::experiment::timeline::{ClientError, RequestRecord};
@@ -40,6 +39,13 @@ pub trait RecordSink: Send {
     fn finish(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// Faults people start and stop while the run goes (the control
+/// endpoint's): a window over one of them reads its span from here.
+pub trait ManualFaults: Send + Sync {
+    /// Each manual fault's windows so far, the open one closed at `end`.
+    fn windows(&self, end: Duration) -> BTreeMap<String, Vec<(Duration, Duration)>>;
 }
 
 /// What the stream is told before the run: what to count and where to
@@ -85,7 +91,7 @@ pub type WatchedPlan = (Arc<FaultPlan>, Option<String>);
 pub struct Stream {
     start: Instant,
     plans: OnceLock<Vec<WatchedPlan>>,
-    control: OnceLock<Arc<Control>>,
+    control: OnceLock<Arc<dyn ManualFaults>>,
     inner: Mutex<Inner>,
 }
 
@@ -153,7 +159,7 @@ impl Stream {
     }
 
     /// The control endpoint, whose manual faults' windows the windows read.
-    pub fn watch_control(&self, control: Arc<Control>) {
+    pub fn watch_control(&self, control: Arc<dyn ManualFaults>) {
         let _ = self.control.set(control);
     }
 

@@ -1,0 +1,131 @@
+//! The timeline of a run so far, from what stood up: every arrival at a
+//! dependency, the breakers (recorded by the defense line, or inferred for
+//! a user's service), pool health, the fault windows as applied, phases.
+//! The collect stage reads it at the end; the drive stage at the end of
+//! the warm-up, for the steady state.
+
+use std::collections::BTreeMap;
+
+use crate::clock::Duration;
+use crate::experiment::config::Experiment;
+use crate::experiment::drill::stand_up::Stood;
+use crate::experiment::timeline::{
+    BreakerInfo, FaultWindows, Phase, PoolInfo, RequestRecord, TargetHit, Timeline,
+};
+
+/// The timeline of the run up to `duration` (`manual`: when people
+/// started and stopped each manual fault); `requests` are the ones the
+/// stream kept (a user's service's run), none otherwise.
+pub fn timeline(
+    experiment: &Experiment,
+    stood: &Stood<'_>,
+    manual: &BTreeMap<String, Vec<(Duration, Duration)>>,
+    duration: Duration,
+    requests: Vec<RequestRecord>,
+) -> Timeline {
+    let line = stood.line.as_deref();
+    // The dependency is the fault proxy and the target behind it: a call
+    // answered by a fault in the target's place reached it too.
+    let mut target_hits: Vec<TargetHit> = stood
+        .dependencies
+        .iter()
+        .flat_map(|d| {
+            d.plan.arrivals().into_iter().map(|a| TargetHit {
+                at: a.at,
+                path: a.path,
+                request_id: a.request_id,
+                instance: d.instance.clone(),
+            })
+        })
+        .collect();
+    target_hits.sort_by_key(|h| h.at);
+    let defenses = line.and(experiment.defense.as_ref()).into_iter().chain(
+        experiment
+            .dependencies
+            .iter()
+            .filter_map(|d| d.defense.as_ref()),
+    );
+    let mut breakers: Vec<BreakerInfo> = defenses
+        .flat_map(|config| config.breakers())
+        .map(|(name, breaker, glob)| BreakerInfo {
+            name: name.to_string(),
+            wait_in_open: breaker.wait_in_open(),
+            path_glob: glob.map(str::to_string),
+        })
+        .collect();
+    let pools = line
+        .and(experiment.defense.as_ref())
+        .map(pools)
+        .unwrap_or_default();
+    let mut transitions = stood.recorder.transitions();
+    if stood.under_test.judged_after_the_run() {
+        let (inferred, infos) = stood
+            .under_test
+            .inferred(&requests, &stood.dependencies, duration);
+        transitions.extend(inferred);
+        transitions.sort_by_key(|t| t.at);
+        breakers.extend(infos);
+    }
+    Timeline {
+        duration,
+        requests,
+        target_hits,
+        transitions,
+        health: stood.recorder.health_changes(),
+        pools,
+        reported: Vec::new(),
+        dependency_requests: Vec::new(),
+        faults: fault_windows(experiment, manual, duration),
+        breakers,
+        phases: experiment
+            .phases
+            .iter()
+            .map(|p| Phase {
+                name: p.name.clone(),
+                from: p.from.get(),
+                to: p.to.get(),
+            })
+            .collect(),
+    }
+}
+
+/// Each fault's windows up to `duration`. From the experiment, not the
+/// plan: a halt empties the plan, and the windows end at the halt anyway
+/// (the run's duration).
+fn fault_windows(
+    experiment: &Experiment,
+    manual: &BTreeMap<String, Vec<(Duration, Duration)>>,
+    duration: Duration,
+) -> Vec<FaultWindows> {
+    experiment
+        .faults
+        .iter()
+        .map(|f| FaultWindows {
+            name: f.name.clone(),
+            kind: f.kind.key().to_string(),
+            // A manual fault: when people started and stopped it.
+            windows: if f.manual {
+                manual.get(&f.name).cloned().unwrap_or_default()
+            } else {
+                f.window.windows_within(duration)
+            },
+        })
+        .collect()
+}
+
+/// The pools of the defense line `config`: each with its servers.
+fn pools(config: &crate::defense::DefenseConfig) -> Vec<PoolInfo> {
+    config
+        .pools
+        .iter()
+        .map(|(name, pool)| PoolInfo {
+            name: name.clone(),
+            servers: pool
+                .servers
+                .iter()
+                .map(|s| (s.name.clone(), s.backup))
+                .collect(),
+            starts_out: pool.health_check.is_some(),
+        })
+        .collect()
+}
