@@ -10,6 +10,10 @@
 //! * [`tally`] — what route and call sentences count of the requests, so a
 //!   run can count as requests finish and keep none of them.
 //! * [`verdict`] — [`Verdict`]: expected, seen, where.
+//! * [`names`] — an experiment's names, and every sentence of its file
+//!   parsed and checked against them before the run.
+//! * [`steady`] — the steady state: sentences judged over the warm-up and
+//!   after the last fault.
 //!
 //! # Grammar
 //!
