@@ -25,7 +25,9 @@
 //!   with its journal), bulkhead, timeout, retry, rate limit, fallback.
 //! * [`api`] — the control plane: a Toxiproxy-compatible REST API over
 //!   named proxies, and Prometheus `/metrics`.
-//! * [`experiment`] — experiments: file, load, run, timeline, expectations.
+//! * [`experiment`] — experiments: the file, the drill as stages (stand up,
+//!   drive, collect, judge, report), the timeline, expectations, a user's
+//!   own service seen from outside.
 //! * [`report`] — a judged run and its formats (console, JSON, JUnit,
 //!   journal, requests).
 //! * [`json_schema`] — the JSON Schemas of the YAML formats, for editors.
