@@ -169,7 +169,7 @@ async fn a_reset_request_is_recorded_with_no_status_and_the_reset_fault() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_blackholed_request_the_client_gives_up_on_is_recorded_with_no_status() {
+async fn a_blackholed_request_the_client_gives_up_on_is_recorded_with_no_status_and_when_it_left() {
     let mut rig = Rig::start(FAULTS, None).await;
     let mut client = TcpStream::connect(rig.proxy).await.unwrap();
     client.write_all(get("/hole/x").as_bytes()).await.unwrap();
@@ -181,11 +181,19 @@ async fn a_blackholed_request_the_client_gives_up_on_is_recorded_with_no_status(
     })
     .await
     .expect("the request reaches the blackhole");
+    // Held a while, so that when the client left is told from when it came.
+    let held = tokio::time::Instant::now();
+    tokio::time::sleep(StdDuration::from_millis(300)).await;
+    let waited = held.elapsed().as_secs_f64() * 1000.0;
     drop(client);
     let r = rig.next_record().await;
     assert_eq!((r.status, r.fault.as_deref()), (None, Some("hole")));
     assert_eq!(r.path, "/hole/x");
     assert!(!r.reached_upstream);
+    // When the client gave up is recorded: at least the time it was held.
+    let closed_after = r.closed_after_ms.expect("the client's close is recorded");
+    assert!(closed_after >= waited, "{closed_after} ms < {waited} ms");
+    assert_eq!(r.latency_ms, None);
     assert_eq!(rig.stats.requests(), 0);
     assert_eq!(rig.requests("none", Some("hole")), 1);
 }
@@ -304,6 +312,7 @@ fn a_record_is_one_json_line_with_the_documented_fields_and_millisecond_decimals
         status: None,
         fault: Some("hole".to_string()),
         latency_ms: None,
+        closed_after_ms: None,
         bytes_in: 0,
         bytes_out: 0,
         reached_upstream: false,

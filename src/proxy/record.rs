@@ -53,6 +53,11 @@ pub struct Record {
     /// From arrival to the response head handed to the client connection,
     /// milliseconds; `None` without a response.
     pub latency_ms: Option<f64>,
+    /// Without a response: from arrival until the proxy let the request go,
+    /// milliseconds: its client closed the connection (a service that gave
+    /// up on a blackholed call), a fault cut it, or the proxy stopped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closed_after_ms: Option<f64>,
     /// Request body bytes read by the proxy and forwarded to the upstream
     /// (0 when a fault answered without reading the body).
     pub bytes_in: u64,
@@ -210,6 +215,7 @@ impl Recorder {
                 status: None,
                 fault: None,
                 latency_ms: None,
+                closed_after_ms: None,
                 bytes_in: 0,
                 bytes_out: 0,
                 reached_upstream: false,
@@ -302,7 +308,9 @@ impl RequestLog<'_> {
         let mut record = self.record.take()?;
         record.status = status;
         record.fault = fault.map(str::to_string);
-        record.latency_ms = status.map(|_| millis(clock::now() - self.arrival));
+        let took = millis(clock::now() - self.arrival);
+        record.latency_ms = status.map(|_| took);
+        record.closed_after_ms = status.is_none().then_some(took);
         record.reached_upstream = self.reached_upstream;
         Some(Pending {
             record: Some(record),

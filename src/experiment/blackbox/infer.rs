@@ -334,7 +334,7 @@ fn quiet(silence: &Silence, external: bool) -> String {
 }
 
 /// `1 probe`, `3 probes`.
-fn count(n: impl Into<u64>, noun: &str) -> String {
+pub(super) fn count(n: impl Into<u64>, noun: &str) -> String {
     let n = n.into();
     let s = if n == 1 { "" } else { "s" };
     format!("{n} {noun}{s}")

@@ -1,14 +1,30 @@
 //! A user's service's breakers, inferred from one run: for each declared
 //! breaker, the requests sent on its routes and the calls that reached its
-//! dependency, read by [`super::infer`] into the journal's transitions.
+//! dependency. With firedrill's own load both sides are read
+//! ([`super::caller`]: short-circuits, trials and their outcomes); with
+//! outside traffic only the arrivals ([`super::infer`]).
 
-use super::infer::{InferParams, infer};
+use super::caller::{CallerParams, DEFAULT_MIN_SHORT_CIRCUITS, infer_from_caller};
+use super::evidence::gather;
+use super::infer::{InferParams, InferredTransition, infer};
 use crate::clock::Duration;
 use crate::defense::breaker::State;
 use crate::defense::breaker::journal::{Reason, Transition};
 use crate::experiment::config::{LoadRoute, SystemSpec};
 use crate::experiment::timeline::{BreakerInfo, RequestRecord};
 use crate::fault::FaultPlan;
+use crate::proxy::record::Record;
+
+/// What one dependency proxy of the run saw.
+#[derive(Debug, Clone, Copy)]
+pub struct Seen<'a> {
+    /// The dependency's name.
+    pub name: &'a str,
+    /// Its fault plan, which recorded every arrival.
+    pub plan: &'a FaultPlan,
+    /// Its records: every call with its outcome, once it ended.
+    pub records: &'a [Record],
+}
 
 /// The service's breakers as inferred from the run: their transitions, in
 /// the journal's form (reason `inferred`, with the evidence), and what
@@ -17,7 +33,7 @@ pub fn breakers(
     system: &SystemSpec,
     load: &[LoadRoute],
     requests: &[RequestRecord],
-    dependencies: &[(&str, &FaultPlan)],
+    dependencies: &[Seen<'_>],
     duration: Duration,
 ) -> (Vec<Transition>, Vec<BreakerInfo>) {
     let mut transitions = Vec::new();
@@ -31,16 +47,20 @@ pub fn breakers(
             .map(|r| r.sent)
             .collect();
         sends.sort();
-        let mut arrivals: Vec<Duration> = dependencies
+        let on_path = |path: &str| {
+            breaker
+                .path
+                .as_ref()
+                .is_none_or(|m| m.matches(&http::Method::GET, path, &http::HeaderMap::new()))
+        };
+        let seen: Vec<&Seen<'_>> = dependencies
             .iter()
-            .filter(|(name, _)| *name == breaker.dependency)
-            .flat_map(|(_, plan)| plan.arrivals())
-            .filter(|a| {
-                breaker
-                    .path
-                    .as_ref()
-                    .is_none_or(|m| m.matches(&http::Method::GET, &a.path, &http::HeaderMap::new()))
-            })
+            .filter(|d| d.name == breaker.dependency)
+            .collect();
+        let mut arrivals: Vec<Duration> = seen
+            .iter()
+            .flat_map(|d| d.plan.arrivals())
+            .filter(|a| on_path(&a.path))
             .map(|a| a.at)
             .filter(|at| *at <= duration)
             .collect();
@@ -55,15 +75,26 @@ pub fn breakers(
             params.gap = gap;
         }
         params.probes = breaker.probes;
-        for t in infer(&sends, &arrivals, &params) {
-            // A breaker opens once the call that tripped it has come back:
-            // just after its arrival, so that call is not one let through
-            // while open.
-            let at = if t.to == State::Open {
-                t.at + OPENED_AFTER_ARRIVAL
-            } else {
-                t.at
+        let records: Vec<&Record> = seen
+            .iter()
+            .flat_map(|d| d.records)
+            .filter(|r| on_path(&r.path) && r.at_ms <= duration.as_secs_f64() * 1000.0)
+            .collect();
+        let inferred: Vec<InferredTransition> = if sends.is_empty() || records.is_empty() {
+            arrivals_only(&sends, &arrivals, &params)
+        } else {
+            let routes: Vec<&RequestRecord> = requests.iter().filter(|r| uses(&r.route)).collect();
+            let evidence = gather(&records, &routes);
+            let caller = CallerParams {
+                wait_in_open: breaker.wait_in_open,
+                gap: params.gap,
+                probes: breaker.probes,
+                min_short_circuits: DEFAULT_MIN_SHORT_CIRCUITS,
             };
+            infer_from_caller(&evidence.calls, &evidence.shorts, &caller).transitions
+        };
+        for t in inferred {
+            let at = t.at;
             transitions.push(Transition {
                 at,
                 breaker: name.clone(),
@@ -89,8 +120,23 @@ pub fn breakers(
     (transitions, infos)
 }
 
+/// The transitions read from arrivals alone (outside traffic, or no
+/// records): a breaker opens once the call that tripped it has come back,
+/// just after its arrival, so that call is not one let through while open.
+fn arrivals_only(
+    sends: &[Duration],
+    arrivals: &[Duration],
+    params: &InferParams,
+) -> Vec<InferredTransition> {
+    let mut out = infer(sends, arrivals, params);
+    for t in out.iter_mut().filter(|t| t.to == State::Open) {
+        t.at += OPENED_AFTER_ARRIVAL;
+    }
+    out
+}
+
 /// How long after the arrival of the call that tripped it an inferred
-/// breaker counts as open.
+/// breaker counts as open, when its end is not known.
 const OPENED_AFTER_ARRIVAL: Duration = Duration::from_millis(1);
 
 /// Arrivals per second over the run, for external load (no rate known).

@@ -124,6 +124,7 @@ pub async fn drive(
         .unwrap_or_default();
     let _ = tokio::time::timeout(longest + Duration::from_secs(1), load.settle()).await;
     let _ = stood.stop_servers.send(true);
+    stood.under_test.wind_down().await;
     Ok(Driven {
         ending,
         ended_at,

@@ -139,6 +139,15 @@ impl<'a> UnderTest<'a> {
         }
     }
 
+    /// Once the servers were told to stop: waits for what must finish
+    /// before the run is collected (a service's dependency proxies, so
+    /// that every call they still held is recorded).
+    pub async fn wind_down(&self) {
+        if let UnderTest::Service(service) = self {
+            service.wind_down(GRACE).await;
+        }
+    }
+
     /// Whether the run keeps every request and judges on the whole
     /// timeline after it: a user's service, whose breakers are inferred
     /// only once the run is over.

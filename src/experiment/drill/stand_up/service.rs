@@ -10,6 +10,7 @@ use super::dial::{self, Dialed};
 use super::{Context, RunningDependency, Sides};
 use crate::clock::{Duration, Instant};
 use crate::defense::breaker::journal::Transition;
+use crate::experiment::blackbox::inferred::Seen;
 use crate::experiment::blackbox::reporters::Reporters;
 use crate::experiment::config::{
     DependencySpec, Experiment, SystemSpec, Upstream as DependencyUpstream,
@@ -20,7 +21,7 @@ use crate::fault::FaultPlan;
 use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream};
 use crate::net::{self, TcpAcceptor, TcpConnector};
-use crate::proxy::record::{Collected, Recorder as ProxyRecorder};
+use crate::proxy::record::{Collected, Record, Recorder as ProxyRecorder};
 use crate::proxy::{Forward, ProxyMode, Telemetry, serve_forward};
 use crate::target::TargetStats;
 use crate::tls::ServiceConnector;
@@ -36,6 +37,9 @@ pub struct OwnService<'a> {
     /// The scrapers of the breakers it reports through Prometheus (none
     /// before [`OwnService::start_watching`]).
     reporters: Reporters,
+    /// The dependency proxies' tasks: awaited at the end, so that every
+    /// call still held then is recorded with when it was let go.
+    proxies: std::sync::Mutex<Vec<ProxyTask>>,
 }
 
 impl<'a> OwnService<'a> {
@@ -45,6 +49,7 @@ impl<'a> OwnService<'a> {
             experiment,
             system,
             reporters: Reporters::default(),
+            proxies: std::sync::Mutex::default(),
         }
     }
 
@@ -58,7 +63,12 @@ impl<'a> OwnService<'a> {
     ) -> Result<Sides, RunError> {
         let mut dependencies = Vec::new();
         for dependency in &self.experiment.dependencies {
-            dependencies.push(stand_up_dependency(context, dependency, dialed).await?);
+            let (running, proxy) = stand_up_dependency(context, dependency, dialed).await?;
+            dependencies.push(running);
+            self.proxies
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(proxy);
         }
         // The service is not probed: it may take its first call late.
         let service = &self.system.service;
@@ -79,6 +89,15 @@ impl<'a> OwnService<'a> {
         })
     }
 
+    /// Waits (at most `grace` and a second) for every dependency proxy to
+    /// stop once the servers were told to, so that the calls they still
+    /// held are recorded.
+    pub(super) async fn wind_down(&self, grace: Duration) {
+        let proxies = std::mem::take(&mut *self.proxies.lock().unwrap_or_else(|e| e.into_inner()));
+        let all = futures_util::future::join_all(proxies);
+        let _ = tokio::time::timeout(grace + Duration::from_secs(1), all).await;
+    }
+
     /// Starts one scraper per breaker reported through Prometheus; they
     /// stop with the servers.
     pub(super) fn start_watching(&mut self, start: Instant, servers: &ShutdownSignal) {
@@ -92,15 +111,24 @@ impl<'a> OwnService<'a> {
         dependencies: &[RunningDependency],
         duration: Duration,
     ) -> (Vec<Transition>, Vec<BreakerInfo>) {
-        let plans: Vec<(&str, &FaultPlan)> = dependencies
+        let records: Vec<Vec<Record>> = dependencies
             .iter()
-            .map(|d| (d.name.as_str(), d.plan.as_ref()))
+            .map(|d| d.records.as_ref().map(|r| r.records()).unwrap_or_default())
+            .collect();
+        let seen: Vec<Seen<'_>> = dependencies
+            .iter()
+            .zip(&records)
+            .map(|(d, records)| Seen {
+                name: &d.name,
+                plan: &d.plan,
+                records,
+            })
             .collect();
         crate::experiment::blackbox::inferred::breakers(
             self.system,
             &self.experiment.load,
             requests,
-            &plans,
+            &seen,
             duration,
         )
     }
@@ -115,13 +143,17 @@ impl<'a> OwnService<'a> {
     }
 }
 
+/// The task of a dependency's fault proxy.
+type ProxyTask = tokio::task::JoinHandle<std::io::Result<()>>;
+
 /// One dependency's fault proxy on its declared address (behind the
-/// dependency's own defense line, if it has one), recording every request.
+/// dependency's own defense line, if it has one), recording every request:
+/// the running dependency and the proxy's task.
 async fn stand_up_dependency<N>(
     context: &Context<'_, N>,
     dependency: &DependencySpec,
     dialed: &mut Dialed,
-) -> Result<RunningDependency, RunError> {
+) -> Result<(RunningDependency, ProxyTask), RunError> {
     let experiment = context.experiment;
     let (start, servers, grace) = (context.start, context.servers, context.grace);
     let faults = experiment
@@ -170,7 +202,7 @@ async fn stand_up_dependency<N>(
             Some(records.clone() as Arc<dyn crate::proxy::record::RecordSink>),
         ),
     };
-    tokio::spawn(serve_forward(
+    let proxy = tokio::spawn(serve_forward(
         proxy_acceptor,
         forward,
         plan.clone(),
@@ -179,12 +211,13 @@ async fn stand_up_dependency<N>(
         grace,
         telemetry,
     ));
-    Ok(RunningDependency {
+    let running = RunningDependency {
         name: dependency.name.clone(),
         instance: None,
         plan,
         records: Some(records),
-    })
+    };
+    Ok((running, proxy))
 }
 
 /// The dependency's listener on its declared address.

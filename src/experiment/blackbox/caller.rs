@@ -1,0 +1,356 @@
+//! Inferring a black-box breaker from both sides of the service: what the
+//! caller got (answers that never reached the dependency: short-circuits)
+//! and what the dependency saw (each call with its outcome and when it
+//! ended). Used whenever firedrill sends the load itself; [`super::infer`]
+//! reads arrivals alone for outside traffic.
+//!
+//! # Rules
+//!
+//! The walk goes through every event in time order: a call's arrival at
+//! the dependency, a call's end (its answer, or when the service gave up
+//! on it), and a short-circuit (a caller request answered without any call
+//! of it reaching the dependency).
+//!
+//! * `closed -> open` once [`CallerParams::min_short_circuits`]
+//!   short-circuits came with no arrival between them; the breaker opened
+//!   when the failure that tripped it ended: the first failed call to end
+//!   after the last call it admitted arrived (calls still in flight then
+//!   end later, while it is open), if that was before the first of those
+//!   answers; else at the first one's send.
+//! * While open, a call that reaches the dependency is a trial only once
+//!   the breaker has been open for its wait (`wait_in_open`, less
+//!   [`WAIT_TOLERANCE`]; without a declared wait, for longer than
+//!   [`CallerParams::gap`]): then `open -> half_open` at its arrival. Any
+//!   other call is a leak: the breaker let it through while open.
+//! * Half-open admits whatever the service lets through (one trial, or a
+//!   burst until the first ends): the outcomes decide. The first trial
+//!   that fails reopens it when it ends (`half_open -> open`, the wait
+//!   starts again); [`CallerParams::probes`] successful trials close it
+//!   when the last of them ends (`half_open -> closed`). Short-circuits in
+//!   half-open are the calls rejected while the trials are on.
+//! * A call still outstanding (no end) decides nothing: a half-open episode
+//!   whose trial never ends stays half-open.
+
+use super::infer::{InferredTransition, count as plural};
+use crate::clock::Duration;
+use crate::defense::breaker::State;
+use crate::experiment::expect::verdict::latency;
+
+/// How much earlier than its declared wait a breaker may let its first
+/// trial through and still count as on time: the drill dates the open at
+/// the end of the failure as the dependency's proxy saw it, a moment
+/// before the service itself did.
+pub const WAIT_TOLERANCE: Duration = Duration::from_millis(50);
+
+/// Default short-circuits that open a breaker: one answer without a call
+/// may be a cache; two in a row show the service stopped calling.
+pub const DEFAULT_MIN_SHORT_CIRCUITS: u32 = 2;
+
+/// One call that reached the dependency, as its fault proxy saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// When it arrived, since the drill's start.
+    pub at: Duration,
+    /// When it ended (answered, or the service gave up on it); `None`:
+    /// still outstanding when the run ended.
+    pub ended: Option<Duration>,
+    /// A failure: a 5xx, or no answer (cut, blackholed, abandoned).
+    pub failed: bool,
+    /// Its path.
+    pub path: String,
+    /// The caller request it was made for, when the service passed the
+    /// request's id on.
+    pub request_id: Option<u64>,
+}
+
+/// A caller request answered without any call of it reaching the
+/// dependency.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShortCircuit {
+    /// When the load sent it.
+    pub sent: Duration,
+    /// When the service answered it.
+    pub answered: Duration,
+}
+
+/// What the walk needs to know of the breaker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallerParams {
+    /// The breaker's declared wait in open, if any.
+    pub wait_in_open: Option<Duration>,
+    /// Without a declared wait: how long the breaker must have been open
+    /// before a call counts as a trial rather than a leak.
+    pub gap: Duration,
+    /// Successful trials that close it.
+    pub probes: u32,
+    /// Short-circuits in a row that open it.
+    pub min_short_circuits: u32,
+}
+
+/// A call that reached the dependency while the breaker was open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leak {
+    /// When it arrived.
+    pub at: Duration,
+    /// Its path.
+    pub path: String,
+    /// The caller request it was made for, if known.
+    pub request_id: Option<u64>,
+    /// How long the breaker had been open then.
+    pub open_for: Duration,
+}
+
+/// What the walk concluded: the transitions and the calls let through
+/// while open.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CallerInference {
+    /// The transitions, in time order.
+    pub transitions: Vec<InferredTransition>,
+    /// The leaks, in arrival order.
+    pub leaks: Vec<Leak>,
+}
+
+/// One event of the walk; at one instant, ends come first, then arrivals,
+/// then short-circuits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// Call `i` ended.
+    End(usize),
+    /// Call `i` arrived.
+    Arrival(usize),
+    /// Short-circuit `j` was answered.
+    Short(usize),
+}
+
+/// Where the walk stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Phase {
+    /// Closed: the short-circuits seen in a row since the last arrival,
+    /// the first of them, and the end of the first failure since the last
+    /// arrival.
+    Closed {
+        shorts: u32,
+        first: Option<ShortCircuit>,
+        failure_ended: Option<Duration>,
+    },
+    /// Open since `since`, with `shorts` short-circuits so far.
+    Open { since: Duration, shorts: u64 },
+    /// Half-open: the trials admitted, how many succeeded, when it began.
+    HalfOpen {
+        trials: Vec<usize>,
+        succeeded: u32,
+        since: Duration,
+    },
+}
+
+/// Infers the breaker from `calls` (any order) and `shorts` (any order).
+pub fn infer_from_caller(
+    calls: &[Call],
+    shorts: &[ShortCircuit],
+    params: &CallerParams,
+) -> CallerInference {
+    let mut events: Vec<(Duration, Event)> = Vec::new();
+    for (i, call) in calls.iter().enumerate() {
+        events.push((call.at, Event::Arrival(i)));
+        if let Some(ended) = call.ended {
+            events.push((ended, Event::End(i)));
+        }
+    }
+    for (j, short) in shorts.iter().enumerate() {
+        events.push((short.answered, Event::Short(j)));
+    }
+    events.sort();
+    let mut walk = CallerWalk {
+        calls,
+        shorts,
+        params,
+        phase: Phase::Closed {
+            shorts: 0,
+            first: None,
+            failure_ended: None,
+        },
+        out: CallerInference::default(),
+    };
+    for (at, event) in events {
+        walk.step(at, event);
+    }
+    walk.out
+}
+
+/// The walk in progress.
+struct CallerWalk<'a> {
+    calls: &'a [Call],
+    shorts: &'a [ShortCircuit],
+    params: &'a CallerParams,
+    phase: Phase,
+    out: CallerInference,
+}
+
+impl CallerWalk<'_> {
+    /// Takes one event.
+    fn step(&mut self, at: Duration, event: Event) {
+        match (&mut self.phase, event) {
+            (Phase::Closed { failure_ended, .. }, Event::End(i)) => {
+                if self.calls[i].failed {
+                    failure_ended.get_or_insert(at);
+                }
+            }
+            (
+                Phase::Closed {
+                    shorts,
+                    first,
+                    failure_ended,
+                },
+                Event::Arrival(_),
+            ) => {
+                *shorts = 0;
+                *first = None;
+                *failure_ended = None;
+            }
+            (Phase::Closed { .. }, Event::Short(j)) => self.short_while_closed(j),
+            (Phase::Open { since, .. }, Event::Arrival(i)) => {
+                let since = *since;
+                self.arrival_while_open(since, i);
+            }
+            (Phase::Open { shorts, .. }, Event::Short(_)) => *shorts += 1,
+            (Phase::HalfOpen { trials, .. }, Event::Arrival(i)) => trials.push(i),
+            (Phase::HalfOpen { trials, .. }, Event::End(i)) if trials.contains(&i) => {
+                self.trial_ended(at, i);
+            }
+            _ => {}
+        }
+    }
+
+    /// A short-circuit while closed: the breaker opened once enough came
+    /// in a row.
+    fn short_while_closed(&mut self, j: usize) {
+        let short = self.shorts[j];
+        let Phase::Closed {
+            shorts,
+            first,
+            failure_ended,
+        } = &mut self.phase
+        else {
+            return;
+        };
+        *shorts += 1;
+        let first = *first.get_or_insert(short);
+        if *shorts < self.params.min_short_circuits.max(1) {
+            return;
+        }
+        let (at, why) = match failure_ended {
+            Some(ended) if *ended <= first.answered => (
+                *ended,
+                format!("the failure that tripped it ended at {}", latency(*ended)),
+            ),
+            _ => (first.sent, "no failure seen before".to_string()),
+        };
+        let count = *shorts;
+        let reason = format!(
+            "{} answered without reaching the dependency; {why}",
+            plural(count, "request")
+        );
+        self.push(at, State::Open, reason, 0, u64::from(count));
+        self.phase = Phase::Open {
+            since: at,
+            shorts: u64::from(count),
+        };
+    }
+
+    /// A call that reached the dependency while open: a trial once the
+    /// wait is over, a leak before.
+    fn arrival_while_open(&mut self, since: Duration, i: usize) {
+        let call = &self.calls[i];
+        let open_for = call.at.saturating_sub(since);
+        let waited = match self.params.wait_in_open {
+            Some(wait) => open_for >= wait.saturating_sub(WAIT_TOLERANCE),
+            None => open_for > self.params.gap,
+        };
+        if !waited {
+            self.out.leaks.push(Leak {
+                at: call.at,
+                path: call.path.clone(),
+                request_id: call.request_id,
+                open_for,
+            });
+            return;
+        }
+        let shorts = match self.phase {
+            Phase::Open { shorts, .. } => shorts,
+            _ => 0,
+        };
+        let reason = format!(
+            "a trial call after {} open ({} short-circuited)",
+            latency(open_for),
+            plural(shorts, "request")
+        );
+        self.push(call.at, State::HalfOpen, reason, 1, shorts);
+        self.phase = Phase::HalfOpen {
+            trials: vec![i],
+            succeeded: 0,
+            since: call.at,
+        };
+    }
+
+    /// A trial ended at `at`: a failure reopens, enough successes close.
+    fn trial_ended(&mut self, at: Duration, i: usize) {
+        let Phase::HalfOpen {
+            trials,
+            succeeded,
+            since,
+        } = &mut self.phase
+        else {
+            return;
+        };
+        let admitted = trials.len() as u64;
+        let took = latency(at.saturating_sub(*since));
+        if self.calls[i].failed {
+            let reason = format!(
+                "a trial failed, {took} into half-open ({} admitted)",
+                plural(admitted, "trial")
+            );
+            self.push(at, State::Open, reason, admitted, 0);
+            self.phase = Phase::Open {
+                since: at,
+                shorts: 0,
+            };
+            return;
+        }
+        *succeeded += 1;
+        if *succeeded < self.params.probes.max(1) {
+            return;
+        }
+        let reason = format!(
+            "{} succeeded, {took} into half-open ({} admitted)",
+            plural(u64::from(*succeeded), "trial"),
+            plural(admitted, "trial")
+        );
+        self.push(at, State::Closed, reason, admitted, 0);
+        self.phase = Phase::Closed {
+            shorts: 0,
+            first: None,
+            failure_ended: None,
+        };
+    }
+
+    /// Records a transition from the current state to `to`.
+    fn push(&mut self, at: Duration, to: State, reason: String, arrivals: u64, sends: u64) {
+        let from = match self.phase {
+            Phase::Closed { .. } => State::Closed,
+            Phase::Open { .. } => State::Open,
+            Phase::HalfOpen { .. } => State::HalfOpen,
+        };
+        self.out.transitions.push(InferredTransition {
+            at,
+            from,
+            to,
+            reason,
+            arrivals,
+            sends,
+        });
+    }
+}
+
+#[cfg(test)]
+#[path = "caller_tests.rs"]
+mod tests;
