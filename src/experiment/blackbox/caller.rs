@@ -190,10 +190,8 @@ impl CallerWalk<'_> {
     /// Takes one event.
     fn step(&mut self, at: Duration, event: Event) {
         match (&mut self.phase, event) {
-            (Phase::Closed { failure_ended, .. }, Event::End(i)) => {
-                if self.calls[i].failed {
-                    failure_ended.get_or_insert(at);
-                }
+            (Phase::Closed { failure_ended, .. }, Event::End(i)) if self.calls[i].failed => {
+                failure_ended.get_or_insert(at);
             }
             (
                 Phase::Closed {

@@ -66,7 +66,7 @@ pub(crate) fn tally_calls(
                     .is_none_or(|s| *s > *a)
         });
         if counts_hit(glob, instance, h) && issued_in {
-            tally.add(h.at, h.request_id);
+            tally.add(h);
         }
     }
     tally
@@ -116,24 +116,42 @@ pub(crate) fn calls(
         Err(seen) => return (false, expected, seen, None),
     };
     let passed = bound.holds(tally.count as f64);
-    let seen = match tally.first {
-        Some((first_at, first_id)) => {
-            let request = first_id
-                .map(|id| format!(" (request {id})"))
-                .unwrap_or_default();
-            format!(
-                "{} to {to} {where_}: first at {}{request}",
-                plural(tally.count, "call"),
-                secs(first_at)
-            )
-        }
-        None => format!("0 calls to {to} {where_} ({})", span(&intervals)),
+    let seen = if tally.named.is_empty() {
+        format!("0 calls to {to} {where_} ({})", span(&intervals))
+    } else {
+        format!(
+            "{} to {to} {where_}: {}",
+            plural(tally.count, "call"),
+            named(tally)
+        )
     };
     let at = tally
-        .first
-        .map(|(at, _)| at)
+        .named
+        .first()
+        .map(|c| c.at)
         .or(intervals.first().map(|i| i.0));
     (passed, expected, seen, at)
+}
+
+/// The calls a tally names: `12.1s /inventory/1 (request 7), 12.6s
+/// /inventory/2`, and how many more it counted.
+fn named(tally: &CallTally) -> String {
+    let mut names: Vec<String> = tally
+        .named
+        .iter()
+        .map(|c| {
+            let request = c
+                .request_id
+                .map(|id| format!(" (request {id})"))
+                .unwrap_or_default();
+            format!("{} {}{request}", secs(c.at), c.path)
+        })
+        .collect();
+    let more = tally.count.saturating_sub(tally.named.len() as u64);
+    if more > 0 {
+        names.push(format!("and {more} more"));
+    }
+    names.join(", ")
 }
 
 /// `1 call`, `3 calls`.

@@ -103,21 +103,42 @@ pub fn counts_hit(glob: &PathGlob, instance: Option<&Name>, hit: &TargetHit) -> 
         })
 }
 
-/// Target hits counted by `calls to GLOB WINDOW`: how many, and the first.
+/// Target hits counted by `calls to GLOB WINDOW`: how many, and the first
+/// [`CallTally::NAMED`] of them, named in the verdict.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CallTally {
     /// Hits counted.
     pub count: u64,
-    /// The first one counted: when it arrived and the request it belongs
-    /// to.
-    pub first: Option<(Duration, Option<u64>)>,
+    /// The first ones counted, in arrival order.
+    pub named: Vec<NamedCall>,
+}
+
+/// A call a verdict names: when it arrived, where, and the request it
+/// belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedCall {
+    /// When it arrived.
+    pub at: Duration,
+    /// Its path.
+    pub path: String,
+    /// The load request it belongs to, when known.
+    pub request_id: Option<u64>,
 }
 
 impl CallTally {
+    /// How many calls a verdict names.
+    pub const NAMED: usize = 5;
+
     /// Counts one hit (in arrival order).
-    pub fn add(&mut self, at: Duration, request_id: Option<u64>) {
+    pub fn add(&mut self, hit: &TargetHit) {
         self.count += 1;
-        self.first.get_or_insert((at, request_id));
+        if self.named.len() < Self::NAMED {
+            self.named.push(NamedCall {
+                at: hit.at,
+                path: hit.path.clone(),
+                request_id: hit.request_id,
+            });
+        }
     }
 }
 

@@ -153,7 +153,7 @@ fn counter_proof_per_instance_counts_client_calls_while_ejected_only() {
     assert!(!v.passed);
     assert_eq!(
         v.seen,
-        "1 call to instance b while instance b is ejected: first at 30s (request 4)"
+        "1 call to instance b while instance b is ejected: 30s /inventory/x (request 4)"
     );
     assert!(
         judge(

@@ -23,7 +23,7 @@ fn counter_proof_fails_on_calls_while_open_and_names_the_first() {
     assert!(!v.passed);
     assert_eq!(
         v.seen,
-        "2 calls to /inventory/* while inventory is open: first at 12.1s (request 7)"
+        "2 calls to /inventory/* while inventory is open: 12.1s /inventory/sku-1 (request 7), 14s /inventory/sku-2 (request 9)"
     );
     assert_eq!(v.at, Some(s(12.1)));
 }
@@ -290,7 +290,7 @@ fn a_verdict_serializes_with_its_time_in_milliseconds() {
         v.to_string(),
         "FAILED: calls to /inventory/* while inventory is open == 0\n  expected: calls to \
          /inventory/* while inventory is open == 0\n  seen: 1 call to /inventory/* while \
-         inventory is open: first at 12.1s (request 7)\n  at: 12.1s"
+         inventory is open: 12.1s /inventory/a (request 7)\n  at: 12.1s"
     );
 }
 

@@ -80,7 +80,7 @@ impl Counter {
             && let Some(from) = interval_start(window, scene, hit.at)
             && sent.is_none_or(|s| s > from)
         {
-            tally.add(hit.at, hit.request_id);
+            tally.add(hit);
         }
     }
 }

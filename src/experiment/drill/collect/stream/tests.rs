@@ -561,7 +561,17 @@ fn hits_at_several_instances_are_judged_in_time_order_not_instance_order() {
             counted.tallies,
             [Tally::Calls(crate::experiment::expect::tally::CallTally {
                 count: 2,
-                first: Some((ms(2_000), Some(7))),
+                named: ["/x", "/x"]
+                    .iter()
+                    .zip([(ms(2_000), 7), (ms(3_000), 8)])
+                    .map(
+                        |(path, (at, id))| crate::experiment::expect::tally::NamedCall {
+                            at,
+                            path: path.to_string(),
+                            request_id: Some(id),
+                        }
+                    )
+                    .collect(),
             })]
         );
         let per_instance = [("a".to_string(), 1), ("b".to_string(), 1)];
