@@ -335,11 +335,22 @@ fn inferred_matches_the_library(name: &str, start: fn(u16, &Path, bool) -> Servi
     ] {
         assert_eq!(drill.html.matches(row).count(), 1, "{row}");
     }
+    assert_each_transition_within_two_intervals(name, &drill, &inferred, &events);
+}
+
+/// Each inferred transition within two inter-arrival intervals (20 req/s)
+/// plus 50 ms of the library's own event, in order.
+fn assert_each_transition_within_two_intervals(
+    name: &str,
+    drill: &blackbox_support::Drill,
+    inferred: &[(f64, String, String)],
+    events: &[(f64, String, String)],
+) {
     let started = drill.report["started_at_unix_ms"]
         .as_f64()
         .expect("a real-time report says when it started");
     let tolerance_ms = 2.0 * 1000.0 / 20.0 + 50.0;
-    for ((at, from, to), (event_ms, ..)) in inferred.iter().zip(&events) {
+    for ((at, from, to), (event_ms, ..)) in inferred.iter().zip(events) {
         let library_at = event_ms - started;
         eprintln!(
             "{name}: {from} -> {to} inferred {at:.0} ms, library {library_at:.0} ms, off by {:.0} ms",
@@ -466,4 +477,73 @@ fn a_defense_line_per_dependency_guards_a_service_that_has_no_breaker() {
         report_sequence(&drill.report, "inventory-guard"),
         ["closed -> open", "open -> half_open", "half_open -> closed"]
     );
+}
+
+/// The drill with the dependency hanging (blackholed) for 8 s behind the
+/// service's 1 s call timeout (pybreaker, which runs one call at a time,
+/// needs 5 s of them to trip): the first trial hangs too, so the breaker
+/// opens, probes, reopens, and at last probes and closes.
+fn hanging_dependency_drill(
+    name: &str,
+    start: fn(u16, &Path, bool) -> Service,
+) -> (blackbox_support::Drill, Vec<(f64, String, String)>) {
+    let dependency_port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events.jsonl");
+    let service = start(dependency_port, &events, true);
+    let drill = Drill::run_with(
+        &root().join(format!("experiments/blackbox/{name}.yaml")),
+        service.port,
+        dependency_port,
+        dir.path(),
+        &[
+            (
+                &format!("{{ events: /tmp/{name}-events.jsonl }}"),
+                format!("{{ events: {} }}", events.display()),
+            ),
+            ("duration: 10s", "duration: 18s".to_string()),
+            (
+                "status: { code: 500 }, at: 3s, for: 2s",
+                "blackhole: {}, at: 3s, for: 8s".to_string(),
+            ),
+        ],
+    );
+    drop(service);
+    (drill, blackbox_support::events(&events))
+}
+
+/// Slow failures are dated when they failed, not when they arrived: with
+/// a hanging dependency the inferred sequence is the library's own, each
+/// transition within two inter-arrival intervals plus 50 ms (the arrival
+/// of a call that hangs for 1 s is a whole second early).
+fn inferred_matches_the_library_with_a_hanging_dependency(
+    name: &str,
+    start: fn(u16, &Path, bool) -> Service,
+) {
+    let (drill, events) = hanging_dependency_drill(name, start);
+    let inferred = blackbox_support::transitions(&drill.report, "inventory");
+    let sequence = |t: &[(f64, String, String)]| -> Vec<String> {
+        t.iter().map(|(_, f, to)| format!("{f} -> {to}")).collect()
+    };
+    assert!(
+        sequence(&events).len() >= 3,
+        "{name} opened and probed: {events:?}"
+    );
+    assert_eq!(
+        sequence(&inferred),
+        sequence(&events),
+        "inferred vs {name}'s own events\n{}",
+        drill.output
+    );
+    assert_each_transition_within_two_intervals(name, &drill, &inferred, &events);
+}
+
+#[test]
+fn opossum_behind_a_hanging_dependency_is_inferred_as_its_own_events_say() {
+    inferred_matches_the_library_with_a_hanging_dependency("opossum", opossum);
+}
+
+#[test]
+fn pybreaker_behind_a_hanging_dependency_is_inferred_as_its_own_events_say() {
+    inferred_matches_the_library_with_a_hanging_dependency("pybreaker", pybreaker);
 }
