@@ -156,8 +156,34 @@ pub fn infer(
     arrivals: &[Duration],
     params: &InferParams,
 ) -> Vec<InferredTransition> {
+    let calls: Vec<(Duration, Option<Duration>)> =
+        arrivals.iter().map(|&at| (at, Some(at))).collect();
+    infer_calls(sends, &calls, params)
+}
+
+/// [`infer`] on calls that take time: each `(arrival, end)` (`None`: still
+/// outstanding at the end of the run). A stretch counts as a silence only
+/// from the moment no call is outstanding: the end of the last call that
+/// arrived before it, which is also when the breaker opened (the failure
+/// that tripped it ended).
+pub fn infer_calls(
+    sends: &[Duration],
+    calls: &[(Duration, Option<Duration>)],
+    params: &InferParams,
+) -> Vec<InferredTransition> {
     let sends = sorted(sends);
-    let arrivals = sorted(arrivals);
+    let mut calls = calls.to_vec();
+    calls.sort_unstable();
+    let arrivals: Vec<Duration> = calls.iter().map(|c| c.0).collect();
+    // When each call and every call before it had ended: the quiet that
+    // may follow it starts there.
+    let quiet_from: Vec<Duration> = calls
+        .iter()
+        .scan(Duration::ZERO, |busy, &(at, end)| {
+            *busy = (*busy).max(end.unwrap_or(Duration::MAX)).max(at);
+            Some(*busy)
+        })
+        .collect();
     let mut walk = Walk {
         sends: &sends,
         params,
@@ -168,7 +194,7 @@ pub fn infer(
     };
     for (i, &at) in arrivals.iter().enumerate() {
         let silence = match i.checked_sub(1) {
-            Some(prev) => walk.silence(arrivals[prev], Some(at)),
+            Some(prev) => walk.silence(quiet_from[prev], Some(at)),
             None => None,
         };
         match silence {
@@ -183,7 +209,7 @@ pub fn infer(
             None => {}
         }
     }
-    if let Some(&last) = arrivals.last()
+    if let Some(&last) = quiet_from.last()
         && let Some(silence) = walk.silence(last, None)
     {
         walk.open(&silence);

@@ -161,6 +161,44 @@ fn zero_probes_close_at_the_trial_itself() {
     );
 }
 
+/// Outside traffic (no sends) of one call a second, each hanging for the
+/// service's 1 s timeout: there is always a call outstanding.
+#[test]
+fn a_stretch_with_a_call_outstanding_is_never_a_silence() {
+    let calls: Vec<(Duration, Option<Duration>)> = (0..10)
+        .map(|i| (ms(i * 1000), Some(ms(i * 1000 + 1000))))
+        .collect();
+    assert_eq!(walk(&infer_calls(&[], &calls, &at_20_per_second())), []);
+    // A call that never ended keeps the whole rest of the run busy.
+    let hung = [
+        (ms(0), Some(ms(2))),
+        (ms(100), None),
+        (ms(5000), Some(ms(5002))),
+    ];
+    assert_eq!(walk(&infer_calls(&[], &hung, &at_20_per_second())), []);
+}
+
+#[test]
+fn the_open_starts_when_the_last_call_before_the_silence_ended_and_a_failed_trial_when_it_ended() {
+    // Arrivals every 50 ms until 1 s, each taking 1 s; a trial at 4 s that
+    // takes 1 s, then silence again; traffic back from 7.5 s.
+    let mut calls: Vec<(Duration, Option<Duration>)> = (0..=20)
+        .map(|i| (ms(i * 50), Some(ms(i * 50 + 1000))))
+        .collect();
+    calls.push((ms(4000), Some(ms(5000))));
+    calls.extend((150..160).map(|i| (ms(i * 50), Some(ms(i * 50 + 2)))));
+    assert_eq!(
+        walk(&infer_calls(&[], &calls, &at_20_per_second())),
+        [
+            (2000, Closed, Open),
+            (4000, Open, HalfOpen),
+            (5000, HalfOpen, Open),
+            (7500, Open, HalfOpen),
+            (7550, HalfOpen, Closed),
+        ]
+    );
+}
+
 #[test]
 fn silence_without_sends_is_no_traffic_not_an_open() {
     // The load pauses from 3 s to 6 s: nothing is sent, nothing arrives.

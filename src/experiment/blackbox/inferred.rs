@@ -6,7 +6,7 @@
 
 use super::caller::{CallerParams, DEFAULT_MIN_SHORT_CIRCUITS, infer_from_caller};
 use super::evidence::gather;
-use super::infer::{InferParams, InferredTransition, infer};
+use super::infer::{InferParams, InferredTransition, infer, infer_calls};
 use crate::clock::Duration;
 use crate::defense::breaker::State;
 use crate::defense::breaker::journal::{Reason, Transition};
@@ -80,11 +80,16 @@ pub fn breakers(
             .flat_map(|d| d.records)
             .filter(|r| on_path(&r.path) && r.at_ms <= duration.as_secs_f64() * 1000.0)
             .collect();
-        let inferred: Vec<InferredTransition> = if sends.is_empty() || records.is_empty() {
+        let routes: Vec<&RequestRecord> = requests.iter().filter(|r| uses(&r.route)).collect();
+        let evidence = gather(&records, &routes);
+        let inferred: Vec<InferredTransition> = if records.is_empty() {
             arrivals_only(&sends, &arrivals, &params)
+        } else if sends.is_empty() {
+            // Outside traffic: what the caller got is not seen.
+            let calls: Vec<(Duration, Option<Duration>)> =
+                evidence.calls.iter().map(|c| (c.at, c.ended)).collect();
+            infer_calls(&sends, &calls, &params)
         } else {
-            let routes: Vec<&RequestRecord> = requests.iter().filter(|r| uses(&r.route)).collect();
-            let evidence = gather(&records, &routes);
             let caller = CallerParams {
                 wait_in_open: breaker.wait_in_open,
                 gap: params.gap,
@@ -120,9 +125,10 @@ pub fn breakers(
     (transitions, infos)
 }
 
-/// The transitions read from arrivals alone (outside traffic, or no
-/// records): a breaker opens once the call that tripped it has come back,
-/// just after its arrival, so that call is not one let through while open.
+/// The transitions read from arrivals alone (no records: when each call
+/// ended is not known): a breaker opens once the call that tripped it has
+/// come back, just after its arrival, so that call is not one let through
+/// while open.
 fn arrivals_only(
     sends: &[Duration],
     arrivals: &[Duration],
