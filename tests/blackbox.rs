@@ -536,6 +536,24 @@ fn inferred_matches_the_library_with_a_hanging_dependency(
         drill.output
     );
     assert_each_transition_within_two_intervals(name, &drill, &inferred, &events);
+    // Read from both sides: what the caller got and what the dependency
+    // saw (paired by the request id the service passed on, or by time).
+    let reasons: Vec<&serde_json::Value> = drill.report["breakers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|b| b["name"] == "inventory")
+        .flat_map(|b| b["transitions"].as_array().into_iter().flatten())
+        .map(|t| &t["reason"])
+        .collect();
+    for reason in reasons {
+        let reason = reason.as_str().unwrap_or_default();
+        assert!(
+            reason.starts_with("inferred (high confidence)")
+                || reason.starts_with("inferred (medium confidence)"),
+            "{reason}"
+        );
+    }
 }
 
 #[test]

@@ -112,6 +112,10 @@ pub enum Reason {
         arrivals: u64,
         /// Requests sent to the service in that span.
         sends: u64,
+        /// How far the evidence goes: `high` (what the caller got and what
+        /// the dependency saw, paired by request id), `medium` (both,
+        /// paired by time), `low` (the dependency's side alone).
+        confidence: &'static str,
     },
 }
 
@@ -211,7 +215,11 @@ impl fmt::Display for Reason {
                 write!(f, "max_wait_in_half_open {} elapsed", Dur(*wait))
             }
             Reason::Manual { action } => f.write_str(action),
-            Reason::Inferred { evidence, .. } => write!(f, "inferred: {evidence}"),
+            Reason::Inferred {
+                evidence,
+                confidence,
+                ..
+            } => write!(f, "inferred ({confidence} confidence): {evidence}"),
             Reason::Reported { source } => write!(f, "reported by the service ({source})"),
         }
     }

@@ -24,6 +24,20 @@ pub enum Pairing {
     ByTime,
 }
 
+impl Pairing {
+    /// The confidence of a transition inferred from both sides paired so.
+    pub fn confidence(self) -> &'static str {
+        match self {
+            Pairing::ById => "high",
+            Pairing::ByTime => "medium",
+        }
+    }
+}
+
+/// The confidence of a transition inferred from the dependency's side
+/// alone (outside traffic, or calls without outcomes).
+pub const ONE_SIDE: &str = "low";
+
 /// The evidence of one breaker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Evidence {

@@ -5,7 +5,7 @@
 //! outside traffic only the arrivals ([`super::infer`]).
 
 use super::caller::{CallerParams, DEFAULT_MIN_SHORT_CIRCUITS, infer_from_caller};
-use super::evidence::gather;
+use super::evidence::{ONE_SIDE, gather};
 use super::infer::{InferParams, InferredTransition, infer, infer_calls};
 use crate::clock::Duration;
 use crate::defense::breaker::State;
@@ -82,13 +82,13 @@ pub fn breakers(
             .collect();
         let routes: Vec<&RequestRecord> = requests.iter().filter(|r| uses(&r.route)).collect();
         let evidence = gather(&records, &routes);
-        let inferred: Vec<InferredTransition> = if records.is_empty() {
-            arrivals_only(&sends, &arrivals, &params)
+        let (inferred, confidence): (Vec<InferredTransition>, _) = if records.is_empty() {
+            (arrivals_only(&sends, &arrivals, &params), ONE_SIDE)
         } else if sends.is_empty() {
             // Outside traffic: what the caller got is not seen.
             let calls: Vec<(Duration, Option<Duration>)> =
                 evidence.calls.iter().map(|c| (c.at, c.ended)).collect();
-            infer_calls(&sends, &calls, &params)
+            (infer_calls(&sends, &calls, &params), ONE_SIDE)
         } else {
             let caller = CallerParams {
                 wait_in_open: breaker.wait_in_open,
@@ -96,7 +96,8 @@ pub fn breakers(
                 probes: breaker.probes,
                 min_short_circuits: DEFAULT_MIN_SHORT_CIRCUITS,
             };
-            infer_from_caller(&evidence.calls, &evidence.shorts, &caller).transitions
+            let found = infer_from_caller(&evidence.calls, &evidence.shorts, &caller);
+            (found.transitions, evidence.pairing.confidence())
         };
         for t in inferred {
             let at = t.at;
@@ -109,6 +110,7 @@ pub fn breakers(
                     evidence: t.reason,
                     arrivals: t.arrivals,
                     sends: t.sends,
+                    confidence,
                 },
             });
         }
