@@ -467,3 +467,31 @@ fn a_defense_line_per_dependency_guards_a_service_that_has_no_breaker() {
         ["closed -> open", "open -> half_open", "half_open -> closed"]
     );
 }
+
+#[test]
+fn a_service_that_is_down_at_start_is_a_located_error_exit_3_before_any_load() {
+    let down = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let drill = Drill::run(
+        &fixture("defend-service.yaml"),
+        down,
+        free_port(),
+        dir.path(),
+    );
+    assert_eq!(drill.exit, Some(3), "{}", drill.output);
+    assert!(
+        drill.output.contains("experiment.yaml:")
+            && drill.output.contains(&format!(
+                "system.url: http://127.0.0.1:{down}: unreachable at start:"
+            )),
+        "{}",
+        drill.output
+    );
+    assert!(
+        drill.report.is_null(),
+        "the drill never started, so it wrote no report"
+    );
+    let requests = std::fs::read_to_string(Drill::dir(dir.path()).join("requests.jsonl"))
+        .unwrap_or_default();
+    assert_eq!(requests, "", "no load was sent");
+}

@@ -60,7 +60,9 @@ impl<'a> OwnService<'a> {
         for dependency in &self.experiment.dependencies {
             dependencies.push(stand_up_dependency(context, dependency, dialed).await?);
         }
-        // The service is not probed: it may take its first call late.
+        // The service took a TCP connection before the clock started
+        // (`dial::dial_all`); it is asked nothing more: it may take its
+        // first call late.
         let service = &self.system.service;
         let connector =
             dial::connector(service)
