@@ -495,3 +495,23 @@ fn a_service_that_is_down_at_start_is_a_located_error_exit_3_before_any_load() {
         .unwrap_or_default();
     assert_eq!(requests, "", "no load was sent");
 }
+
+#[test]
+fn the_clock_flag_virtual_on_an_own_service_experiment_is_refused_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = edited_fixture(
+        dir.path(),
+        "own.yaml",
+        &[
+            ("${SERVICE_PORT}", free_port().to_string()),
+            ("${DEPENDENCY_PORT}", free_port().to_string()),
+        ],
+    );
+    let (exit, output) =
+        blackbox_support::firedrill(&["run", "--quiet", "--clock", "virtual"], &file);
+    assert_eq!(exit, Some(2), "{output}");
+    assert!(
+        output.contains("--clock virtual: ") && output.contains("system"),
+        "{output}"
+    );
+}

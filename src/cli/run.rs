@@ -87,10 +87,19 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
     let clock = options
         .clock
         .map_or(loaded.experiment.clock, ClockArg::kind);
-    if clock == ClockKind::Virtual && matches!(loaded.experiment.target, TargetSpec::Url(_)) {
-        return Err(CliError::invalid(
-            "--clock virtual: a real target (target.url) needs the real clock",
-        ));
+    // The file's own `clock: virtual` is refused with these when it is
+    // read; this is the flag's.
+    if clock == ClockKind::Virtual {
+        if loaded.experiment.system.is_some() {
+            return Err(CliError::invalid(
+                "--clock virtual: your own service (system:) is a real process and needs the real clock",
+            ));
+        }
+        if matches!(loaded.experiment.target, TargetSpec::Url(_)) {
+            return Err(CliError::invalid(
+                "--clock virtual: a real target (target.url) needs the real clock",
+            ));
+        }
     }
     let token = options.control_token.clone().filter(|t| !t.is_empty());
     if let Some(addr) = options.control
