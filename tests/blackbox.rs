@@ -515,3 +515,34 @@ fn the_clock_flag_virtual_on_an_own_service_experiment_is_refused_exit_2() {
         "{output}"
     );
 }
+
+#[test]
+fn a_wait_relative_expectation_on_an_inferred_breaker_without_wait_in_open_is_a_located_error_exit_2()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let file = edited_fixture(
+        dir.path(),
+        "no-wait.yaml",
+        &[
+            ("${SERVICE_PORT}", free_port().to_string()),
+            ("${DEPENDENCY_PORT}", free_port().to_string()),
+            ("      wait_in_open: 2s\n", String::new()),
+            (
+                "  - calls to /inventory/* while inventory is open == 0\n",
+                "  - calls to /inventory/* while inventory is open == 0\n  - breaker inventory half_opens within wait_in_open ± 500ms after opening\n".to_string(),
+            ),
+        ],
+    );
+    for command in ["validate", "run"] {
+        let (exit, output) = blackbox_support::firedrill(&[command], &file);
+        assert_eq!(exit, Some(2), "firedrill {command}: {output}");
+        assert!(
+            output.contains("no-wait.yaml:")
+                && output.contains("expect[3]")
+                && output.contains(
+                    "breaker \"inventory\" at column 9 has no known wait_in_open: give system.breakers.inventory.wait_in_open"
+                ),
+            "firedrill {command}: {output}"
+        );
+    }
+}
