@@ -546,3 +546,99 @@ fn a_wait_relative_expectation_on_an_inferred_breaker_without_wait_in_open_is_a_
         );
     }
 }
+
+/// The fixture with a short run, a short client timeout and one
+/// expectation that holds whatever the service does, so only the
+/// service's silence can fail the run.
+fn short_drill_that_would_pass() -> Vec<(&'static str, String)> {
+    vec![
+        ("duration: 12s", "duration: 4s".to_string()),
+        ("timeout: 3s", "timeout: 500ms".to_string()),
+        (
+            "  - breaker inventory goes closed -> open -> half_open -> closed\n  - breaker inventory opens within 1s of inventory-500.start\n  - calls to /inventory/* while inventory is open == 0\n  - route stock fallback while inventory is open >= 90%\n",
+            "  - calls to /inventory/* == 0\n".to_string(),
+        ),
+    ]
+}
+
+#[test]
+fn a_service_that_accepts_but_never_answers_is_exit_3_not_a_verdict() {
+    let silent = blackbox_support::silent_service();
+    let dir = tempfile::tempdir().unwrap();
+    let drill = Drill::run_with(
+        &fixture("defend-service.yaml"),
+        silent,
+        free_port(),
+        dir.path(),
+        &short_drill_that_would_pass(),
+    );
+    assert_eq!(drill.exit, Some(3), "{}", drill.output);
+    assert!(
+        drill.output.contains("experiment.yaml:")
+            && drill.output.contains(&format!(
+                "system.url: http://127.0.0.1:{silent}: the service under test did not answer:"
+            )),
+        "{}",
+        drill.output
+    );
+    assert!(drill.report.is_null(), "no verdict: {:#}", drill.report);
+}
+
+/// opossum does not pass firedrill's request id on to its dependency, so
+/// the arrivals cannot be tied to requests one by one: the route's figure
+/// is every arrival at its breaker's dependency per request.
+#[test]
+fn a_black_box_routes_amplification_is_the_arrivals_at_its_dependency_per_request() {
+    let (drill, _) = black_box_drill("opossum", opossum, true);
+    assert_eq!(drill.exit, Some(0), "{}", drill.output);
+    let arrivals = drill.report["target_hits"].as_f64().unwrap();
+    let route = &drill.report["routes"][0];
+    let requests = route["requests"].as_f64().unwrap();
+    let amplification = route["amplification"].as_f64().unwrap();
+    assert_eq!(
+        amplification,
+        (arrivals * 1000.0 / requests).round() / 1000.0,
+        "{arrivals} arrivals for {requests} requests: {route:#}"
+    );
+    // The breaker kept the dependency's calls off while it was open, and
+    // the service called the dependency once per request otherwise.
+    assert!(
+        (0.5..1.0).contains(&amplification),
+        "{amplification}: {route:#}"
+    );
+}
+
+#[test]
+fn external_load_that_never_came_fails_every_expectation_with_no_calls_seen() {
+    let dependency_port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("service-journal.jsonl");
+    let service = Service::defend(&fixture("service-defense.yaml"), dependency_port, &journal);
+    let drill = Drill::run_with(
+        &fixture("external-load.yaml"),
+        service.port,
+        dependency_port,
+        dir.path(),
+        &[("duration: 10s", "duration: 4s".to_string())],
+    );
+    drop(service);
+    assert_eq!(drill.exit, Some(1), "{}", drill.output);
+    let warning = "no calls were seen at any dependency";
+    let warnings = drill.report["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with(warning)),
+        "{warnings:?}"
+    );
+    assert!(drill.html.contains(warning), "report.html shows the warning");
+    let verdicts = drill.report["verdicts"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 3);
+    for v in verdicts {
+        assert_eq!(v["passed"], false, "{v}");
+        assert!(
+            v["seen"].as_str().unwrap().starts_with("no calls were seen"),
+            "{v}"
+        );
+    }
+}

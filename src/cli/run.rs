@@ -181,13 +181,10 @@ fn write_reports(report: &RunReport, options: &RunArgs) -> Result<(), CliError> 
 }
 
 /// A run error; one about a part of the topology (a dependency's address,
-/// the service) names the file, line and column of its key.
+/// the service, a service that did not answer) names the file, line and
+/// column of its key.
 fn located(path: &Path, error: RunError) -> CliError {
-    if let RunError::Topology {
-        key,
-        message,
-        source,
-    } = &error
+    if let Some((key, message)) = error.at_key()
         && let Ok(text) = crate::schema::read_text(path)
     {
         let at: Vec<Segment> = key
@@ -195,12 +192,7 @@ fn located(path: &Path, error: RunError) -> CliError {
             .map(|k| Segment::Key(k.to_string()))
             .collect();
         let file = path.display().to_string();
-        return CliError::runtime(SchemaError::at(
-            &file,
-            &text,
-            &at,
-            format!("{message}: {source}"),
-        ));
+        return CliError::runtime(SchemaError::at(&file, &text, &at, message));
     }
     CliError::runtime(error)
 }
