@@ -13,6 +13,7 @@ mod model;
 
 use std::path::Path;
 
+pub(crate) use formats::iso8601;
 pub use formats::TraceFormat;
 pub use model::{Gap, Model};
 

@@ -3,6 +3,7 @@
 //! reports of them, and which of its answers were its own fallback.
 
 pub mod classify;
+pub mod events;
 pub mod infer;
 pub mod inferred;
 pub mod reported;
