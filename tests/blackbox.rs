@@ -144,12 +144,10 @@ fn a_dependency_port_in_use_is_a_located_error_exit_3() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
     let dir = tempfile::tempdir().unwrap();
-    let drill = Drill::run(
-        &fixture("defend-service.yaml"),
-        free_port(),
-        port,
-        dir.path(),
-    );
+    // The service must take a connection (system.url is probed before the
+    // dependency's address is bound).
+    let service = blackbox_support::silent_service();
+    let drill = Drill::run(&fixture("defend-service.yaml"), service, port, dir.path());
     assert_eq!(drill.exit, Some(3), "{}", drill.output);
     assert!(
         drill.output.contains(&format!(
@@ -468,6 +466,19 @@ fn a_defense_line_per_dependency_guards_a_service_that_has_no_breaker() {
     );
 }
 
+/// The drill stopped with exit 3, its error located at `system.url` and
+/// saying `message`, and wrote no report (there was no verdict).
+fn stopped_at_system_url(drill: &Drill, message: &str) {
+    assert_eq!(drill.exit, Some(3), "{}", drill.output);
+    assert!(
+        drill.output.contains("experiment.yaml:")
+            && drill.output.contains(&format!("system.url: {message}")),
+        "{}",
+        drill.output
+    );
+    assert!(drill.report.is_null(), "no verdict: {:#}", drill.report);
+}
+
 #[test]
 fn a_service_that_is_down_at_start_is_a_located_error_exit_3_before_any_load() {
     let down = free_port();
@@ -478,21 +489,12 @@ fn a_service_that_is_down_at_start_is_a_located_error_exit_3_before_any_load() {
         free_port(),
         dir.path(),
     );
-    assert_eq!(drill.exit, Some(3), "{}", drill.output);
-    assert!(
-        drill.output.contains("experiment.yaml:")
-            && drill.output.contains(&format!(
-                "system.url: http://127.0.0.1:{down}: unreachable at start:"
-            )),
-        "{}",
-        drill.output
+    stopped_at_system_url(
+        &drill,
+        &format!("http://127.0.0.1:{down}: unreachable at start:"),
     );
-    assert!(
-        drill.report.is_null(),
-        "the drill never started, so it wrote no report"
-    );
-    let requests = std::fs::read_to_string(Drill::dir(dir.path()).join("requests.jsonl"))
-        .unwrap_or_default();
+    let requests =
+        std::fs::read_to_string(Drill::dir(dir.path()).join("requests.jsonl")).unwrap_or_default();
     assert_eq!(requests, "", "no load was sent");
 }
 
@@ -572,16 +574,10 @@ fn a_service_that_accepts_but_never_answers_is_exit_3_not_a_verdict() {
         dir.path(),
         &short_drill_that_would_pass(),
     );
-    assert_eq!(drill.exit, Some(3), "{}", drill.output);
-    assert!(
-        drill.output.contains("experiment.yaml:")
-            && drill.output.contains(&format!(
-                "system.url: http://127.0.0.1:{silent}: the service under test did not answer:"
-            )),
-        "{}",
-        drill.output
+    stopped_at_system_url(
+        &drill,
+        &format!("http://127.0.0.1:{silent}: the service under test did not answer:"),
     );
-    assert!(drill.report.is_null(), "no verdict: {:#}", drill.report);
 }
 
 /// opossum does not pass firedrill's request id on to its dependency, so
@@ -631,13 +627,19 @@ fn external_load_that_never_came_fails_every_expectation_with_no_calls_seen() {
             .any(|w| w.as_str().unwrap().starts_with(warning)),
         "{warnings:?}"
     );
-    assert!(drill.html.contains(warning), "report.html shows the warning");
+    assert!(
+        drill.html.contains(warning),
+        "report.html shows the warning"
+    );
     let verdicts = drill.report["verdicts"].as_array().unwrap();
     assert_eq!(verdicts.len(), 3);
     for v in verdicts {
         assert_eq!(v["passed"], false, "{v}");
         assert!(
-            v["seen"].as_str().unwrap().starts_with("no calls were seen"),
+            v["seen"]
+                .as_str()
+                .unwrap()
+                .starts_with("no calls were seen"),
             "{v}"
         );
     }

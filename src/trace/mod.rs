@@ -13,8 +13,8 @@ mod model;
 
 use std::path::Path;
 
-pub(crate) use formats::iso8601;
 pub use formats::TraceFormat;
+pub(crate) use formats::iso8601;
 pub use model::{Gap, Model};
 
 use crate::clock::Duration;

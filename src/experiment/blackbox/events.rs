@@ -307,9 +307,9 @@ impl EventsLog {
                     format!("{field}: expected an RFC 3339 time, e.g. `2026-11-17T10:00:00.123Z`")
                 })?,
             unit => {
-                let n = value.and_then(serde_json::Value::as_f64).ok_or_else(|| {
-                    format!("{field}: expected a number of {}", unit_name(*unit))
-                })?;
+                let n = value
+                    .and_then(serde_json::Value::as_f64)
+                    .ok_or_else(|| format!("{field}: expected a number of {}", unit_name(*unit)))?;
                 n * match unit {
                     TimeUnit::S => 1000.0,
                     TimeUnit::Us => 0.001,
@@ -426,7 +426,9 @@ mod tests {
             "{\"event\": \"success\"}\nnot even json? no: {}\n",
         );
         assert!(
-            got.unwrap_err().ends_with("log.jsonl:2: expected a JSON object: expected ident at line 1 column 2"),
+            got.unwrap_err().ends_with(
+                "log.jsonl:2: expected a JSON object: expected ident at line 1 column 2"
+            ),
             "a line that is not JSON is an error, even with skip"
         );
         let got = read(
@@ -468,12 +470,30 @@ mod tests {
     #[test]
     fn bad_keys_of_the_mapping_are_refused() {
         for (yaml, want) in [
-            ("{ file: f, time: { unit: minutes } }", "unknown variant `minutes`"),
-            ("{ file: f, time: { epoch: boot } }", "unknown variant `boot`"),
-            ("{ file: f, state: { words: { X: ajar } } }", "unknown variant `ajar`"),
-            ("{ file: f, skip: { field: event } }", "missing field `unless`"),
-            ("{ file: f, skip: { field: event, unless: [] } }", "skip.unless: give at least one value"),
-            ("{ file: f, time: { unit: rfc3339, epoch: drill } }", "time.epoch: an rfc3339 time says its own date"),
+            (
+                "{ file: f, time: { unit: minutes } }",
+                "unknown variant `minutes`",
+            ),
+            (
+                "{ file: f, time: { epoch: boot } }",
+                "unknown variant `boot`",
+            ),
+            (
+                "{ file: f, state: { words: { X: ajar } } }",
+                "unknown variant `ajar`",
+            ),
+            (
+                "{ file: f, skip: { field: event } }",
+                "missing field `unless`",
+            ),
+            (
+                "{ file: f, skip: { field: event, unless: [] } }",
+                "skip.unless: give at least one value",
+            ),
+            (
+                "{ file: f, time: { unit: rfc3339, epoch: drill } }",
+                "time.epoch: an rfc3339 time says its own date",
+            ),
             ("{ file: f, colour: red }", "unknown field `colour`"),
             ("{ time: { unit: s } }", "missing field `file`"),
         ] {

@@ -190,7 +190,9 @@ mod tests {
         assert!(
             err.contains("experiment.yaml:9:60: ")
                 && err.contains("system.breakers.inventory.reported.events.time.unit")
-                && err.contains("unknown value `minutes`, expected one of `ms`, `s`, `us`, `rfc3339`"),
+                && err.contains(
+                    "unknown value `minutes`, expected one of `ms`, `s`, `us`, `rfc3339`"
+                ),
             "{err}"
         );
     }

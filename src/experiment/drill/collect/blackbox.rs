@@ -33,7 +33,12 @@ pub fn answered(
     if requests.is_empty() || *ending == Ending::Interrupted || requests.iter().any(by_service) {
         return Ok(());
     }
-    let failed = |e: ClientError| requests.iter().filter(|r| r.client_error == Some(e)).count();
+    let failed = |e: ClientError| {
+        requests
+            .iter()
+            .filter(|r| r.client_error == Some(e))
+            .count()
+    };
     let (timeouts, connect, broken) = (
         failed(ClientError::Timeout),
         failed(ClientError::Connect),

@@ -24,12 +24,14 @@ pub type Dialed = std::collections::BTreeMap<String, Forward<ServiceConnector>>;
 /// late, so nothing is asked of it yet.
 pub async fn dial_all(experiment: &Experiment) -> Result<Dialed, RunError> {
     let mut dialed = Dialed::new();
-    for service in experiment.services() {
-        if service.at == "system" {
-            accepts(service).await?;
-        } else {
-            dialed.insert(service.at.clone(), dial_one(service).await?);
-        }
+    let (system, others): (Vec<&Service>, Vec<&Service>) =
+        experiment.services().partition(|s| s.at == "system");
+    for service in others {
+        dialed.insert(service.at.clone(), dial_one(service).await?);
+    }
+    // Last: what the service calls is checked first.
+    for service in system {
+        accepts(service).await?;
     }
     Ok(dialed)
 }
