@@ -144,12 +144,10 @@ fn a_dependency_port_in_use_is_a_located_error_exit_3() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
     let dir = tempfile::tempdir().unwrap();
-    let drill = Drill::run(
-        &fixture("defend-service.yaml"),
-        free_port(),
-        port,
-        dir.path(),
-    );
+    // The service must take a connection (system.url is probed before the
+    // dependency's address is bound).
+    let service = blackbox_support::silent_service();
+    let drill = Drill::run(&fixture("defend-service.yaml"), service, port, dir.path());
     assert_eq!(drill.exit, Some(3), "{}", drill.output);
     assert!(
         drill.output.contains(&format!(
@@ -477,6 +475,185 @@ fn a_defense_line_per_dependency_guards_a_service_that_has_no_breaker() {
         report_sequence(&drill.report, "inventory-guard"),
         ["closed -> open", "open -> half_open", "half_open -> closed"]
     );
+}
+
+/// The drill stopped with exit 3, its error located at `system.url` and
+/// saying `message`, and wrote no report (there was no verdict).
+fn stopped_at_system_url(drill: &Drill, message: &str) {
+    assert_eq!(drill.exit, Some(3), "{}", drill.output);
+    assert!(
+        drill.output.contains("experiment.yaml:")
+            && drill.output.contains(&format!("system.url: {message}")),
+        "{}",
+        drill.output
+    );
+    assert!(drill.report.is_null(), "no verdict: {:#}", drill.report);
+}
+
+#[test]
+fn a_service_that_is_down_at_start_is_a_located_error_exit_3_before_any_load() {
+    let down = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let drill = Drill::run(
+        &fixture("defend-service.yaml"),
+        down,
+        free_port(),
+        dir.path(),
+    );
+    stopped_at_system_url(
+        &drill,
+        &format!("http://127.0.0.1:{down}: unreachable at start:"),
+    );
+    let requests =
+        std::fs::read_to_string(Drill::dir(dir.path()).join("requests.jsonl")).unwrap_or_default();
+    assert_eq!(requests, "", "no load was sent");
+}
+
+#[test]
+fn the_clock_flag_virtual_on_an_own_service_experiment_is_refused_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = edited_fixture(
+        dir.path(),
+        "own.yaml",
+        &[
+            ("${SERVICE_PORT}", free_port().to_string()),
+            ("${DEPENDENCY_PORT}", free_port().to_string()),
+        ],
+    );
+    let (exit, output) =
+        blackbox_support::firedrill(&["run", "--quiet", "--clock", "virtual"], &file);
+    assert_eq!(exit, Some(2), "{output}");
+    assert!(
+        output.contains("--clock virtual: ") && output.contains("system"),
+        "{output}"
+    );
+}
+
+#[test]
+fn a_wait_relative_expectation_on_an_inferred_breaker_without_wait_in_open_is_a_located_error_exit_2()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let file = edited_fixture(
+        dir.path(),
+        "no-wait.yaml",
+        &[
+            ("${SERVICE_PORT}", free_port().to_string()),
+            ("${DEPENDENCY_PORT}", free_port().to_string()),
+            ("      wait_in_open: 2s\n", String::new()),
+            (
+                "  - calls to /inventory/* while inventory is open == 0\n",
+                "  - calls to /inventory/* while inventory is open == 0\n  - breaker inventory half_opens within wait_in_open ± 500ms after opening\n".to_string(),
+            ),
+        ],
+    );
+    for command in ["validate", "run"] {
+        let (exit, output) = blackbox_support::firedrill(&[command], &file);
+        assert_eq!(exit, Some(2), "firedrill {command}: {output}");
+        assert!(
+            output.contains("no-wait.yaml:")
+                && output.contains("expect[3]")
+                && output.contains(
+                    "breaker \"inventory\" at column 9 has no known wait_in_open: give system.breakers.inventory.wait_in_open"
+                ),
+            "firedrill {command}: {output}"
+        );
+    }
+}
+
+/// The fixture with a short run, a short client timeout and one
+/// expectation that holds whatever the service does, so only the
+/// service's silence can fail the run.
+fn short_drill_that_would_pass() -> Vec<(&'static str, String)> {
+    vec![
+        ("duration: 12s", "duration: 4s".to_string()),
+        ("timeout: 3s", "timeout: 500ms".to_string()),
+        (
+            "  - breaker inventory goes closed -> open -> half_open -> closed\n  - breaker inventory opens within 1s of inventory-500.start\n  - calls to /inventory/* while inventory is open == 0\n  - route stock fallback while inventory is open >= 90%\n",
+            "  - calls to /inventory/* == 0\n".to_string(),
+        ),
+    ]
+}
+
+#[test]
+fn a_service_that_accepts_but_never_answers_is_exit_3_not_a_verdict() {
+    let silent = blackbox_support::silent_service();
+    let dir = tempfile::tempdir().unwrap();
+    let drill = Drill::run_with(
+        &fixture("defend-service.yaml"),
+        silent,
+        free_port(),
+        dir.path(),
+        &short_drill_that_would_pass(),
+    );
+    stopped_at_system_url(
+        &drill,
+        &format!("http://127.0.0.1:{silent}: the service under test did not answer:"),
+    );
+}
+
+/// opossum does not pass firedrill's request id on to its dependency, so
+/// the arrivals cannot be tied to requests one by one: the route's figure
+/// is every arrival at its breaker's dependency per request.
+#[test]
+fn a_black_box_routes_amplification_is_the_arrivals_at_its_dependency_per_request() {
+    let (drill, _) = black_box_drill("opossum", opossum, true);
+    assert_eq!(drill.exit, Some(0), "{}", drill.output);
+    let arrivals = drill.report["target_hits"].as_f64().unwrap();
+    let route = &drill.report["routes"][0];
+    let requests = route["requests"].as_f64().unwrap();
+    let amplification = route["amplification"].as_f64().unwrap();
+    assert_eq!(
+        amplification,
+        (arrivals * 1000.0 / requests).round() / 1000.0,
+        "{arrivals} arrivals for {requests} requests: {route:#}"
+    );
+    // The breaker kept the dependency's calls off while it was open, and
+    // the service called the dependency once per request otherwise.
+    assert!(
+        (0.5..1.0).contains(&amplification),
+        "{amplification}: {route:#}"
+    );
+}
+
+#[test]
+fn external_load_that_never_came_fails_every_expectation_with_no_calls_seen() {
+    let dependency_port = free_port();
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("service-journal.jsonl");
+    let service = Service::defend(&fixture("service-defense.yaml"), dependency_port, &journal);
+    let drill = Drill::run_with(
+        &fixture("external-load.yaml"),
+        service.port,
+        dependency_port,
+        dir.path(),
+        &[("duration: 10s", "duration: 4s".to_string())],
+    );
+    drop(service);
+    assert_eq!(drill.exit, Some(1), "{}", drill.output);
+    let warning = "no calls were seen at any dependency";
+    let warnings = drill.report["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with(warning)),
+        "{warnings:?}"
+    );
+    assert!(
+        drill.html.contains(warning),
+        "report.html shows the warning"
+    );
+    let verdicts = drill.report["verdicts"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 3);
+    for v in verdicts {
+        assert_eq!(v["passed"], false, "{v}");
+        assert!(
+            v["seen"]
+                .as_str()
+                .unwrap()
+                .starts_with("no calls were seen"),
+            "{v}"
+        );
+    }
 }
 
 /// The drill with the dependency hanging (blackholed) for 8 s behind the

@@ -87,10 +87,19 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
     let clock = options
         .clock
         .map_or(loaded.experiment.clock, ClockArg::kind);
-    if clock == ClockKind::Virtual && matches!(loaded.experiment.target, TargetSpec::Url(_)) {
-        return Err(CliError::invalid(
-            "--clock virtual: a real target (target.url) needs the real clock",
-        ));
+    // The file's own `clock: virtual` is refused with these when it is
+    // read; this is the flag's.
+    if clock == ClockKind::Virtual {
+        if loaded.experiment.system.is_some() {
+            return Err(CliError::invalid(
+                "--clock virtual: your own service (system:) is a real process and needs the real clock",
+            ));
+        }
+        if matches!(loaded.experiment.target, TargetSpec::Url(_)) {
+            return Err(CliError::invalid(
+                "--clock virtual: a real target (target.url) needs the real clock",
+            ));
+        }
     }
     let token = options.control_token.clone().filter(|t| !t.is_empty());
     if let Some(addr) = options.control
@@ -172,13 +181,10 @@ fn write_reports(report: &RunReport, options: &RunArgs) -> Result<(), CliError> 
 }
 
 /// A run error; one about a part of the topology (a dependency's address,
-/// the service) names the file, line and column of its key.
+/// the service, a service that did not answer) names the file, line and
+/// column of its key.
 fn located(path: &Path, error: RunError) -> CliError {
-    if let RunError::Topology {
-        key,
-        message,
-        source,
-    } = &error
+    if let Some((key, message)) = error.at_key()
         && let Ok(text) = crate::schema::read_text(path)
     {
         let at: Vec<Segment> = key
@@ -186,12 +192,7 @@ fn located(path: &Path, error: RunError) -> CliError {
             .map(|k| Segment::Key(k.to_string()))
             .collect();
         let file = path.display().to_string();
-        return CliError::runtime(SchemaError::at(
-            &file,
-            &text,
-            &at,
-            format!("{message}: {source}"),
-        ));
+        return CliError::runtime(SchemaError::at(&file, &text, &at, message));
     }
     CliError::runtime(error)
 }

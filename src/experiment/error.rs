@@ -62,7 +62,36 @@ pub enum RunError {
     /// `instance:` no target instance has).
     #[error("defense.{0}")]
     PoolServer(String),
+    /// The user's service (`system.url`) answered none of the load's
+    /// requests: the run cannot be judged.
+    #[error("system.url {url}: the service under test did not answer: {seen}")]
+    Unanswered {
+        /// The service's URL as written.
+        url: String,
+        /// What the requests got instead.
+        seen: String,
+    },
     /// A record sink (`requests.jsonl`) could not be written.
     #[error("cannot write the requests of the run: {0}")]
     Records(#[source] std::io::Error),
+}
+
+impl RunError {
+    /// The experiment key an error is about and its message without it
+    /// (`dependencies.inventory.listen`, `system.url`), for the command
+    /// line to point at the key's line and column; none for the others.
+    pub fn at_key(&self) -> Option<(&str, String)> {
+        match self {
+            RunError::Topology {
+                key,
+                message,
+                source,
+            } => Some((key, format!("{message}: {source}"))),
+            RunError::Unanswered { url, seen } => Some((
+                "system.url",
+                format!("{url}: the service under test did not answer: {seen}"),
+            )),
+            _ => None,
+        }
+    }
 }

@@ -46,8 +46,16 @@ pub fn render(report: &RunReport) -> String {
     out
 }
 
-/// The table of routes: requests, outcomes, latency, amplification.
+/// The table of routes: requests, outcomes, latency, amplification; a
+/// run that sent no load of its own (`load: external`) says so instead.
 fn routes(out: &mut String, report: &RunReport) {
+    if report.routes.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n  no routes: firedrill sent no load of its own (load: external)"
+        );
+        return;
+    }
     let _ = writeln!(
         out,
         "\n  {:<12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>7}",

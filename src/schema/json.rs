@@ -183,10 +183,28 @@ pub fn no_parameters(_: &mut SchemaGenerator) -> Schema {
 /// A recording's path on its own (`replay: incident.log`, its format told
 /// from its first line), or the mapping `T`.
 pub fn file_or<T: schemars::JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    path_or::<T>(
+        generator,
+        "The recording's path, relative to this file; its format is told from its first line.",
+    )
+}
+
+/// An events file's path on its own (`events: /tmp/events.jsonl`, lines
+/// `{"at_ms", "from", "to"}`), or the mapping `T` that says how its lines
+/// read.
+pub fn events_or<T: schemars::JsonSchema>(generator: &mut SchemaGenerator) -> Schema {
+    path_or::<T>(
+        generator,
+        "The events file's path: JSON lines {\"at_ms\": <Unix epoch ms>, \"from\", \"to\"}.",
+    )
+}
+
+/// A path described by `description`, or the mapping `T`.
+fn path_or<T: schemars::JsonSchema>(generator: &mut SchemaGenerator, description: &str) -> Schema {
     let mapping = generator.subschema_for::<T>();
     json_schema!({
         "anyOf": [
-            { "type": "string", "minLength": 1, "description": "The recording's path, relative to this file; its format is told from its first line." },
+            { "type": "string", "minLength": 1, "description": description },
             mapping,
         ],
     })

@@ -313,7 +313,7 @@ fn envoy(line: &str) -> Result<Parsed, LineError> {
 }
 
 /// Seconds since the epoch of `YYYY-MM-DDTHH:MM:SS[.fff](Z|±HH:MM)`.
-fn iso8601(text: &str) -> Option<f64> {
+pub(crate) fn iso8601(text: &str) -> Option<f64> {
     let b = text.as_bytes();
     let digits = |from: usize, len: usize| -> Option<i64> {
         let s = text.get(from..from + len)?;

@@ -14,6 +14,7 @@ mod model;
 use std::path::Path;
 
 pub use formats::TraceFormat;
+pub(crate) use formats::iso8601;
 pub use model::{Gap, Model};
 
 use crate::clock::Duration;

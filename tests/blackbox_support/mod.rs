@@ -286,3 +286,35 @@ pub fn reported(report: &serde_json::Value, breaker: &str) -> Vec<(f64, String, 
         })
         .collect()
 }
+
+/// A "service" that accepts every connection and never answers: each
+/// connection is held open, unread, until the test process ends. Returns
+/// its port.
+pub fn silent_service() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().flatten() {
+            held.push(stream);
+        }
+    });
+    port
+}
+
+/// Runs `firedrill ARGS FILE` and returns its exit code and stderr.
+pub fn firedrill(args: &[&str], file: &Path) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .args(args)
+        .arg(file)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}

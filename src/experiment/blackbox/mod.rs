@@ -4,6 +4,7 @@
 
 pub mod caller;
 pub mod classify;
+pub mod events;
 pub mod evidence;
 pub mod infer;
 pub mod inferred;

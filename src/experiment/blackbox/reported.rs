@@ -12,14 +12,17 @@ use crate::defense::breaker::State;
 use crate::http::ShutdownSignal;
 use crate::http::client::Upstream;
 
+pub use super::events::EventsLog;
+
 /// Where the service reports its breaker's state.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReportedSource {
     /// A JSON-lines file the service appends to, one line per change:
     /// `{"at_ms": <Unix epoch ms>, "from": "closed", "to": "open"}`
     /// (state names `closed`, `open`, `half_open`; `halfOpen` and
-    /// `half-open` too). Read after the drill.
-    Events(String),
+    /// `half-open` too), or a library's own log read through a mapping
+    /// ([`EventsLog`]). Read after the drill.
+    Events(EventsLog),
     /// The service's Prometheus endpoint, scraped during the drill.
     Prometheus(PrometheusSource),
 }
@@ -30,9 +33,13 @@ pub enum ReportedSource {
 #[schemars(extend("minProperties" = 1, "maxProperties" = 1))]
 struct RawReported {
     /// A JSON-lines file the service appends to, one line per change:
-    /// `{"at_ms": <Unix epoch ms>, "from": "closed", "to": "open"}`.
-    #[serde(default)]
-    events: Option<String>,
+    /// its path (lines `{"at_ms": <Unix epoch ms>, "from": "closed",
+    /// "to": "open"}`), or `{ file, time: { field, unit, epoch }, state:
+    /// { field, words }, skip: { field, unless } }` to read a library's own
+    /// log as it is.
+    #[serde(default, deserialize_with = "crate::schema::file_or_mapping")]
+    #[schemars(schema_with = "crate::schema::json::events_or::<EventsLog>")]
+    events: Option<EventsLog>,
     /// The service's Prometheus endpoint, scraped during the drill.
     #[serde(default)]
     prometheus: Option<PrometheusSource>,
@@ -43,7 +50,7 @@ impl TryFrom<RawReported> for ReportedSource {
 
     fn try_from(raw: RawReported) -> Result<Self, String> {
         match (raw.events, raw.prometheus) {
-            (Some(path), None) => Ok(ReportedSource::Events(path)),
+            (Some(log), None) => Ok(ReportedSource::Events(log)),
             (None, Some(p)) => {
                 if !p.url.starts_with("http://") {
                     return Err(format!(
@@ -85,42 +92,13 @@ pub struct PrometheusSource {
 pub type Change = (Duration, State, State);
 
 /// A state name as services write it.
-fn state(name: &str) -> Option<State> {
+pub(super) fn state(name: &str) -> Option<State> {
     match name.trim() {
         "closed" | "CLOSED" => Some(State::Closed),
         "open" | "OPEN" | "forced_open" | "FORCED_OPEN" => Some(State::Open),
         "half_open" | "halfOpen" | "half-open" | "HALF_OPEN" => Some(State::HalfOpen),
         _ => None,
     }
-}
-
-/// Reads an events file; times are put on the drill's clock with
-/// `started_at_unix_ms`. An unreadable file or line is an error that says
-/// which.
-pub fn read_events(path: &str, started_at_unix_ms: u64) -> Result<Vec<Change>, String> {
-    #[derive(Deserialize)]
-    struct Line {
-        at_ms: f64,
-        from: String,
-        to: String,
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: cannot read: {e}"))?;
-    let mut changes = Vec::new();
-    for (i, line) in text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let bad = |what: &str| format!("{path}:{}: {what}", i + 1);
-        let l: Line = serde_json::from_str(line)
-            .map_err(|e| bad(&format!("expected {{\"at_ms\", \"from\", \"to\"}}: {e}")))?;
-        let (Some(from), Some(to)) = (state(&l.from), state(&l.to)) else {
-            return Err(bad("from/to: expected closed, open or half_open"));
-        };
-        let since = (l.at_ms - started_at_unix_ms as f64).max(0.0);
-        changes.push((Duration::from_secs_f64(since / 1000.0), from, to));
-    }
-    Ok(changes)
 }
 
 /// A sample's labels: name and (unescaped) value.
@@ -413,6 +391,11 @@ mod tests {
         assert_eq!(counts(1, 0, 0).since(counts(4, 3, 1)), counts(1, 0, 0));
     }
 
+    /// The plain form, `events: FILE`.
+    fn plain(file: &std::path::Path) -> EventsLog {
+        <EventsLog as crate::schema::FromFile>::from_file(file.to_str().unwrap()).unwrap()
+    }
+
     #[test]
     fn events_are_put_on_the_drills_clock_and_library_state_names_read() {
         let dir = tempfile::tempdir().unwrap();
@@ -423,7 +406,7 @@ mod tests {
              {\"at_ms\": 1002500, \"from\": \"open\", \"to\": \"halfOpen\"}\n",
         )
         .unwrap();
-        let changes = read_events(file.to_str().unwrap(), 1_000_000).unwrap();
+        let changes = plain(&file).read(1_000_000).unwrap().changes;
         assert_eq!(
             changes,
             [
@@ -442,9 +425,9 @@ mod tests {
             "{\"at_ms\": 1, \"from\": \"closed\", \"to\": \"ajar\"}\n",
         )
         .unwrap();
-        let err = read_events(file.to_str().unwrap(), 0).unwrap_err();
+        let err = plain(&file).read(0).unwrap_err();
         assert!(
-            err.ends_with("events.jsonl:1: from/to: expected closed, open or half_open"),
+            err.ends_with("events.jsonl:1: to: `ajar`: expected closed, open or half_open"),
             "{err}"
         );
     }

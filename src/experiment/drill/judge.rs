@@ -1,7 +1,8 @@
 //! The fourth stage, judge: every expectation on the run, from the tallies
 //! the stream counted as requests finished, then the steady state's
 //! before and after checks (not judged as injected when the run never
-//! injected a fault). Hands [`Judged`] to the report stage.
+//! injected a fault); a run with nothing to judge fails every one. Hands
+//! [`Judged`] to the report stage.
 
 use super::outcome::{Ending, RunResult};
 use crate::experiment::Verdict;
@@ -31,6 +32,13 @@ pub fn judge(loaded: &Loaded, run: RunResult) -> Judged {
     if let Some(steady) = &loaded.steady {
         let injected = !matches!(run.ending, Ending::NotHealthy { .. });
         verdicts.extend(steady.judge(&run.timeline, injected, steady_tallies));
+    }
+    if let Some(seen) = &run.nothing_to_judge {
+        for verdict in &mut verdicts {
+            verdict.passed = false;
+            verdict.seen.clone_from(seen);
+            verdict.at = None;
+        }
     }
     Judged { run, verdicts }
 }

@@ -40,6 +40,10 @@ pub struct RunResult {
     pub started_at_unix_ms: Option<u64>,
     /// What could not be read after the run (a service's events file).
     pub warnings: Vec<String>,
+    /// Why nothing of the run can be judged (`load: external` and no call
+    /// reached any dependency): every verdict fails with this as what it
+    /// saw. None for every other run.
+    pub nothing_to_judge: Option<String>,
     /// How many times each fault was injected, by name.
     pub injected: std::collections::BTreeMap<String, u64>,
     /// What was counted of the requests as they finished: the tallies of

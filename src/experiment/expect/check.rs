@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use crate::experiment::timeline::Timeline;
 
-use super::ast::{Anchor, Expectation, Name, PoolRule, Rule, Server, Window};
+use super::ast::{Anchor, Expectation, Name, PoolRule, Rule, Server, Wait, Window};
 use super::grammar::closest;
 
 /// The names an experiment defines.
@@ -28,6 +28,10 @@ pub struct Names {
     pub pool_servers: std::collections::BTreeMap<String, BTreeSet<String>>,
     /// Instances of the built-in target.
     pub instances: BTreeSet<String>,
+    /// Breakers whose wait in open is not known (an inferred breaker
+    /// declared without `wait_in_open`): a sentence measured against it
+    /// has nothing to be measured against.
+    pub unknown_waits: BTreeSet<String>,
 }
 
 impl Names {
@@ -72,10 +76,15 @@ impl Names {
 /// column and the closest known name, joined with `; `.
 pub fn check(expectation: &Expectation, names: &Names) -> Result<(), String> {
     let mut refs: Vec<Reference<'_>> = Vec::new();
+    let mut problems = Vec::new();
     let window = |w| window_name(w, names);
     match &expectation.rule {
-        Rule::Sequence { breaker, .. } | Rule::WaitInOpen { breaker, .. } => {
+        Rule::Sequence { breaker, .. } => refs.push(("breaker", breaker, &names.breakers)),
+        Rule::WaitInOpen { breaker, wait, .. } => {
             refs.push(("breaker", breaker, &names.breakers));
+            if *wait == Wait::Configured && names.unknown_waits.contains(&breaker.text) {
+                problems.push(unknown_wait(breaker));
+            }
         }
         Rule::Reaches {
             breaker, anchor, ..
@@ -131,16 +140,26 @@ pub fn check(expectation: &Expectation, names: &Names) -> Result<(), String> {
             refs.extend(window(w));
         }
     }
-    let problems: Vec<String> = refs
-        .into_iter()
-        .filter(|(_, name, known)| !known.contains(&name.text))
-        .map(|(kind, name, known)| unknown(kind, name, known))
-        .collect();
+    problems.splice(
+        0..0,
+        refs.into_iter()
+            .filter(|(_, name, known)| !known.contains(&name.text))
+            .map(|(kind, name, known)| unknown(kind, name, known)),
+    );
     if problems.is_empty() {
         Ok(())
     } else {
         Err(problems.join("; "))
     }
+}
+
+/// `breaker "inventory" at column 9 has no known wait_in_open: give
+/// system.breakers.inventory.wait_in_open, or write the wait out`.
+fn unknown_wait(breaker: &Name) -> String {
+    format!(
+        "breaker \"{}\" at column {} has no known wait_in_open: give system.breakers.{}.wait_in_open (the service's own wait in open), or write the wait out (`within 2s ± 500ms after opening`)",
+        breaker.text, breaker.column, breaker.text
+    )
 }
 
 /// The name a window refers to, its kind and the names it must be among.

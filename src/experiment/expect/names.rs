@@ -37,6 +37,13 @@ pub fn names(experiment: &Experiment) -> Names {
     }
     if let Some(system) = &experiment.system {
         names.breakers.extend(system.breakers.keys().cloned());
+        names.unknown_waits.extend(
+            system
+                .breakers
+                .iter()
+                .filter(|(_, b)| b.wait_in_open.is_none())
+                .map(|(name, _)| name.clone()),
+        );
     }
     names
         .faults

@@ -2,7 +2,8 @@
 //! (the requests the stream kept, every arrival at a dependency, the
 //! breakers' transitions, recorded or inferred, the fault windows as they
 //! were applied), the stream's tallies, what the service reported, and the
-//! warnings a reader needs. Hands a [`RunResult`] to the judge stage.
+//! warnings a reader needs; a user's service that answered nothing stops
+//! here ([`blackbox`]). Hands a [`RunResult`] to the judge stage.
 
 use std::collections::BTreeMap;
 
@@ -13,6 +14,7 @@ use crate::experiment::config::Experiment;
 use crate::experiment::error::RunError;
 use crate::experiment::file::Loaded;
 
+pub mod blackbox;
 pub mod stream;
 pub mod timeline;
 
@@ -39,6 +41,7 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
         duration,
         std::mem::take(&mut counted.requests),
     );
+    blackbox::answered(experiment, &timeline.requests, &driven.ending)?;
     if stood.under_test.judged_after_the_run() {
         // Its breakers were inferred after the run: judge on everything.
         let mut all = loaded.expectations.clone();
@@ -64,7 +67,10 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
             .dependency_requests
             .sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
         warnings.extend(unread);
+        blackbox::reach(experiment, &timeline, &mut counted.routes);
     }
+    let nothing_to_judge = blackbox::no_calls(experiment, &timeline);
+    warnings.extend(nothing_to_judge.clone());
     let mut injected = BTreeMap::new();
     for dependency in &stood.dependencies {
         for (name, n) in dependency.plan.injected_by_name() {
@@ -79,6 +85,7 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
         shed: driven.load.shed(),
         started_at_unix_ms: stood.started_at_unix_ms,
         warnings,
+        nothing_to_judge: nothing_to_judge.map(|_| blackbox::NO_CALLS.to_string()),
     })
 }
 

@@ -1,13 +1,14 @@
 //! Dialling every real service of an experiment (`target.url`, the
-//! dependencies' upstreams) once before the drill's clock starts, so a
-//! service that cannot be reached stops the run before it begins.
+//! dependencies' upstreams, `system.url`) once before the drill's clock
+//! starts, so a service that cannot be reached stops the run before it
+//! begins.
 
 use std::sync::Arc;
 
 use crate::experiment::config::Experiment;
 use crate::experiment::config::Service;
 use crate::experiment::error::RunError;
-use crate::net::{self, TcpConnector};
+use crate::net::{self, Connector, TcpConnector};
 use crate::proxy::Forward;
 use crate::tls::{ServiceConnector, TlsClient, TlsKeys};
 
@@ -18,13 +19,34 @@ pub type Dialed = std::collections::BTreeMap<String, Forward<ServiceConnector>>;
 /// Connects once to every real service before the drill's clock starts
 /// (for `https://`, a handshake and a short wait for the alert of a server
 /// that rejects the client certificate), so a service that cannot be
-/// reached stops the run before it begins (exit 3).
+/// reached stops the run before it begins (exit 3). The user's own service
+/// (`system.url`) gets one TCP connection only: it may take its first call
+/// late, so nothing is asked of it yet.
 pub async fn dial_all(experiment: &Experiment) -> Result<Dialed, RunError> {
     let mut dialed = Dialed::new();
-    for service in experiment.services().filter(|s| s.at != "system") {
+    let (system, others): (Vec<&Service>, Vec<&Service>) =
+        experiment.services().partition(|s| s.at == "system");
+    for service in others {
         dialed.insert(service.at.clone(), dial_one(service).await?);
     }
+    // Last: what the service calls is checked first.
+    for service in system {
+        accepts(service).await?;
+    }
     Ok(dialed)
+}
+
+/// Whether `service` takes a TCP connection (resolved, connected, closed).
+async fn accepts(service: &Service) -> Result<(), RunError> {
+    let fail = |(step, source)| located(service, step, source);
+    let addr = net::resolve(&service.endpoint.authority)
+        .await
+        .map_err(|e| fail((Step::Resolve, e)))?;
+    TcpConnector { addr }
+        .connect()
+        .await
+        .map_err(|e| fail((Step::Connect, e)))?;
+    Ok(())
 }
 
 /// How to forward to `service`: dialled before the start, or now.
@@ -40,18 +62,24 @@ pub async fn take(
 
 /// [`dial`], its error naming the key at fault.
 async fn dial_one(service: &Service) -> Result<Forward<ServiceConnector>, RunError> {
-    dial(service).await.map_err(|(step, source)| {
-        let url = service.endpoint.url();
-        match (service.at.as_str(), step) {
-            ("target", Step::Resolve) => RunError::TargetResolve { url, source },
-            ("target", Step::Connect) => RunError::TargetUnreachable { url, source },
-            (at, step) => RunError::Topology {
-                key: format!("{at}.upstream"),
-                message: format!("{url}: {step}"),
-                source,
-            },
-        }
-    })
+    dial(service)
+        .await
+        .map_err(|(step, source)| located(service, step, source))
+}
+
+/// Why `service` could not be dialled, naming its key: `target.url`,
+/// `system.url` or `dependencies.NAME.upstream`.
+fn located(service: &Service, step: Step, source: std::io::Error) -> RunError {
+    let url = service.endpoint.url();
+    match (service.at.as_str(), step) {
+        ("target", Step::Resolve) => RunError::TargetResolve { url, source },
+        ("target", Step::Connect) => RunError::TargetUnreachable { url, source },
+        (at, step) => RunError::Topology {
+            key: format!("{at}.{}", if at == "system" { "url" } else { "upstream" }),
+            message: format!("{url}: {step}"),
+            source,
+        },
+    }
 }
 
 /// Where dialling a real service failed.

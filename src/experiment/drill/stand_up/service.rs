@@ -70,7 +70,9 @@ impl<'a> OwnService<'a> {
                 .unwrap_or_else(|e| e.into_inner())
                 .push(proxy);
         }
-        // The service is not probed: it may take its first call late.
+        // The service took a TCP connection before the clock started
+        // (`dial::dial_all`); it is asked nothing more: it may take its
+        // first call late.
         let service = &self.system.service;
         let connector =
             dial::connector(service)

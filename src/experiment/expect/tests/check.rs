@@ -74,3 +74,16 @@ fn an_experiment_without_breakers_says_so() {
         )
     );
 }
+
+#[test]
+fn a_wait_relative_sentence_on_a_breaker_of_unknown_wait_is_refused_a_written_wait_is_not() {
+    let mut names = names();
+    names.unknown_waits.insert("inventory".to_string());
+    let relative = "breaker inventory half_opens within wait_in_open ± 500ms after opening";
+    assert_eq!(
+        check(&parse(relative).unwrap(), &names),
+        Err("breaker \"inventory\" at column 9 has no known wait_in_open: give system.breakers.inventory.wait_in_open (the service's own wait in open), or write the wait out (`within 2s ± 500ms after opening`)".to_string())
+    );
+    let written = "breaker inventory half_opens within 2s ± 500ms after opening";
+    assert_eq!(check(&parse(written).unwrap(), &names), Ok(()));
+}
