@@ -11,6 +11,8 @@ Environment (all optional except DEPENDENCY_URL):
   CALL_TIMEOUT_MS  whole-call deadline of a dependency call (default 1000)
   FAIL_MAX         pybreaker fail_max: consecutive failures that open it (default 5)
   RESET_TIMEOUT_S  pybreaker reset_timeout in seconds, float allowed (default 2)
+  PROPAGATE        1 (default): copy `x-request-id` and `traceparent` from the
+                   incoming request to the dependency call; 0: do not
   NO_BREAKER=1     call the dependency directly, no breaker (failures still get
                    the fallback answer; no events are written)
   EVENTS_FILE      append one JSON line per breaker state change, written from
@@ -62,6 +64,8 @@ STATE_NAMES = {
     pybreaker.STATE_HALF_OPEN: "half_open",
 }
 STOCK_PATH = re.compile(r"^/stock/([^/]+)$")
+# The correlation headers copied onto the dependency call (PROPAGATE=1).
+PROPAGATED = ("x-request-id", "traceparent")
 
 
 def die(message: str) -> None:
@@ -107,8 +111,8 @@ class _DeadlineHandler(urllib.request.HTTPHandler):
         return self.do_open(functools.partial(_RememberingConnection, sockets=self._sockets), req)
 
 
-def fetch_inventory(base_url: str, sku: str, timeout_s: float) -> tuple[str, bytes]:
-    """GET {base_url}/inventory/<sku>; returns (content_type, body) for a status
+def fetch_inventory(base_url: str, sku: str, headers: dict, timeout_s: float) -> tuple[str, bytes]:
+    """GET {base_url}/inventory/<sku> with `headers`; returns (content_type, body) for a status
     below 500. Raises DependencyError for >= 500, TimeoutError when the whole
     exchange (connect, headers, body) exceeds timeout_s, OSError/URLError for a
     connection error. urlopen's timeout bounds each socket wait; the watchdog
@@ -130,7 +134,8 @@ def fetch_inventory(base_url: str, sku: str, timeout_s: float) -> tuple[str, byt
     opener = urllib.request.build_opener(_DeadlineHandler(sockets))
     try:
         try:
-            with opener.open(f"{base_url}/inventory/{sku}", timeout=timeout_s) as resp:
+            request = urllib.request.Request(f"{base_url}/inventory/{sku}", headers=headers)
+            with opener.open(request, timeout=timeout_s) as resp:
                 return resp.headers.get("content-type", "application/json"), resp.read()
         except urllib.error.HTTPError as err:  # any status >= 400
             with err:
@@ -164,7 +169,7 @@ class EventsFile(pybreaker.CircuitBreakerListener):
             self._file.flush()
 
 
-def make_handler(call):
+def make_handler(call, propagate: bool):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True  # headers and body go out as separate writes
@@ -200,8 +205,11 @@ def make_handler(call):
             if route == "health":
                 self.send(200, "text/plain", b"ok")
                 return
+            along = {}
+            if propagate:
+                along = {h: self.headers[h] for h in PROPAGATED if self.headers.get(h)}
             try:
-                content_type, body = call(route.group(1))
+                content_type, body = call(route.group(1), along)
             except pybreaker.CircuitBreakerError:
                 # Open breaker (the dependency was not called), the call that
                 # tripped it, or a failed half-open trial.
@@ -242,10 +250,13 @@ def main() -> None:
             name="inventory",
         )
 
-        def call(sku: str):
-            return breaker.call(fetch, sku)
+        def call(sku: str, headers: dict):
+            return breaker.call(fetch, sku, headers)
 
-    server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(call))
+    propagate = os.environ.get("PROPAGATE", "1") or "1"
+    if propagate not in ("0", "1"):
+        die(f"PROPAGATE={propagate}: expected 0 or 1")
+    server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(call, propagate == "1"))
     server.daemon_threads = True
 
     def stop(_signum, _frame):
