@@ -651,7 +651,7 @@ fn a_breaker_leaking_every_5th_call_does_not_pass_never_opens() {
 /// trial completes: the inference must close the breaker when the service
 /// did, not at the second arrival.
 #[test]
-#[ignore = "needs the counter proof against the caller's short-circuit intervals (issue 24 b)"]
+#[ignore = "needs the half-open inference to follow the caller's answers, not count arrivals (issue 24 b)"]
 fn a_burst_half_open_is_inferred_as_its_own_events_say() {
     let Ran { drill, events, .. } = handwritten_drill(&[("HALF_OPEN", "burst")], None);
     inferred_follows_the_events("handwritten (burst)", &drill, &events);
