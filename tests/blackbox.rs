@@ -107,6 +107,19 @@ fn edited_fixture(dir: &Path, name: &str, edits: &[(&str, String)]) -> PathBuf {
     file
 }
 
+/// `firedrill validate FILE`'s stderr, once it said exit 2 (bad input).
+fn invalid(file: &Path) -> String {
+    let out = assert_cmd::Command::cargo_bin("firedrill")
+        .unwrap()
+        .arg("validate")
+        .arg(file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    stderr
+}
+
 #[test]
 fn a_fault_naming_an_unknown_dependency_is_a_located_error_exit_2() {
     let dir = tempfile::tempdir().unwrap();
@@ -122,14 +135,7 @@ fn a_fault_naming_an_unknown_dependency_is_a_located_error_exit_2() {
             ),
         ],
     );
-    let out = assert_cmd::Command::cargo_bin("firedrill")
-        .unwrap()
-        .args(["validate"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = invalid(&file);
     assert!(
         stderr.contains("bad.yaml:")
             && stderr.contains(
@@ -705,14 +711,7 @@ fn a_bad_correlation_header_is_a_located_error_exit_2() {
         );
     let file = dir.path().join("bad.yaml");
     std::fs::write(&file, text).unwrap();
-    let out = assert_cmd::Command::cargo_bin("firedrill")
-        .unwrap()
-        .arg("validate")
-        .arg(&file)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    let stderr = invalid(&file);
     assert!(
         stderr.contains("bad.yaml:30:")
             && stderr.contains(

@@ -54,36 +54,24 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import re
-import signal
 import socket
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from urllib.parse import urlsplit
 
-FALLBACK_BODY = json.dumps({"items": [], "fallback": True}, separators=(",", ":")).encode()
-STOCK_PATH = re.compile(r"^/stock/([^/]+)$")
-PROPAGATED = ("x-request-id", "traceparent")
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import stock  # noqa: E402 - tests/services/stock.py, shared with the pybreaker service
+
 
 
 def die(message: str) -> None:
-    sys.stderr.write(f"handwritten service: {message}\n")
-    sys.exit(2)
+    stock.die("handwritten", message)
 
 
 def number_env(name: str, default: float, integer: bool = False) -> float:
-    raw = os.environ.get(name, "")
-    if raw == "":
-        return default
-    try:
-        value = int(raw) if integer else float(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        die(f"{name}={raw}: expected a non-negative {'integer' if integer else 'number'}")
-    return value
+    return stock.number_env("handwritten", name, default, integer)
 
 
 def now_ms() -> int:
@@ -198,70 +186,25 @@ class Dependency:
             conn.close()
 
 
-def make_handler(dependency, breaker, propagate, leaks):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True
+def make_answer(dependency, breaker, leaks):
+    """The answer to one /stock/<sku> through the breaker (see stock.serve)."""
 
-        def log_message(self, format, *args):  # noqa: A002 - keep stderr quiet under load
-            pass
+    def answer(sku: str, along: dict, incoming):
+        kind = breaker.before() if breaker else "call"
+        if kind == "reject":
+            return None
+        if kind == "leak" and leaks:
+            leaks.write({"at_ms": now_ms(), "leak": True, "path": f"/inventory/{sku}",
+                         "request_id": incoming.get("x-request-id")})
+        ok, content_type, body = dependency.fetch(sku, along)
+        if breaker:
+            breaker.after(kind, ok)
+        return (content_type, body) if ok else None
 
-        def send(self, status, content_type, body, extra=None):
-            self.send_response(status)
-            self.send_header("content-type", content_type)
-            self.send_header("content-length", str(len(body)))
-            for name, value in (extra or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(body)
-
-        def route(self):
-            path = self.path.split("?", 1)[0]
-            stock = STOCK_PATH.match(path)
-            if path != "/health" and not stock:
-                self.send(404, "text/plain", b"not found")
-                return None
-            if self.command != "GET":
-                self.send(405, "text/plain", b"method not allowed", {"allow": "GET"})
-                return None
-            return stock or "health"
-
-        def stock(self, sku):
-            kind = breaker.before() if breaker else "call"
-            if kind == "reject":
-                return False, "", b""
-            headers = {}
-            if propagate:
-                headers = {h: self.headers[h] for h in PROPAGATED if self.headers.get(h)}
-            if kind == "leak" and leaks:
-                leaks.write({"at_ms": now_ms(), "leak": True, "path": f"/inventory/{sku}",
-                             "request_id": self.headers.get("x-request-id")})
-            answer = dependency.fetch(sku, headers)
-            if breaker:
-                breaker.after(kind, answer[0])
-            return answer
-
-        def do_GET(self):
-            route = self.route()
-            if route == "health":
-                self.send(200, "text/plain", b"ok")
-            elif route is not None:
-                ok, content_type, body = self.stock(route.group(1))
-                if ok:
-                    self.send(200, content_type, body)
-                else:
-                    self.send(200, "application/json", FALLBACK_BODY, {"x-fallback": "cached"})
-
-        def do_other(self):
-            self.route()
-
-        do_POST = do_PUT = do_DELETE = do_PATCH = do_other
-
-    return Handler
+    return answer
 
 
 def main() -> None:
-    port = int(number_env("PORT", 0, integer=True))
     base_url = os.environ.get("DEPENDENCY_URL", "").rstrip("/")
     if not base_url:
         die("DEPENDENCY_URL is required (e.g. http://127.0.0.1:19001)")
@@ -269,9 +212,6 @@ def main() -> None:
     half_open = os.environ.get("HALF_OPEN", "single")
     if half_open not in ("single", "burst"):
         die(f"HALF_OPEN={half_open}: expected single or burst")
-    propagate = os.environ.get("PROPAGATE", "1") or "1"
-    if propagate not in ("0", "1"):
-        die(f"PROPAGATE={propagate}: expected 0 or 1")
     events_path = os.environ.get("EVENTS_FILE", "")
     events = JsonLines(events_path) if events_path else None
     leaks_path = os.environ.get("LEAK_EVENTS", "")
@@ -286,19 +226,7 @@ def main() -> None:
             burst=half_open == "burst",
         )
 
-    server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(dependency, breaker, propagate == "1", leaks))
-    server.daemon_threads = True
-
-    def stop(_signum, _frame):
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    print(f"listening on 127.0.0.1:{server.server_address[1]}", flush=True)
-    try:
-        server.serve_forever(poll_interval=0.1)
-    finally:
-        server.server_close()
+    stock.serve("handwritten", make_answer(dependency, breaker, leaks))
 
 
 if __name__ == "__main__":
