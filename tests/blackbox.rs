@@ -2,8 +2,11 @@
 //! dependency on a fixed port, sends load at it, and infers its breaker
 //! black-box. The services are real separate processes: `firedrill defend`
 //! (its breaker is unknown to the experiment; its journal is the service's
-//! own log), and the Node (opossum) and Python (pybreaker) services under
-//! `tests/services/`. Loopback only; each drill is bounded (12 s).
+//! own log), and the Node (opossum), Python (pybreaker) and hand-written
+//! services under `tests/services/`; the hand-written one is also broken on
+//! purpose (a leak while open, a burst half-open, no breaker) to prove the
+//! verdicts fail when they should. Loopback only; each drill is bounded
+//! (12 s).
 
 mod blackbox_support;
 
