@@ -63,3 +63,135 @@ impl FallbackKind {
         }
     }
 }
+
+/// The correlation header most services log and pass on.
+pub const X_REQUEST_ID: &str = "x-request-id";
+/// The W3C Trace Context header (`00-<trace id>-<parent id>-<flags>`).
+pub const TRACEPARENT: &str = "traceparent";
+
+/// The top bit of the low half of a trace id (and of the parent id): set,
+/// so that neither is ever all zeros (W3C calls that invalid) whatever the
+/// seed and request id.
+const MARK: u64 = 1 << 63;
+
+/// How a load request to a user's service carries its id, so that a call
+/// the service makes to a dependency can be paired with the request that
+/// caused it when the service passes the header on.
+///
+/// Every header named carries the run's trace id of the request,
+/// `<seed: 16 hex><2^63 | request id: 16 hex>`: `traceparent` as
+/// `00-<trace id>-<2^63 | request id: 16 hex>-01`, any other header as the
+/// 32 hex digits alone. Deterministic: the same seed gives the same ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Correlation {
+    /// The headers set on each request and read at the dependency proxy.
+    pub headers: Vec<http::HeaderName>,
+    /// The run's seed, the trace id's high half.
+    pub seed: u64,
+}
+
+impl Correlation {
+    /// The value of `header` for request `id`.
+    pub fn value(&self, header: &http::HeaderName, id: u64) -> http::HeaderValue {
+        let low = MARK | id;
+        let trace = format!("{:016x}{low:016x}", self.seed);
+        let text = if header.as_str() == TRACEPARENT {
+            format!("00-{trace}-{low:016x}-01")
+        } else {
+            trace
+        };
+        http::HeaderValue::from_str(&text).expect("hex digits and dashes")
+    }
+
+    /// The load request id carried by the first of the headers that holds
+    /// one of this run's ids (in either form, whatever its name).
+    pub fn request_id(&self, headers: &http::HeaderMap) -> Option<u64> {
+        self.headers
+            .iter()
+            .filter_map(|h| headers.get(h)?.to_str().ok())
+            .find_map(|v| self.parse(v))
+    }
+
+    /// The request id in `value`: a `traceparent` or a bare trace id of
+    /// this run's seed.
+    fn parse(&self, value: &str) -> Option<u64> {
+        let value = value.trim();
+        let trace = match value.split('-').collect::<Vec<_>>()[..] {
+            [version, trace, parent, flags]
+                if version.len() == 2 && parent.len() == 16 && flags.len() == 2 =>
+            {
+                trace
+            }
+            _ => value,
+        };
+        if trace.len() != 32 || !trace.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let (seed, low) = trace.split_at(16);
+        let seed = u64::from_str_radix(seed, 16).ok()?;
+        let low = u64::from_str_radix(low, 16).ok()?;
+        (seed == self.seed && low & MARK != 0).then_some(low & !MARK)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn both(seed: u64) -> Correlation {
+        Correlation {
+            headers: vec![
+                http::HeaderName::from_static(X_REQUEST_ID),
+                http::HeaderName::from_static(TRACEPARENT),
+            ],
+            seed,
+        }
+    }
+
+    #[test]
+    fn the_ids_encode_the_seed_and_the_request_and_are_never_all_zeros() {
+        let c = both(0);
+        let [rid, tp] = [&c.headers[0], &c.headers[1]].map(|h| c.value(h, 0));
+        assert_eq!(rid, "00000000000000008000000000000000");
+        assert_eq!(
+            tp,
+            "00-00000000000000008000000000000000-8000000000000000-01"
+        );
+        let c = both(11);
+        assert_eq!(
+            c.value(&c.headers[1], 41),
+            "00-000000000000000b8000000000000029-8000000000000029-01"
+        );
+    }
+
+    #[test]
+    fn a_request_id_is_read_back_from_either_header_in_either_form() {
+        let c = both(11);
+        for (name, id) in [(X_REQUEST_ID, 7), (TRACEPARENT, 9)] {
+            for form in [&c.headers[0], &c.headers[1]] {
+                let mut headers = http::HeaderMap::new();
+                headers.insert(name, c.value(form, id));
+                assert_eq!(c.request_id(&headers), Some(id), "{name} as {form}");
+            }
+        }
+    }
+
+    #[test]
+    fn another_runs_seed_a_foreign_id_or_an_unnamed_header_pairs_nothing() {
+        let c = both(11);
+        let mut headers = http::HeaderMap::new();
+        headers.insert(X_REQUEST_ID, both(12).value(&c.headers[0], 7));
+        headers.insert(
+            TRACEPARENT,
+            http::HeaderValue::from_static(
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            ),
+        );
+        assert_eq!(c.request_id(&headers), None);
+        headers.insert("x-correlation-id", c.value(&c.headers[0], 7));
+        assert_eq!(c.request_id(&headers), None, "not a configured header");
+        let unmarked = http::HeaderValue::from_static("000000000000000b0000000000000007");
+        headers.insert(X_REQUEST_ID, unmarked);
+        assert_eq!(c.request_id(&headers), None, "not one of firedrill's");
+    }
+}

@@ -41,7 +41,9 @@ pub struct Record {
     pub method: Method,
     /// The request path with its query.
     pub path: String,
-    /// The `x-firedrill-request-id` header, if present.
+    /// The load request it belongs to: its `x-firedrill-request-id`
+    /// header, or (an experiment's dependency proxy) the correlation header
+    /// the service passed on.
     pub request_id: Option<String>,
     /// The status returned to the client; `None` when the connection was
     /// cut, reset or blackholed and no response head was sent.
@@ -254,6 +256,16 @@ pub(crate) struct RequestLog<'a> {
 }
 
 impl RequestLog<'_> {
+    /// The load request the plan found in the request's headers, when the
+    /// record has none of its own.
+    pub(crate) fn belongs_to(&mut self, request_id: Option<u64>) {
+        if let (Some(record), Some(id)) = (self.record.as_mut(), request_id)
+            && record.request_id.is_none()
+        {
+            record.request_id = Some(id.to_string());
+        }
+    }
+
     /// Notes a fault that answered or cuts the response: it decides.
     pub(crate) fn decided_by(&mut self, hit: &Hit) {
         if self.shared.is_some() {

@@ -188,6 +188,47 @@ pub struct BreakerReport {
     /// beside the inferred transitions above.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reported: Option<Vec<TransitionReport>>,
+    /// A user's service's breaker: how the calls that reached its
+    /// dependency were paired with the load's requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub correlation: Option<CorrelationReport>,
+}
+
+/// How the arrivals an inferred breaker was read from were paired with the
+/// requests sent to the service: by the id the service passed on
+/// (`system.correlation`, or firedrill's own `x-firedrill-request-id`), or
+/// only by time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CorrelationReport {
+    /// Arrivals that carried a load request's id.
+    pub paired: u64,
+    /// Arrivals counted: every one at the dependency proxies that matches
+    /// the breaker's `path` (all of them without one).
+    pub of: u64,
+    /// `id` when every arrival carried an id, `time` when none did,
+    /// `mixed` otherwise.
+    pub by: &'static str,
+}
+
+impl CorrelationReport {
+    /// The pairing of the `hits` matching `path`.
+    fn of(
+        hits: &[crate::experiment::timeline::TargetHit],
+        path: Option<&crate::fault::HttpMatch>,
+    ) -> Self {
+        let mine = hits.iter().filter(|h| {
+            path.is_none_or(|m| m.matches(&http::Method::GET, &h.path, &http::HeaderMap::new()))
+        });
+        let (paired, of) = mine.fold((0, 0), |(p, n), h| {
+            (p + u64::from(h.request_id.is_some()), n + 1)
+        });
+        let by = match paired {
+            0 => "time",
+            p if p == of => "id",
+            _ => "mixed",
+        };
+        CorrelationReport { paired, of, by }
+    }
 }
 
 /// One transition, for reports.
@@ -268,6 +309,8 @@ impl RunReport {
                     final_state,
                     transitions,
                     reported,
+                    correlation: inferred
+                        .map(|i| CorrelationReport::of(&t.target_hits, i.path.as_ref())),
                 }
             })
             .collect();

@@ -8,6 +8,7 @@
 //!   url: http://127.0.0.1:8080          # the service: load goes here (or https:// with tls:)
 //!   breakers:                           # its breakers, inferred black-box
 //!     inventory: { dependency: inventory, routes: [stock] }
+//!   correlation: { headers: [x-request-id, traceparent] }   # the default; or `none`
 //! dependencies:
 //!   inventory:
 //!     listen: 127.0.0.1:19001           # the service calls this
@@ -19,6 +20,7 @@ use serde::{Deserialize, Deserializer};
 
 use crate::clock::Duration;
 use crate::http::endpoint::Endpoint;
+use crate::http::headers::{TRACEPARENT, X_REQUEST_ID};
 use crate::schema::deserialize_checked;
 use crate::schema::units::Dur;
 use crate::target::TargetRoute;
@@ -33,6 +35,9 @@ pub struct SystemSpec {
     /// Its breakers, inferred from what reaches its dependencies; named
     /// for expectations (`breaker NAME ...`).
     pub breakers: IndexMap<String, InferredBreaker>,
+    /// The headers each load request carries its id in, for the service to
+    /// pass on to its dependencies (empty: `correlation: none`).
+    pub correlation: Vec<http::HeaderName>,
 }
 
 /// A breaker of the user's service, inferred black-box.
@@ -151,6 +156,94 @@ pub(super) struct RawSystem {
     /// dependencies, by name.
     #[serde(default)]
     breakers: IndexMap<String, InferredBreaker>,
+    /// The headers each load request carries its id in (`x-request-id`,
+    /// W3C `traceparent`), so that a call the service passes them on to
+    /// is paired with its request: `{ headers: [...] }`, or `none`
+    /// (default: both).
+    #[serde(default)]
+    correlation: Option<Correlation>,
+}
+
+/// `system.correlation`: `none`, or `{ headers: [NAME, ...] }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Correlation(Vec<http::HeaderName>);
+
+/// `system.correlation` as a mapping.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawCorrelation {
+    /// The header names, at least one: `traceparent` carries
+    /// `00-<trace id>-<parent id>-01`, any other the 32-hex trace id.
+    headers: Vec<String>,
+}
+
+impl TryFrom<RawCorrelation> for Correlation {
+    type Error = String;
+
+    fn try_from(raw: RawCorrelation) -> Result<Self, String> {
+        if raw.headers.is_empty() {
+            return Err(
+                "headers: empty: name at least one header, or write `correlation: none`"
+                    .to_string(),
+            );
+        }
+        let mut names: Vec<http::HeaderName> = Vec::new();
+        for (i, name) in raw.headers.iter().enumerate() {
+            let header = http::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("headers[{i}]: `{name}` is not a header name"))?;
+            let reserved = ["host", "content-length", "transfer-encoding", "connection"];
+            if reserved.contains(&header.as_str()) || header.as_str().starts_with("x-firedrill-") {
+                return Err(format!(
+                    "headers[{i}]: `{name}` is not free for ids: use x-request-id, traceparent or a header of your own"
+                ));
+            }
+            if names.contains(&header) {
+                return Err(format!("headers[{i}]: `{name}` is named twice"));
+            }
+            names.push(header);
+        }
+        Ok(Correlation(names))
+    }
+}
+
+impl<'de> Deserialize<'de> for Correlation {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Correlation;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("`none` or { headers: [x-request-id, traceparent] }")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Correlation, E> {
+                match v {
+                    "none" => Ok(Correlation(Vec::new())),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(v), &self)),
+                }
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Correlation, A::Error> {
+                let raw =
+                    RawCorrelation::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Correlation::try_from(raw).map_err(serde::de::Error::custom)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+impl schemars::JsonSchema for Correlation {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Correlation".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let map = generator.subschema_for::<RawCorrelation>();
+        schemars::json_schema!({
+            "description": "`none`, or the headers each load request carries its id in.",
+            "anyOf": [{ "const": "none" }, map]
+        })
+    }
 }
 
 /// A breaker of the user's service, inferred from the arrivals at one
@@ -318,6 +411,14 @@ pub(super) fn read(
         SystemSpec {
             service,
             breakers: system.breakers,
+            correlation: system.correlation.map_or_else(
+                || {
+                    [X_REQUEST_ID, TRACEPARENT]
+                        .map(http::HeaderName::from_static)
+                        .to_vec()
+                },
+                |c| c.0,
+            ),
         },
         deps,
     ))

@@ -9,7 +9,7 @@
 
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use rand::Rng;
 use tokio::sync::watch;
@@ -36,6 +36,10 @@ pub struct FaultPlan {
     /// these are the calls that reached the dependency (answered by the
     /// target or by a fault in its place).
     arrivals: Option<Mutex<Vec<Arrival>>>,
+    /// A user's service's dependency: the headers in which the load's
+    /// requests carry their ids (`system.correlation`), read from each
+    /// arrival the service passed them on to. Set once, before the load.
+    correlation: OnceLock<crate::http::headers::Correlation>,
     /// Injections of faults no longer in the list, by name (a halt or an
     /// interrupt removes every fault; the report still counts them).
     retired: Mutex<std::collections::BTreeMap<String, u64>>,
@@ -53,7 +57,9 @@ pub struct Arrival {
     pub at: Duration,
     /// Request path.
     pub path: String,
-    /// The load generator's `x-firedrill-request-id`, if present.
+    /// The load request it belongs to: the load generator's
+    /// `x-firedrill-request-id`, else the id in a correlation header the
+    /// service passed on (see [`FaultPlan::correlate`]), if present.
     pub request_id: Option<u64>,
 }
 
@@ -200,6 +206,7 @@ impl FaultPlan {
             start,
             seed,
             arrivals: None,
+            correlation: OnceLock::new(),
             retired: Mutex::new(std::collections::BTreeMap::new()),
             additions: false,
         }
@@ -222,20 +229,30 @@ impl FaultPlan {
         self
     }
 
-    /// Notes an HTTP request entering the proxy (when recording).
-    pub fn note_arrival(&self, path: &str, headers: &http::HeaderMap) {
-        if let Some(log) = &self.arrivals {
-            let request_id = headers
-                .get(crate::http::headers::REQUEST_ID_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.parse().ok());
-            let at = self.elapsed();
-            log.lock().unwrap_or_else(|e| e.into_inner()).push(Arrival {
-                at,
-                path: path.to_string(),
-                request_id,
-            });
-        }
+    /// Reads the load's request ids from these correlation headers too
+    /// (a user's service's dependency); only the first call counts.
+    pub fn correlate(&self, correlation: crate::http::headers::Correlation) {
+        let _ = self.correlation.set(correlation);
+    }
+
+    /// Notes an HTTP request entering the proxy (when recording), and
+    /// returns the load request it belongs to, when its headers say (its
+    /// `x-firedrill-request-id`, or a correlation header the service
+    /// passed on).
+    pub fn note_arrival(&self, path: &str, headers: &http::HeaderMap) -> Option<u64> {
+        let log = self.arrivals.as_ref()?;
+        let request_id = headers
+            .get(crate::http::headers::REQUEST_ID_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok())
+            .or_else(|| self.correlation.get()?.request_id(headers));
+        let at = self.elapsed();
+        log.lock().unwrap_or_else(|e| e.into_inner()).push(Arrival {
+            at,
+            path: path.to_string(),
+            request_id,
+        });
+        request_id
     }
 
     /// The requests recorded so far, in arrival order.

@@ -247,3 +247,41 @@ async fn arrivals_are_read_whole_from_an_offset_or_taken_and_forgotten() {
     assert!(p.take_arrivals().is_empty(), "taken arrivals are gone");
     assert!(p.arrivals().is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_arrival_carrying_a_correlation_header_is_tagged_with_its_load_request() {
+    use crate::http::headers::{Correlation, TRACEPARENT, X_REQUEST_ID};
+    let correlation = Correlation {
+        headers: vec![
+            http::HeaderName::from_static(X_REQUEST_ID),
+            http::HeaderName::from_static(TRACEPARENT),
+        ],
+        seed: 11,
+    };
+    let p = FaultPlan::empty().recording_arrivals();
+    let traced = |name: &'static str, id| {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            name,
+            correlation.value(&http::HeaderName::from_static(name), id),
+        );
+        headers
+    };
+    p.note_arrival("/before", &traced(X_REQUEST_ID, 1));
+    p.correlate(correlation.clone());
+    p.note_arrival("/rid", &traced(X_REQUEST_ID, 2));
+    p.note_arrival("/tp", &traced(TRACEPARENT, 3));
+    p.note_arrival("/none", &http::HeaderMap::new());
+    let mut own = traced(TRACEPARENT, 3);
+    own.insert(
+        crate::http::headers::REQUEST_ID_HEADER,
+        "9".parse().unwrap(),
+    );
+    p.note_arrival("/own", &own);
+    let ids: Vec<_> = p.arrivals().into_iter().map(|a| a.request_id).collect();
+    assert_eq!(
+        ids,
+        [None, Some(2), Some(3), None, Some(9)],
+        "not before correlate; firedrill's own header first"
+    );
+}

@@ -109,7 +109,8 @@ impl<C: Connector> Conn<C> {
         let arrival = clock::now();
         // Logs the request on every path: answered, cut, or dropped.
         let mut log = self.recorder.begin(&req, arrival);
-        self.plan.note_arrival(req.uri().path(), req.headers());
+        let request_id = self.plan.note_arrival(req.uri().path(), req.headers());
+        log.belongs_to(request_id);
         let hits = self
             .plan
             .pick_request(req.method(), req.uri().path(), req.headers());

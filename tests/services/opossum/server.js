@@ -15,6 +15,8 @@
 //   RESET_TIMEOUT_MS            opossum resetTimeout (default 2000)
 //   ROLLING_COUNT_TIMEOUT_MS    opossum rollingCountTimeout (default 10000)
 //   ROLLING_COUNT_BUCKETS       opossum rollingCountBuckets (default 10)
+//   PROPAGATE                   1 (default): copy `x-request-id` and `traceparent` from
+//                               the incoming request to the dependency call; 0: do not
 //   NO_BREAKER=1                call the dependency directly, no breaker (failures
 //                               still get the fallback answer; no events are written)
 //   EVENTS_FILE                 append one JSON line per breaker state change, at the
@@ -61,6 +63,10 @@ function numberEnv (name, fallback, { integer = false } = {}) {
 const PORT = numberEnv('PORT', 0, { integer: true });
 const CALL_TIMEOUT_MS = numberEnv('CALL_TIMEOUT_MS', 1000, { integer: true });
 const NO_BREAKER = process.env.NO_BREAKER === '1';
+const PROPAGATE = process.env.PROPAGATE === undefined || process.env.PROPAGATE === '' ? '1' : process.env.PROPAGATE;
+if (PROPAGATE !== '0' && PROPAGATE !== '1') fail(`PROPAGATE=${PROPAGATE}: expected 0 or 1`);
+// The correlation headers copied onto the dependency call (PROPAGATE=1).
+const PROPAGATED = ['x-request-id', 'traceparent'];
 const EVENTS_FILE = process.env.EVENTS_FILE || '';
 const DEPENDENCY_URL = (process.env.DEPENDENCY_URL || '').replace(/\/+$/, '');
 if (!DEPENDENCY_URL) fail('DEPENDENCY_URL is required (e.g. http://127.0.0.1:19001)');
@@ -74,8 +80,15 @@ const FALLBACK_BODY = JSON.stringify({ items: [], fallback: true });
 
 // One dependency call: resolves {status, contentType, body} for any status
 // below 500; rejects on a status >= 500, a connection error, or when the
-// whole exchange (connect, headers, body) exceeds CALL_TIMEOUT_MS.
-function fetchInventory (sku) {
+// whole exchange (connect, headers, body) exceeds CALL_TIMEOUT_MS. `headers`:
+// the incoming request's, whose correlation ids go along (PROPAGATE=1).
+function fetchInventory (sku, headers) {
+  const along = {};
+  if (PROPAGATE === '1') {
+    for (const name of PROPAGATED) {
+      if (headers && headers[name] !== undefined) along[name] = headers[name];
+    }
+  }
   return new Promise((resolve, reject) => {
     let settled = false;
     let timer = null;
@@ -85,7 +98,7 @@ function fetchInventory (sku) {
       clearTimeout(timer);
       fn(value);
     };
-    const req = http.get(`${DEPENDENCY_URL}/inventory/${sku}`, res => {
+    const req = http.get(`${DEPENDENCY_URL}/inventory/${sku}`, { headers: along }, res => {
       const chunks = [];
       res.on('data', chunk => chunks.push(chunk));
       res.on('error', err => settle(reject, err));
@@ -148,7 +161,7 @@ if (!NO_BREAKER) {
   // Counts every event that has a listener when the breaker is added: the
   // three above among them. Its own registry: no default process metrics.
   metrics = new PrometheusMetrics({ circuits: [breaker], registry: new Registry() });
-  call = sku => breaker.fire(sku);
+  call = (sku, headers) => breaker.fire(sku, headers);
 }
 
 function send (res, status, headers, body) {
@@ -175,7 +188,7 @@ const server = http.createServer((req, res) => {
   }
   if (!stock) return send(res, 200, { 'content-type': 'text/plain' }, 'ok');
 
-  call(stock[1]).then(
+  call(stock[1], req.headers).then(
     result => {
       if (result.fallback) return sendFallback(res);
       send(res, 200, { 'content-type': result.contentType }, result.body);

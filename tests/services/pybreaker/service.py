@@ -11,6 +11,8 @@ Environment (all optional except DEPENDENCY_URL):
   CALL_TIMEOUT_MS  whole-call deadline of a dependency call (default 1000)
   FAIL_MAX         pybreaker fail_max: consecutive failures that open it (default 5)
   RESET_TIMEOUT_S  pybreaker reset_timeout in seconds, float allowed (default 2)
+  PROPAGATE        1 (default): copy `x-request-id` and `traceparent` from the
+                   incoming request to the dependency call; 0: do not
   NO_BREAKER=1     call the dependency directly, no breaker (failures still get
                    the fallback answer; no events are written)
   EVENTS_FILE      append one JSON line per breaker state change, written from
@@ -43,43 +45,32 @@ import functools
 import http.client
 import json
 import os
-import re
-import signal
 import socket
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pybreaker
 
-FALLBACK_BODY = json.dumps({"items": [], "fallback": True}, separators=(",", ":")).encode()
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import stock  # noqa: E402 - tests/services/stock.py, shared with the hand-written service
+
 STATE_NAMES = {
     pybreaker.STATE_CLOSED: "closed",
     pybreaker.STATE_OPEN: "open",
     pybreaker.STATE_HALF_OPEN: "half_open",
 }
-STOCK_PATH = re.compile(r"^/stock/([^/]+)$")
 
 
 def die(message: str) -> None:
-    sys.stderr.write(f"pybreaker service: {message}\n")
-    sys.exit(2)
+    stock.die("pybreaker", message)
 
 
 def number_env(name: str, default: float, integer: bool = False) -> float:
-    raw = os.environ.get(name, "")
-    if raw == "":
-        return default
-    try:
-        value = int(raw) if integer else float(raw)
-    except ValueError:
-        value = -1
-    if value < 0:
-        die(f"{name}={raw}: expected a non-negative {'integer' if integer else 'number'}")
-    return value
+    return stock.number_env("pybreaker", name, default, integer)
 
 
 class DependencyError(Exception):
@@ -107,8 +98,8 @@ class _DeadlineHandler(urllib.request.HTTPHandler):
         return self.do_open(functools.partial(_RememberingConnection, sockets=self._sockets), req)
 
 
-def fetch_inventory(base_url: str, sku: str, timeout_s: float) -> tuple[str, bytes]:
-    """GET {base_url}/inventory/<sku>; returns (content_type, body) for a status
+def fetch_inventory(base_url: str, sku: str, headers: dict, timeout_s: float) -> tuple[str, bytes]:
+    """GET {base_url}/inventory/<sku> with `headers`; returns (content_type, body) for a status
     below 500. Raises DependencyError for >= 500, TimeoutError when the whole
     exchange (connect, headers, body) exceeds timeout_s, OSError/URLError for a
     connection error. urlopen's timeout bounds each socket wait; the watchdog
@@ -130,7 +121,8 @@ def fetch_inventory(base_url: str, sku: str, timeout_s: float) -> tuple[str, byt
     opener = urllib.request.build_opener(_DeadlineHandler(sockets))
     try:
         try:
-            with opener.open(f"{base_url}/inventory/{sku}", timeout=timeout_s) as resp:
+            request = urllib.request.Request(f"{base_url}/inventory/{sku}", headers=headers)
+            with opener.open(request, timeout=timeout_s) as resp:
                 return resp.headers.get("content-type", "application/json"), resp.read()
         except urllib.error.HTTPError as err:  # any status >= 400
             with err:
@@ -164,63 +156,21 @@ class EventsFile(pybreaker.CircuitBreakerListener):
             self._file.flush()
 
 
-def make_handler(call):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        disable_nagle_algorithm = True  # headers and body go out as separate writes
+def make_answer(call):
+    """The answer to one /stock/<sku>: the dependency's, or None (the
+    fallback) for an open breaker (the dependency was not called), the call
+    that tripped it, a failed half-open trial, or a failed call."""
 
-        def log_message(self, format, *args):  # noqa: A002 - keep stderr quiet under load
-            pass
+    def answer(sku: str, along: dict, _incoming):
+        try:
+            return call(sku, along)
+        except Exception:  # CircuitBreakerError, DependencyError, TimeoutError, connection errors
+            return None
 
-        def send(self, status: int, content_type: str, body: bytes, extra: dict | None = None):
-            self.send_response(status)
-            self.send_header("content-type", content_type)
-            self.send_header("content-length", str(len(body)))
-            for name, value in (extra or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(body)
-
-        def route(self):
-            """Answers 404/405 itself; returns "health", a /stock match, or None."""
-            path = self.path.split("?", 1)[0]
-            stock = STOCK_PATH.match(path)
-            if path != "/health" and not stock:
-                self.send(404, "text/plain", b"not found")
-                return None
-            if self.command != "GET":
-                self.send(405, "text/plain", b"method not allowed", {"allow": "GET"})
-                return None
-            return stock or "health"
-
-        def do_GET(self):
-            route = self.route()
-            if route is None:
-                return
-            if route == "health":
-                self.send(200, "text/plain", b"ok")
-                return
-            try:
-                content_type, body = call(route.group(1))
-            except pybreaker.CircuitBreakerError:
-                # Open breaker (the dependency was not called), the call that
-                # tripped it, or a failed half-open trial.
-                self.send(200, "application/json", FALLBACK_BODY, {"x-fallback": "cached"})
-            except Exception:  # DependencyError, TimeoutError, connection errors
-                self.send(200, "application/json", FALLBACK_BODY, {"x-fallback": "cached"})
-            else:
-                self.send(200, content_type, body)
-
-        def do_other(self):
-            self.route()
-
-        do_POST = do_PUT = do_DELETE = do_PATCH = do_other
-
-    return Handler
+    return answer
 
 
 def main() -> None:
-    port = int(number_env("PORT", 0, integer=True))
     timeout_s = number_env("CALL_TIMEOUT_MS", 1000, integer=True) / 1000
     base_url = os.environ.get("DEPENDENCY_URL", "").rstrip("/")
     if not base_url:
@@ -242,24 +192,10 @@ def main() -> None:
             name="inventory",
         )
 
-        def call(sku: str):
-            return breaker.call(fetch, sku)
+        def call(sku: str, headers: dict):
+            return breaker.call(fetch, sku, headers)
 
-    server = ThreadingHTTPServer(("127.0.0.1", port), make_handler(call))
-    server.daemon_threads = True
-
-    def stop(_signum, _frame):
-        # shutdown() waits for serve_forever() to return, so not on this thread.
-        threading.Thread(target=server.shutdown, daemon=True).start()
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-
-    print(f"listening on 127.0.0.1:{server.server_address[1]}", flush=True)
-    try:
-        server.serve_forever(poll_interval=0.1)
-    finally:
-        server.server_close()
+    stock.serve("pybreaker", make_answer(call))
 
 
 if __name__ == "__main__":

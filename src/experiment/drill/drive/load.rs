@@ -19,8 +19,7 @@ use crate::experiment::drill::stand_up::entry::{Entry, hops};
 use crate::experiment::timeline::{ClientError, RequestRecord};
 use crate::http::ShutdownSignal;
 use crate::http::body::full;
-use crate::http::headers::REQUEST_ID_HEADER;
-use crate::http::headers::{FALLBACK_HEADER, FallbackKind};
+use crate::http::headers::{Correlation, FALLBACK_HEADER, FallbackKind, REQUEST_ID_HEADER};
 
 /// The generator's shared state.
 pub struct Load {
@@ -38,6 +37,10 @@ pub struct Load {
     max_in_flight: u32,
     /// Requests shed by the cap.
     shed: AtomicU64,
+    /// A user's service: the correlation headers each request carries its
+    /// id in (none for firedrill's own target, whose requests stay as
+    /// they were).
+    correlation: Option<Correlation>,
 }
 
 impl std::fmt::Debug for Load {
@@ -49,12 +52,15 @@ impl std::fmt::Debug for Load {
 }
 
 impl Load {
-    /// A generator sending through `client`, with times counted from `start`.
+    /// A generator sending through `client`, with times counted from
+    /// `start`, setting the `correlation` headers (a user's service) on
+    /// every request.
     pub fn new(
         client: Entry,
         start: Instant,
         max_in_flight: u32,
         stream: Arc<Stream>,
+        correlation: Option<Correlation>,
     ) -> Arc<Load> {
         Arc::new(Load {
             client,
@@ -64,6 +70,7 @@ impl Load {
             in_flight: Arc::new(Semaphore::new(max_in_flight as usize)),
             max_in_flight,
             shed: AtomicU64::new(0),
+            correlation,
         })
     }
 
@@ -144,10 +151,17 @@ impl Load {
         for (k, v) in &route.headers {
             builder = builder.header(k.as_str(), v.as_str());
         }
-        let request = builder
+        let mut request = builder
             .header(REQUEST_ID_HEADER, id.to_string())
             .body(full(Bytes::from(route.body.clone())))
             .expect("method, path and headers were validated");
+        if let Some(correlation) = &self.correlation {
+            // Replacing a route's own header of the same name.
+            for name in &correlation.headers {
+                let value = correlation.value(name, id);
+                request.headers_mut().insert(name.clone(), value);
+            }
+        }
         let load = self.clone();
         let timeout = route.timeout;
         let rule = route.fallback.clone();

@@ -87,11 +87,26 @@ pub async fn drive(
             .map(|d| (d.plan.clone(), d.instance.clone()))
             .collect(),
     );
+    let correlation = experiment
+        .system
+        .as_ref()
+        .filter(|s| !s.correlation.is_empty())
+        .map(|s| crate::http::headers::Correlation {
+            headers: s.correlation.clone(),
+            seed: experiment.seed,
+        });
+    if let Some(correlation) = &correlation {
+        // Before the first request: every arrival is read with them.
+        for dependency in &stood.dependencies {
+            dependency.plan.correlate(correlation.clone());
+        }
+    }
     let load = Load::new(
         stood.client.clone(),
         start,
         experiment.max_in_flight,
         stood.stream.clone(),
+        correlation,
     );
     let control = live
         .control
