@@ -623,13 +623,11 @@ fn a_leaking_breaker_fails_the_counter_proof(every: &str) {
 }
 
 #[test]
-#[ignore = "needs the counter proof against the caller's short-circuit intervals (issue 24 b)"]
 fn a_breaker_leaking_every_5th_call_while_open_fails_the_counter_proof() {
     a_leaking_breaker_fails_the_counter_proof("5");
 }
 
 #[test]
-#[ignore = "needs the counter proof against the caller's short-circuit intervals (issue 24 b)"]
 fn a_breaker_leaking_every_20th_call_while_open_fails_the_counter_proof() {
     a_leaking_breaker_fails_the_counter_proof("20");
 }
@@ -638,7 +636,6 @@ fn a_breaker_leaking_every_20th_call_while_open_fails_the_counter_proof() {
 /// from an inference that waits for silence: `never opens` must still fail,
 /// since the service's own events say it opened.
 #[test]
-#[ignore = "needs the counter proof against the caller's short-circuit intervals (issue 24 b)"]
 fn a_breaker_leaking_every_5th_call_does_not_pass_never_opens() {
     let never = "breaker inventory never opens";
     let Ran {
@@ -658,7 +655,6 @@ fn a_breaker_leaking_every_5th_call_does_not_pass_never_opens() {
 /// trial completes: the inference must close the breaker when the service
 /// did, not at the second arrival.
 #[test]
-#[ignore = "needs the half-open inference to follow the caller's answers, not count arrivals (issue 24 b)"]
 fn a_burst_half_open_is_inferred_as_its_own_events_say() {
     let Ran { drill, events, .. } = handwritten_drill(&[("HALF_OPEN", "burst")], None);
     inferred_follows_the_events("handwritten (burst)", &drill, &events);
