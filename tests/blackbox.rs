@@ -970,3 +970,28 @@ fn opossum_behind_a_hanging_dependency_is_inferred_as_its_own_events_say() {
 fn pybreaker_behind_a_hanging_dependency_is_inferred_as_its_own_events_say() {
     inferred_matches_the_library_with_a_hanging_dependency("pybreaker", pybreaker);
 }
+
+/// The example of README's "Testing your own service" passes as written
+/// against the opossum service (its reset timeout is the example's 2 s
+/// wait; the ports are the test's).
+#[test]
+fn the_readme_example_of_testing_your_own_service_passes_against_opossum() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let section = &readme[readme.find("## Testing your own service").unwrap()..];
+    let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let yaml = &section[start..start + section[start..].find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("readme.yaml");
+    std::fs::write(&file, yaml).unwrap();
+    let dependency_port = free_port();
+    let service = opossum(dependency_port, &dir.path().join("events.jsonl"), true);
+    let drill = Drill::run(&file, service.port, dependency_port, dir.path());
+    drop(service);
+    assert_eq!(
+        drill.exit,
+        Some(0),
+        "{}\n{:#}",
+        drill.output,
+        drill.report["verdicts"]
+    );
+}

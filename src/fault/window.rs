@@ -138,6 +138,33 @@ mod tests {
     }
 
     #[test]
+    fn the_windows_within_a_run_are_clipped_to_it_and_a_pattern_gives_one_per_down_phase() {
+        let once = Window::new(s(10), Some(s(30)), None).unwrap();
+        assert_eq!(once.windows_within(s(60)), [(s(10), s(40))]);
+        assert_eq!(once.windows_within(s(25)), [(s(10), s(25))]);
+        let flapping = Window::new(
+            s(0),
+            Some(s(10)),
+            Some(Pattern {
+                up: Dur(s(2)),
+                down: Dur(s(1)),
+            }),
+        )
+        .unwrap();
+        assert_eq!(
+            flapping.windows_within(s(60)),
+            [(s(0), s(1)), (s(3), s(4)), (s(6), s(7)), (s(9), s(10))]
+        );
+    }
+
+    #[test]
+    fn a_window_opening_at_the_end_of_the_run_has_no_interval_within_it() {
+        let late = Window::new(s(20), None, None).unwrap();
+        assert_eq!(late.windows_within(s(20)), []);
+        assert_eq!(late.windows_within(s(21)), [(s(20), s(21))]);
+    }
+
+    #[test]
     fn window_is_active_from_at_for_its_length() {
         let w = Window::new(s(10), Some(s(30)), None).unwrap();
         assert!(!w.is_active(s(9)));

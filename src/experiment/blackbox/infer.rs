@@ -1,6 +1,14 @@
 //! Inferring a black-box circuit breaker's state timeline from what reaches
-//! its dependency: no calls = open; a trickle of probes after the wait =
-//! half-open; full traffic = closed.
+//! its dependency alone: no calls = open; a trickle of probes after the
+//! wait = half-open; full traffic = closed. This is the reading for
+//! outside traffic, where what the caller got is not seen; with
+//! firedrill's own load, [`super::caller`] reads both sides.
+//!
+//! [`infer_calls`] takes each call's end too: a stretch counts as a
+//! silence only from the moment no call is outstanding (the end of the
+//! last call that arrived before it), which is also when the breaker is
+//! dated open. [`infer`] takes arrivals alone (calls that end as they
+//! come).
 //!
 //! When the system under test is the user's own service with its own
 //! breaker, firedrill sees two things: the requests its load generator

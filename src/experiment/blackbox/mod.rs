@@ -1,6 +1,15 @@
 //! What firedrill learns of a user's own service from outside: its
 //! breakers inferred from what reached the dependency, what the service
 //! reports of them, and which of its answers were its own fallback.
+//!
+//! * [`inferred`] — each declared breaker's transitions from one run: from
+//!   both sides ([`caller`], on the [`evidence`] of calls and
+//!   short-circuits) with firedrill's own load, from arrivals alone
+//!   ([`infer`]) with outside traffic.
+//! * [`reported`], [`events`], [`reporters`] — what the service says of its
+//!   breakers: its events file (as written, or a library's log read through
+//!   a mapping) and its Prometheus endpoint.
+//! * [`classify`] — which of its answers were its own fallback.
 
 pub mod caller;
 pub mod classify;
