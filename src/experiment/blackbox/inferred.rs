@@ -10,7 +10,7 @@ use super::infer::{InferParams, InferredTransition, infer, infer_calls};
 use crate::clock::Duration;
 use crate::defense::breaker::State;
 use crate::defense::breaker::journal::{Reason, Transition};
-use crate::experiment::config::{LoadRoute, SystemSpec};
+use crate::experiment::config::{InferredBreaker, LoadRoute, SystemSpec};
 use crate::experiment::timeline::{BreakerInfo, RequestRecord};
 use crate::fault::FaultPlan;
 use crate::proxy::record::Record;
@@ -39,70 +39,10 @@ pub fn breakers(
     let mut transitions = Vec::new();
     let mut infos = Vec::new();
     for (name, breaker) in &system.breakers {
-        let uses =
-            |route: &str| breaker.routes.is_empty() || breaker.routes.iter().any(|r| r == route);
-        let mut sends: Vec<Duration> = requests
-            .iter()
-            .filter(|r| uses(&r.route))
-            .map(|r| r.sent)
-            .collect();
-        sends.sort();
-        let on_path = |path: &str| {
-            breaker
-                .path
-                .as_ref()
-                .is_none_or(|m| m.matches(&http::Method::GET, path, &http::HeaderMap::new()))
-        };
-        let seen: Vec<&Seen<'_>> = dependencies
-            .iter()
-            .filter(|d| d.name == breaker.dependency)
-            .collect();
-        let mut arrivals: Vec<Duration> = seen
-            .iter()
-            .flat_map(|d| d.plan.arrivals())
-            .filter(|a| on_path(&a.path))
-            .map(|a| a.at)
-            .filter(|at| *at <= duration)
-            .collect();
-        arrivals.sort();
-        let rate: f64 = load.iter().filter(|l| uses(&l.name)).map(|l| l.rate).sum();
-        let mut params = InferParams::for_rate(if rate > 0.0 {
-            rate
-        } else {
-            observed_rate(&arrivals, duration)
-        });
-        if let Some(gap) = breaker.gap {
-            params.gap = gap;
-        }
-        params.probes = breaker.probes;
-        let records: Vec<&Record> = seen
-            .iter()
-            .flat_map(|d| d.records)
-            .filter(|r| on_path(&r.path) && r.at_ms <= duration.as_secs_f64() * 1000.0)
-            .collect();
-        let routes: Vec<&RequestRecord> = requests.iter().filter(|r| uses(&r.route)).collect();
-        let evidence = gather(&records, &routes);
-        let (inferred, confidence): (Vec<InferredTransition>, _) = if records.is_empty() {
-            (arrivals_only(&sends, &arrivals, &params), ONE_SIDE)
-        } else if sends.is_empty() {
-            // Outside traffic: what the caller got is not seen.
-            let calls: Vec<(Duration, Option<Duration>)> =
-                evidence.calls.iter().map(|c| (c.at, c.ended)).collect();
-            (infer_calls(&sends, &calls, &params), ONE_SIDE)
-        } else {
-            let caller = CallerParams {
-                wait_in_open: breaker.wait_in_open,
-                gap: params.gap,
-                probes: breaker.probes,
-                min_short_circuits: DEFAULT_MIN_SHORT_CIRCUITS,
-            };
-            let found = infer_from_caller(&evidence.calls, &evidence.shorts, &caller);
-            (found.transitions, evidence.pairing.confidence())
-        };
+        let (inferred, confidence) = infer_one(breaker, load, requests, dependencies, duration);
         for t in inferred {
-            let at = t.at;
             transitions.push(Transition {
-                at,
+                at: t.at,
                 breaker: name.clone(),
                 from: t.from,
                 to: t.to,
@@ -125,6 +65,77 @@ pub fn breakers(
         });
     }
     (transitions, infos)
+}
+
+/// One breaker's transitions, and how confident they are: from both sides
+/// with firedrill's own load and the dependency's records, from the
+/// dependency's side alone otherwise.
+fn infer_one(
+    breaker: &InferredBreaker,
+    load: &[LoadRoute],
+    requests: &[RequestRecord],
+    dependencies: &[Seen<'_>],
+    duration: Duration,
+) -> (Vec<InferredTransition>, &'static str) {
+    let uses = |route: &str| breaker.routes.is_empty() || breaker.routes.iter().any(|r| r == route);
+    let mut sends: Vec<Duration> = requests
+        .iter()
+        .filter(|r| uses(&r.route))
+        .map(|r| r.sent)
+        .collect();
+    sends.sort();
+    let on_path = |path: &str| {
+        breaker
+            .path
+            .as_ref()
+            .is_none_or(|m| m.matches(&http::Method::GET, path, &http::HeaderMap::new()))
+    };
+    let seen: Vec<&Seen<'_>> = dependencies
+        .iter()
+        .filter(|d| d.name == breaker.dependency)
+        .collect();
+    let mut arrivals: Vec<Duration> = seen
+        .iter()
+        .flat_map(|d| d.plan.arrivals())
+        .filter(|a| on_path(&a.path))
+        .map(|a| a.at)
+        .filter(|at| *at <= duration)
+        .collect();
+    arrivals.sort();
+    let rate: f64 = load.iter().filter(|l| uses(&l.name)).map(|l| l.rate).sum();
+    let mut params = InferParams::for_rate(if rate > 0.0 {
+        rate
+    } else {
+        observed_rate(&arrivals, duration)
+    });
+    if let Some(gap) = breaker.gap {
+        params.gap = gap;
+    }
+    params.probes = breaker.probes;
+    let records: Vec<&Record> = seen
+        .iter()
+        .flat_map(|d| d.records)
+        .filter(|r| on_path(&r.path) && r.at_ms <= duration.as_secs_f64() * 1000.0)
+        .collect();
+    let routes: Vec<&RequestRecord> = requests.iter().filter(|r| uses(&r.route)).collect();
+    let evidence = gather(&records, &routes);
+    if records.is_empty() {
+        (arrivals_only(&sends, &arrivals, &params), ONE_SIDE)
+    } else if sends.is_empty() {
+        // Outside traffic: what the caller got is not seen.
+        let calls: Vec<(Duration, Option<Duration>)> =
+            evidence.calls.iter().map(|c| (c.at, c.ended)).collect();
+        (infer_calls(&sends, &calls, &params), ONE_SIDE)
+    } else {
+        let caller = CallerParams {
+            wait_in_open: breaker.wait_in_open,
+            gap: params.gap,
+            probes: breaker.probes,
+            min_short_circuits: DEFAULT_MIN_SHORT_CIRCUITS,
+        };
+        let found = infer_from_caller(&evidence.calls, &evidence.shorts, &caller);
+        (found.transitions, evidence.pairing.confidence())
+    }
 }
 
 /// The transitions read from arrivals alone (no records: when each call
