@@ -771,6 +771,24 @@ fn the_clock_flag_virtual_on_an_own_service_experiment_is_refused_exit_2() {
 }
 
 #[test]
+fn the_clock_flag_virtual_on_a_real_target_experiment_is_refused_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("real-target.yaml");
+    std::fs::write(
+        &file,
+        "name: a real target\nduration: 5s\nclock: real\ntarget: { url: http://127.0.0.1:9 }\nload:\n  - { name: a, request: GET /a, rate: 1/s }\n",
+    )
+    .unwrap();
+    let (exit, output) =
+        blackbox_support::firedrill(&["run", "--quiet", "--clock", "virtual"], &file);
+    assert_eq!(exit, Some(2), "{output}");
+    assert!(
+        output.contains("--clock virtual: a real target (target.url) needs the real clock"),
+        "{output}"
+    );
+}
+
+#[test]
 fn a_wait_relative_expectation_on_an_inferred_breaker_without_wait_in_open_is_a_located_error_exit_2()
  {
     let dir = tempfile::tempdir().unwrap();
