@@ -56,8 +56,7 @@ async fn run_script(program: &Path, script: &Path, s: &Server) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn toxiproxy_python_creates_observes_latency_and_reset_toggles_and_resets() {
     let Some(python) = venv_python() else {
-        missing("toxiproxy-python (tests/clients/python/.venv)");
-        return;
+        missing("toxiproxy-python (tests/clients/python/.venv)")
     };
     let s = server(&[]).await;
     let out = run_script(&python, &clients_dir().join("python/scenario.py"), &s).await;
@@ -71,8 +70,7 @@ async fn toxiproxy_python_creates_observes_latency_and_reset_toggles_and_resets(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn toxiproxy_node_client_does_the_same_plus_populate_and_version() {
     if !node_client_installed() {
-        missing("node or toxiproxy-node-client (tests/clients/node/node_modules)");
-        return;
+        missing("node or toxiproxy-node-client (tests/clients/node/node_modules)")
     }
     let s = server(&[]).await;
     let out = run_script(
@@ -88,8 +86,7 @@ async fn toxiproxy_node_client_does_the_same_plus_populate_and_version() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prometheus_parser_reads_the_byte_counters_with_their_labels_and_values() {
     let Some(python) = venv_python() else {
-        missing("prometheus-client (tests/clients/python/.venv)");
-        return;
+        missing("prometheus-client (tests/clients/python/.venv)")
     };
     let s = server(&[]).await;
     let up = echo().await;

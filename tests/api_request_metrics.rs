@@ -70,8 +70,7 @@ fn value(samples: &[Value], name: &str, labels: &[(&str, &str)]) -> Option<f64> 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prometheus_parser_reads_http_request_counters_by_status_class_and_fault() {
     if venv_python().is_none() {
-        missing("prometheus-client (tests/clients/python/.venv)");
-        return;
+        missing("prometheus-client (tests/clients/python/.venv)")
     }
     let s = server(&[]).await;
     let (up, _target) = target().await;

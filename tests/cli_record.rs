@@ -239,8 +239,7 @@ fn proxy_help_documents_record_name_and_metrics_listen() {
 #[test]
 fn metrics_listen_serves_request_counters_that_the_prometheus_parser_reads() {
     let Some(python) = venv_python() else {
-        missing("prometheus-client (tests/clients/python/.venv)");
-        return;
+        missing("prometheus-client (tests/clients/python/.venv)")
     };
     let metrics = format!("127.0.0.1:{}", free_port());
     let pair = Pair::start(&["--metrics-listen", &metrics, "--name", "shop"]);

@@ -468,10 +468,7 @@ mod client_support;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resilience4j_metrics_after_a_breaker_opens_are_read_by_the_prometheus_parser() {
     let Some(python) = client_support::venv_python() else {
-        assert!(client_support::missing(
-            "the Prometheus text parser (prometheus-client)"
-        ));
-        return;
+        client_support::missing("the Prometheus text parser (prometheus-client)")
     };
     let rig = defense_rig(
         "faults:\n  - { match: /inventory/*, status: { code: 503 } }\n",
