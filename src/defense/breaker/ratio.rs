@@ -67,8 +67,8 @@ impl RatioModel {
 
     /// Whether the call that ended at `now` counts as bad for the
     /// configured threshold type. Slow means a response time above
-    /// `max_rt` in whole milliseconds, measured as Sentinel does: the
-    /// millisecond clock at the end minus the one at the start.
+    /// `max_rt` rounded to whole milliseconds, measured as Sentinel does:
+    /// the millisecond clock at the end minus the one at the start.
     fn bad(&self, call: Call, now: Instant) -> bool {
         match self.config.threshold_type {
             ThresholdType::ErrorRatio => call.failed,
@@ -78,7 +78,10 @@ impl RatioModel {
                 let start = end as i128 - call.duration.as_nanos() as i128;
                 let ms = 1_000_000;
                 let rt = (end as i128).div_euclid(ms) - start.div_euclid(ms);
-                rt > max_rt.as_millis() as i128
+                // Sentinel's `maxAllowedRt = Math.round(rule.getCount())`:
+                // a fractional `max_rt` rounds half up to whole milliseconds.
+                let max_ms = (max_rt.as_nanos() + 500_000) / 1_000_000;
+                rt > max_ms as i128
             }
         }
     }

@@ -518,11 +518,11 @@ impl RawBreaker {
         }
         RatioConfig {
             threshold_type,
-            threshold: p.threshold(
-                "threshold",
-                self.threshold,
-                defaults::FAILURE_RATE_THRESHOLD,
-            ),
+            // Sentinel takes a threshold of 0: the first bad call (once
+            // `minimum_requests` came) opens the breaker.
+            threshold: self
+                .threshold
+                .unwrap_or(super::config::percent(defaults::FAILURE_RATE_THRESHOLD)),
             stat_window,
             stat_window_shape,
             window_offset: self.window_offset.map_or(Duration::ZERO, Dur::get),

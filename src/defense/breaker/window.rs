@@ -101,18 +101,24 @@ impl Model for WindowModel {
         "wait_in_open"
     }
 
+    /// With a backoff, resilience4j's `IntervalFunction.ofExponentialBackoff`:
+    /// whole milliseconds (the base's `toMillis`), each step truncated as
+    /// Java's `(long) (n * multiplier)` truncates, capped at `max`.
     fn open_wait(&self, opens_in_a_row: u32) -> Duration {
         let base = self.config.wait_in_open;
         let Some(backoff) = self.config.wait_in_open_backoff else {
             return base;
         };
-        let exponent = i32::try_from(opens_in_a_row.saturating_sub(1)).unwrap_or(i32::MAX);
-        let secs = base.as_secs_f64() * backoff.multiplier.powi(exponent);
-        if secs.is_finite() && secs < backoff.max.as_secs_f64() {
-            Duration::from_secs_f64(secs)
-        } else {
-            backoff.max
+        let max = millis(backoff.max);
+        let mut wait = millis(base);
+        for _ in 1..opens_in_a_row {
+            if wait >= max {
+                break;
+            }
+            // `as` saturates and truncates towards zero, as Java's cast.
+            wait = (wait as f64 * backoff.multiplier) as u64;
         }
+        Duration::from_millis(wait.min(max))
     }
 
     fn automatic_half_open(&self) -> bool {
@@ -198,4 +204,9 @@ impl Model for WindowModel {
         let wait = self.config.max_wait_in_half_open.unwrap_or_default();
         Verdict::Open(Reason::MaxWaitInHalfOpen { wait })
     }
+}
+
+/// A duration in whole milliseconds, truncated (Java's `Duration.toMillis`).
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }

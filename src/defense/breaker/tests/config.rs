@@ -136,6 +136,19 @@ recovery: { progressive: { phases: 4, min_passes_per_phase: 10, phase_duration: 
     assert_eq!(c.model, ModelConfig::Ratio(RatioConfig::default()));
 }
 
+/// Sentinel's DegradeRule takes a count of 0 (ExceptionCircuitBreaker opens
+/// when the ratio is above it: on the first bad call once the minimum came);
+/// resilience4j refuses a failure rate threshold of 0, and so does `window`.
+#[test]
+fn a_ratio_threshold_of_0_is_taken_as_sentinel_takes_it() {
+    let c = parse("name: c\nmodel: ratio\nthreshold: 0%").unwrap();
+    let ModelConfig::Ratio(r) = c.model else {
+        unreachable!("model: ratio")
+    };
+    assert_eq!(r.threshold.percent(), 0.0);
+    assert!(parse("name: w\nfailure_rate_threshold: 0%").is_err());
+}
+
 #[test]
 fn each_invalid_value_is_rejected_with_its_key_named() {
     let cases = [
@@ -167,7 +180,6 @@ fn each_invalid_value_is_rejected_with_its_key_named() {
             "failure_threshold",
         ),
         ("model: consecutive\nminimum_calls: 3", "minimum_calls"),
-        ("model: ratio\nthreshold: 0%", "threshold"),
         (
             "model: ratio\nstat_window_shape: sliding\nstat_window: 500ms",
             "stat_window",

@@ -389,6 +389,44 @@ fn wait_in_open_grows_by_the_multiplier_up_to_max_and_resets_on_close() {
     assert_eq!(b.state(), State::Closed);
 }
 
+/// resilience4j's IntervalFunction keeps whole milliseconds and truncates
+/// each step: 333 ms, then 499 (not 499.5), then 748 (not 749.25), so a
+/// call 749 ms into the third open is the trial.
+#[test]
+fn a_grown_wait_is_truncated_to_whole_milliseconds_at_each_step_as_resilience4j_does() {
+    let config = window(|c| {
+        c.sliding_window = SlidingWindow::Count(1);
+        c.permitted_calls_in_half_open = 1;
+        c.wait_in_open = Duration::from_millis(333);
+        c.wait_in_open_backoff = Some(Backoff {
+            multiplier: 1.5,
+            max: Duration::from_secs(30),
+        });
+    });
+    let steps = [
+        (0, Fail(1)),
+        (334, Fail(1)),  // trial fails: wait 499 ms
+        (834, Fail(1)),  // trial fails: wait 748 ms
+        (1_582, Reject), // exactly at the end of the wait
+        (1_583, Ok(1)),  // after it: the trial, which closes
+    ];
+    let b = replay(&config, &steps);
+    let waits: Vec<(u64, String)> = seen(&b)
+        .into_iter()
+        .filter(|s| s.2 == "half_open")
+        .map(|s| (s.0, s.3))
+        .collect();
+    assert_eq!(
+        waits,
+        [
+            (334, "wait_in_open 333ms elapsed".to_string()),
+            (834, "wait_in_open 499ms elapsed".to_string()),
+            (1_583, "wait_in_open 748ms elapsed".to_string()),
+        ]
+    );
+    assert_eq!(b.state(), State::Closed);
+}
+
 /// A call admitted while closed that fails during half-open: with
 /// `stragglers: count` (resilience4j) it is one of the half-open results;
 /// with `drop` it is kept out and three trials decide.

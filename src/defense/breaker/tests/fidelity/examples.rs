@@ -78,6 +78,7 @@ fn r4j(size: u32, min: u32, permitted: u32) -> R4jConfig {
         slow_threshold: 100,
         slow_us: 60 * SECOND,
         wait_us: SECOND,
+        backoff: None,
         automatic: false,
         max_wait_half_open_us: None,
     }
@@ -94,7 +95,7 @@ fn check_window(c: R4jConfig, steps: &[Step], expect: &[(usize, St, Option<bool>
 
 fn sentinel(max_rt_ms: Option<u64>, threshold: u32, interval_ms: u64, min: u64) -> SentinelConfig {
     SentinelConfig {
-        max_rt_ms,
+        max_rt_us: max_rt_ms.map(|ms| ms * 1000),
         threshold,
         interval_ms,
         min_requests: min,

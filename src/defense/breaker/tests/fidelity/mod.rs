@@ -232,7 +232,10 @@ fn window_config(c: &R4jConfig) -> BreakerConfig {
         w.slow_call_rate_threshold = pct(c.slow_threshold);
         w.slow_call_duration = Duration::from_micros(c.slow_us);
         w.wait_in_open = Duration::from_micros(c.wait_us);
-        w.wait_in_open_backoff = None;
+        w.wait_in_open_backoff = c.backoff.map(|(multiplier, max_ms)| Backoff {
+            multiplier,
+            max: Duration::from_millis(max_ms),
+        });
         w.automatic_half_open = c.automatic;
         w.max_wait_in_half_open = c.max_wait_half_open_us.map(Duration::from_micros);
     })
@@ -241,9 +244,9 @@ fn window_config(c: &R4jConfig) -> BreakerConfig {
 /// firedrill's `ratio` configuration equal to the Sentinel rule.
 fn ratio_config(c: &SentinelConfig) -> BreakerConfig {
     ratio(|r| {
-        r.threshold_type = match c.max_rt_ms {
+        r.threshold_type = match c.max_rt_us {
             Some(ms) => ThresholdType::SlowRatio {
-                max_rt: Duration::from_millis(ms),
+                max_rt: Duration::from_micros(ms),
             },
             None => ThresholdType::ErrorRatio,
         };
@@ -265,10 +268,26 @@ fn r4j_config(kind: Kind) -> impl Strategy<Value = R4jConfig> {
             prop::sample::select(vec![50u32, 100]),
             prop::sample::select(vec![1_000u64, 200_000, 500_000, SECOND]),
         ),
-        (1u64..=5, any::<bool>(), prop::option::of(1u64..=4)),
+        (
+            prop_oneof![
+                (1u64..=5).prop_map(|s| s * SECOND),
+                Just(333_000u64),
+                Just(1_250_500)
+            ],
+            any::<bool>(),
+            prop::option::of(1u64..=4),
+            prop::option::of((
+                prop::sample::select(vec![1.0f64, 1.5, 2.0, 3.3]),
+                prop::sample::select(vec![1_000u64, 4_000, 30_000]),
+            )),
+        ),
     )
         .prop_map(
-            move |((size, min, permitted), (fail, slow, slow_us), (wait, auto, max_wait))| {
+            move |(
+                (size, min, permitted),
+                (fail, slow, slow_us),
+                (wait_us, auto, max_wait, backoff),
+            )| {
                 R4jConfig {
                     kind,
                     size,
@@ -277,7 +296,8 @@ fn r4j_config(kind: Kind) -> impl Strategy<Value = R4jConfig> {
                     failure_threshold: fail,
                     slow_threshold: slow,
                     slow_us,
-                    wait_us: wait * SECOND,
+                    wait_us,
+                    backoff,
                     automatic: auto,
                     max_wait_half_open_us: max_wait.map(|s| s * SECOND),
                 }
@@ -291,11 +311,13 @@ fn sentinel_config(slow: bool) -> impl Strategy<Value = SentinelConfig> {
         500u64..=3000,
         1u64..=6,
         1u64..=5,
-        prop::sample::select(vec![0u64, 1, 2, 50, 500]),
+        prop::sample::select(vec![
+            0u64, 1_000, 1_499, 1_500, 2_000, 2_500, 50_000, 500_000,
+        ]),
     )
         .prop_map(
             move |(threshold, interval_ms, min, wait, rt)| SentinelConfig {
-                max_rt_ms: slow.then_some(rt),
+                max_rt_us: slow.then_some(rt),
                 threshold,
                 interval_ms,
                 min_requests: min,
@@ -463,7 +485,7 @@ proptest! {
         let mut c = c;
         c.interval_ms = 1000;
         if slow {
-            c.max_rt_ms = Some(500);
+            c.max_rt_us = Some(500_000);
         } else if c.threshold == 100 {
             c.threshold = 50;
         }

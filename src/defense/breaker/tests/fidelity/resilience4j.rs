@@ -72,6 +72,9 @@ pub(super) struct R4jConfig {
     pub(super) slow_threshold: u32,
     pub(super) slow_us: u64,
     pub(super) wait_us: u64,
+    /// `waitIntervalFunctionInOpenState` as an exponential backoff:
+    /// multiplier and maximum, milliseconds.
+    pub(super) backoff: Option<(f64, u64)>,
     pub(super) automatic: bool,
     pub(super) max_wait_half_open_us: Option<u64>,
 }
@@ -115,6 +118,8 @@ pub(super) struct Resilience4j {
     ring: VecDeque<Tally>,
     /// Time window: (second since time zero, tally), oldest first.
     buckets: VecDeque<(u64, Tally)>,
+    /// `attempts()` of the state: opens since the breaker last closed.
+    attempts: u64,
 }
 
 impl Resilience4j {
@@ -124,7 +129,21 @@ impl Resilience4j {
             phase: Phase::Closed,
             ring: VecDeque::new(),
             buckets: VecDeque::new(),
+            attempts: 0,
         }
+    }
+
+    /// `IntervalFunction.apply(attempts)`, microseconds: the wait in whole
+    /// milliseconds (`Duration.toMillis`); with a backoff,
+    /// `LongStream.iterate(wait, n -> (long) (n * multiplier))` skipped
+    /// `attempts - 1` times, then `Math.min` with the maximum.
+    fn wait_us(&self) -> u64 {
+        let wait_ms = self.c.wait_us / 1000;
+        let Some((multiplier, max_ms)) = self.c.backoff else {
+            return self.c.wait_us;
+        };
+        let grown = (1..self.attempts).fold(wait_ms, |n, _| (n as f64 * multiplier) as u64);
+        grown.min(max_ms) * 1000
     }
 
     fn exceeded(&self, t: Tally) -> bool {
@@ -134,8 +153,10 @@ impl Resilience4j {
     }
 
     fn enter_open(&mut self, at: u64) {
+        // `new OpenState(currentState.attempts() + 1, ...)`.
+        self.attempts += 1;
         self.phase = Phase::Open {
-            until: at + self.c.wait_us,
+            until: at + self.wait_us(),
         };
     }
 
@@ -148,6 +169,8 @@ impl Resilience4j {
     }
 
     fn enter_closed(&mut self) {
+        // A closed state's `attempts()` is 0.
+        self.attempts = 0;
         self.phase = Phase::Closed;
         self.ring.clear();
         self.buckets.clear();

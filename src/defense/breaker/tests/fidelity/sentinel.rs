@@ -46,8 +46,9 @@ use super::{End, Reference, St};
 /// The configuration subset the differential test varies.
 #[derive(Debug, Clone)]
 pub(super) struct SentinelConfig {
-    /// `Some(max RT in ms)`: slow-ratio breaker; `None`: error ratio.
-    pub(super) max_rt_ms: Option<u64>,
+    /// `Some(max RT in µs)`: slow-ratio breaker (the rule's `count` is this
+    /// in milliseconds, a double); `None`: error ratio.
+    pub(super) max_rt_us: Option<u64>,
     /// Percent (integer); Sentinel's `count` / `slowRatioThreshold` is
     /// this divided by 100.
     pub(super) threshold: u32,
@@ -104,7 +105,7 @@ impl Sentinel {
 
     fn over_threshold(&self) -> bool {
         let (bad, total) = (self.bad * 100, u64::from(self.c.threshold) * self.total);
-        match self.c.max_rt_ms {
+        match self.c.max_rt_us {
             None => bad > total,
             Some(_) => bad > total || (self.c.threshold == 100 && bad == total),
         }
@@ -126,9 +127,10 @@ impl Reference for Sentinel {
 
     fn finish(&mut self, end: End, start: u64, t: u64) {
         let ms = t / 1000;
-        let bad = match self.c.max_rt_ms {
+        let bad = match self.c.max_rt_us {
             None => end == End::Failure,
-            Some(max) => ms - start / 1000 > max,
+            // `maxAllowedRt = Math.round(rule.getCount())`.
+            Some(us) => ms - start / 1000 > (us + 500) / 1000,
         };
         self.roll(ms);
         self.total += 1;
