@@ -348,6 +348,15 @@ fn automatic_half_open_fires_by_timer_at_the_end_of_the_wait() {
     assert_eq!(manual.next_timer(), None);
 }
 
+/// When the breaker went half-open, and why, after each wait.
+fn half_open_reasons(b: &Breaker) -> Vec<(u64, String)> {
+    seen(b)
+        .into_iter()
+        .filter(|s| s.2 == "half_open")
+        .map(|s| (s.0, s.3))
+        .collect()
+}
+
 #[test]
 fn wait_in_open_grows_by_the_multiplier_up_to_max_and_resets_on_close() {
     let config = window(|c| {
@@ -372,13 +381,8 @@ fn wait_in_open_grows_by_the_multiplier_up_to_max_and_resets_on_close() {
         (71_001, Ok(1)),
     ];
     let b = replay(&config, &steps);
-    let waits: Vec<(u64, String)> = seen(&b)
-        .into_iter()
-        .filter(|s| s.2 == "half_open")
-        .map(|s| (s.0, s.3))
-        .collect();
     assert_eq!(
-        waits,
+        half_open_reasons(&b),
         [
             (10_001, "wait_in_open 10s elapsed".to_string()),
             (30_002, "wait_in_open 20s elapsed".to_string()),
@@ -411,13 +415,8 @@ fn a_grown_wait_is_truncated_to_whole_milliseconds_at_each_step_as_resilience4j_
         (1_583, Ok(1)),  // after it: the trial, which closes
     ];
     let b = replay(&config, &steps);
-    let waits: Vec<(u64, String)> = seen(&b)
-        .into_iter()
-        .filter(|s| s.2 == "half_open")
-        .map(|s| (s.0, s.3))
-        .collect();
     assert_eq!(
-        waits,
+        half_open_reasons(&b),
         [
             (334, "wait_in_open 333ms elapsed".to_string()),
             (834, "wait_in_open 499ms elapsed".to_string()),
