@@ -417,7 +417,9 @@ impl FaultPlan {
             return delay;
         }
         let offset = (Self::draw(hit) * 2.0 - 1.0) * jitter.as_secs_f64();
-        Duration::from_secs_f64((delay.as_secs_f64() + offset).max(0.0))
+        // Saturating: a delay beyond `Duration` is the longest one.
+        Duration::try_from_secs_f64((delay.as_secs_f64() + offset).max(0.0))
+            .unwrap_or(Duration::MAX)
     }
 
     /// Counts one injection of a hit's fault and logs it: the first at
@@ -427,9 +429,9 @@ impl FaultPlan {
         let before = hit.state().injected.fetch_add(1, Ordering::Relaxed);
         let fault = hit.fault();
         if before == 0 {
-            tracing::info!(fault = %fault.name, kind = fault.kind.key(), %target, "fault injected");
+            tracing::info!(fault = %super::LogName(&fault.name), kind = fault.kind.key(), %target, "fault injected");
         } else {
-            tracing::debug!(fault = %fault.name, kind = fault.kind.key(), %target, "fault injected");
+            tracing::debug!(fault = %super::LogName(&fault.name), kind = fault.kind.key(), %target, "fault injected");
         }
     }
 
