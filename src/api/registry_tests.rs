@@ -12,6 +12,18 @@ fn update(json: &str) -> ProxyUpdate {
     serde_json::from_str(json).unwrap()
 }
 
+/// PATCHes proxy `a`'s `field` with an address that is not one: a 400
+/// naming it.
+async fn refused_400(r: &Registry, field: &str) {
+    let json = format!(r#"{{"{field}":"127.0.0.1:abc"}}"#);
+    let e = r.update("a", update(&json)).await.unwrap_err();
+    assert_eq!(e.status, StatusCode::BAD_REQUEST, "{e}");
+    assert!(
+        e.message.starts_with(&format!("{field} 127.0.0.1:abc: ")),
+        "{e}"
+    );
+}
+
 #[tokio::test]
 async fn a_listen_that_is_not_an_address_is_refused_on_a_disabled_proxy_and_reset_still_works() {
     let r = Registry::new(1);
@@ -23,12 +35,7 @@ async fn a_listen_that_is_not_an_address_is_refused_on_a_disabled_proxy_and_rese
         .unwrap();
     }
     let before = r.get("a").await.unwrap();
-    let e = r
-        .update("a", update(r#"{"listen":"127.0.0.1:abc"}"#))
-        .await
-        .unwrap_err();
-    assert_eq!(e.status, StatusCode::BAD_REQUEST, "{e}");
-    assert!(e.message.starts_with("listen 127.0.0.1:abc: "), "{e}");
+    refused_400(&r, "listen").await;
     let after = r.get("a").await.unwrap();
     assert_eq!((after.listen, after.enabled), (before.listen, false));
     r.reset().await.unwrap();
@@ -47,12 +54,7 @@ async fn an_enabled_proxy_given_an_upstream_that_is_not_an_address_keeps_running
         .create(input(r#"{"name":"a","upstream":"127.0.0.1:9"}"#))
         .await
         .unwrap();
-    let e = r
-        .update("a", update(r#"{"upstream":"127.0.0.1:abc"}"#))
-        .await
-        .unwrap_err();
-    assert_eq!(e.status, StatusCode::BAD_REQUEST, "{e}");
-    assert!(e.message.starts_with("upstream 127.0.0.1:abc: "), "{e}");
+    refused_400(&r, "upstream").await;
     let after = r.get("a").await.unwrap();
     assert_eq!(
         (after.listen, after.upstream.as_str(), after.enabled),
