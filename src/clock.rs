@@ -15,6 +15,16 @@ pub use tokio::time::{Duration, Instant, sleep, sleep_until};
 /// so a seed gives the same sequence on every machine.
 pub type RunRng = rand_chacha::ChaCha8Rng;
 
+/// About thirty years: where a deadline beyond the clock's range goes (as
+/// tokio's own far future).
+pub const FAR: Duration = Duration::from_secs(86_400 * 365 * 30);
+
+/// `at + delay`, or about thirty years after `at` when that is beyond the
+/// clock: a toxic's time of up to 2^63 ms must not panic a connection.
+pub fn later(at: Instant, delay: Duration) -> Instant {
+    at.checked_add(delay.min(FAR)).unwrap_or(at)
+}
+
 /// The current instant on the tokio clock (virtual when time is paused).
 pub fn now() -> Instant {
     Instant::now()

@@ -366,7 +366,7 @@ async fn where_toxiproxy_misbehaves_bad_toxicity_zero_slicer_and_unknown_attribu
         ),
         (
             r#"{"type":"latency","attributes":{"latency":-5}}"#,
-            "attributes.latency: must be a whole number from 0 up, got -5",
+            "attributes.latency: must be a whole number from 0 to 9223372036854775807, got -5",
         ),
     ] {
         let a = s.call("POST", "/proxies/p/toxics", Some(body)).await;

@@ -11,10 +11,12 @@
 //! * [`registry`] — the named proxies and their operations.
 //! * [`proxy`] — one proxy: settings, toxics, listener on/off.
 //! * [`toxic`] — Toxiproxy's toxic JSON, checked, mapped onto faults.
+//! * [`json`] — bodies read as Go reads them: keys case-insensitive, last duplicate wins.
 //! * [`error`] — `{"error": ..., "status": ...}`.
 
 pub mod error;
 pub mod guard;
+pub mod json;
 pub mod proxy;
 pub mod registry;
 pub mod routes;

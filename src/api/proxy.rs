@@ -1,6 +1,7 @@
 //! One named proxy of the control plane: its settings, its toxics, and its
 //! listener, which `enabled: false` closes together with every connection.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -10,7 +11,7 @@ use tokio::task::JoinHandle;
 use super::error::ApiError;
 use super::toxic::Toxic;
 use crate::clock::{self, Duration};
-use crate::fault::FaultPlan;
+use crate::fault::{FaultPlan, LogName};
 use crate::http::ShutdownSignal;
 use crate::proxy::run::StartError;
 use crate::proxy::{BoundProxy, ProxyMode, Recorder, Telemetry};
@@ -68,6 +69,11 @@ pub struct ProxyView {
     pub mode: Option<&'static str>,
 }
 
+/// How long a stop waits for a proxy's task before it abandons it (every
+/// connection is dropped at once on a stop; only a task that never yields
+/// could take longer).
+pub const STOP_GRACE: Duration = Duration::from_secs(2);
+
 /// A listener task and the switch that stops it.
 #[derive(Debug)]
 struct Running {
@@ -95,8 +101,66 @@ pub struct ManagedProxy {
     pub plan: Arc<FaultPlan>,
     /// Byte and request counters for /metrics; kept across restarts.
     pub telemetry: Telemetry,
+    /// `listen` and `upstream` resolved, when they were set (so a start
+    /// under the registry's lock looks no name up).
+    addrs: Addrs,
     /// The listener while enabled.
     running: Option<Running>,
+}
+
+/// A proxy's listen and upstream addresses, resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Addrs {
+    /// Where to listen.
+    pub listen: SocketAddr,
+    /// Where to connect.
+    pub upstream: SocketAddr,
+}
+
+impl Addrs {
+    /// Resolves both, before any lock is taken: an address that is not one
+    /// is the caller's mistake, a 400 (Toxiproxy 2.12 answers a listen that
+    /// does not resolve with 500, and looks the upstream up per
+    /// connection).
+    pub async fn resolve(listen: &str, upstream: &str) -> Result<Addrs, ApiError> {
+        Ok(Addrs {
+            listen: resolve_field("listen", listen).await?,
+            upstream: resolve_field("upstream", upstream).await?,
+        })
+    }
+}
+
+/// Resolves the address of field `field` (400 when it is not one).
+pub async fn resolve_field(field: &str, addr: &str) -> Result<SocketAddr, ApiError> {
+    crate::net::resolve(addr)
+        .await
+        .map_err(|e| ApiError::invalid(format!("{field} {addr}: not a valid address: {e}")))
+}
+
+/// A proxy told to stop, its task still ending.
+#[derive(Debug)]
+#[must_use = "a stop is over once it is waited for"]
+pub struct Stopping {
+    /// The proxy's name, for the log.
+    name: String,
+    /// The accept loop's task.
+    task: JoinHandle<std::io::Result<()>>,
+}
+
+impl Stopping {
+    /// Waits for the task for up to [`STOP_GRACE`], then aborts and
+    /// abandons it: no toxic keeps a stop (a DELETE, a shutdown) waiting.
+    pub async fn wait(mut self) {
+        if tokio::time::timeout(STOP_GRACE, &mut self.task)
+            .await
+            .is_err()
+        {
+            self.task.abort();
+            tracing::warn!(proxy = %LogName(&self.name), "proxy did not stop within its grace; abandoned");
+        } else {
+            tracing::info!(proxy = %LogName(&self.name), "proxy stopped");
+        }
+    }
 }
 
 /// Parses the `mode` extension.
@@ -111,8 +175,15 @@ pub fn parse_mode(mode: Option<&str>) -> Result<ProxyMode, ApiError> {
 }
 
 impl ManagedProxy {
-    /// A stopped proxy.
-    pub fn new(name: String, listen: String, upstream: String, mode: ProxyMode, seed: u64) -> Self {
+    /// A stopped proxy on these addresses, resolved by the caller.
+    pub fn new(
+        name: String,
+        listen: String,
+        upstream: String,
+        addrs: Addrs,
+        mode: ProxyMode,
+        seed: u64,
+    ) -> Self {
         let start = clock::now();
         ManagedProxy {
             telemetry: Telemetry {
@@ -123,10 +194,38 @@ impl ManagedProxy {
             listen,
             upstream,
             mode,
+            addrs,
             toxics: Vec::new(),
             plan: Arc::new(FaultPlan::new(Vec::new(), seed, start).accepting_additions()),
             running: None,
         }
+    }
+
+    /// A proxy whose listener task never ends, whatever it is told: what a
+    /// connection stuck in a toxic would make of it.
+    #[cfg(test)]
+    pub fn stuck(name: &str) -> Self {
+        let addrs = Addrs {
+            listen: ([127, 0, 0, 1], 0).into(),
+            upstream: ([127, 0, 0, 1], 9).into(),
+        };
+        let mut proxy = ManagedProxy::new(
+            name.to_string(),
+            addrs.listen.to_string(),
+            addrs.upstream.to_string(),
+            addrs,
+            ProxyMode::Tcp,
+            1,
+        );
+        let (stop, _shutdown) = ShutdownSignal::new();
+        let task = tokio::spawn(std::future::pending());
+        proxy.running = Some(Running { stop, task });
+        proxy
+    }
+
+    /// The resolved addresses.
+    pub fn addrs(&self) -> Addrs {
+        self.addrs
     }
 
     /// Whether the listener is open.
@@ -134,28 +233,32 @@ impl ManagedProxy {
         self.running.is_some()
     }
 
-    /// Binds and serves; a no-op when already running. An address that is
-    /// not one is the caller's mistake, a 400 (Toxiproxy 2.12 answers 500
-    /// for every failure here); a valid one that cannot be bound is a 500,
-    /// as in Toxiproxy.
+    /// Moves the proxy to new addresses (resolved by the caller); it must
+    /// be stopped.
+    pub fn readdress(&mut self, listen: String, upstream: String, addrs: Addrs) {
+        self.listen = listen;
+        self.upstream = upstream;
+        self.addrs = addrs;
+    }
+
+    /// Binds and serves on the resolved addresses (no name lookup); a
+    /// no-op when already running. A valid address that cannot be bound is
+    /// a 500, as in Toxiproxy.
     pub async fn start(&mut self) -> Result<(), ApiError> {
         if self.running.is_some() {
             return Ok(());
         }
-        let bound = BoundProxy::bind(&self.listen, &self.upstream, self.mode)
+        let bound = BoundProxy::bind_resolved(self.addrs.listen, self.addrs.upstream, self.mode)
             .await
             .map_err(|e| match e {
-                StartError::Listen { addr, source } => {
-                    ApiError::invalid(format!("listen {addr}: not a valid address: {source}"))
+                StartError::Bind { source, .. } => {
+                    ApiError::internal(format!("listen {}: cannot bind: {source}", self.listen))
                 }
-                StartError::Resolve { addr, source } => {
-                    ApiError::invalid(format!("upstream {addr}: not a valid address: {source}"))
-                }
-                StartError::Bind { addr, source } => {
-                    ApiError::internal(format!("listen {addr}: cannot bind: {source}"))
-                }
+                other => ApiError::invalid(other.to_string()),
             })?;
         self.listen = bound.local_addr().to_string();
+        // A restart binds the same port again, not a new free one.
+        self.addrs.listen = bound.local_addr();
         let (stop, shutdown) = ShutdownSignal::new();
         let task = tokio::spawn(bound.serve_with(
             self.plan.clone(),
@@ -163,17 +266,27 @@ impl ManagedProxy {
             shutdown,
             Duration::ZERO,
         ));
-        tracing::info!(proxy = %self.name, listen = %self.listen, upstream = %self.upstream, "proxy started");
+        tracing::info!(proxy = %LogName(&self.name), listen = %self.listen, upstream = %LogName(&self.upstream), "proxy started");
         self.running = Some(Running { stop, task });
         Ok(())
     }
 
-    /// Closes the listener and every connection, and waits until they are.
+    /// Tells the listener and every connection to close, and hands back
+    /// the stop to wait for (outside the registry's lock where it can).
+    pub fn halt(&mut self) -> Option<Stopping> {
+        let running = self.running.take()?;
+        let _ = running.stop.send(true);
+        Some(Stopping {
+            name: self.name.clone(),
+            task: running.task,
+        })
+    }
+
+    /// Closes the listener and every connection, and waits until they are,
+    /// for up to [`STOP_GRACE`].
     pub async fn stop(&mut self) {
-        if let Some(running) = self.running.take() {
-            let _ = running.stop.send(true);
-            let _ = running.task.await;
-            tracing::info!(proxy = %self.name, "proxy stopped");
+        if let Some(stopping) = self.halt() {
+            stopping.wait().await;
         }
     }
 

@@ -1,13 +1,20 @@
 //! The named proxies of a server and every operation the API offers on
 //! them, in Toxiproxy's semantics. Ordered by name (a `BTreeMap`), so
 //! listings are stable.
+//!
+//! The lock is held for quick work only: addresses are resolved before it
+//! is taken, and a stopped proxy is waited for after it is released (a
+//! restart, which needs the port back, waits under it for at most
+//! [`super::proxy::STOP_GRACE`]).
 
 use std::collections::BTreeMap;
 
 use tokio::sync::Mutex;
 
 use super::error::ApiError;
-use super::proxy::{ManagedProxy, ProxyInput, ProxyUpdate, ProxyView, parse_mode};
+use super::proxy::{
+    Addrs, ManagedProxy, ProxyInput, ProxyUpdate, ProxyView, Stopping, parse_mode, resolve_field,
+};
 use super::toxic::{Toxic, ToxicInput, ToxicUpdate};
 use crate::proxy::{ProxyMetrics, ProxyMode};
 
@@ -64,12 +71,18 @@ impl Registry {
         }
     }
 
-    async fn start_new(&self, p: NewProxy) -> Result<ManagedProxy, ApiError> {
-        let mut proxy = ManagedProxy::new(p.name, p.listen, p.upstream, p.mode, self.seed);
+    async fn start_new(&self, p: NewProxy, addrs: Addrs) -> Result<ManagedProxy, ApiError> {
+        let mut proxy = ManagedProxy::new(p.name, p.listen, p.upstream, addrs, p.mode, self.seed);
         if p.enabled {
             proxy.start().await?;
         }
         Ok(proxy)
+    }
+
+    /// Adds a proxy as it is (tests).
+    #[cfg(test)]
+    pub async fn insert(&self, proxy: ManagedProxy) {
+        self.proxies.lock().await.insert(proxy.name.clone(), proxy);
     }
 
     /// Every proxy by name.
@@ -82,11 +95,12 @@ impl Registry {
     /// that is not one, 409 if the name is taken, 500 if it cannot listen.
     pub async fn create(&self, input: ProxyInput) -> Result<ProxyView, ApiError> {
         let new = check(input)?;
+        let addrs = Addrs::resolve(&new.listen, &new.upstream).await?;
         let mut proxies = self.proxies.lock().await;
         if proxies.contains_key(&new.name) {
             return Err(ApiError::proxy_exists());
         }
-        let proxy = self.start_new(new).await?;
+        let proxy = self.start_new(new, addrs).await?;
         let view = proxy.view();
         proxies.insert(proxy.name.clone(), proxy);
         Ok(view)
@@ -102,22 +116,24 @@ impl Registry {
         &self,
         inputs: Vec<ProxyInput>,
     ) -> (Vec<ProxyView>, Result<(), ApiError>) {
-        let checked = inputs
-            .into_iter()
-            .enumerate()
-            .map(|(i, input)| {
-                check(input).map_err(|e| {
-                    ApiError::new(e.status, format!("{} at proxy {}", e.message, i + 1))
-                })
-            })
-            .collect::<Result<Vec<NewProxy>, ApiError>>();
-        let checked = match checked {
-            Ok(checked) => checked,
-            Err(e) => return (Vec::new(), Err(e)),
-        };
+        let mut checked = Vec::new();
+        for (i, input) in inputs.into_iter().enumerate() {
+            let at =
+                |e: ApiError| ApiError::new(e.status, format!("{} at proxy {}", e.message, i + 1));
+            let entry = match check(input) {
+                Ok(new) => Addrs::resolve(&new.listen, &new.upstream)
+                    .await
+                    .map(|addrs| (new, addrs)),
+                Err(e) => Err(e),
+            };
+            match entry {
+                Ok(entry) => checked.push(entry),
+                Err(e) => return (Vec::new(), Err(at(e))),
+            }
+        }
         let mut proxies = self.proxies.lock().await;
         let mut views = Vec::new();
-        for new in checked {
+        for (new, addrs) in checked {
             if let Some(existing) = proxies.get_mut(&new.name) {
                 if existing.listen == new.listen && existing.upstream == new.upstream {
                     views.push(existing.view());
@@ -126,7 +142,7 @@ impl Registry {
                 existing.stop().await;
                 proxies.remove(&new.name);
             }
-            match self.start_new(new).await {
+            match self.start_new(new, addrs).await {
                 Ok(proxy) => {
                     views.push(proxy.view());
                     proxies.insert(proxy.name.clone(), proxy);
@@ -146,21 +162,36 @@ impl Registry {
             .ok_or_else(ApiError::proxy_not_found)
     }
 
-    /// Changes listen, upstream or enabled; a new address restarts it.
+    /// Changes listen, upstream or enabled; a new address restarts it. As
+    /// Toxiproxy (`Proxy.Differs`), the new addresses are resolved before
+    /// anything changes, and a listen that resolves to the current one is
+    /// no change; one that does not resolve is refused (400) with the
+    /// proxy as it was.
     pub async fn update(&self, name: &str, update: ProxyUpdate) -> Result<ProxyView, ApiError> {
+        let given_listen = update.listen.filter(|l| !l.is_empty());
+        let given_upstream = update.upstream.filter(|u| !u.is_empty());
+        let (mut listen, mut upstream, mut addrs) = {
+            let proxies = self.proxies.lock().await;
+            let proxy = proxies.get(name).ok_or_else(ApiError::proxy_not_found)?;
+            (proxy.listen.clone(), proxy.upstream.clone(), proxy.addrs())
+        };
+        // Only what is given is looked up, and before the lock.
+        if let Some(given) = given_listen {
+            addrs.listen = resolve_field("listen", &given).await?;
+            listen = given;
+        }
+        if let Some(given) = given_upstream {
+            addrs.upstream = resolve_field("upstream", &given).await?;
+            upstream = given;
+        }
         let mut proxies = self.proxies.lock().await;
         let proxy = proxies
             .get_mut(name)
             .ok_or_else(ApiError::proxy_not_found)?;
         let was_enabled = proxy.enabled();
-        let listen = update.listen.filter(|l| !l.is_empty());
-        let upstream = update.upstream.filter(|u| !u.is_empty());
-        if listen.as_ref().is_some_and(|l| *l != proxy.listen)
-            || upstream.as_ref().is_some_and(|u| *u != proxy.upstream)
-        {
+        if addrs != proxy.addrs() || upstream != proxy.upstream {
             proxy.stop().await;
-            proxy.listen = listen.unwrap_or(proxy.listen.clone());
-            proxy.upstream = upstream.unwrap_or(proxy.upstream.clone());
+            proxy.readdress(listen, upstream, addrs);
         }
         if update.enabled.unwrap_or(was_enabled) {
             proxy.start().await?;
@@ -170,11 +201,16 @@ impl Registry {
         Ok(proxy.view())
     }
 
-    /// Stops and forgets a proxy.
+    /// Forgets a proxy and stops it, waiting for it with the registry free.
     pub async fn delete(&self, name: &str) -> Result<(), ApiError> {
-        let mut proxies = self.proxies.lock().await;
-        let mut proxy = proxies.remove(name).ok_or_else(ApiError::proxy_not_found)?;
-        proxy.stop().await;
+        let stopping = {
+            let mut proxies = self.proxies.lock().await;
+            let mut proxy = proxies.remove(name).ok_or_else(ApiError::proxy_not_found)?;
+            proxy.halt()
+        };
+        if let Some(stopping) = stopping {
+            stopping.wait().await;
+        }
         Ok(())
     }
 
@@ -189,12 +225,21 @@ impl Registry {
         Ok(())
     }
 
-    /// Stops every proxy (server shutdown).
+    /// Stops every proxy (server shutdown), all at once, waiting for them
+    /// with the registry free: done within [`super::proxy::STOP_GRACE`].
     pub async fn stop_all(&self) {
-        let mut proxies = self.proxies.lock().await;
-        for proxy in proxies.values_mut() {
-            proxy.stop().await;
+        let stopping: Vec<Stopping> = {
+            let mut proxies = self.proxies.lock().await;
+            proxies
+                .values_mut()
+                .filter_map(ManagedProxy::halt)
+                .collect()
+        };
+        let mut waits = tokio::task::JoinSet::new();
+        for stop in stopping {
+            waits.spawn(stop.wait());
         }
+        while waits.join_next().await.is_some() {}
     }
 
     /// A proxy's toxics.
@@ -278,3 +323,7 @@ impl Registry {
             .collect()
     }
 }
+
+#[cfg(test)]
+#[path = "registry_tests.rs"]
+mod tests;

@@ -6,6 +6,7 @@ use http::{Method, StatusCode};
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
+use super::json::Folded;
 use super::proxy::ProxyInput;
 use super::state::Api;
 use crate::metrics::{Exposition, MetricSource};
@@ -26,8 +27,10 @@ pub enum Reply {
     Text(&'static str, String),
 }
 
+/// A body as Toxiproxy's Go decoder reads it (see [`super::json`]).
 fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    serde_json::from_slice(body).map_err(ApiError::bad_body)
+    let Folded(value) = serde_json::from_slice(body).map_err(ApiError::bad_body)?;
+    serde_json::from_value(value).map_err(ApiError::bad_body)
 }
 
 fn json<T: serde::Serialize>(status: StatusCode, value: &T) -> Result<Reply, ApiError> {
@@ -166,7 +169,58 @@ pub async fn route(api: &Api, method: &Method, path: &str, body: Bytes) -> Resul
 
 #[cfg(test)]
 mod tests {
-    use super::decode_segment;
+    use super::*;
+    use crate::api::guard::{BODY_LIMIT, Guard};
+
+    async fn call(api: &Api, method: Method, path: &str, body: &str) -> Result<Reply, ApiError> {
+        route(api, &method, path, Bytes::from(body.to_string())).await
+    }
+
+    #[tokio::test]
+    async fn field_names_match_case_insensitively_and_the_last_duplicate_wins_as_in_go() {
+        let api = Api::new(Guard::new(None, BODY_LIMIT), 1);
+        let body = r#"{"NAME":"first","Name":"a","Upstream":"127.0.0.1:9","ENABLED":true,"enabled":false}"#;
+        let Reply::Json(status, made) = call(&api, Method::POST, "/proxies", body).await.unwrap()
+        else {
+            panic!("a JSON answer");
+        };
+        assert_eq!(status, StatusCode::CREATED);
+        let made: serde_json::Value = serde_json::from_str(&made).unwrap();
+        assert_eq!(
+            (&made["name"], &made["upstream"], &made["enabled"]),
+            (&"a".into(), &"127.0.0.1:9".into(), &false.into())
+        );
+        let toxic = r#"{"Type":"latency","stream":"downstream","STREAM":"UpStream","Attributes":{"LATENCY":5,"latency":7,"Jitter":1}}"#;
+        let Reply::Json(_, t) = call(&api, Method::POST, "/proxies/a/toxics", toxic)
+            .await
+            .unwrap()
+        else {
+            panic!("a JSON answer");
+        };
+        let t: serde_json::Value = serde_json::from_str(&t).unwrap();
+        assert_eq!(t["stream"], "UpStream");
+        assert_eq!(
+            t["attributes"],
+            serde_json::json!({"latency": 7, "jitter": 1})
+        );
+        let patch = r#"{"attributes":{"latency":1,"LATENCY":9},"Toxicity":0.5}"#;
+        let Reply::Json(_, t) = call(
+            &api,
+            Method::PATCH,
+            "/proxies/a/toxics/latency_UpStream",
+            patch,
+        )
+        .await
+        .unwrap() else {
+            panic!("a JSON answer");
+        };
+        let t: serde_json::Value = serde_json::from_str(&t).unwrap();
+        assert_eq!(
+            (&t["attributes"]["latency"], &t["toxicity"]),
+            (&9.into(), &0.5.into())
+        );
+        api.registry.stop_all().await;
+    }
 
     #[test]
     fn path_segments_decode_percent_escapes_and_refuse_broken_ones() {

@@ -54,6 +54,10 @@ impl Attribute {
 
 const ZERO: Attribute = Attribute::Number(0);
 
+/// The largest number attribute: Go's `int64` (Toxiproxy's `int` on 64-bit
+/// builds too).
+pub const ATTRIBUTE_MAX: u64 = i64::MAX as u64;
+
 /// The toxic types this server knows, Toxiproxy's first, then firedrill's
 /// HTTP-level ones (which need a proxy in `http` mode).
 pub const TYPES: &[ToxicType] = &[
@@ -175,10 +179,10 @@ impl Toxic {
         let Some(known) = toxic_type(&kind) else {
             return Err(ApiError::invalid_type());
         };
+        // Kept as sent, as Toxiproxy keeps it; read case-insensitively
+        // (stream.ParseDirection lowercases it).
         let stream = input.stream.unwrap_or_else(|| "downstream".to_string());
-        if stream != "upstream" && stream != "downstream" {
-            return Err(ApiError::invalid_stream());
-        }
+        parse_stream(&stream)?;
         let name = match input.name {
             Some(n) if !n.is_empty() => n,
             _ => format!("{kind}_{stream}"),
@@ -229,11 +233,7 @@ impl Toxic {
     /// request, then close).
     pub fn faults(&self, mode: ProxyMode) -> Result<Vec<Fault>, ApiError> {
         let probability = self.probability()?;
-        let direction = if self.stream == "upstream" {
-            Direction::Upstream
-        } else {
-            Direction::Downstream
-        };
+        let direction = parse_stream(&self.stream)?;
         self.check_mode(mode)?;
         let kinds = self.kinds(mode, direction)?;
         let many = kinds.len() > 1;
@@ -385,16 +385,33 @@ impl Toxic {
         })
     }
 
-    /// A whole, non-negative number attribute.
+    /// A whole number attribute from 0 to [`ATTRIBUTE_MAX`]: Toxiproxy's
+    /// are Go `int`/`int64`, and Go's JSON decoder refuses a larger number
+    /// with 400 `bad request body: ...`, as this does. Negative numbers,
+    /// which Go takes, are refused too (no toxic means anything by them).
     fn number(&self, key: &str) -> Result<u64, ApiError> {
-        match self.attributes.get(key) {
-            Some(v) => v.as_u64().ok_or_else(|| {
-                ApiError::invalid(format!(
-                    "attributes.{key}: must be a whole number from 0 up, got {v}"
-                ))
-            }),
-            None => Ok(0),
+        let Some(v) = self.attributes.get(key) else {
+            return Ok(0);
+        };
+        match v.as_u64() {
+            Some(n) if n <= ATTRIBUTE_MAX => Ok(n),
+            Some(_) => Err(ApiError::bad_body(format!(
+                "attributes.{key}: {v} does not fit Toxiproxy's int64 (at most {ATTRIBUTE_MAX})"
+            ))),
+            None => Err(ApiError::invalid(format!(
+                "attributes.{key}: must be a whole number from 0 to {ATTRIBUTE_MAX}, got {v}"
+            ))),
         }
+    }
+}
+
+/// The direction a `stream` names, in any case, as Toxiproxy's
+/// `stream.ParseDirection` reads it.
+fn parse_stream(stream: &str) -> Result<Direction, ApiError> {
+    match stream.to_lowercase().as_str() {
+        "upstream" => Ok(Direction::Upstream),
+        "downstream" => Ok(Direction::Downstream),
+        _ => Err(ApiError::invalid_stream()),
     }
 }
 

@@ -190,3 +190,97 @@ fn http_types_are_the_http_only_ones_and_the_others_need_tcp_when_their_faults_d
         assert_eq!(ty.modes.http(), in_http, "{}", ty.name);
     }
 }
+
+/// The mode a type works in (TCP when it works in both).
+fn mode_of(ty: &ToxicType) -> ProxyMode {
+    if ty.modes.tcp() {
+        ProxyMode::Tcp
+    } else {
+        ProxyMode::Http
+    }
+}
+
+#[test]
+fn every_number_attribute_beyond_go_int64_is_a_400_bad_body_and_int64_max_is_taken() {
+    // Toxiproxy's attributes are Go `int`/`int64`: encoding/json refuses a
+    // number above 2^63 - 1 with 400 "bad request body: ...".
+    for ty in TYPES {
+        for (key, default) in ty.attributes {
+            if !matches!(default, Attribute::Number(_)) {
+                continue;
+            }
+            for too_big in ["9223372036854775808", "18446744073709551615"] {
+                let mut attributes = valid_attributes(ty);
+                attributes.insert(key.to_string(), serde_json::from_str(too_big).unwrap());
+                let input = ToxicInput {
+                    kind: Some(ty.name.to_string()),
+                    attributes: Some(attributes),
+                    ..ToxicInput::default()
+                };
+                let e = Toxic::create(input, mode_of(ty)).unwrap_err();
+                assert_eq!(e.status, http::StatusCode::BAD_REQUEST, "{}.{key}", ty.name);
+                assert!(
+                    e.message
+                        .starts_with(&format!("bad request body: attributes.{key}: ")),
+                    "{}.{key}: {}",
+                    ty.name,
+                    e.message
+                );
+                // An update cannot get there either.
+                let t = create_default(ty, mode_of(ty)).unwrap();
+                let mut change = Map::new();
+                change.insert(key.to_string(), serde_json::from_str(too_big).unwrap());
+                let update = ToxicUpdate {
+                    attributes: Some(change),
+                    toxicity: None,
+                };
+                assert!(t.updated(update, mode_of(ty)).is_err(), "{}.{key}", ty.name);
+            }
+        }
+    }
+    // The top of the range is a valid toxic (the slicer's variation stays
+    // below its average; an HTTP status is a status).
+    for json in [
+        r#"{"type":"latency","attributes":{"latency":9223372036854775807,"jitter":9223372036854775807}}"#,
+        r#"{"type":"bandwidth","attributes":{"rate":9223372036854775807}}"#,
+        r#"{"type":"slow_close","attributes":{"delay":9223372036854775807}}"#,
+        r#"{"type":"timeout","attributes":{"timeout":9223372036854775807}}"#,
+        r#"{"type":"reset_peer","attributes":{"timeout":9223372036854775807}}"#,
+        r#"{"type":"limit_data","attributes":{"bytes":9223372036854775807}}"#,
+        r#"{"type":"slicer","attributes":{"average_size":9223372036854775807,"size_variation":9223372036854775806,"delay":9223372036854775807}}"#,
+    ] {
+        let t = Toxic::create(input(json), ProxyMode::Tcp).unwrap();
+        assert!(t.faults(ProxyMode::Tcp).is_ok(), "{json}");
+    }
+}
+
+#[test]
+fn stream_is_read_case_insensitively_as_toxiproxy_parses_it() {
+    let t = Toxic::create(
+        input(r#"{"type":"noop","stream":"UpStream"}"#),
+        ProxyMode::Tcp,
+    )
+    .unwrap();
+    let f = Toxic::create(
+        input(r#"{"type":"latency","stream":"UPSTREAM","attributes":{"latency":5}}"#),
+        ProxyMode::Tcp,
+    )
+    .unwrap()
+    .faults(ProxyMode::Tcp)
+    .unwrap();
+    // Toxiproxy keeps the stream as sent, and names the toxic with it.
+    assert_eq!(
+        (t.stream.as_str(), t.name.as_str()),
+        ("UpStream", "noop_UpStream")
+    );
+    let FaultKind::Latency(l) = &f[0].kind else {
+        panic!("a latency fault: {f:?}");
+    };
+    assert_eq!(l.direction, Direction::Upstream);
+    let e = Toxic::create(
+        input(r#"{"type":"noop","stream":"sideways"}"#),
+        ProxyMode::Tcp,
+    )
+    .unwrap_err();
+    assert_eq!(e, ApiError::invalid_stream());
+}

@@ -13,6 +13,24 @@ pub use plan::{ConnectionRolls, FaultPlan, Hit, Snapshot};
 pub use spec::{Direction, Fault, FaultFile, FaultKind};
 pub use window::{Pattern, Window};
 
+/// A name as a log field: control characters (a newline that would forge
+/// a log line) escaped, the rest as it is.
+#[derive(Debug, Clone, Copy)]
+pub struct LogName<'a>(pub &'a str);
+
+impl std::fmt::Display for LogName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for c in self.0.chars() {
+            if c.is_control() || c == '\\' {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The path of a top-level `faults:` list's item `index` (a fault file's or
 /// an experiment's), and of its field `key` when given: where an error
 /// about that fault is reported.

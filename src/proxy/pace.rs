@@ -31,8 +31,9 @@ impl Pace {
 
     /// When a piece of `len` bytes, ready now, leaves at `bytes_per_second`.
     pub fn release(&mut self, len: usize, bytes_per_second: f64) -> Instant {
-        self.next_free = self.next_free.max(clock::now())
-            + Duration::from_secs_f64(len as f64 / bytes_per_second);
+        // Saturating: no rate makes a piece's time beyond the clock.
+        let time = Duration::try_from_secs_f64(len as f64 / bytes_per_second).unwrap_or(clock::FAR);
+        self.next_free = clock::later(self.next_free.max(clock::now()), time);
         self.next_free
     }
 }

@@ -69,12 +69,31 @@ impl BoundProxy {
                 addr: upstream.to_string(),
                 source,
             })?;
-        let forward = Forward {
+        BoundProxy::bind_forward(listen, Self::plain(addr), mode).await
+    }
+
+    /// Binds `listen` for a proxy towards `upstream`, both resolved
+    /// already: no name lookup (the control plane resolves before it
+    /// takes its lock).
+    pub async fn bind_resolved(
+        listen: SocketAddr,
+        upstream: SocketAddr,
+        mode: ProxyMode,
+    ) -> Result<BoundProxy, StartError> {
+        Ok(BoundProxy {
+            acceptor: Self::acceptor(listen).await?,
+            forward: Self::plain(upstream),
+            mode,
+        })
+    }
+
+    /// Plain TCP towards `addr`, requests unchanged.
+    fn plain(addr: SocketAddr) -> Forward<ServiceConnector> {
+        Forward {
             connector: Arc::new(ServiceConnector::plain(TcpConnector { addr })),
             rewrite: Rewrite::default(),
             client_fin: Default::default(),
-        };
-        BoundProxy::bind_forward(listen, forward, mode).await
+        }
     }
 
     /// Binds `listen` for a proxy towards `forward` (a user's service,
@@ -93,17 +112,21 @@ impl BoundProxy {
                     addr: listen.to_string(),
                     source,
                 })?;
-        let acceptor = TcpAcceptor::bind(listen_addr)
-            .await
-            .map_err(|source| StartError::Bind {
-                addr: listen.to_string(),
-                source,
-            })?;
         Ok(BoundProxy {
-            acceptor,
+            acceptor: Self::acceptor(listen_addr).await?,
             forward,
             mode,
         })
+    }
+
+    /// A listener on `addr`.
+    async fn acceptor(addr: SocketAddr) -> Result<TcpAcceptor, StartError> {
+        TcpAcceptor::bind(addr)
+            .await
+            .map_err(|source| StartError::Bind {
+                addr: addr.to_string(),
+                source,
+            })
     }
 
     /// The bound address.

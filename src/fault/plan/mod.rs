@@ -284,14 +284,15 @@ impl FaultPlan {
     }
 
     fn build(faults: Vec<Fault>, seed: u64, version: u64, old: Option<&Snapshot>) -> Snapshot {
-        let old_keys = old.map(|o| keys(&o.faults)).unwrap_or_default();
+        // By key, so carrying n states over is n log n, not n^2 (the
+        // control plane publishes the whole list on every toxic added).
+        let old_states: std::collections::BTreeMap<(String, usize), &Arc<FaultState>> = old
+            .map(|o| keys(&o.faults).into_iter().zip(&o.states).collect())
+            .unwrap_or_default();
         let states = keys(&faults)
             .into_iter()
             .map(|key| {
-                let kept = old_keys
-                    .iter()
-                    .position(|k| *k == key)
-                    .and_then(|i| old.map(|o| o.states[i].clone()));
+                let kept = old_states.get(&key).map(|s| Arc::clone(s));
                 kept.unwrap_or_else(|| {
                     Arc::new(FaultState {
                         rng: Mutex::new(clock::seeded_rng(seed, stream_of(&key.0, key.1))),
@@ -316,8 +317,10 @@ impl FaultPlan {
         let version = current.version + 1;
         let next = Self::build(faults, self.seed, version, Some(&current));
         let mut retired = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+        let kept: std::collections::BTreeSet<*const FaultState> =
+            next.states.iter().map(Arc::as_ptr).collect();
         for (fault, state) in current.faults.iter().zip(&current.states) {
-            if !next.states.iter().any(|s| Arc::ptr_eq(s, state)) {
+            if !kept.contains(&Arc::as_ptr(state)) {
                 *retired.entry(fault.name.clone()).or_default() +=
                     state.injected.load(Ordering::Relaxed);
             }
@@ -417,7 +420,9 @@ impl FaultPlan {
             return delay;
         }
         let offset = (Self::draw(hit) * 2.0 - 1.0) * jitter.as_secs_f64();
-        Duration::from_secs_f64((delay.as_secs_f64() + offset).max(0.0))
+        // Saturating: a delay beyond `Duration` is the longest one.
+        Duration::try_from_secs_f64((delay.as_secs_f64() + offset).max(0.0))
+            .unwrap_or(Duration::MAX)
     }
 
     /// Counts one injection of a hit's fault and logs it: the first at
@@ -427,9 +432,9 @@ impl FaultPlan {
         let before = hit.state().injected.fetch_add(1, Ordering::Relaxed);
         let fault = hit.fault();
         if before == 0 {
-            tracing::info!(fault = %fault.name, kind = fault.kind.key(), %target, "fault injected");
+            tracing::info!(fault = %super::LogName(&fault.name), kind = fault.kind.key(), %target, "fault injected");
         } else {
-            tracing::debug!(fault = %fault.name, kind = fault.kind.key(), %target, "fault injected");
+            tracing::debug!(fault = %super::LogName(&fault.name), kind = fault.kind.key(), %target, "fault injected");
         }
     }
 

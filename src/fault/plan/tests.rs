@@ -285,3 +285,17 @@ async fn an_arrival_carrying_a_correlation_header_is_tagged_with_its_load_reques
         "not before correlate; firedrill's own header first"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_delay_and_jitter_beyond_any_duration_saturate_instead_of_panicking() {
+    let p = plan("faults:\n  - latency: { delay: 100ms, jitter: 20ms }\n", 5);
+    let hit = p.hit(0);
+    let huge = super::super::spec::Latency {
+        delay: crate::schema::units::Dur(Duration::MAX),
+        jitter: crate::schema::units::Dur(Duration::MAX),
+        direction: Default::default(),
+    };
+    for _ in 0..100 {
+        assert!(p.hit_delay(&hit, &huge) >= Duration::from_secs(365 * 24 * 3600));
+    }
+}

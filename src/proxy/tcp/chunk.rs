@@ -47,7 +47,7 @@ impl Conn<'_> {
             }
             match &hit.fault().kind {
                 FaultKind::Latency(l) => {
-                    let at = arrival + self.plan.hit_delay(&hit, l);
+                    let at = crate::clock::later(arrival, self.plan.hit_delay(&hit, l));
                     chunk.release_at = Some(chunk.release_at.map_or(at, |t| t.max(at)));
                 }
                 FaultKind::Bandwidth(b) => {
@@ -71,7 +71,7 @@ impl Conn<'_> {
                     let verdict = Verdict::of(&hit.fault().kind);
                     match (cut.after_bytes, cut.after) {
                         (Some(limit), _) => {
-                            if sent.total + len as u64 >= limit.0 {
+                            if sent.total.saturating_add(len as u64) >= limit.0 {
                                 let keep = limit.0.saturating_sub(sent.total) as usize;
                                 chunk.truncate = Some((keep, verdict));
                             }
@@ -82,7 +82,7 @@ impl Conn<'_> {
                 }
                 FaultKind::LimitData(l) => {
                     let counted = sent.since_limit(&hit.fault().name);
-                    if counted + len as u64 >= l.bytes.0 {
+                    if counted.saturating_add(len as u64) >= l.bytes.0 {
                         let keep = l.bytes.0.saturating_sub(counted) as usize;
                         chunk.truncate = Some((keep, Verdict::Close));
                     }

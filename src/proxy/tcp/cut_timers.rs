@@ -29,7 +29,7 @@ impl Conn<'_> {
                 if let FaultKind::Reset(c) | FaultKind::Close(c) = &hit.fault().kind
                     && let Some(after) = c.after
                 {
-                    let at = from + after.get();
+                    let at = clock::later(from, after.get());
                     if earliest.as_ref().is_none_or(|(_, e)| at < *e) {
                         earliest = Some((hit, at));
                     }

@@ -38,9 +38,32 @@ impl Hold {
 pub(super) fn stream_hold(kind: &FaultKind, dir: Direction, arrival: Instant) -> Option<Hold> {
     match kind {
         FaultKind::Reset(cut) if cut.stream == Some(dir) => Some(Hold::ResetPeer(
-            arrival + cut.after.map_or(Duration::ZERO, |a| a.get()),
+            crate::clock::later(arrival, cut.after.map_or(Duration::ZERO, |a| a.get())),
         )),
         FaultKind::Close(cut) if cut.stream == Some(dir) => Some(Hold::Timeout),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fault::spec::Cut;
+    use crate::schema::units::Dur;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_reset_peer_timer_beyond_the_clock_is_far_away_not_a_panic() {
+        let now = crate::clock::now();
+        let cut = Cut {
+            after_bytes: None,
+            after: Some(Dur(Duration::MAX)),
+            stream: Some(Direction::Upstream),
+        };
+        let Some(Hold::ResetPeer(at)) =
+            stream_hold(&FaultKind::Reset(cut), Direction::Upstream, now)
+        else {
+            panic!("an armed reset_peer");
+        };
+        assert!(at > now + Duration::from_secs(365 * 24 * 3600), "{at:?}");
     }
 }

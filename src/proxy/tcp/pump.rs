@@ -149,7 +149,7 @@ impl Conn<'_> {
             }
             let len = data.len() as u64;
             let ok = self.write(dir, writer, data, &chunk, &mut pace).await;
-            sent.total += len;
+            sent.total = sent.total.saturating_add(len);
             if let Some((_, verdict)) = chunk.truncate {
                 let _ = writer.flush().await;
                 return Some(verdict);

@@ -36,6 +36,6 @@ impl Sent {
             .limit_from
             .entry(name.to_string())
             .or_insert(self.total);
-        self.total - from
+        self.total.saturating_sub(from)
     }
 }

@@ -30,15 +30,20 @@ fn cut(
     draw: &mut impl FnMut() -> f64,
     ends: &mut Vec<usize>,
 ) {
-    if end - start <= average + variation {
+    // Saturating: sizes near usize::MAX must not wrap into tiny slices.
+    if end - start <= average.saturating_add(variation) {
         ends.push(end);
         return;
     }
     let mut mid = start + (end - start) / 2;
     if variation > 0 {
-        let offset = (draw() * (2 * variation) as f64) as usize;
-        mid = (mid + offset).saturating_sub(variation);
+        let offset = (draw() * variation.saturating_mul(2) as f64) as usize;
+        mid = mid.saturating_add(offset).saturating_sub(variation);
     }
+    // Every cut strictly inside the chunk, so each half is shorter and the
+    // recursion ends whatever the parameters (variation below average
+    // keeps it there already).
+    let mid = mid.clamp(start + 1, end - 1);
     cut(start, mid, average, variation, draw, ends);
     cut(mid, end, average, variation, draw, ends);
 }
@@ -82,6 +87,27 @@ mod tests {
                 sizes(&ends).iter().all(|&s| (1..=19).contains(&s)),
                 "{draw}"
             );
+        }
+    }
+
+    #[test]
+    fn sizes_at_the_top_of_the_range_neither_wrap_nor_lose_a_byte() {
+        // average + variation and 2 * variation beyond usize: a chunk is
+        // one slice, as it is no longer than either.
+        for (average, variation) in [
+            (usize::MAX, usize::MAX - 1),
+            (usize::MAX / 2 + 1, usize::MAX / 2),
+            (usize::MAX, 1),
+        ] {
+            for draw in [0.0, 0.5, 0.999] {
+                assert_eq!(slice_ends(100, average, variation, &mut || draw), [100]);
+            }
+        }
+        // A huge variation under a chunk still cuts inside it.
+        for draw in [0.0, 0.5, 0.999] {
+            let ends = slice_ends(1000, 3, 2, &mut || draw);
+            assert_eq!(ends.last(), Some(&1000));
+            assert!(ends.windows(2).all(|w| w[0] < w[1]), "{draw}: {ends:?}");
         }
     }
 }

@@ -1,0 +1,91 @@
+//! The registry's operations against Toxiproxy's semantics: an update that
+//! would not start is refused before anything changes.
+
+use super::*;
+use http::StatusCode;
+
+fn input(json: &str) -> ProxyInput {
+    serde_json::from_str(json).unwrap()
+}
+
+fn update(json: &str) -> ProxyUpdate {
+    serde_json::from_str(json).unwrap()
+}
+
+/// PATCHes proxy `a`'s `field` with an address that is not one: a 400
+/// naming it.
+async fn refused_400(r: &Registry, field: &str) {
+    let json = format!(r#"{{"{field}":"127.0.0.1:abc"}}"#);
+    let e = r.update("a", update(&json)).await.unwrap_err();
+    assert_eq!(e.status, StatusCode::BAD_REQUEST, "{e}");
+    assert!(
+        e.message.starts_with(&format!("{field} 127.0.0.1:abc: ")),
+        "{e}"
+    );
+}
+
+#[tokio::test]
+async fn a_listen_that_is_not_an_address_is_refused_on_a_disabled_proxy_and_reset_still_works() {
+    let r = Registry::new(1);
+    for name in ["a", "b"] {
+        r.create(input(&format!(
+            r#"{{"name":"{name}","upstream":"127.0.0.1:9","enabled":false}}"#
+        )))
+        .await
+        .unwrap();
+    }
+    let before = r.get("a").await.unwrap();
+    refused_400(&r, "listen").await;
+    let after = r.get("a").await.unwrap();
+    assert_eq!((after.listen, after.enabled), (before.listen, false));
+    r.reset().await.unwrap();
+    assert!(r.get("a").await.unwrap().enabled);
+    assert!(
+        r.get("b").await.unwrap().enabled,
+        "reset reaches later proxies"
+    );
+    r.stop_all().await;
+}
+
+#[tokio::test]
+async fn an_enabled_proxy_given_an_upstream_that_is_not_an_address_keeps_running_as_it_was() {
+    let r = Registry::new(1);
+    let made = r
+        .create(input(r#"{"name":"a","upstream":"127.0.0.1:9"}"#))
+        .await
+        .unwrap();
+    refused_400(&r, "upstream").await;
+    let after = r.get("a").await.unwrap();
+    assert_eq!(
+        (after.listen, after.upstream.as_str(), after.enabled),
+        (made.listen, "127.0.0.1:9", true)
+    );
+    r.stop_all().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_proxy_that_never_stops_neither_holds_the_registry_nor_keeps_delete_or_stop_all_waiting()
+{
+    let r = std::sync::Arc::new(Registry::new(1));
+    r.insert(ManagedProxy::stuck("a")).await;
+    r.insert(ManagedProxy::stuck("b")).await;
+    let deleting = tokio::spawn({
+        let r = r.clone();
+        async move { r.delete("a").await }
+    });
+    tokio::task::yield_now().await;
+    let second = crate::clock::Duration::from_secs(1);
+    let listed = tokio::time::timeout(second, r.list())
+        .await
+        .expect("the registry answers while a delete waits for its proxy");
+    assert_eq!(listed.keys().collect::<Vec<_>>(), ["b"]);
+    let bound = super::super::proxy::STOP_GRACE * 2;
+    tokio::time::timeout(bound, deleting)
+        .await
+        .expect("a delete returns within the grace")
+        .unwrap()
+        .unwrap();
+    tokio::time::timeout(bound, r.stop_all())
+        .await
+        .expect("stop_all returns within the grace");
+}
