@@ -58,7 +58,8 @@ pub fn server(args: &ServerArgs) -> Result<u8, CliError> {
         None => Vec::new(),
     };
     init_logging("info");
-    runtime()?.block_on(async move {
+    let runtime = runtime()?;
+    let served = runtime.block_on(async move {
         let host = args.host.trim_start_matches('[').trim_end_matches(']');
         let addr = crate::net::resolve(&format!(
             "{}:{}",
@@ -94,5 +95,9 @@ pub fn server(args: &ServerArgs) -> Result<u8, CliError> {
             shutdown_on_stop_signal(Some("stop signal: closing the API and every proxy"));
         serve(listener, api, shutdown).await;
         Ok(EXIT_OK)
-    })
+    });
+    // A task that never yields (a toxic's connection) must not keep a
+    // stopped server alive: drop the runtime without waiting for it.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    served
 }
