@@ -140,6 +140,25 @@ fn a_wrong_expectation_exits_1_and_shows_expected_and_seen() {
     }
 }
 
+/// 96 of 97 is 98.97%: a failing figure is never shown rounded onto its
+/// bound (`99.0%` next to `>= 99%`), in any of the formats.
+#[test]
+fn a_failing_share_one_request_short_of_its_bound_shows_the_digits_that_decide() {
+    let (dir, out, stdout) =
+        run_with_report_dir("fixtures/experiments/one_short_of_the_bound.yaml");
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let seen = "route calls success 98.97% (96 of 97) over the run";
+    assert!(stdout.contains(&format!("seen:     {seen}")), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["verdicts"][0]["seen"], seen, "{json}");
+    for file in ["junit.xml", "report.html"] {
+        let text = std::fs::read_to_string(dir.path().join(file)).unwrap();
+        assert!(text.contains(seen), "{file}: {text}");
+        assert!(!text.contains("99.0% (96 of 97)"), "{file}: {text}");
+    }
+}
+
 mod client_support;
 
 #[test]
