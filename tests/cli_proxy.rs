@@ -30,6 +30,88 @@ fn listen_port_in_use_exits_3_naming_the_flag() {
     );
 }
 
+/// Runs firedrill with `args` and returns its exit code and stderr.
+fn exit_and_stderr(args: &[&str]) -> (Option<i32>, String) {
+    let out = firedrill().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr)
+}
+
+#[test]
+fn an_address_flag_that_does_not_parse_is_a_bad_argument_exit_2_naming_flag_and_form() {
+    let defense = tempfile::tempdir().unwrap();
+    let config = defense.path().join("defense.yaml");
+    std::fs::write(&config, "routes:\n  all:\n    match: /*\n").unwrap();
+    let config = config.to_str().unwrap();
+    let up = ["--upstream", "127.0.0.1:9"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["proxy", "--listen", "nope", up[0], up[1]], "--listen"),
+        (
+            vec!["proxy", "--listen", "127.0.0.1:70000", up[0], up[1]],
+            "--listen",
+        ),
+        (
+            vec![
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                up[0],
+                up[1],
+                "--metrics-listen",
+                "nope",
+            ],
+            "--metrics-listen",
+        ),
+        (vec!["target", "--listen", "localhost"], "--listen"),
+        (
+            vec![
+                "defend", "--config", config, "--listen", "nope", up[0], up[1],
+            ],
+            "--listen",
+        ),
+        (
+            vec![
+                "defend",
+                "--config",
+                config,
+                "--listen",
+                "127.0.0.1:0",
+                up[0],
+                up[1],
+                "--metrics-listen",
+                "localhost:9",
+            ],
+            "--metrics-listen",
+        ),
+        (
+            vec![
+                "run",
+                "experiments/quickstart.yaml",
+                "--metrics-listen",
+                "nope",
+            ],
+            "--metrics-listen",
+        ),
+        (
+            vec![
+                "run",
+                "experiments/quickstart.yaml",
+                "--control",
+                "127.0.0.1",
+            ],
+            "--control",
+        ),
+    ];
+    for (args, flag) in cases {
+        let (code, stderr) = exit_and_stderr(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("for '{flag} ")) && stderr.contains("expected host:port"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
 #[test]
 fn unresolvable_upstream_exits_3_naming_the_flag() {
     let out = firedrill()

@@ -5,6 +5,7 @@
 //! Exit codes (documented in the README): 0 ok, 1 an expectation failed,
 //! 2 invalid input or arguments, 3 the run itself failed, 130 interrupted.
 //!
+//! * [`address`] — the address flags' values, checked as clap reads them.
 //! * [`exit`] — exit codes and [`CliError`], the library error with the
 //!   flag or file it came from.
 //! * [`runtime`] — the tokio runtime, logging, the stop signal.
@@ -13,6 +14,7 @@
 //! * one file per subcommand: [`proxy`], [`target`], [`defend`], [`run`],
 //!   [`server`], [`demo`], [`validate`], [`schema`].
 
+pub mod address;
 pub mod defend;
 pub mod demo;
 pub mod exit;

@@ -46,13 +46,13 @@ pub struct RunArgs {
     pub progress_interval: crate::schema::units::Dur,
     /// Serve the defense line's Prometheus /metrics (resilience4j
     /// names) on this address during a real-time run.
-    #[arg(long)]
+    #[arg(long, value_name = "ADDR", value_parser = super::address::socket)]
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// Serve the control endpoint here during a real-time run: start and
     /// stop faults declared `at: manual`, halt the drill, read the status
     /// (GET /status, POST /faults/NAME/start|stop, POST /halt). Anything
     /// but loopback needs --control-token.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = super::address::socket)]
     pub control: Option<std::net::SocketAddr>,
     /// Require `Authorization: Bearer <token>` on the control endpoint.
     #[arg(long, env = "FIREDRILL_CONTROL_TOKEN", hide_env_values = true)]
