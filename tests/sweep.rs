@@ -203,6 +203,23 @@ fn a_bad_path_or_value_is_named_with_exit_2_before_anything_runs() {
     );
 }
 
+#[test]
+fn a_report_dir_that_is_a_file_is_refused_with_exit_2_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let path = file.to_str().unwrap();
+    let args = [
+        "sweep",
+        "experiments/quickstart.yaml",
+        "--vary",
+        "load.shop.rate=10/s,20/s",
+        "--report-dir",
+        path,
+    ];
+    refused(&args, &format!("--report-dir {path}: not a directory"));
+}
+
 /// `run --set` changes the field for this run only; a bad value is
 /// located at the flag, exit 2.
 #[test]

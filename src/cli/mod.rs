@@ -8,6 +8,7 @@
 //! * [`address`] — the address flags' values, checked as clap reads them.
 //! * [`exit`] — exit codes and [`CliError`], the library error with the
 //!   flag or file it came from.
+//! * [`output`] — report paths, checked before anything runs.
 //! * [`runtime`] — the tokio runtime, logging, the stop signal.
 //! * [`tls`] — the TLS flags of the subcommands that call an `https://`
 //!   upstream.
@@ -18,6 +19,7 @@ pub mod address;
 pub mod defend;
 pub mod demo;
 pub mod exit;
+pub mod output;
 pub mod proxy;
 pub mod report;
 pub mod run;

@@ -124,10 +124,15 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
         metrics_listen: options.metrics_listen,
         control: options.control.map(|addr| ControlOptions { addr, token }),
     };
-    // requests.jsonl is written as the run goes: the directory first.
+    // Every output path before the clock starts (requests.jsonl is
+    // written as the run goes: the directory is created here).
     if let Some(dir) = &options.report_dir {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::runtime(e).context(format!("--report-dir {}", dir.display())))?;
+        super::output::report_dir("--report-dir", dir)?;
+    }
+    for (flag, path) in [("--junit", &options.junit), ("--json", &options.json)] {
+        if let Some(path) = path {
+            super::output::report_file(flag, path)?;
+        }
     }
     let (result, report) = report::execute_to(
         &loaded,

@@ -50,6 +50,9 @@ pub enum SweepFormat {
 /// Runs the sweep and prints it. Exit 0 when it ran (pass and fail are
 /// data), 2 on bad input, 3 when a run failed.
 pub fn run(args: &SweepArgs) -> Result<u8, CliError> {
+    if let Some(dir) = &args.report_dir {
+        super::output::report_dir("--report-dir", dir)?;
+    }
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let result = sweep(
         &args.file,
