@@ -10,6 +10,7 @@
 //!   flag or file it came from.
 //! * [`output`] — report paths, checked before anything runs.
 //! * [`runtime`] — the tokio runtime, logging, the stop signal.
+//! * [`stdout`] — printing that a closed standard output ends quietly.
 //! * [`tls`] — the TLS flags of the subcommands that call an `https://`
 //!   upstream.
 //! * one file per subcommand: [`proxy`], [`target`], [`defend`], [`run`],
@@ -26,6 +27,7 @@ pub mod run;
 pub mod runtime;
 pub mod schema;
 pub mod server;
+pub mod stdout;
 pub mod sweep;
 pub mod target;
 pub mod tls;

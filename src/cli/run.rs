@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::exit::{CliError, EXIT_ASSERTION, EXIT_INTERRUPTED, EXIT_NOT_HEALTHY, EXIT_OK};
+use super::stdout::out;
 use crate::experiment::config::{ClockKind, TargetSpec};
 use crate::experiment::drill::{ControlOptions, Ending, Live, RunError};
 use crate::report::{self, RunReport};
@@ -145,7 +146,7 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
     write_reports(&report, options)?;
     if !options.quiet {
         let console = report::console::render(&report);
-        print!("{}", crate::schema::vars::mask(&console));
+        out!("{}", crate::schema::vars::mask(&console));
     }
     Ok(match result.ending {
         Ending::Interrupted => EXIT_INTERRUPTED,

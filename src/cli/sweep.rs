@@ -5,6 +5,7 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use super::exit::{CliError, EXIT_OK};
+use super::stdout::out;
 use crate::report::html::sweep_page::Metric;
 use crate::report::html::sweep_page::write_summary;
 use crate::report::sweep::{Figures, Point, Sweep, SweepError, Vary, sweep};
@@ -68,7 +69,7 @@ pub fn run(args: &SweepArgs) -> Result<u8, CliError> {
     if let Some(dir) = &args.report_dir {
         write_summary(dir, &result, args.chart).map_err(CliError::runtime)?;
     }
-    print!(
+    out!(
         "{}",
         match args.format {
             SweepFormat::Table => table(&result),
