@@ -30,6 +30,138 @@ fn listen_port_in_use_exits_3_naming_the_flag() {
     );
 }
 
+/// Runs firedrill with `args` and returns its exit code and stderr.
+fn exit_and_stderr(args: &[&str]) -> (Option<i32>, String) {
+    let out = firedrill().args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code(), stderr)
+}
+
+#[test]
+fn an_address_flag_that_does_not_parse_is_a_bad_argument_exit_2_naming_flag_and_form() {
+    let defense = tempfile::tempdir().unwrap();
+    let config = defense.path().join("defense.yaml");
+    std::fs::write(&config, "routes:\n  all:\n    match: /*\n").unwrap();
+    let config = config.to_str().unwrap();
+    let up = ["--upstream", "127.0.0.1:9"];
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["proxy", "--listen", "nope", up[0], up[1]], "--listen"),
+        (
+            vec!["proxy", "--listen", "127.0.0.1:70000", up[0], up[1]],
+            "--listen",
+        ),
+        (
+            vec![
+                "proxy",
+                "--listen",
+                "127.0.0.1:0",
+                up[0],
+                up[1],
+                "--metrics-listen",
+                "nope",
+            ],
+            "--metrics-listen",
+        ),
+        (vec!["target", "--listen", "localhost"], "--listen"),
+        (
+            vec![
+                "defend", "--config", config, "--listen", "nope", up[0], up[1],
+            ],
+            "--listen",
+        ),
+        (
+            vec![
+                "defend",
+                "--config",
+                config,
+                "--listen",
+                "127.0.0.1:0",
+                up[0],
+                up[1],
+                "--metrics-listen",
+                "localhost:9",
+            ],
+            "--metrics-listen",
+        ),
+        (
+            vec![
+                "run",
+                "experiments/quickstart.yaml",
+                "--metrics-listen",
+                "nope",
+            ],
+            "--metrics-listen",
+        ),
+        (
+            vec![
+                "run",
+                "experiments/quickstart.yaml",
+                "--control",
+                "127.0.0.1",
+            ],
+            "--control",
+        ),
+    ];
+    for (args, flag) in cases {
+        let (code, stderr) = exit_and_stderr(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("for '{flag} ")) && stderr.contains("expected host:port"),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+/// Starts `firedrill ARGS --upstream ADDR` against a port nothing listens
+/// on, reads its log until `ready`, stops it and returns the lines before.
+fn log_until_ready_against_a_closed_port(args: &[&str], ready: &str) -> (String, Vec<String>) {
+    use std::io::BufRead;
+    let closed = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let mut child = firedrill()
+        .args(args)
+        .args(["--listen", "127.0.0.1:0", "--upstream", &closed])
+        .env("RUST_LOG", "info")
+        .env("NO_COLOR", "1")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut seen = Vec::new();
+    for line in std::io::BufReader::new(child.stderr.take().unwrap()).lines() {
+        let line = line.unwrap();
+        if line.contains(ready) {
+            break;
+        }
+        seen.push(line);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    (closed, seen)
+}
+
+#[test]
+fn proxy_and_defend_warn_at_start_of_an_upstream_that_refuses_and_start_anyway() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("defense.yaml");
+    std::fs::write(&config, "routes:\n  all:\n    match: /*\n").unwrap();
+    let config = config.to_str().unwrap();
+    for (args, ready) in [
+        (vec!["proxy"], "proxy ready"),
+        (vec!["defend", "--config", config], "defense line ready"),
+    ] {
+        let (closed, seen) = log_until_ready_against_a_closed_port(&args, ready);
+        assert!(
+            seen.iter().any(|l| l.contains("WARN")
+                && l.contains(&format!("--upstream {closed}: cannot connect at start"))
+                && l.contains("refused")),
+            "{args:?}: {seen:#?}"
+        );
+    }
+}
+
 #[test]
 fn unresolvable_upstream_exits_3_naming_the_flag() {
     let out = firedrill()

@@ -140,6 +140,90 @@ fn a_wrong_expectation_exits_1_and_shows_expected_and_seen() {
     }
 }
 
+/// 96 of 97 is 98.97%: a failing figure is never shown rounded onto its
+/// bound (`99.0%` next to `>= 99%`), in any of the formats.
+#[test]
+fn a_failing_share_one_request_short_of_its_bound_shows_the_digits_that_decide() {
+    let (dir, out, stdout) =
+        run_with_report_dir("fixtures/experiments/one_short_of_the_bound.yaml");
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let seen = "route calls success 98.97% (96 of 97) over the run";
+    assert!(stdout.contains(&format!("seen:     {seen}")), "{stdout}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["verdicts"][0]["seen"], seen, "{json}");
+    for file in ["junit.xml", "report.html"] {
+        let text = std::fs::read_to_string(dir.path().join(file)).unwrap();
+        assert!(text.contains(seen), "{file}: {text}");
+        assert!(!text.contains("99.0% (96 of 97)"), "{file}: {text}");
+    }
+}
+
+/// Runs `firedrill run experiments/quickstart.yaml` with `args` after.
+fn run_quickstart(args: &[&std::ffi::OsStr]) -> (Option<i32>, String, String) {
+    let out = Command::cargo_bin("firedrill")
+        .unwrap()
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .args(["run", "experiments/quickstart.yaml", "--clock", "virtual"])
+        .args(args)
+        .output()
+        .unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+/// Every output path is checked before the clock starts: one that cannot
+/// be written is a bad argument (exit 2) naming the flag, the path and
+/// why, and nothing runs (the report directory's `requests.jsonl`, written
+/// as the run goes, is never started).
+#[test]
+fn an_output_path_that_cannot_be_written_is_refused_with_exit_2_before_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let reports = tmp.path().join("reports");
+    let missing = tmp.path().join("no/dir/j.xml");
+    let (d, f, m, r) = (
+        file.as_os_str(),
+        missing.as_os_str(),
+        tmp.path().as_os_str(),
+        reports.as_os_str(),
+    );
+    let flag = std::ffi::OsStr::new;
+    let cases: [(Vec<&std::ffi::OsStr>, String); 4] = [
+        (
+            vec![flag("--report-dir"), d],
+            format!("--report-dir {}: not a directory", file.display()),
+        ),
+        (
+            vec![flag("--report-dir"), r, flag("--junit"), f],
+            format!(
+                "--junit {}: its folder {} does not exist",
+                missing.display(),
+                missing.parent().unwrap().display()
+            ),
+        ),
+        (
+            vec![flag("--report-dir"), r, flag("--json"), f],
+            format!("--json {}: its folder", missing.display()),
+        ),
+        (
+            vec![flag("--report-dir"), r, flag("--json"), m],
+            format!("--json {}: is a directory", tmp.path().display()),
+        ),
+    ];
+    for (args, message) in cases {
+        let (code, stdout, stderr) = run_quickstart(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(&message), "{args:?}: {stderr}");
+        assert!(stdout.is_empty(), "{args:?}: no summary: {stdout}");
+        assert!(
+            !reports.join("requests.jsonl").exists(),
+            "{args:?}: the run never started"
+        );
+    }
+}
+
 mod client_support;
 
 #[test]

@@ -203,6 +203,23 @@ fn a_bad_path_or_value_is_named_with_exit_2_before_anything_runs() {
     );
 }
 
+#[test]
+fn a_report_dir_that_is_a_file_is_refused_with_exit_2_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let path = file.to_str().unwrap();
+    let args = [
+        "sweep",
+        "experiments/quickstart.yaml",
+        "--vary",
+        "load.shop.rate=10/s,20/s",
+        "--report-dir",
+        path,
+    ];
+    refused(&args, &format!("--report-dir {path}: not a directory"));
+}
+
 /// `run --set` changes the field for this run only; a bad value is
 /// located at the flag, exit 2.
 #[test]
@@ -230,4 +247,70 @@ fn run_set_overrides_a_field_and_a_bad_value_names_the_flag() {
         ],
         "with --set load.shop.rate=fast: load[0].rate: invalid rate `fast`: expected requests per second",
     );
+}
+
+/// SIGINT to a running sweep: no new point starts, the running ones are
+/// interrupted (their partial reports written, as `run` writes one), and
+/// the sweep writes what it has: sweep.html and sweep.json marked partial,
+/// the table with the points done; exit 130. The first point is 20 s
+/// of virtual time, every other one a day, so the signal, sent once the
+/// first point's report is on disk, always lands mid-sweep.
+#[test]
+#[allow(clippy::disallowed_methods)] // A real process, polled in wall time.
+fn sigint_stops_a_sweep_and_writes_the_partial_sweep_with_exit_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut values = vec!["20s".to_string()];
+    values.extend((0..40).map(|i| format!("{}s", 86_400 - i)));
+    let vary = format!("duration={}", values.join(","));
+    let child = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")))
+        .args([
+            "sweep",
+            "experiments/bulkhead_isolation_none.yaml",
+            "--vary",
+            &vary,
+        ])
+        .arg("--report-dir")
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let first = dir.path().join("001-20s").join("report.json");
+    for _ in 0..600 {
+        if first.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(first.exists(), "the first point's report after 60 s");
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    // `wait_with_output` reads both pipes to the end; a sweep that ignored
+    // the signal would run 40 days of virtual time (the test's own timeout
+    // is the safety net).
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stdout}{stderr}");
+    assert!(stdout.contains("partial"), "{stdout}");
+    let html = std::fs::read_to_string(dir.path().join("sweep.html")).unwrap();
+    assert!(html.contains("partial"), "{html}");
+    assert!(
+        html.contains("001-20s/report.html"),
+        "the point done is listed"
+    );
+    let sweep: Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(sweep["partial"], true);
+    let points = sweep["points"].as_array().unwrap();
+    assert!(!points.is_empty() && points.len() < values.len(), "{sweep}");
+    assert_eq!(points[0]["values"][0], "20s");
+    // A point cut short has its partial report, as an interrupted run.
+    let cut = dir.path().join("002-86400s").join("report.json");
+    let report: Value = serde_json::from_slice(&std::fs::read(&cut).unwrap()).unwrap();
+    assert_eq!(report["ending"]["kind"], "interrupted", "{report}");
 }

@@ -22,7 +22,7 @@ pub struct DefendArgs {
     #[arg(long)]
     pub config: PathBuf,
     /// Address to listen on.
-    #[arg(long)]
+    #[arg(long, value_parser = super::address::listen)]
     pub listen: String,
     /// The dependency: `host:port`, `http://host:port` or
     /// `https://host[:port]`, optionally with a path prefix put before
@@ -45,7 +45,7 @@ pub struct DefendArgs {
     #[arg(long, default_value = "5s")]
     pub grace: Dur,
     /// Serve Prometheus /metrics (resilience4j names) on this address.
-    #[arg(long)]
+    #[arg(long, value_name = "ADDR", value_parser = super::address::socket)]
     pub metrics_listen: Option<std::net::SocketAddr>,
 }
 

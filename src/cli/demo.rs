@@ -9,6 +9,7 @@ use hyper_util::rt::TokioExecutor;
 use tokio::sync::mpsc;
 
 use super::exit::{CliError, EXIT_OK};
+use super::stdout::outln;
 use crate::clock::{self, Duration};
 use crate::fault::{FaultFile, FaultPlan};
 use crate::http::ShutdownSignal;
@@ -66,9 +67,9 @@ pub fn demo(args: &DemoArgs) -> Result<u8, CliError> {
         let proxy_addr = proxy.local_addr();
         let plan = Arc::new(FaultPlan::new(faults.faults, seed, clock::now()));
         tokio::spawn(proxy.serve(plan.clone(), shutdown, Duration::from_secs(1)));
-        println!("firedrill demo: target {target_addr}, HTTP fault proxy {proxy_addr}, {rate} req/s for {}s", duration.as_secs());
-        println!("fault timeline:\n{DEMO_FAULTS}");
-        println!("{:>4}  {:>4}  {:>4}  {:>4}  {:>6}  {:>7}  {:>8}  {:>8}  active faults", "t", "sent", "ok", "5xx", "errors", "timeout", "p50", "p99");
+        outln!("firedrill demo: target {target_addr}, HTTP fault proxy {proxy_addr}, {rate} req/s for {}s", duration.as_secs());
+        outln!("fault timeline:\n{DEMO_FAULTS}");
+        outln!("{:>4}  {:>4}  {:>4}  {:>4}  {:>6}  {:>7}  {:>8}  {:>8}  active faults", "t", "sent", "ok", "5xx", "errors", "timeout", "p50", "p99");
         let client: Client<_, Empty<bytes::Bytes>> = Client::builder(TokioExecutor::new()).build_http();
         let (tx, mut rx) = mpsc::unbounded_channel::<(u64, Outcome)>();
         let interval = Duration::from_secs(1) / rate.max(1);
@@ -115,11 +116,11 @@ pub fn demo(args: &DemoArgs) -> Result<u8, CliError> {
         for (second, outcomes) in buckets.iter().enumerate().skip(printed).filter(|(_, o)| !o.is_empty()) {
             print_second(second as u64, outcomes, &plan);
         }
-        println!();
+        outln!();
         for (i, fault) in plan.faults().iter().enumerate() {
-            println!("fault {:<16} injected {:>4} times", fault.name, plan.injected(i));
+            outln!("fault {:<16} injected {:>4} times", fault.name, plan.injected(i));
         }
-        println!("requests that reached the target: {}", stats.requests());
+        outln!("requests that reached the target: {}", stats.requests());
         let _ = stop.send(true);
         Ok(EXIT_OK)
     })
@@ -151,7 +152,7 @@ fn print_second(second: u64, outcomes: &[Outcome], plan: &FaultPlan) {
         .filter(|f| f.window.is_active(at))
         .map(|f| f.name.as_str())
         .collect();
-    println!(
+    outln!(
         "{:>3}s  {:>4}  {:>4}  {:>4}  {:>6}  {:>7}  {:>8}  {:>8}  {}",
         second,
         outcomes.len(),

@@ -5,23 +5,29 @@
 //! Exit codes (documented in the README): 0 ok, 1 an expectation failed,
 //! 2 invalid input or arguments, 3 the run itself failed, 130 interrupted.
 //!
+//! * [`address`] — the address flags' values, checked as clap reads them.
 //! * [`exit`] — exit codes and [`CliError`], the library error with the
 //!   flag or file it came from.
+//! * [`output`] — report paths, checked before anything runs.
 //! * [`runtime`] — the tokio runtime, logging, the stop signal.
+//! * [`stdout`] — printing that a closed standard output ends quietly.
 //! * [`tls`] — the TLS flags of the subcommands that call an `https://`
 //!   upstream.
 //! * one file per subcommand: [`proxy`], [`target`], [`defend`], [`run`],
 //!   [`server`], [`demo`], [`validate`], [`schema`].
 
+pub mod address;
 pub mod defend;
 pub mod demo;
 pub mod exit;
+pub mod output;
 pub mod proxy;
 pub mod report;
 pub mod run;
 pub mod runtime;
 pub mod schema;
 pub mod server;
+pub mod stdout;
 pub mod sweep;
 pub mod target;
 pub mod tls;

@@ -34,7 +34,7 @@ impl clap::ValueEnum for ProxyMode {
 #[derive(Debug, Clone, clap::Args)]
 pub struct ProxyArgs {
     /// Address to listen on, e.g. `127.0.0.1:8080` (`:0` picks a port).
-    #[arg(long)]
+    #[arg(long, value_parser = super::address::listen)]
     pub listen: String,
     /// The dependency: `host:port`, or a URL `http://host:port`,
     /// `https://host[:port]` (the proxy speaks TLS to it; its clients speak
@@ -72,7 +72,7 @@ pub struct ProxyArgs {
     pub record: Option<PathBuf>,
     /// Serve Prometheus /metrics on this address: byte counters and
     /// firedrill_proxy_http_requests_total{proxy,status_class,fault}.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = super::address::socket)]
     pub metrics_listen: Option<SocketAddr>,
 }
 

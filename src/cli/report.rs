@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use super::exit::{CliError, EXIT_OK};
+use super::stdout::outln;
 use crate::report::html::draw_dir;
 
 /// The flags of `firedrill report`.
@@ -19,6 +20,6 @@ pub struct ReportArgs {
 /// input (exit 2), as is one whose content is not what firedrill writes.
 pub fn report(args: &ReportArgs) -> Result<u8, CliError> {
     let page = draw_dir(&args.dir).map_err(CliError::invalid)?;
-    println!("{}", page.display());
+    outln!("{}", page.display());
     Ok(EXIT_OK)
 }

@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::exit::{CliError, EXIT_ASSERTION, EXIT_INTERRUPTED, EXIT_NOT_HEALTHY, EXIT_OK};
+use super::stdout::out;
 use crate::experiment::config::{ClockKind, TargetSpec};
 use crate::experiment::drill::{ControlOptions, Ending, Live, RunError};
 use crate::report::{self, RunReport};
@@ -46,13 +47,13 @@ pub struct RunArgs {
     pub progress_interval: crate::schema::units::Dur,
     /// Serve the defense line's Prometheus /metrics (resilience4j
     /// names) on this address during a real-time run.
-    #[arg(long)]
+    #[arg(long, value_name = "ADDR", value_parser = super::address::socket)]
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// Serve the control endpoint here during a real-time run: start and
     /// stop faults declared `at: manual`, halt the drill, read the status
     /// (GET /status, POST /faults/NAME/start|stop, POST /halt). Anything
     /// but loopback needs --control-token.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", value_parser = super::address::socket)]
     pub control: Option<std::net::SocketAddr>,
     /// Require `Authorization: Bearer <token>` on the control endpoint.
     #[arg(long, env = "FIREDRILL_CONTROL_TOKEN", hide_env_values = true)]
@@ -124,10 +125,15 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
         metrics_listen: options.metrics_listen,
         control: options.control.map(|addr| ControlOptions { addr, token }),
     };
-    // requests.jsonl is written as the run goes: the directory first.
+    // Every output path before the clock starts (requests.jsonl is
+    // written as the run goes: the directory is created here).
     if let Some(dir) = &options.report_dir {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| CliError::runtime(e).context(format!("--report-dir {}", dir.display())))?;
+        super::output::report_dir("--report-dir", dir)?;
+    }
+    for (flag, path) in [("--junit", &options.junit), ("--json", &options.json)] {
+        if let Some(path) = path {
+            super::output::report_file(flag, path)?;
+        }
     }
     let (result, report) = report::execute_to(
         &loaded,
@@ -140,7 +146,7 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
     write_reports(&report, options)?;
     if !options.quiet {
         let console = report::console::render(&report);
-        print!("{}", crate::schema::vars::mask(&console));
+        out!("{}", crate::schema::vars::mask(&console));
     }
     Ok(match result.ending {
         Ending::Interrupted => EXIT_INTERRUPTED,

@@ -50,25 +50,71 @@ impl std::io::Write for MaskedStderr {
 
 /// Resolves when Ctrl-C or SIGTERM arrives.
 pub async fn stop_signal() {
-    let ctrl_c = tokio::signal::ctrl_c();
-    #[cfg(unix)]
-    {
-        let mut term =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(t) => t,
-                Err(_) => {
-                    let _ = ctrl_c.await;
-                    return;
-                }
-            };
-        tokio::select! {
-            biased;
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
+    match StopSignals::register() {
+        Ok(mut signals) => signals.recv().await,
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
         }
     }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
+}
+
+/// Ctrl-C and SIGTERM, caught from the moment they are registered (inside
+/// a tokio runtime): from then on neither ends the process by itself.
+#[derive(Debug)]
+pub struct StopSignals {
+    /// SIGINT.
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    /// SIGTERM.
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignals {
+    /// Catches both signals now; must be called inside a tokio runtime.
+    pub fn register() -> std::io::Result<StopSignals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(StopSignals {
+                interrupt: signal(SignalKind::interrupt())?,
+                terminate: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(StopSignals {})
+    }
+
+    /// Resolves when either arrives.
+    pub async fn recv(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            biased;
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// A stop flag that turns true on the first Ctrl-C or SIGTERM, for work
+/// outside a tokio runtime (a sweep's threads). The signals are caught
+/// before it returns; a thread of its own waits for them.
+pub fn stop_flag() -> Result<tokio::sync::watch::Receiver<bool>, CliError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::runtime(e).context("cannot start the signal thread"))?;
+    let mut signals = runtime
+        .block_on(async { StopSignals::register() })
+        .map_err(|e| CliError::runtime(e).context("cannot catch Ctrl-C and SIGTERM"))?;
+    let (stop, flag) = tokio::sync::watch::channel(false);
+    std::thread::spawn(move || {
+        runtime.block_on(signals.recv());
+        let _ = stop.send(true);
+    });
+    Ok(flag)
 }
 
 /// A shutdown signal for servers that fires on the first stop signal;

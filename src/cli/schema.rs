@@ -3,6 +3,7 @@
 use clap::ValueEnum;
 
 use super::exit::{CliError, EXIT_OK};
+use super::stdout::out;
 use crate::json_schema::Format;
 
 /// The formats `firedrill schema` prints.
@@ -36,6 +37,6 @@ pub struct SchemaArgs {
 
 /// Prints the schema of `--format` on stdout.
 pub fn print(args: &SchemaArgs) -> Result<u8, CliError> {
-    print!("{}", Format::from(args.format).render());
+    out!("{}", Format::from(args.format).render());
     Ok(EXIT_OK)
 }

@@ -2,7 +2,6 @@
 //! token: exit 2 without one), loads `--config`, binds (exit 3 on failure),
 //! prints the address, serves until Ctrl-C or SIGTERM.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -10,6 +9,7 @@ use http::StatusCode;
 
 use super::exit::{CliError, EXIT_OK};
 use super::runtime::{init_logging, runtime, shutdown_on_stop_signal};
+use super::stdout::outln;
 use crate::api::guard::{BODY_LIMIT, Guard, host_is_loopback};
 use crate::api::proxy::ProxyInput;
 use crate::api::server::{Api, serve};
@@ -89,8 +89,7 @@ pub fn server(args: &ServerArgs) -> Result<u8, CliError> {
             })?;
             tracing::info!(proxies = count, "proxies created from --config");
         }
-        println!("firedrill server listening on http://{bound}");
-        let _ = std::io::stdout().flush();
+        outln!("firedrill server listening on http://{bound}");
         let shutdown =
             shutdown_on_stop_signal(Some("stop signal: closing the API and every proxy"));
         serve(listener, api, shutdown).await;

@@ -4,7 +4,8 @@
 use std::fmt::Write;
 use std::path::PathBuf;
 
-use super::exit::{CliError, EXIT_OK};
+use super::exit::{CliError, EXIT_INTERRUPTED, EXIT_OK};
+use super::stdout::out;
 use crate::report::html::sweep_page::Metric;
 use crate::report::html::sweep_page::write_summary;
 use crate::report::sweep::{Figures, Point, Sweep, SweepError, Vary, sweep};
@@ -48,15 +49,21 @@ pub enum SweepFormat {
 }
 
 /// Runs the sweep and prints it. Exit 0 when it ran (pass and fail are
-/// data), 2 on bad input, 3 when a run failed.
+/// data), 2 on bad input, 3 when a run failed, 130 when Ctrl-C or SIGTERM
+/// stopped it (the points done are printed and written, marked partial).
 pub fn run(args: &SweepArgs) -> Result<u8, CliError> {
+    if let Some(dir) = &args.report_dir {
+        super::output::report_dir("--report-dir", dir)?;
+    }
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
+    let stop = super::runtime::stop_flag()?;
     let result = sweep(
         &args.file,
         &args.vary,
         args.seeds,
         threads,
         args.report_dir.as_deref(),
+        &stop,
     )
     .map_err(|e| match e {
         SweepError::Invalid(_) | SweepError::NotVirtual(_) => CliError::invalid(e),
@@ -65,7 +72,7 @@ pub fn run(args: &SweepArgs) -> Result<u8, CliError> {
     if let Some(dir) = &args.report_dir {
         write_summary(dir, &result, args.chart).map_err(CliError::runtime)?;
     }
-    print!(
+    out!(
         "{}",
         match args.format {
             SweepFormat::Table => table(&result),
@@ -77,7 +84,11 @@ pub fn run(args: &SweepArgs) -> Result<u8, CliError> {
             }
         }
     );
-    Ok(EXIT_OK)
+    Ok(if result.partial {
+        EXIT_INTERRUPTED
+    } else {
+        EXIT_OK
+    })
 }
 
 /// The column names: the varied paths' last segments, one per expectation,
@@ -167,7 +178,15 @@ fn table(s: &Sweep) -> String {
             .collect();
         format!("{}\n", padded.join("  ").trim_end())
     };
-    let mut out = format!("sweep of {} ({} points)\n\n", s.experiment, s.points.len());
+    let partial = match s.partial {
+        true => ", partial: interrupted, the points done",
+        false => "",
+    };
+    let mut out = format!(
+        "sweep of {} ({} points{partial})\n\n",
+        s.experiment,
+        s.points.len()
+    );
     out.push_str(&line(&header));
     for r in &rows {
         out.push_str(&line(r));

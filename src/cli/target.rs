@@ -10,7 +10,7 @@ use crate::target::TargetStats;
 #[derive(Debug, Clone, clap::Args)]
 pub struct TargetArgs {
     /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:9000")]
+    #[arg(long, default_value = "127.0.0.1:9000", value_parser = super::address::listen)]
     pub listen: String,
 }
 

@@ -77,6 +77,7 @@ pub async fn connector(
         .map_err(|e| CliError::runtime(e).context(format!("{flag} {written}: cannot resolve")))?;
     let tcp = TcpConnector { addr };
     let Some(client) = tls.filter(|_| endpoint.https) else {
+        warn_if_unreachable(flag, written, addr).await;
         return Ok(ServiceConnector::plain(tcp));
     };
     let connector = ServiceConnector::new(tcp, Some((client, endpoint.host.as_str())))
@@ -85,4 +86,24 @@ pub async fn connector(
         tracing::warn!(upstream = %endpoint.url(), %err, "TLS check at start failed");
     }
     Ok(connector)
+}
+
+/// How long the one connect attempt at start may take before it counts as
+/// unreachable (a blackholed upstream never answers the SYN).
+const START_CONNECT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// One TCP connect to a plain upstream at start: one that refuses (or does
+/// not answer) is a warning naming it and the error, not a failed start,
+/// since it may come up later (the TLS path's probe says the same of a
+/// handshake).
+async fn warn_if_unreachable(flag: &str, written: &str, addr: std::net::SocketAddr) {
+    let error =
+        match tokio::time::timeout(START_CONNECT, tokio::net::TcpStream::connect(addr)).await {
+            Ok(Ok(_)) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!("no answer within {}s", START_CONNECT.as_secs()),
+        };
+    tracing::warn!(
+        "{flag} {written}: cannot connect at start ({error}); starting anyway, it may come up later"
+    );
 }

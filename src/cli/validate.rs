@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::exit::{CliError, EXIT_OK};
+use super::stdout::outln;
 use crate::fault::FaultFile;
 use crate::fault::{MAX_FAULTS, fault_path};
 use crate::proxy::ProxyMode;
@@ -109,12 +110,12 @@ pub fn validate(args: &ValidateArgs) -> Result<u8, CliError> {
     match detect_kind(&path.display().to_string(), &text)? {
         FileKind::Faults => {
             let file = load_faults(path, mode)?;
-            println!("ok: {}: {} fault(s)", path.display(), file.faults.len());
+            outln!("ok: {}: {} fault(s)", path.display(), file.faults.len());
         }
         FileKind::Defense => {
             let config: crate::defense::DefenseConfig =
                 schema::from_yaml_str(&path.display().to_string(), &text)?;
-            println!(
+            outln!(
                 "ok: {}: defense line with {} route(s)",
                 path.display(),
                 config.routes.len()
@@ -127,7 +128,7 @@ pub fn validate(args: &ValidateArgs) -> Result<u8, CliError> {
                 ));
             }
             let loaded = crate::experiment::file::load(path)?;
-            println!(
+            outln!(
                 "ok: {}: experiment \"{}\" with {} expectation(s)",
                 path.display(),
                 loaded.experiment.name,

@@ -2,6 +2,11 @@
 //! values (and several seeds each) in virtual time, in parallel, with the
 //! verdicts and key figures of each run. A sweep explores: pass and fail
 //! are data, not the outcome.
+//!
+//! A stop (Ctrl-C, SIGTERM: the caller's flag) starts no further run and
+//! interrupts the running ones, as `run` is interrupted (faults removed, a
+//! partial report in the run's folder); the sweep then holds the runs that
+//! finished and is marked partial.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -125,8 +130,13 @@ pub struct Sweep {
     pub varied: Vec<String>,
     /// The expectations, in the file's order.
     pub expectations: Vec<String>,
-    /// Every point, in grid order (the last `--vary` changes fastest).
+    /// Every point, in grid order (the last `--vary` changes fastest);
+    /// when partial, only those with a finished run.
     pub points: Vec<Point>,
+    /// Stopped before every run finished (absent from sweep.json when
+    /// complete).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 /// Why a sweep could not start.
@@ -160,13 +170,15 @@ fn grid(varies: &[Vary]) -> Vec<Vec<String>> {
 
 /// Runs the sweep on `threads` threads; with `report_dir`, each run's
 /// reports go to `DIR/NNN-VALUES[/seed-S]`. Every point is loaded and
-/// checked before the first run.
+/// checked before the first run. Once `stop` turns true no run starts and
+/// the running ones are interrupted: the sweep is partial.
 pub fn sweep(
     file: &Path,
     varies: &[Vary],
     seeds: u32,
     threads: usize,
     report_dir: Option<&Path>,
+    stop: &Stop,
 ) -> Result<Sweep, SweepError> {
     let points = grid(varies);
     let dirs: Vec<String> = points
@@ -213,12 +225,19 @@ pub fn sweep(
         for _ in 0..threads.max(1) {
             scope.spawn(|| {
                 loop {
+                    if *stop.borrow() {
+                        return;
+                    }
                     let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
                     let Some((i, s, loaded, dir)) = next else {
                         return;
                     };
-                    match run_one(&loaded, report_dir.map(|d| d.join(&dir)).as_deref()) {
-                        Ok(figures) => done
+                    let dir = report_dir.map(|d| d.join(&dir));
+                    match run_one(&loaded, dir.as_deref(), stop) {
+                        // An interrupted run has its partial report, but
+                        // no figures in the sweep.
+                        Ok(None) => {}
+                        Ok(Some(figures)) => done
                             .lock()
                             .unwrap_or_else(|e| e.into_inner())
                             .push((i, s, figures)),
@@ -248,11 +267,16 @@ pub fn sweep(
     for (i, _, figures) in done {
         out[i].runs.push(figures);
     }
+    let partial = *stop.borrow();
+    if partial {
+        out.retain(|p| !p.runs.is_empty());
+    }
     Ok(Sweep {
         experiment: name,
         varied: varies.iter().map(|v| v.path.clone()).collect(),
         expectations,
         points: out,
+        partial,
     })
 }
 
@@ -273,15 +297,27 @@ fn point_dir(i: usize, values: &[String]) -> String {
     format!("{:03}-{slug}", i + 1)
 }
 
-/// One run in virtual time, its reports written to `dir` when given.
-fn run_one(loaded: &Loaded, dir: Option<&Path>) -> Result<Figures, String> {
+/// The flag a sweep stops on: true once a stop was asked for.
+pub type Stop = tokio::sync::watch::Receiver<bool>;
+
+/// Resolves once `stop` turns true (never, when its sender is gone
+/// without having stopped).
+async fn stopped(mut stop: Stop) {
+    if stop.wait_for(|stopped| *stopped).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// One run in virtual time, its reports written to `dir` when given; its
+/// figures, or `None` when `stop` interrupted it.
+fn run_one(loaded: &Loaded, dir: Option<&Path>, stop: &Stop) -> Result<Option<Figures>, String> {
     if let Some(dir) = dir {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    let (_, report) = super::execute_to(
+    let (result, report) = super::execute_to(
         loaded,
         ClockKind::Virtual,
-        std::future::pending(),
+        stopped(stop.clone()),
         Live::default(),
         dir,
     )
@@ -295,7 +331,8 @@ fn run_one(loaded: &Loaded, dir: Option<&Path>) -> Result<Figures, String> {
             std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
         }
     }
-    Ok(Figures::of(&report))
+    let interrupted = matches!(result.ending, crate::experiment::drill::Ending::Interrupted);
+    Ok((!interrupted).then(|| Figures::of(&report)))
 }
 
 #[cfg(test)]

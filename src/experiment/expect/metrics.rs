@@ -14,7 +14,9 @@ use crate::experiment::timeline::Timeline;
 
 use super::ast::{Bound, LatencyStat, Metric, Name, PathGlob, Value, Window};
 use super::tally::{CallTally, RouteTally, counts_hit};
-use super::verdict::{Judgement, latency, percent, ratio, secs};
+use super::verdict::{
+    Judgement, latency, latency_against, percent, percent_against, ratio, ratio_against, secs,
+};
 use super::window::{Intervals, contains, describe, resolve, total};
 
 /// `>= 99.0%`, `within 5% of 600`.
@@ -167,13 +169,17 @@ fn plural(n: u64, noun: &str) -> String {
 /// cannot be computed over the requests.
 pub(crate) type Figure = Option<(f64, String)>;
 
-/// A share: `k` of `n` requests.
-pub(crate) fn share(k: u64, n: u64) -> Figure {
+/// A share: `k` of `n` requests, shown with the digits that decide it
+/// against `bound`.
+pub(crate) fn share(k: u64, n: u64, bound: Bound) -> Figure {
     if n == 0 {
         return None;
     }
     let value = (k as f64 * 100.0) / n as f64;
-    Some((value, format!("{} ({k} of {n})", percent(value))))
+    Some((
+        value,
+        format!("{} ({k} of {n})", percent_against(value, bound)),
+    ))
 }
 
 /// A count: `k` of `n` requests.
@@ -182,20 +188,26 @@ fn count(k: u64, n: u64) -> Figure {
 }
 
 /// A latency statistic of the requests that got a response: nearest rank
-/// (the smallest latency at or above which `p`% of them lie).
-fn latency_stat(tally: &RouteTally, stat: LatencyStat) -> Figure {
+/// (the smallest latency at or above which `p`% of them lie), shown with
+/// the digits that decide it against `bound`.
+fn latency_stat(tally: &RouteTally, stat: LatencyStat, bound: Bound) -> Figure {
     let value = match stat {
         LatencyStat::Max => tally.latency_max()?,
         LatencyStat::Percentile(p) => tally.latency_percentile(p)?,
     };
     Some((
         value.as_secs_f64(),
-        format!("{} (of {} responses)", latency(value), tally.responses()),
+        format!(
+            "{} (of {} responses)",
+            latency_against(value, bound),
+            tally.responses()
+        ),
     ))
 }
 
-/// Target hits carrying these requests' ids, per request.
-fn amplification(tally: &RouteTally) -> Figure {
+/// Target hits carrying these requests' ids, per request, shown with the
+/// digits that decide it against `bound`.
+fn amplification(tally: &RouteTally, bound: Bound) -> Figure {
     if tally.requests == 0 {
         return None;
     }
@@ -204,7 +216,7 @@ fn amplification(tally: &RouteTally) -> Figure {
         value,
         format!(
             "{} ({} target hits for {} requests)",
-            ratio(value),
+            ratio_against(value, bound),
             tally.reached,
             tally.requests
         ),
@@ -228,15 +240,17 @@ pub(crate) fn route(
     };
     let n = tally.requests;
     let figure = match metric {
-        Metric::Success => share(tally.succeeded, n),
-        Metric::Errors => share(n - tally.succeeded, n),
-        Metric::Fallback(None) => share(tally.fallback(), n),
-        Metric::Fallback(Some(kind)) => share(tally.fallbacks.get(&kind).copied().unwrap_or(0), n),
-        Metric::Rejected => share(tally.rejected, n),
+        Metric::Success => share(tally.succeeded, n, bound),
+        Metric::Errors => share(n - tally.succeeded, n, bound),
+        Metric::Fallback(None) => share(tally.fallback(), n, bound),
+        Metric::Fallback(Some(kind)) => {
+            share(tally.fallbacks.get(&kind).copied().unwrap_or(0), n, bound)
+        }
+        Metric::Rejected => share(tally.rejected, n, bound),
         Metric::Timeouts => count(tally.timeouts, n),
         Metric::Requests => count(n, n),
-        Metric::Latency(stat) => latency_stat(tally, stat),
-        Metric::Amplification => amplification(tally),
+        Metric::Latency(stat) => latency_stat(tally, stat, bound),
+        Metric::Amplification => amplification(tally, bound),
     };
     let at = intervals.first().map(|i| i.0);
     match figure {

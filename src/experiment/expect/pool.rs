@@ -108,7 +108,7 @@ fn figure(
         Err(seen) => return (false, expected, seen, None),
     };
     let at = intervals.first().map(|i| i.0);
-    let figure = calls.and_then(|t| share(part(t), t.served));
+    let figure = calls.and_then(|t| share(part(t), t.served, bound));
     match figure {
         Some((value, shown)) => {
             let seen = format!("{label} {shown} of the pool's calls {where_}");

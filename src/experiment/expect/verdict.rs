@@ -1,11 +1,19 @@
 //! The verdict on one expectation (expected, seen, where), and the number
 //! formats every verdict uses: times in seconds, percentages with one
 //! decimal.
+//!
+//! A figure judged against a bound is shown with the digits that decide
+//! ([`percent_against`], [`ratio_against`], [`latency_against`]): one
+//! decimal (two for a ratio, three for a latency), or as many more as it
+//! takes for the text, read back, to be judged as the figure was. A failing
+//! 98.97% against `>= 99%` reads `98.97%`, never `99.0%`; a passing figure
+//! exactly on a `>=` or `<=` bound says so (`exactly 99.0%`).
 
 use std::fmt;
 
 use serde::{Serialize, Serializer};
 
+use super::ast::{Bound, Op};
 use crate::clock::Duration;
 
 /// What an expectation concluded about a run.
@@ -64,16 +72,30 @@ pub(crate) fn secs(d: Duration) -> String {
 
 /// A latency: `850us`, `3.2ms`, `1.5s` (up to three decimals, trimmed).
 pub(crate) fn latency(d: Duration) -> String {
-    let (value, unit) = if d < Duration::from_millis(1) {
-        (d.as_secs_f64() * 1e6, "us")
+    let (per_second, unit) = latency_unit(d);
+    let value = d.as_secs_f64() * per_second;
+    format!("{}{unit}", trim(format!("{value:.3}")))
+}
+
+/// The unit a latency is shown in (`us` below a millisecond, `ms` below a
+/// second, else `s`), as how many of it make a second, and its name.
+fn latency_unit(d: Duration) -> (f64, &'static str) {
+    if d < Duration::from_millis(1) {
+        (1e6, "us")
     } else if d < Duration::from_secs(1) {
-        (d.as_secs_f64() * 1e3, "ms")
+        (1e3, "ms")
     } else {
-        (d.as_secs_f64(), "s")
-    };
-    let text = format!("{value:.3}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    format!("{text}{unit}")
+        (1.0, "s")
+    }
+}
+
+/// A number's text without trailing zeros after the point: `1.50` -> `1.5`,
+/// `3.00` -> `3`.
+fn trim(text: String) -> String {
+    if !text.contains('.') {
+        return text;
+    }
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// A share in percent with one decimal: `61.3%`, `100.0%`.
@@ -83,8 +105,57 @@ pub(crate) fn percent(value: f64) -> String {
 
 /// A ratio with up to two decimals: `3`, `1.25`.
 pub(crate) fn ratio(value: f64) -> String {
-    let text = format!("{value:.2}");
-    text.trim_end_matches('0').trim_end_matches('.').to_string()
+    trim(format!("{value:.2}"))
+}
+
+/// A share in percent judged against `bound` (in percent): `61.3%`,
+/// `98.97%` for a failing 96 of 97 against `>= 99%`, `exactly 99.0%`.
+pub(crate) fn percent_against(value: f64, bound: Bound) -> String {
+    let text = decisive(value, 1.0, 1, bound);
+    format!("{}{text}%", exactly(value, bound))
+}
+
+/// A ratio judged against `bound`: `1.25`, `1.505` against `<= 1.5`.
+pub(crate) fn ratio_against(value: f64, bound: Bound) -> String {
+    let text = trim(decisive(value, 1.0, 2, bound));
+    format!("{}{text}", exactly(value, bound))
+}
+
+/// A latency judged against `bound` (in seconds): `3.2ms`, `5.0004ms`
+/// against `<= 5ms`.
+pub(crate) fn latency_against(d: Duration, bound: Bound) -> String {
+    let (per_second, unit) = latency_unit(d);
+    let text = trim(decisive(d.as_secs_f64() * per_second, per_second, 3, bound));
+    format!("{}{text}{unit}", exactly(d.as_secs_f64(), bound))
+}
+
+/// The most decimals [`decisive`] tries before it shows the shortest text
+/// that reads back as the figure itself.
+const MAX_DECIMALS: usize = 12;
+
+/// `shown` (a figure in the unit it is shown in, `per_unit` of them to one
+/// unit of the bound's scale) with `decimals` decimals, or with as many
+/// more as it takes for the text, read back, to be judged by `bound` as
+/// the figure itself is.
+fn decisive(shown: f64, per_unit: f64, decimals: usize, bound: Bound) -> String {
+    let held = bound.holds(shown / per_unit);
+    (decimals..=MAX_DECIMALS)
+        .map(|d| format!("{shown:.d$}"))
+        .find(|text| {
+            text.parse::<f64>()
+                .is_ok_and(|back| bound.holds(back / per_unit) == held)
+        })
+        // Rust's shortest text of a float reads back as that very float.
+        .unwrap_or_else(|| format!("{shown}"))
+}
+
+/// `exactly ` before a figure that holds by sitting exactly on its `>=` or
+/// `<=` bound (one that holds `==` is on it by definition); else nothing.
+fn exactly(value: f64, bound: Bound) -> &'static str {
+    match bound {
+        Bound::Cmp(Op::Ge | Op::Le, on) if value == on.scalar() => "exactly ",
+        _ => "",
+    }
 }
 
 /// `1 time`, `3 times`.

@@ -107,11 +107,16 @@ pub fn render(s: &Sweep, metric: Metric) -> String {
          td.pass {{ color: #00573f; }} td.fail {{ color: #8a2c00; font-weight: 700; }}\n\
          td {{ white-space: nowrap; }} .points {{ overflow-x: auto; }} .chart-box {{ max-width: 900px; }}\n\
          </style>\n</head>\n<body>\n<header>\n<h1>sweep of {name}</h1>\n\
-         <p class=\"description\">{points} points × {runs} seed(s), in virtual time; varied: {varied}.</p>\n\
+         <p class=\"description\">{points} points × {runs} seed(s), in virtual time; varied: {varied}.</p>\n{partial}\
          <nav class=\"files\">Files: <a href=\"sweep.json\">sweep.json</a></nav>\n</header>\n",
         name = esc(&s.experiment),
         points = s.points.len(),
         varied = esc(&s.varied.join(", ")),
+        partial = match s.partial {
+            true =>
+                "<p class=\"partial\"><strong>partial</strong>: the sweep was interrupted; only the points done are shown.</p>\n",
+            false => "",
+        },
     );
     chart(&mut h, s, metric);
     h.push_str(

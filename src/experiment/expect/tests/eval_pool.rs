@@ -179,7 +179,7 @@ fn a_share_counts_the_calls_the_pool_answered_in_the_window() {
     assert!(v.passed, "{v}");
     assert_eq!(
         v.seen,
-        "instance b of inventory answered 10.0% (1 of 10) of the pool's calls between 45s and 60s"
+        "instance b of inventory answered exactly 10.0% (1 of 10) of the pool's calls between 45s and 60s"
     );
     assert!(!judge("instance b share between 45s and 60s < 10%", &t).passed);
     assert!(judge("instance b share within 5% of 55%", &t).passed);
@@ -212,7 +212,7 @@ fn backup_share_counts_calls_a_backup_answered() {
     assert!(v.passed, "{v}");
     assert_eq!(
         v.seen,
-        "backups of inventory answered 75.0% (3 of 4) of the pool's calls during b-down"
+        "backups of inventory answered exactly 75.0% (3 of 4) of the pool's calls during b-down"
     );
     assert!(!judge("pool inventory served by backup during b-down > 75%", &t).passed);
     assert!(

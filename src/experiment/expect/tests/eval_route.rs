@@ -94,7 +94,7 @@ fn a_share_exactly_at_the_threshold_passes_with_ge_and_fails_with_gt() {
     assert!(v.passed, "{v}");
     assert_eq!(
         v.seen,
-        "route B success 99.0% (99 of 100) during inventory-down"
+        "route B success exactly 99.0% (99 of 100) during inventory-down"
     );
     assert_eq!(v.at, Some(s(10.0)));
     assert!(!judge("route B success during inventory-down > 99%", &route_b(99)).passed);
@@ -109,7 +109,10 @@ fn errors_are_the_complement_of_success_including_no_response() {
     t.requests[0].client_error = Some(ClientError::Broken);
     let v = judge("route B errors <= 3%", &t);
     assert!(v.passed, "{v}");
-    assert_eq!(v.seen, "route B errors 3.0% (3 of 100) over the run");
+    assert_eq!(
+        v.seen,
+        "route B errors exactly 3.0% (3 of 100) over the run"
+    );
 }
 
 #[test]
@@ -152,7 +155,8 @@ fn rejected_is_the_share_turned_away_by_the_defense() {
     t.requests[0].rejected_by = Some(Rejection::Bulkhead);
     let v = judge("route A rejected <= 33.3%", &t);
     assert!(!v.passed);
-    assert_eq!(v.seen, "route A rejected 33.3% (1 of 3) over the run");
+    // 33.33%, not 33.3%: a failing figure never reads as its bound.
+    assert_eq!(v.seen, "route A rejected 33.33% (1 of 3) over the run");
     assert!(judge("route A rejected <= 33.4%", &t).passed);
 }
 
@@ -190,7 +194,7 @@ fn latency_percentiles_are_nearest_rank_over_responses_only() {
     assert!(v.passed, "{v}");
     assert_eq!(
         v.seen,
-        "route A p99 latency 99ms (of 100 responses) over the run"
+        "route A p99 latency exactly 99ms (of 100 responses) over the run"
     );
     assert!(!judge("route A p99 < 99ms", &t).passed);
     assert!(judge("route A p50 == 50ms", &t).passed);

@@ -5,6 +5,7 @@ mod check;
 mod eval_breaker;
 mod eval_pool;
 mod eval_route;
+mod figures;
 mod fixture;
 mod parse_err;
 mod parse_ok;
