@@ -13,8 +13,16 @@ use crate::schema::{self, LoadError, SchemaError};
 /// flag; without one, in the proxy's default mode, tcp (what `firedrill
 /// proxy` would run it in).
 pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, LoadError> {
-    let file = path.display().to_string();
-    let text = schema::read_text(path)?;
+    faults_from_text(&path.display().to_string(), &schema::read_text(path)?, mode)
+}
+
+/// As [`load_faults`], from `text` already read from `file`.
+fn faults_from_text(
+    file: &str,
+    text: &str,
+    mode: Option<ProxyMode>,
+) -> Result<FaultFile, LoadError> {
+    let (file, text) = (file.to_string(), text);
     let mut faults: FaultFile = schema::from_yaml_str(&file, &text)?;
     if let Some(message) = crate::fault::too_many_faults(&faults.faults) {
         let at = fault_path(MAX_FAULTS, None);
@@ -108,7 +116,7 @@ pub fn validate(args: &ValidateArgs) -> Result<u8, CliError> {
     let text = schema::read_text(path)?;
     match detect_kind(&path.display().to_string(), &text)? {
         FileKind::Faults => {
-            let file = load_faults(path, mode)?;
+            let file = faults_from_text(&path.display().to_string(), &text, mode)?;
             println!("ok: {}: {} fault(s)", path.display(), file.faults.len());
         }
         FileKind::Defense => {
@@ -126,7 +134,7 @@ pub fn validate(args: &ValidateArgs) -> Result<u8, CliError> {
                     "--mode: applies to fault files; an experiment's faults always run in http mode",
                 ));
             }
-            let loaded = crate::experiment::file::load(path)?;
+            let loaded = crate::experiment::file::load_text(&path.display().to_string(), &text)?;
             println!(
                 "ok: {}: experiment \"{}\" with {} expectation(s)",
                 path.display(),

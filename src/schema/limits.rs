@@ -33,6 +33,67 @@ pub(super) fn too_large(bytes: u64) -> Option<String> {
     })
 }
 
+/// The message for a file that is more than [`MAX_FILE_BYTES`] long, found
+/// by reading one byte past the limit (its size was not known before).
+pub(super) fn more_than_the_limit() -> String {
+    format!(
+        "the file is more than {MAX_FILE_BYTES} bytes: expected at most {MAX_FILE_BYTES} bytes (1 MiB)"
+    )
+}
+
+/// Everything `reader` holds up to [`MAX_FILE_BYTES`] and one byte more,
+/// to tell a file that is too large.
+pub(super) fn read_at_most(reader: impl std::io::Read) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    reader.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The message for an input that is `what` (`a directory`) rather than a
+/// regular file.
+pub(super) fn not_a_file_message(what: &str) -> String {
+    let hint = match what {
+        "a directory" => "",
+        _ => " (write the pipe's contents to a file)",
+    };
+    format!("{what}, not a regular file: expected a file of at most {MAX_FILE_BYTES} bytes{hint}")
+}
+
+/// Why a file of this type is not read: a directory, or a named pipe
+/// (FIFO), whose `open` would block until a writer comes. Devices are read
+/// (within the limit), sockets cannot be opened anyway.
+pub(super) fn not_a_file(kind: &std::fs::FileType) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        Some(not_a_file_message("a directory"))
+    } else if kind.is_fifo() {
+        Some(not_a_file_message("a named pipe (FIFO)"))
+    } else {
+        None
+    }
+}
+
+/// The error for `bytes`, read from `file`, whose UTF-8 breaks at byte
+/// `good`: at the line and column of that byte (columns count characters).
+pub(super) fn not_utf8(file: &str, bytes: &[u8], good: usize) -> super::SchemaError {
+    // Everything before `good` is valid UTF-8.
+    let before = std::str::from_utf8(&bytes[..good]).unwrap_or_default();
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |at| at + 1);
+    let column = before[line_start..].chars().count() + 1;
+    super::SchemaError {
+        file: file.to_string(),
+        line,
+        column,
+        key: String::new(),
+        message: format!(
+            "the byte 0x{:02X} is not UTF-8: expected a UTF-8 text file",
+            bytes[good]
+        ),
+    }
+}
+
 /// The first place where `text` nests deeper than `limit` levels, if any.
 ///
 /// The scan over-approximates in rare, harmless ways (a `[` that opens a
