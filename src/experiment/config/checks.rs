@@ -33,6 +33,8 @@ pub(super) fn standalone_problems(raw: &RawExperiment) -> Vec<String> {
                     Dur(f.window.start),
                     raw.duration
                 ));
+            } else if let Some(message) = f.window.too_many_windows(duration) {
+                problems.push(format!("faults[{i}].pattern: {message}"));
             }
         }
     }
