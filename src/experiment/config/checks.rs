@@ -38,6 +38,9 @@ pub(super) fn standalone_problems(raw: &RawExperiment) -> Vec<String> {
             }
         }
     }
+    if raw.max_in_flight == Some(0) {
+        problems.push("max_in_flight: `0` lets no request start: expected at least 1".to_string());
+    }
     if let Some(message) = crate::fault::too_many_faults(&raw.faults) {
         problems.push(format!("faults[{MAX_FAULTS}]: {message}"));
     }
