@@ -22,11 +22,10 @@ fn faults_from_text(
     text: &str,
     mode: Option<ProxyMode>,
 ) -> Result<FaultFile, LoadError> {
-    let (file, text) = (file.to_string(), text);
-    let mut faults: FaultFile = schema::from_yaml_str(&file, &text)?;
+    let mut faults: FaultFile = schema::from_yaml_str(file, text)?;
     if let Some(message) = crate::fault::too_many_faults(&faults.faults) {
         let at = fault_path(MAX_FAULTS, None);
-        return Err(SchemaError::at(&file, &text, &at, message).into());
+        return Err(SchemaError::at(file, text, &at, message).into());
     }
     let dependencies = faults
         .faults
@@ -36,16 +35,16 @@ fn faults_from_text(
     let mut problems: Vec<SchemaError> = dependencies
         .map(|(i, _)| {
             let message = "names an experiment's dependency; a fault file's faults apply to the proxy that loads it";
-            SchemaError::at(&file, &text, &fault_path(i, Some("dependency")), message)
+            SchemaError::at(file, text, &fault_path(i, Some("dependency")), message)
         })
         .collect();
     problems.extend(faults.faults.iter().enumerate().filter(|(_, f)| f.instance.is_some()).map(|(i, _)| {
         let message = "names an instance of an experiment's built-in target; a fault file's faults apply to the proxy that loads it";
-        SchemaError::at(&file, &text, &fault_path(i, Some("instance")), message)
+        SchemaError::at(file, text, &fault_path(i, Some("instance")), message)
     }));
     problems.extend(faults.faults.iter().enumerate().filter(|(_, f)| f.manual).map(|(i, _)| {
         let message = "manual: only an experiment run with --control starts a manual fault; a fault file's windows are times";
-        SchemaError::at(&file, &text, &fault_path(i, Some("at")), message)
+        SchemaError::at(file, text, &fault_path(i, Some("at")), message)
     }));
     let checked = mode.unwrap_or(ProxyMode::DEFAULT);
     problems.extend(checked.misfits(&faults.faults).map(|misfit| {
@@ -60,10 +59,10 @@ fn faults_from_text(
                 checked.name()
             ),
         };
-        misfit.error(&file, &text, message)
+        misfit.error(file, text, message)
     }));
     schema::all_problems(problems)?;
-    crate::fault::recordings::load_recordings(&mut faults.faults, &file, &text, "faults")?;
+    crate::fault::recordings::load_recordings(&mut faults.faults, file, text, "faults")?;
     Ok(faults)
 }
 

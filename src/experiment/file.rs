@@ -42,14 +42,13 @@ pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Loaded, LoadErro
 /// As [`load_with`], from `text` already read from `file` (a sweep reads
 /// its file once for all its points).
 pub fn load_text_with(file: &str, text: &str, overrides: &[Override]) -> Result<Loaded, LoadError> {
-    let (file, text) = (file.to_string(), text);
-    let loaded = load_text(&file, &text)?;
+    let loaded = load_text(file, text)?;
     if overrides.is_empty() {
         return Ok(loaded);
     }
     let set: Vec<String> = overrides.iter().map(|o| format!("--set {o}")).collect();
     let changed = schema::overrides::apply(text, overrides).map_err(LoadError::Override)?;
-    load_text(&file, &changed).map_err(|e| {
+    load_text(file, &changed).map_err(|e| {
         let without_place = |e: SchemaError| match e.key.is_empty() {
             true => e.message,
             false => format!("{}: {}", e.key, e.message),
