@@ -196,3 +196,47 @@ fn an_alias_bomb_of_one_big_string_is_refused_naming_the_alias_and_the_limit() {
     let failures = commands_refusing_otherwise(dir.path(), "bomb.yaml", expected);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Writes `bytes` to `name` in a new folder and checks every command
+/// refuses it with exactly `expected` (after `error: NAME:`).
+fn refused_alike(name: &str, bytes: &[u8], expected: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(name), bytes).unwrap();
+    let expected = format!("error: {name}:{expected}\n");
+    let failures = commands_refusing_otherwise(dir.path(), name, &expected);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// libyaml refuses a control character without saying where: it is
+/// reported at its own line and column.
+#[test]
+fn a_nul_byte_is_reported_at_its_line_and_column_by_validate_run_and_defend() {
+    let text = "name: nul\nduration: 10s\nload: []\n# 4\n# 5\n# 6\n# 7\n# 8\nseed: 1\0\n";
+    refused_alike(
+        "nul.yaml",
+        text.as_bytes(),
+        "9:8: the control character U+0000 is not allowed in YAML: \
+         expected printable text (write it as \\x00 in a double-quoted string)",
+    );
+}
+
+/// A byte that is not UTF-8 is reported at its line and column.
+#[test]
+fn invalid_utf8_is_reported_at_its_first_bad_byte_by_validate_run_and_defend() {
+    refused_alike(
+        "latin1.yaml",
+        b"name: ok\nduration: 10s\ndescription: caf\xe9\nload: []\n",
+        "3:17: the byte 0xE9 is not UTF-8: expected a UTF-8 text file",
+    );
+}
+
+/// Lone carriage returns are line breaks, as YAML reads them: the file is
+/// not "empty" (one comment line), and a problem is on its own line.
+#[test]
+fn carriage_return_line_endings_are_line_breaks_for_validate_run_and_defend() {
+    refused_alike(
+        "cr.yaml",
+        b"# old Mac line endings\rname: a\rduration: 10s\rname: b\rload: []\r",
+        "4:1: name: this key appears twice in its mapping (first at line 2): expected each key once",
+    );
+}

@@ -94,6 +94,39 @@ pub(super) fn not_utf8(file: &str, bytes: &[u8], good: usize) -> super::SchemaEr
     }
 }
 
+/// The first character YAML does not allow in a file (a C0 control other
+/// than tab and line breaks, DEL, or a C1 control other than NEL), with its
+/// 1-based line and column: libyaml refuses such a file without saying
+/// where.
+pub(super) fn first_control_character(text: &str) -> Option<(usize, usize, char)> {
+    let allowed = |c: char| matches!(c, '\t' | '\n' | '\r' | '\u{85}');
+    text.lines().enumerate().find_map(|(index, line)| {
+        line.chars()
+            .enumerate()
+            .find(|(_, c)| c.is_control() && !allowed(*c))
+            .map(|(column, c)| (index + 1, column + 1, c))
+    })
+}
+
+/// `text` with every line break that is a lone carriage return (old Mac
+/// line endings, which YAML reads as line breaks) written as `\n`, so
+/// that lines and columns count the same everywhere; `\r\n` is kept.
+pub(super) fn lone_carriage_returns_as_newlines(text: String) -> String {
+    if !text.contains('\r') {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\r' && chars.peek() != Some(&'\n') {
+            out.push('\n');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The first place where `text` nests deeper than `limit` levels, if any.
 ///
 /// The scan over-approximates in rare, harmless ways (a `[` that opens a
@@ -316,6 +349,33 @@ e: don't [x]
         let text = "a: \"one\n  [[[[ two\"\nb: [[1]]\n";
         assert_eq!(depth_error(text, 3), None);
         assert_eq!(depth_error(text, 2), Some((3, 5)));
+    }
+
+    #[test]
+    fn a_control_character_is_found_at_its_own_line_and_column() {
+        let text = "a: 1\nb: 2\nc: x\u{0}y\n";
+        assert_eq!(first_control_character(text), Some((3, 5, '\u{0}')));
+        assert_eq!(first_control_character("a:\tb\r\n"), None);
+    }
+
+    #[test]
+    fn lone_carriage_returns_become_line_breaks_and_crlf_is_kept() {
+        assert_eq!(
+            lone_carriage_returns_as_newlines("a: 1\rb: 2\r\nc: 3\r".to_string()),
+            "a: 1\nb: 2\r\nc: 3\n"
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_is_reported_at_the_line_and_column_of_its_first_byte() {
+        let bytes = b"a: 1\nbb: \xc3\xa9\xff\n";
+        let good = std::str::from_utf8(bytes).unwrap_err().valid_up_to();
+        let err = not_utf8("f.yaml", bytes, good);
+        assert_eq!((err.line, err.column), (2, 6));
+        assert_eq!(
+            err.message,
+            "the byte 0xFF is not UTF-8: expected a UTF-8 text file"
+        );
     }
 
     #[test]

@@ -75,6 +75,18 @@ pub fn from_yaml_all<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, L
 /// problem is reported at its own line and column.
 pub fn check_document(file: &str, text: &str) -> Result<(), SchemaError> {
     let whole_file = |message: String| SchemaError::whole_file(file, message);
+    if let Some((line, column, c)) = limits::first_control_character(text) {
+        return Err(SchemaError {
+            file: file.to_string(),
+            line,
+            column,
+            key: String::new(),
+            message: format!(
+                "the control character U+{:04X} is not allowed in YAML: expected printable text (write it as \\x{:02X} in a double-quoted string)",
+                c as u32, c as u32
+            ),
+        });
+    }
     if text
         .lines()
         .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
@@ -149,7 +161,7 @@ pub fn from_yaml_file<T: DeserializeOwned>(path: &Path) -> Result<T, LoadError> 
 /// `/dev/stdin` finds nothing.
 pub fn read_text(path: &Path) -> Result<String, LoadError> {
     let file = path.display().to_string();
-    let text = read_bounded(path)?;
+    let text = limits::lone_carriage_returns_as_newlines(read_bounded(path)?);
     Ok(vars::substitute(&file, &text, |name| {
         std::env::var(name).ok()
     })?)
