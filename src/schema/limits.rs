@@ -369,7 +369,10 @@ e: don't [x]
     #[test]
     fn invalid_utf8_is_reported_at_the_line_and_column_of_its_first_byte() {
         let bytes = b"a: 1\nbb: \xc3\xa9\xff\n";
-        let good = std::str::from_utf8(bytes).unwrap_err().valid_up_to();
+        let good = String::from_utf8(bytes.to_vec())
+            .unwrap_err()
+            .utf8_error()
+            .valid_up_to();
         let err = not_utf8("f.yaml", bytes, good);
         assert_eq!((err.line, err.column), (2, 6));
         assert_eq!(
