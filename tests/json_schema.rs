@@ -225,7 +225,7 @@ fn unknown_keys_and_wrong_types_are_rejected_where_they_are() {
 fn value_types_accept_what_the_loader_accepts() {
     let validator = validator(Format::Experiment);
     let good = [
-        "faults: [{ latency: { delay: 1m30s, jitter: 250us }, probability: 30, at: 0 }]\n",
+        "faults: [{ latency: { delay: 1m30s, jitter: 250us }, probability: 30%, at: 0 }]\n",
         "faults: [{ bandwidth: { rate: 100KB/s, direction: request } }]\n",
         "faults: [{ bandwidth: { rate: 50 } }]\n",
         "faults: [{ limit_data: { bytes: 64KiB } }]\n",

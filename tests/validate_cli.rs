@@ -294,3 +294,40 @@ fn an_experiment_rejects_mode_because_its_faults_always_run_in_http() {
         "error: --mode: applies to fault files; an experiment's faults always run in http mode\n"
     );
 }
+
+/// `validate /dev/stdin` reads it once, whether standard input is a file
+/// (a second read, to tell its kind and then to check it, found it empty)
+/// or a pipe.
+#[test]
+fn validate_reads_standard_input_once_from_a_file_or_a_pipe() {
+    let fault_file = corpus_dir("faults", "good").join("kinds_without_parameters.yaml");
+    let experiment =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/outage_contained.yaml");
+    for (path, expected) in [
+        (fault_file, "ok: /dev/stdin: "),
+        (experiment, "ok: /dev/stdin: experiment"),
+    ] {
+        let redirected = std::process::Command::new(env!("CARGO_BIN_EXE_firedrill"))
+            .args(["validate", "/dev/stdin"])
+            .stdin(std::fs::File::open(&path).unwrap())
+            .output()
+            .unwrap();
+        let piped = Command::cargo_bin("firedrill")
+            .unwrap()
+            .args(["validate", "/dev/stdin"])
+            .pipe_stdin(&path)
+            .unwrap()
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .unwrap();
+        for output in [redirected, piped] {
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            assert!(
+                output.status.success() && stdout.starts_with(expected),
+                "{}: {stdout}{}",
+                path.display(),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+    }
+}

@@ -45,7 +45,7 @@ pub fn server(args: &ServerArgs) -> Result<u8, CliError> {
     }
     let initial: Vec<ProxyInput> = match &args.config {
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
+            let text = crate::schema::read_bounded(path).map_err(|e| {
                 CliError::invalid(e).context(format!("--config {}", path.display()))
             })?;
             serde_json::from_str(&text).map_err(|e| {

@@ -14,12 +14,19 @@ use crate::schema::{self, LoadError, SchemaError};
 /// flag; without one, in the proxy's default mode, tcp (what `firedrill
 /// proxy` would run it in).
 pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, LoadError> {
-    let file = path.display().to_string();
-    let text = schema::read_text(path)?;
-    let mut faults: FaultFile = schema::from_yaml_str(&file, &text)?;
+    faults_from_text(&path.display().to_string(), &schema::read_text(path)?, mode)
+}
+
+/// As [`load_faults`], from `text` already read from `file`.
+fn faults_from_text(
+    file: &str,
+    text: &str,
+    mode: Option<ProxyMode>,
+) -> Result<FaultFile, LoadError> {
+    let mut faults: FaultFile = schema::from_yaml_str(file, text)?;
     if let Some(message) = crate::fault::too_many_faults(&faults.faults) {
         let at = fault_path(MAX_FAULTS, None);
-        return Err(SchemaError::at(&file, &text, &at, message).into());
+        return Err(SchemaError::at(file, text, &at, message).into());
     }
     let dependencies = faults
         .faults
@@ -29,16 +36,16 @@ pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, Lo
     let mut problems: Vec<SchemaError> = dependencies
         .map(|(i, _)| {
             let message = "names an experiment's dependency; a fault file's faults apply to the proxy that loads it";
-            SchemaError::at(&file, &text, &fault_path(i, Some("dependency")), message)
+            SchemaError::at(file, text, &fault_path(i, Some("dependency")), message)
         })
         .collect();
     problems.extend(faults.faults.iter().enumerate().filter(|(_, f)| f.instance.is_some()).map(|(i, _)| {
         let message = "names an instance of an experiment's built-in target; a fault file's faults apply to the proxy that loads it";
-        SchemaError::at(&file, &text, &fault_path(i, Some("instance")), message)
+        SchemaError::at(file, text, &fault_path(i, Some("instance")), message)
     }));
     problems.extend(faults.faults.iter().enumerate().filter(|(_, f)| f.manual).map(|(i, _)| {
         let message = "manual: only an experiment run with --control starts a manual fault; a fault file's windows are times";
-        SchemaError::at(&file, &text, &fault_path(i, Some("at")), message)
+        SchemaError::at(file, text, &fault_path(i, Some("at")), message)
     }));
     let checked = mode.unwrap_or(ProxyMode::DEFAULT);
     problems.extend(checked.misfits(&faults.faults).map(|misfit| {
@@ -53,10 +60,10 @@ pub fn load_faults(path: &Path, mode: Option<ProxyMode>) -> Result<FaultFile, Lo
                 checked.name()
             ),
         };
-        misfit.error(&file, &text, message)
+        misfit.error(file, text, message)
     }));
     schema::all_problems(problems)?;
-    crate::fault::recordings::load_recordings(&mut faults.faults, &file, &text, "faults")?;
+    crate::fault::recordings::load_recordings(&mut faults.faults, file, text, "faults")?;
     Ok(faults)
 }
 
@@ -109,7 +116,7 @@ pub fn validate(args: &ValidateArgs) -> Result<u8, CliError> {
     let text = schema::read_text(path)?;
     match detect_kind(&path.display().to_string(), &text)? {
         FileKind::Faults => {
-            let file = load_faults(path, mode)?;
+            let file = faults_from_text(&path.display().to_string(), &text, mode)?;
             outln!("ok: {}: {} fault(s)", path.display(), file.faults.len());
         }
         FileKind::Defense => {
@@ -127,7 +134,7 @@ pub fn validate(args: &ValidateArgs) -> Result<u8, CliError> {
                     "--mode: applies to fault files; an experiment's faults always run in http mode",
                 ));
             }
-            let loaded = crate::experiment::file::load(path)?;
+            let loaded = crate::experiment::file::load_text(&path.display().to_string(), &text)?;
             outln!(
                 "ok: {}: experiment \"{}\" with {} expectation(s)",
                 path.display(),

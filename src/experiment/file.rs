@@ -35,15 +35,20 @@ pub fn load(path: &Path) -> Result<Loaded, LoadError> {
 /// point): the file must be valid as written, and an override that makes
 /// it invalid is named with the key and what was expected.
 pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Loaded, LoadError> {
-    let file = path.display().to_string();
     let text = schema::read_text(path)?;
-    let loaded = load_text(&file, &text)?;
+    load_text_with(&path.display().to_string(), &text, overrides)
+}
+
+/// As [`load_with`], from `text` already read from `file` (a sweep reads
+/// its file once for all its points).
+pub fn load_text_with(file: &str, text: &str, overrides: &[Override]) -> Result<Loaded, LoadError> {
+    let loaded = load_text(file, text)?;
     if overrides.is_empty() {
         return Ok(loaded);
     }
     let set: Vec<String> = overrides.iter().map(|o| format!("--set {o}")).collect();
-    let changed = schema::overrides::apply(&text, overrides).map_err(LoadError::Override)?;
-    load_text(&file, &changed).map_err(|e| {
+    let changed = schema::overrides::apply(text, overrides).map_err(LoadError::Override)?;
+    load_text(file, &changed).map_err(|e| {
         let without_place = |e: SchemaError| match e.key.is_empty() {
             true => e.message,
             false => format!("{}: {}", e.key, e.message),
@@ -64,7 +69,7 @@ pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Loaded, LoadErro
 /// of the checks across fields (names, windows, phases) is reported, and
 /// once it parses, every problem the later checks find: faults that need
 /// TCP, halt conditions, expectations.
-fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
+pub fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
     let mut experiment: Experiment = schema::from_yaml_all(file, text)?;
     crate::fault::recordings::load_recordings(&mut experiment.faults, file, text, "faults")?;
     load_arrivals(&mut experiment, file, text)?;

@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::{RunReport, exporters};
 use crate::experiment::config::{ClockKind, TargetSpec};
 use crate::experiment::drill::Live;
-use crate::experiment::file::{Loaded, load_with};
+use crate::experiment::file::{Loaded, load_text_with};
 use crate::schema::LoadError;
 use crate::schema::overrides::Override;
 
@@ -189,6 +189,7 @@ pub fn sweep(
     let mut jobs: Vec<(usize, u32, Loaded, PathBuf)> = Vec::new();
     let mut name = String::new();
     let mut expectations = Vec::new();
+    let text = crate::schema::read_text(file)?;
     for (i, values) in points.iter().enumerate() {
         let sets: Vec<Override> = varies
             .iter()
@@ -198,7 +199,7 @@ pub fn sweep(
                 value: value.clone(),
             })
             .collect();
-        let loaded = load_with(file, &sets)?;
+        let loaded = load_text_with(&file.display().to_string(), &text, &sets)?;
         let e = &loaded.experiment;
         if e.system.is_some() || matches!(e.target, TargetSpec::Url(_)) {
             return Err(SweepError::NotVirtual(format!(

@@ -45,6 +45,9 @@ pub(super) fn to_schema_errors(
         (line, column) = at;
         message = "this quoted string is never closed: expected its closing quote before the end of the file".to_string();
     }
+    if message.starts_with(super::syntax::EXPANDS_PAST) {
+        message = format!("{} {message}", alias_at(text, line, column));
+    }
     if message.starts_with(super::syntax::DUPLICATE_KEY) {
         // The path ends at the second copy; `locate` finds the first.
         let first =
@@ -183,6 +186,31 @@ fn unclosed_quote(raw: &str) -> Option<(usize, usize)> {
     let (line, rest) = opened.split_once(" column ")?;
     let column: String = rest.chars().take_while(char::is_ascii_digit).collect();
     Some((line.parse().ok()?, column.parse().ok()?))
+}
+
+/// The alias whose expansion crossed the budget, named from the anchor
+/// (`&name`) at `line` and `column`, where the parser places every node it
+/// replays from an alias.
+fn alias_at(text: &str, line: usize, column: usize) -> String {
+    let anchor: Option<String> = text
+        .lines()
+        .nth(line.saturating_sub(1))
+        .and_then(|l| {
+            l.chars()
+                .skip(column.saturating_sub(1))
+                .collect::<String>()
+                .strip_prefix('&')
+                .map(str::to_string)
+        })
+        .map(|rest| {
+            rest.chars()
+                .take_while(|c| !c.is_whitespace() && !",[]{}".contains(*c))
+                .collect()
+        });
+    match anchor {
+        Some(name) if !name.is_empty() => format!("the alias `*{name}`"),
+        _ => "an alias (`*name`)".to_string(),
+    }
 }
 
 /// The line of the `---` that starts the second document, if any.

@@ -95,12 +95,12 @@ value_schema!(
 value_schema!(
     Percent,
     "Percentage",
-    string_or_number(
-        "A percentage from 0% to 100%: `30%`, `99.5%` (a bare number is read as percent).",
-        r"^\s*(100(\.0*)?|\d{1,2}(\.\d*)?)\s*%?\s*$",
-        serde_json::json!({ "type": "number", "minimum": 0, "maximum": 100 }),
-        &["30%".into(), "99.5%".into()],
-    )
+    json_schema!({
+        "description": "A percentage from 0% to 100%, with its `%`: `30%`, `99.5%` (a bare number is refused: is `0.5` 50% or 0.5%?).",
+        "type": "string",
+        "pattern": r"^\s*(100(\.0*)?|\d{1,2}(\.\d*)?)\s*%\s*$",
+        "examples": ["30%", "99.5%"],
+    })
 );
 
 value_schema!(

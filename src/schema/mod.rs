@@ -11,7 +11,7 @@ pub mod json;
 pub mod limits;
 pub mod locate;
 pub mod overrides;
-mod syntax;
+pub mod syntax;
 pub mod units;
 pub mod vars;
 
@@ -75,6 +75,18 @@ pub fn from_yaml_all<T: DeserializeOwned>(file: &str, text: &str) -> Result<T, L
 /// problem is reported at its own line and column.
 pub fn check_document(file: &str, text: &str) -> Result<(), SchemaError> {
     let whole_file = |message: String| SchemaError::whole_file(file, message);
+    if let Some((line, column, c)) = limits::first_control_character(text) {
+        return Err(SchemaError {
+            file: file.to_string(),
+            line,
+            column,
+            key: String::new(),
+            message: format!(
+                "the control character U+{:04X} is not allowed in YAML: expected printable text (write it as \\x{:02X} in a double-quoted string)",
+                c as u32, c as u32
+            ),
+        });
+    }
     if text
         .lines()
         .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
@@ -99,7 +111,8 @@ pub fn check_document(file: &str, text: &str) -> Result<(), SchemaError> {
             ),
         });
     }
-    parse(file, text, syntax::Node).map_err(|(first, _)| first)
+    let spent = std::cell::Cell::new(0);
+    parse(file, text, syntax::Node::new(&spent)).map_err(|(first, _)| first)
 }
 
 /// Reads `text` with `seed`, the key path tracked, turning its error into
@@ -140,29 +153,75 @@ pub fn from_yaml_file<T: DeserializeOwned>(path: &Path) -> Result<T, LoadError> 
 }
 
 /// Reads the file at `path`, for callers that parse it and then check it
-/// further with [`SchemaError::at`].
-/// A file over [`limits::MAX_FILE_BYTES`] is refused before it is read.
-/// Variables (`${VAR}`, `${VAR:-default}`) are replaced from the
+/// further with [`SchemaError::at`]; see [`read_bounded`] for what is
+/// refused. Variables (`${VAR}`, `${VAR:-default}`) are replaced from the
 /// environment here, before anything parses the text.
+///
+/// Read each file once and pass the text on: a second read of
+/// `/dev/stdin` finds nothing.
 pub fn read_text(path: &Path) -> Result<String, LoadError> {
     let file = path.display().to_string();
-    let read_error = |source| LoadError::Read {
-        file: file.clone(),
-        source,
-    };
-    let bytes = std::fs::metadata(path).map_err(read_error)?.len();
-    if let Some(message) = limits::too_large(bytes) {
-        return Err(SchemaError::whole_file(&file, message).into());
-    }
-    let text = std::fs::read_to_string(path).map_err(read_error)?;
+    let text = limits::lone_carriage_returns_as_newlines(read_bounded(path)?);
     Ok(vars::substitute(&file, &text, |name| {
         std::env::var(name).ok()
     })?)
 }
 
+/// The text of the file at `path`, read once and at most
+/// [`limits::MAX_FILE_BYTES`] (one byte more tells it is too large, so a
+/// device that never ends, such as `/dev/zero`, is refused at once).
+///
+/// A directory and a named pipe (FIFO) are refused by their type before
+/// they are opened: opening a FIFO blocks until something writes to it,
+/// and a reader has no way to tell a writer that will come from one that
+/// never will. `/dev/stdin` is the exception: it is already open, so it is
+/// read as it is, a pipe (`cat f | firedrill validate /dev/stdin`) or a
+/// redirected file, up to its end. A terminal is refused (it would wait
+/// for typing). A regular file over the limit is refused by its size
+/// before it is read.
+///
+/// The text must be UTF-8; the first byte that is not is reported at its
+/// line and column.
+pub fn read_bounded(path: &Path) -> Result<String, LoadError> {
+    use std::io::IsTerminal;
+    let file = path.display().to_string();
+    let read_error = |source| LoadError::Read {
+        file: file.clone(),
+        source,
+    };
+    let whole = |message: String| LoadError::from(SchemaError::whole_file(&file, message));
+    let bytes = if path == Path::new("/dev/stdin") {
+        let stdin = std::io::stdin();
+        if stdin.is_terminal() {
+            return Err(whole(limits::not_a_file_message("a terminal")));
+        }
+        limits::read_at_most(stdin.lock()).map_err(read_error)?
+    } else {
+        let metadata = std::fs::metadata(path).map_err(read_error)?;
+        if let Some(kind) = limits::not_a_file(&metadata.file_type()) {
+            return Err(whole(kind));
+        }
+        if let Some(message) = limits::too_large(metadata.len()) {
+            return Err(whole(message));
+        }
+        let opened = std::fs::File::open(path).map_err(read_error)?;
+        if opened.is_terminal() {
+            return Err(whole(limits::not_a_file_message("a terminal")));
+        }
+        limits::read_at_most(opened).map_err(read_error)?
+    };
+    if bytes.len() as u64 > limits::MAX_FILE_BYTES {
+        return Err(whole(limits::more_than_the_limit()));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let good = e.utf8_error().valid_up_to();
+        LoadError::Invalid(limits::not_utf8(&file, e.as_bytes(), good))
+    })
+}
+
 impl SchemaError {
     /// A problem with the file as a whole, reported at its start.
-    fn whole_file(file: &str, message: String) -> Self {
+    pub(super) fn whole_file(file: &str, message: String) -> Self {
         SchemaError {
             file: file.to_string(),
             line: 1,

@@ -24,6 +24,9 @@ impl Dur {
     }
 }
 
+/// The longest duration that can be written, in seconds (about 31 years).
+const MAX_SECONDS: f64 = 1e9;
+
 impl FromStr for Dur {
     type Err = String;
 
@@ -69,8 +72,15 @@ impl FromStr for Dur {
             };
             rest = &rest[unit_len..];
             let secs = number * scale;
-            if !secs.is_finite() || secs > 1e9 {
-                return Err(format!("invalid duration `{text}`: too large"));
+            if !secs.is_finite() || secs > MAX_SECONDS {
+                return Err(format!(
+                    "invalid duration `{text}`: too large: expected at most {MAX_SECONDS}s"
+                ));
+            }
+            if secs > 0.0 && secs < 1e-6 {
+                return Err(format!(
+                    "invalid duration `{text}`: below 1us, the smallest step a duration keeps: expected 0 or at least 1us"
+                ));
             }
             total += Duration::from_secs_f64(secs);
         }
@@ -93,7 +103,7 @@ impl fmt::Display for Dur {
     }
 }
 
-/// A share from 0 % to 100 %, written `30%` (or a bare number of percent).
+/// A share from 0 % to 100 %, written `30%` (the `%` is required).
 #[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Default)]
 pub struct Percent(f64);
 
@@ -117,12 +127,24 @@ impl Percent {
     }
 }
 
+/// A percentage must say `%`: a bare `0.5` reads as 0.5 % to some and as
+/// 50 % to others (Sentinel's ratios), so it is refused with both readings.
 fn parse_percent(text: &str) -> Result<Percent, String> {
     let s = text.trim();
-    let number = s.strip_suffix('%').unwrap_or(s).trim();
-    let value: f64 = number.parse().map_err(|_| {
-        format!("invalid percentage `{text}`: expected a number from 0% to 100%, e.g. `30%`")
-    })?;
+    let invalid =
+        || format!("invalid percentage `{text}`: expected a number from 0% to 100%, e.g. `30%`");
+    let Some(number) = s.strip_suffix('%') else {
+        let value: f64 = s.parse().map_err(|_| invalid())?;
+        let hint = if (0.0..=1.0).contains(&value) && value > 0.0 {
+            format!("write {}% or {value}%", value * 100.0)
+        } else {
+            format!("write {value}%")
+        };
+        return Err(format!(
+            "invalid percentage `{text}`: a bare number is ambiguous (a percent or a fraction?): {hint}"
+        ));
+    };
+    let value: f64 = number.trim().parse().map_err(|_| invalid())?;
     Percent::new(value)
         .ok_or_else(|| format!("invalid percentage `{text}`: expected a value from 0% to 100%"))
 }
@@ -167,8 +189,11 @@ fn parse_bytes(text: &str) -> Result<u64, String> {
         _ => return Err(expected()),
     };
     let bytes = n * scale;
-    if !bytes.is_finite() || bytes > u64::MAX as f64 / 2.0 {
-        return Err(format!("invalid size `{text}`: too large"));
+    let max = u64::MAX / 2;
+    if !bytes.is_finite() || bytes > max as f64 {
+        return Err(format!(
+            "invalid size `{text}`: too large: expected at most {max} bytes"
+        ));
     }
     Ok(bytes.round() as u64)
 }
@@ -271,8 +296,10 @@ where
         self.visit_str(&v.to_string())
     }
 
+    /// A float is echoed in its shortest form that reads back the same
+    /// (`1e308` as written, not its 309 digits).
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<T, E> {
-        self.visit_str(&v.to_string())
+        self.visit_str(&format!("{v:?}"))
     }
 }
 
@@ -368,6 +395,53 @@ mod tests {
         assert!("140%".parse::<Percent>().is_err());
         assert!("-1%".parse::<Percent>().is_err());
         assert!("lots".parse::<Percent>().is_err());
+    }
+
+    #[test]
+    fn a_bare_number_is_refused_as_a_percentage_with_both_readings() {
+        assert_eq!(
+            "0.5".parse::<Percent>().unwrap_err(),
+            "invalid percentage `0.5`: a bare number is ambiguous (a percent or a fraction?): write 50% or 0.5%"
+        );
+        assert!("30".parse::<Percent>().unwrap_err().ends_with("write 30%"));
+        let from_yaml = serde_yaml_ng::from_str::<Percent>("0.5")
+            .unwrap_err()
+            .to_string();
+        assert!(from_yaml.contains("write 50% or 0.5%"), "{from_yaml}");
+    }
+
+    #[test]
+    fn a_duration_under_one_microsecond_is_refused_rather_than_read_as_zero() {
+        assert_eq!(
+            "0.0001us".parse::<Dur>().unwrap_err(),
+            "invalid duration `0.0001us`: below 1us, the smallest step a duration keeps: expected 0 or at least 1us"
+        );
+        assert_eq!("0us".parse::<Dur>().unwrap().get(), Duration::ZERO);
+        assert_eq!(
+            "1us".parse::<Dur>().unwrap().get(),
+            Duration::from_micros(1)
+        );
+    }
+
+    #[test]
+    fn too_large_durations_and_sizes_say_the_maximum() {
+        assert_eq!(
+            "2000000000s".parse::<Dur>().unwrap_err(),
+            "invalid duration `2000000000s`: too large: expected at most 1000000000s"
+        );
+        assert_eq!(
+            "99999999999GiB".parse::<ByteSize>().unwrap_err(),
+            "invalid size `99999999999GiB`: too large: expected at most 9223372036854775807 bytes"
+        );
+    }
+
+    #[test]
+    fn a_huge_float_is_echoed_as_written_not_in_all_its_digits() {
+        let err = serde_yaml_ng::from_str::<Dur>("1e308")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`1e308`"), "{err}");
+        assert!(err.len() < 200, "{err}");
     }
 
     #[test]

@@ -33,8 +33,13 @@ pub(super) fn standalone_problems(raw: &RawExperiment) -> Vec<String> {
                     Dur(f.window.start),
                     raw.duration
                 ));
+            } else if let Some(message) = f.window.too_many_windows(duration) {
+                problems.push(format!("faults[{i}].pattern: {message}"));
             }
         }
+    }
+    if raw.max_in_flight == Some(0) {
+        problems.push("max_in_flight: `0` lets no request start: expected at least 1".to_string());
     }
     if let Some(message) = crate::fault::too_many_faults(&raw.faults) {
         problems.push(format!("faults[{MAX_FAULTS}]: {message}"));
