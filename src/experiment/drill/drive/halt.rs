@@ -6,6 +6,8 @@ use std::sync::Arc;
 use super::load::Load;
 use crate::clock::{self, Duration, Instant};
 use crate::experiment::config::halt::HaltCondition;
+use crate::experiment::expect::ast::{Bound, Op, Value};
+use crate::experiment::expect::verdict::percent_against;
 use crate::experiment::timeline::RequestRecord;
 use crate::schema::units::Dur;
 
@@ -32,10 +34,13 @@ pub async fn watch(halts: &[HaltCondition], load: &Arc<Load>, start: Instant) ->
             holds.then_some((h, share, n))
         });
         if let Some((h, share, n)) = held {
+            // The digits that decide: 49.96% under `< 50%` is not "50.0%".
+            let op = if h.below { Op::Lt } else { Op::Gt };
+            let bound = Bound::Cmp(op, Value::Percent(h.threshold.percent()));
             let seen = format!(
-                "route {} {:.1}% over {} requests in the {} before {}",
+                "route {} {} over {} requests in the {} before {}",
                 h.route,
-                share,
+                percent_against(share, bound),
                 n,
                 Dur(h.window),
                 Dur(tick)
