@@ -50,10 +50,11 @@ pub struct Evidence {
 }
 
 /// The calls of `records` (one dependency's, on the breaker's paths), and
-/// the short-circuits among `requests` (the breaker's routes). A record
-/// carries a request id when the service passed one on.
-pub fn gather(records: &[&Record], requests: &[&RequestRecord]) -> Evidence {
-    let mut calls: Vec<Call> = records.iter().map(|r| call(r)).collect();
+/// the short-circuits among `requests` (the breaker's routes), in a run of
+/// `duration`. A record carries a request id when the service passed one
+/// on.
+pub fn gather(records: &[&Record], requests: &[&RequestRecord], duration: Duration) -> Evidence {
+    let mut calls: Vec<Call> = records.iter().map(|r| call(r, duration)).collect();
     calls.sort_by_key(|c| c.at);
     let by_id = calls.iter().any(|c| c.request_id.is_some());
     let reached: std::collections::BTreeSet<u64> =
@@ -86,13 +87,19 @@ pub fn gather(records: &[&Record], requests: &[&RequestRecord]) -> Evidence {
 }
 
 /// A proxy record as a call: ended at its answer, or when the proxy let it
-/// go without one; failed on a 5xx or no answer.
-fn call(record: &Record) -> Call {
+/// go without one (before the end of the run: one still held then was let
+/// go by the drill's stop, not by the service, and stays outstanding);
+/// failed on a 5xx or no answer.
+fn call(record: &Record, duration: Duration) -> Call {
     let ms = |v: f64| Duration::from_secs_f64((v / 1000.0).max(0.0));
-    let took = record.latency_ms.or(record.closed_after_ms);
+    let answered = record.latency_ms.map(|t| ms(record.at_ms + t));
+    let let_go = record
+        .closed_after_ms
+        .map(|t| ms(record.at_ms + t))
+        .filter(|at| *at < duration);
     Call {
         at: ms(record.at_ms),
-        ended: took.map(|t| ms(record.at_ms + t)),
+        ended: answered.or(let_go),
         failed: record.status.is_none_or(|s| s >= 500),
         path: record.path.clone(),
         request_id: record.request_id.as_deref().and_then(|i| i.parse().ok()),
@@ -139,12 +146,19 @@ mod tests {
 
     #[test]
     fn a_call_ends_at_its_answer_or_when_it_was_let_go_and_fails_on_5xx_or_no_answer() {
-        let ok = call(&record(100.0, Some(200), 5.0, None));
+        let run = ms(10_000);
+        let ok = call(&record(100.0, Some(200), 5.0, None), run);
         assert_eq!((ok.ended, ok.failed), (Some(ms(105)), false));
-        let five = call(&record(100.0, Some(503), 2.0, None));
+        let five = call(&record(100.0, Some(503), 2.0, None), run);
         assert_eq!((five.ended, five.failed), (Some(ms(102)), true));
-        let hung = call(&record(100.0, None, 1000.0, None));
+        let hung = call(&record(100.0, None, 1000.0, None), run);
         assert_eq!((hung.ended, hung.failed), (Some(ms(1100)), true));
+    }
+
+    #[test]
+    fn a_call_the_drills_stop_let_go_stays_outstanding_not_a_failure_that_ended() {
+        let held = call(&record(9_500.0, None, 600.0, None), ms(10_000));
+        assert_eq!((held.ended, held.failed), (None, true));
     }
 
     #[test]
@@ -154,6 +168,7 @@ mod tests {
         let evidence = gather(
             &calls.iter().collect::<Vec<_>>(),
             &requests.iter().collect::<Vec<_>>(),
+            ms(10_000),
         );
         assert_eq!(evidence.pairing, Pairing::ByTime);
         let shorts: Vec<Duration> = evidence.shorts.iter().map(|s| s.sent).collect();
@@ -169,6 +184,7 @@ mod tests {
         let evidence = gather(
             &calls.iter().collect::<Vec<_>>(),
             &requests.iter().collect::<Vec<_>>(),
+            ms(10_000),
         );
         assert_eq!(evidence.pairing, Pairing::ById);
         let shorts: Vec<Duration> = evidence.shorts.iter().map(|s| s.sent).collect();

@@ -118,7 +118,7 @@ fn infer_one(
         .filter(|r| on_path(&r.path) && r.at_ms <= duration.as_secs_f64() * 1000.0)
         .collect();
     let routes: Vec<&RequestRecord> = requests.iter().filter(|r| uses(&r.route)).collect();
-    let evidence = gather(&records, &routes);
+    let evidence = gather(&records, &routes, duration);
     if records.is_empty() {
         (arrivals_only(&sends, &arrivals, &params), ONE_SIDE)
     } else if sends.is_empty() {
