@@ -67,6 +67,14 @@ fn a_fast_failure_opens_at_its_end_a_trial_after_the_wait_half_opens_and_its_suc
         ]
     );
     assert!(out.leaks.is_empty(), "{:?}", out.leaks);
+    // The trial says how many requests were short-circuited while open.
+    let trial = &out.transitions[1];
+    assert_eq!((trial.arrivals, trial.sends), (1, 40), "{trial:?}");
+    assert!(
+        trial.reason.ends_with("(40 requests short-circuited)"),
+        "{}",
+        trial.reason
+    );
 }
 
 #[test]
