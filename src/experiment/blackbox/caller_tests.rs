@@ -362,3 +362,19 @@ proptest! {
         prop_assert_eq!(leaks, truth.leaks);
     }
 }
+
+/// A failure that ended after the first short-circuit cannot be the one
+/// that tripped the breaker: it was open already.
+#[test]
+fn a_failure_ending_after_the_first_short_circuit_does_not_date_the_open() {
+    let calls = vec![call(0, Some(520), true)];
+    let out = infer_from_caller(&calls, &[short(500), short(550)], &params(Some(2000)));
+    assert_eq!(walk(&out), [(500, Closed, Open)]);
+    assert!(
+        out.transitions[0]
+            .reason
+            .ends_with("no failure seen before"),
+        "{}",
+        out.transitions[0].reason
+    );
+}
