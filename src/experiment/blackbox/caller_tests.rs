@@ -378,3 +378,15 @@ fn a_failure_ending_after_the_first_short_circuit_does_not_date_the_open() {
         out.transitions[0].reason
     );
 }
+
+/// Without a declared wait the breaker must have been open for longer
+/// than the gap: a call exactly a gap after the open is a leak.
+#[test]
+fn without_a_declared_wait_a_call_exactly_a_gap_after_the_open_is_a_leak() {
+    let calls = vec![call(0, Some(2), true), call(752, Some(2), false)];
+    let shorts: Vec<ShortCircuit> = (1..15).map(|i| short(i * 50)).collect();
+    let out = infer_from_caller(&calls, &shorts, &params(None));
+    assert_eq!(walk(&out), [(2, Closed, Open)]);
+    assert_eq!(out.leaks.len(), 1, "{:?}", out.leaks);
+    assert_eq!(out.leaks[0].open_for, ms(750));
+}
