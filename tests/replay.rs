@@ -153,3 +153,36 @@ fn the_incident_replay_passes_with_byte_identical_reports_for_a_seed() {
         assert!(x == y, "{name:?} differs between two runs of one seed");
     }
 }
+
+/// A recording that is a named pipe is refused at once, naming it, instead
+/// of blocking `validate` and `run` on a FIFO no one writes to.
+#[test]
+fn a_recording_that_is_a_named_pipe_is_refused_instead_of_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        root().join("fixtures/replay/seconds.yaml"),
+        dir.path().join("seconds.yaml"),
+    )
+    .unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("seconds.envoy.log"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    for command in ["validate", "run"] {
+        let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_firedrill"))
+            .arg(command)
+            .arg(dir.path().join("seconds.yaml"))
+            // A safety net: before the fix the command blocked for ever.
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "firedrill {command}: {stderr}");
+        assert!(
+            stderr.contains("seconds.envoy.log")
+                && stderr.contains("a named pipe (FIFO), not a regular file"),
+            "firedrill {command}: {stderr}"
+        );
+    }
+}

@@ -219,6 +219,30 @@ pub fn read_bounded(path: &Path) -> Result<String, LoadError> {
     })
 }
 
+/// Refuses a directory or a named pipe at `path` (shown to the user as
+/// `shown`) before it is opened, for files read without
+/// [`read_bounded`]'s size limit (recordings, a service's events log):
+/// opening a FIFO blocks until a writer comes, which may be never.
+pub fn refuse_special_file(path: &Path, shown: &str) -> Result<(), LoadError> {
+    use std::os::unix::fs::FileTypeExt;
+    let metadata = std::fs::metadata(path).map_err(|source| LoadError::Read {
+        file: shown.to_string(),
+        source,
+    })?;
+    let kind = metadata.file_type();
+    let what = if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a named pipe (FIFO)"
+    } else {
+        return Ok(());
+    };
+    Err(LoadError::from(SchemaError::whole_file(
+        shown,
+        format!("{what}, not a regular file: expected a file"),
+    )))
+}
+
 impl SchemaError {
     /// A problem with the file as a whole, reported at its start.
     pub(super) fn whole_file(file: &str, message: String) -> Self {

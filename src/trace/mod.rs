@@ -79,6 +79,7 @@ impl Trace {
     /// and lines starting with `#` are skipped; any other line that does not
     /// parse is an error located at its line and column.
     pub fn read(path: &Path, shown: &str, format: Option<TraceFormat>) -> Result<Trace, LoadError> {
+        crate::schema::refuse_special_file(path, shown)?;
         let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
             file: shown.to_string(),
             source,

@@ -250,6 +250,8 @@ impl EventsLog {
     /// says which (file and line); a line `skip` names is passed over.
     pub fn read(&self, started_at_unix_ms: u64) -> Result<Read, String> {
         let path = &self.file;
+        crate::schema::refuse_special_file(std::path::Path::new(path), path)
+            .map_err(|e| e.to_string())?;
         let text =
             std::fs::read_to_string(path).map_err(|e| format!("{path}: cannot read: {e}"))?;
         let mut read = Read::default();
