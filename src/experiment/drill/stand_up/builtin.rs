@@ -6,17 +6,15 @@
 use std::sync::Arc;
 
 use super::dial::{self, Dialed};
-use super::{Context, RunningDependency, Sides};
-use crate::clock::{Duration, Instant};
+use super::{Context, RunningDependency, Sides, spawn_fault_proxy};
+use crate::clock::Instant;
 use crate::experiment::config::instances::{InstanceServer, applies_on};
 use crate::experiment::config::{Experiment, TargetSpec};
 use crate::experiment::drill::network::Network;
 use crate::experiment::error::RunError;
 use crate::fault::FaultPlan;
-use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream};
-use crate::net::Connector;
-use crate::proxy::{Forward, ProxyMode, serve_forward};
+use crate::proxy::Forward;
 use crate::target::TargetStats;
 
 /// firedrill's own target, as the experiment declares it.
@@ -47,7 +45,7 @@ impl<'a> Target<'a> {
                 let (acceptor, connector, authority) =
                     context.network.listen().await.map_err(RunError::Listen)?;
                 let forward = dial::take(dialed, service).await?;
-                spawn_proxy(acceptor, forward, &plan, context.servers, context.grace);
+                spawn_fault_proxy(context, acceptor, forward, &plan, Default::default());
                 let entry: Arc<dyn Upstream> =
                     Arc::new(HttpUpstream::new(Arc::new(connector), &authority));
                 return Ok(Sides {
@@ -98,13 +96,7 @@ async fn stand_up_instance<N: Network>(
         rewrite: Default::default(),
         client_fin: Default::default(),
     };
-    spawn_proxy(
-        proxy_acceptor,
-        forward,
-        &plan,
-        context.servers,
-        context.grace,
-    );
+    spawn_fault_proxy(context, proxy_acceptor, forward, &plan, Default::default());
     let client: Arc<dyn Upstream> = Arc::new(HttpUpstream::new(
         Arc::new(proxy_connector),
         &proxy_authority,
@@ -135,25 +127,6 @@ fn target_dependency(instance: Option<String>, plan: Arc<FaultPlan>) -> RunningD
         plan,
         records: None,
     }
-}
-
-/// Starts the HTTP fault proxy in front of whatever `forward` reaches.
-fn spawn_proxy<A: crate::net::Acceptor, C: Connector>(
-    acceptor: A,
-    forward: Forward<C>,
-    plan: &Arc<FaultPlan>,
-    servers: &ShutdownSignal,
-    grace: Duration,
-) {
-    tokio::spawn(serve_forward(
-        acceptor,
-        forward,
-        plan.clone(),
-        ProxyMode::Http,
-        servers.clone(),
-        grace,
-        Default::default(),
-    ));
 }
 
 #[cfg(test)]

@@ -180,6 +180,26 @@ impl<'a> UnderTest<'a> {
     }
 }
 
+/// Starts the HTTP fault proxy with `plan` in front of whatever `forward`
+/// reaches, on `acceptor`, until the run's servers stop.
+fn spawn_fault_proxy<N, A: crate::net::Acceptor, C: crate::net::Connector>(
+    context: &Context<'_, N>,
+    acceptor: A,
+    forward: crate::proxy::Forward<C>,
+    plan: &Arc<FaultPlan>,
+    telemetry: crate::proxy::Telemetry,
+) -> tokio::task::JoinHandle<std::io::Result<()>> {
+    tokio::spawn(crate::proxy::serve_forward(
+        acceptor,
+        forward,
+        plan.clone(),
+        crate::proxy::ProxyMode::Http,
+        context.servers.clone(),
+        context.grace,
+        telemetry,
+    ))
+}
+
 /// What the stand-up stage hands to the drive stage.
 pub struct Stood<'a> {
     /// What the load reaches.

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::dial::{self, Dialed};
-use super::{Context, RunningDependency, Sides};
+use super::{Context, RunningDependency, Sides, spawn_fault_proxy};
 use crate::clock::{Duration, Instant};
 use crate::defense::breaker::journal::Transition;
 use crate::experiment::blackbox::inferred::Seen;
@@ -22,7 +22,7 @@ use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream};
 use crate::net::{self, TcpAcceptor, TcpConnector};
 use crate::proxy::record::{Collected, Record, Recorder as ProxyRecorder};
-use crate::proxy::{Forward, ProxyMode, Telemetry, serve_forward};
+use crate::proxy::{Forward, Telemetry};
 use crate::target::TargetStats;
 use crate::tls::ServiceConnector;
 
@@ -204,15 +204,7 @@ async fn stand_up_dependency<N>(
             Some(records.clone() as Arc<dyn crate::proxy::record::RecordSink>),
         ),
     };
-    let proxy = tokio::spawn(serve_forward(
-        proxy_acceptor,
-        forward,
-        plan.clone(),
-        ProxyMode::Http,
-        servers.clone(),
-        grace,
-        telemetry,
-    ));
+    let proxy = spawn_fault_proxy(context, proxy_acceptor, forward, &plan, telemetry);
     let running = RunningDependency {
         name: dependency.name.clone(),
         instance: None,
