@@ -17,6 +17,11 @@ pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {
     /// Arranges for the close of this stream to be an RST rather than a FIN
     /// (SO_LINGER 0 on TCP). A no-op where the transport has no such thing.
     fn reset_on_close(&self) {}
+    /// A watch that can tell this client's hang-up from its half-close
+    /// while a request is held; `None` where the transport has none.
+    fn fin_probe(&self) -> Option<crate::http::fin::FinProbe> {
+        None
+    }
 }
 
 impl Transport for TcpStream {
@@ -25,6 +30,9 @@ impl Transport for TcpStream {
         if let Err(err) = socket2::SockRef::from(self).set_linger(Some(Duration::ZERO)) {
             tracing::debug!(%err, "could not set SO_LINGER 0");
         }
+    }
+    fn fin_probe(&self) -> Option<crate::http::fin::FinProbe> {
+        crate::http::fin::FinProbe::of(self)
     }
 }
 

@@ -271,12 +271,13 @@ fn start_defend(
     start_in_front(&["defend", "--config", config], "defense line ready", extra)
 }
 
-/// Sends a request the target answers after 500 ms, half-closes at once
-/// (the FIN lands while the request is in flight) and reads to the end.
-fn half_closed_slow_request(addr: &str) -> String {
+/// Sends a request the target answers after 500 ms in HTTP/`version`,
+/// half-closes at once (the FIN lands while the request is in flight) and
+/// reads to the end.
+fn half_closed_slow_request(addr: &str, version: &str) -> String {
     let mut stream = TcpStream::connect(addr).unwrap();
     stream
-        .write_all(b"GET /delay/500ms HTTP/1.1\r\nhost: t\r\n\r\n")
+        .write_all(format!("GET /delay/500ms HTTP/{version}\r\nhost: t\r\n\r\n").as_bytes())
         .unwrap();
     stream.shutdown(std::net::Shutdown::Write).unwrap();
     stream
@@ -287,10 +288,14 @@ fn half_closed_slow_request(addr: &str) -> String {
     response
 }
 
-/// A whole 200 from the fixture target.
-fn assert_answered(response: &str) {
-    assert!(response.starts_with("HTTP/1.1 200"), "{response:?}");
-    assert!(response.ends_with("ok\n"), "{response:?}");
+/// A whole 200 from the fixture target after the interim `100 Continue`
+/// that asked whether the client had hung up or half-closed.
+fn assert_answered_after_the_probe(response: &str) {
+    let answer = response
+        .strip_prefix("HTTP/1.1 100 Continue\r\n\r\n")
+        .unwrap_or_else(|| panic!("no interim 100 first: {response:?}"));
+    assert!(answer.starts_with("HTTP/1.1 200"), "{response:?}");
+    assert!(answer.ends_with("ok\n"), "{response:?}");
 }
 
 fn stop(mut children: [std::process::Child; 2]) {
@@ -303,14 +308,24 @@ fn stop(mut children: [std::process::Child; 2]) {
 #[test]
 fn http_proxy_answers_a_client_that_half_closes_after_a_whole_request() {
     let (target, proxy, addr) = start_pair(&[]);
-    assert_answered(&half_closed_slow_request(&addr));
+    assert_answered_after_the_probe(&half_closed_slow_request(&addr, "1.1"));
+    stop([proxy, target]);
+}
+
+#[test]
+fn http_proxy_answers_an_http_1_0_client_that_half_closes_without_an_interim_response() {
+    let (target, proxy, addr) = start_pair(&[]);
+    let response = half_closed_slow_request(&addr, "1.0");
+    // A 1xx may not be sent to an HTTP/1.0 client.
+    assert!(response.starts_with("HTTP/1.0 200"), "{response:?}");
+    assert!(response.ends_with("ok\n"), "{response:?}");
     stop([proxy, target]);
 }
 
 #[test]
 fn http_proxy_with_abort_on_close_drops_a_half_closed_request_unanswered() {
     let (target, proxy, addr) = start_pair(&["--abort-on-close"]);
-    assert_eq!(half_closed_slow_request(&addr), "");
+    assert_eq!(half_closed_slow_request(&addr, "1.1"), "");
     stop([proxy, target]);
 }
 
@@ -318,7 +333,7 @@ fn http_proxy_with_abort_on_close_drops_a_half_closed_request_unanswered() {
 fn defend_answers_a_client_that_half_closes_after_a_whole_request() {
     let dir = tempfile::tempdir().unwrap();
     let (target, defend, addr) = start_defend(dir.path(), &[]);
-    assert_answered(&half_closed_slow_request(&addr));
+    assert_answered_after_the_probe(&half_closed_slow_request(&addr, "1.1"));
     stop([defend, target]);
 }
 
@@ -326,7 +341,7 @@ fn defend_answers_a_client_that_half_closes_after_a_whole_request() {
 fn defend_with_abort_on_close_drops_a_half_closed_request_unanswered() {
     let dir = tempfile::tempdir().unwrap();
     let (target, defend, addr) = start_defend(dir.path(), &["--abort-on-close"]);
-    assert_eq!(half_closed_slow_request(&addr), "");
+    assert_eq!(half_closed_slow_request(&addr, "1.1"), "");
     stop([defend, target]);
 }
 

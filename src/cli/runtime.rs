@@ -152,10 +152,12 @@ pub async fn serve_metrics(
 #[derive(Debug, Clone, Copy, Default, clap::Args)]
 pub struct ClientCloseArgs {
     /// Take a client's FIN while its request is in flight as a hang-up:
-    /// the call is dropped at once (a breaker probe frees its slot, a
-    /// blackholed request is recorded), as nginx and Envoy do. Without it
-    /// the request is answered, since a FIN alone cannot tell a hang-up
-    /// from a client that half-closed after a whole request.
+    /// the call is dropped at once, as nginx and Envoy do. Without it the
+    /// proxy asks: after the FIN it writes an interim `100 Continue`, which
+    /// a client that closed its socket answers with an RST (then the
+    /// request is dropped at once) and a client that half-closed after a
+    /// whole request takes (then it is answered). An HTTP/1.0 request,
+    /// which may not be sent a 1xx, is answered.
     #[arg(long)]
     pub abort_on_close: bool,
 }
@@ -165,7 +167,7 @@ impl ClientCloseArgs {
     pub fn fin(&self) -> crate::http::ClientFin {
         match self.abort_on_close {
             true => crate::http::ClientFin::HangUp,
-            false => crate::http::ClientFin::HalfClose,
+            false => crate::http::ClientFin::Probe,
         }
     }
 }

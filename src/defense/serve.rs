@@ -83,6 +83,7 @@ pub async fn serve<A: Acceptor>(
                         Ok::<_, std::convert::Infallible>(response)
                     }
                 });
+                let fin = fin.on(&stream);
                 crate::http::serve_http(stream, service, fin, shutdown).await;
             }
         },

@@ -6,6 +6,8 @@
 //! * [`shutdown`] — the stop signal servers share.
 //! * [`server`] — the accept loop with graceful shutdown, and the HTTP/1.1
 //!   connection driver.
+//! * [`fin`] — telling a client's half-close from its hang-up while a
+//!   request is held.
 //! * [`client`] — the pooled client towards a dependency over any transport.
 //! * [`headers`] — the `x-firedrill-*` header names.
 //! * [`endpoint`] — a user's service as a URL (scheme, host, path prefix)
@@ -15,11 +17,12 @@
 pub mod body;
 pub mod client;
 pub mod endpoint;
+pub mod fin;
 pub mod headers;
 pub mod server;
 pub mod shutdown;
 pub mod upgrade;
 
 pub use body::{BoxBody, BoxError, boxed, full};
-pub use server::{ClientFin, Gate, Open, serve, serve_answers, serve_http};
+pub use server::{ClientFin, Fin, Gate, Open, serve, serve_answers, serve_http};
 pub use shutdown::ShutdownSignal;

@@ -12,6 +12,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use super::body::BoxBody;
+use super::fin::{FinProbe, Flushed, Held, Holding};
 use super::shutdown::ShutdownSignal;
 use crate::clock::{self, Duration, Instant};
 use crate::net::Acceptor;
@@ -61,6 +62,7 @@ where
     let mut connections = JoinSet::new();
     // The fault list may be replaced at runtime (a `refuse` added).
     let mut changes = gate.subscribe();
+    let mut failing = AcceptFailures::default();
     loop {
         while connections.try_join_next().is_some() {}
         let (refusing, next_change) = gate.refusing();
@@ -82,12 +84,17 @@ where
             _ = changed(&mut changes) => continue,
             accepted = acceptor.accept(), if !refusing => match accepted {
                 Ok(stream) => {
+                    failing.recovered();
                     connections.spawn(handler(stream, shutdown.clone()));
                 }
                 Err(err) => {
-                    // Out of file descriptors and the like: log, back off, go on.
-                    tracing::warn!(%err, "accept failed");
-                    clock::sleep(Duration::from_millis(10)).await;
+                    // Out of file descriptors and the like: back off, go on.
+                    let wait = failing.failed(&err);
+                    tokio::select! {
+                        biased;
+                        _ = shutdown.wait() => break,
+                        _ = clock::sleep(wait) => {}
+                    }
                 }
             },
         }
@@ -110,18 +117,20 @@ where
 
 /// What a client's FIN while a request is in flight means to a server: a
 /// FIN alone cannot tell a client that half-closed after a whole request
-/// from one that hung up, so each server says which it expects.
+/// from one that hung up, so each server says which it expects, or asks.
 ///
-/// `firedrill proxy` and `firedrill defend` answer by default (as haproxy
-/// does without `option abortonclose`) and take a hang-up with
-/// `--abort-on-close` (as nginx and Envoy do); a drill's own servers take
-/// a hang-up, since its load generator never half-closes: a FIN there is
-/// a caller giving up.
+/// `firedrill proxy` and `firedrill defend` ask by default ([`fin`]: a
+/// `100 Continue` written after the FIN draws an RST from a client that
+/// closed) and take a hang-up with `--abort-on-close` (as nginx and Envoy
+/// do); a drill's own servers take a hang-up, since its load generator
+/// never half-closes: a FIN there is a caller giving up.
+///
+/// [`fin`]: super::fin
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ClientFin {
     /// A half-close: the request is whole, answer it (the fixture target,
-    /// plain endpoints, and by default `firedrill proxy` and `defend`); a
-    /// client that hung up is noticed when the answer is written.
+    /// plain endpoints); a client that hung up is noticed when the answer
+    /// is written.
     HalfClose,
     /// A hang-up: the call in flight is dropped at once (the defense line,
     /// so that a breaker probe whose client left frees its slot; the fault
@@ -129,6 +138,34 @@ pub enum ClientFin {
     /// recorded), as nginx does for a proxied request.
     #[default]
     HangUp,
+    /// Ask the client (TCP only; elsewhere a half-close): a client that hung
+    /// up releases its request at once, one that half-closed is answered
+    /// (`firedrill proxy --mode http` and `firedrill defend` by default).
+    Probe,
+}
+
+impl ClientFin {
+    /// What the server does with `stream`'s FIN: with [`ClientFin::Probe`],
+    /// a watch on its socket where the transport has one.
+    pub fn on<T: crate::net::Transport>(self, stream: &T) -> Fin {
+        Fin {
+            probe: match self {
+                ClientFin::Probe => stream.fin_probe(),
+                _ => None,
+            },
+            half_close: self != ClientFin::HangUp,
+        }
+    }
+}
+
+/// A client's FIN as one connection's server takes it: from
+/// [`ClientFin::on`].
+#[derive(Debug)]
+pub struct Fin {
+    /// Whether a FIN with a request in flight lets the request be answered.
+    half_close: bool,
+    /// Watches for a hang-up while a request is held.
+    probe: Option<FinProbe>,
 }
 
 /// Serves HTTP/1.1 on one accepted connection with `service` until the
@@ -136,8 +173,57 @@ pub enum ClientFin {
 /// flight finishes, keep-alive ends). Every HTTP server of firedrill (the
 /// proxy's HTTP mode, the fixture target, the defense line, /metrics)
 /// serves its connections through this.
-pub async fn serve_http<I, S, E>(io: I, service: S, fin: ClientFin, mut shutdown: ShutdownSignal)
+pub async fn serve_http<I, S, E>(io: I, service: S, fin: Fin, shutdown: ShutdownSignal)
 where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: hyper::service::Service<
+            http::Request<hyper::body::Incoming>,
+            Response = http::Response<BoxBody>,
+            Error = E,
+        > + Send
+        + 'static,
+    S::Future: Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    match fin.probe {
+        Some(probe) => {
+            let held = Held::new();
+            let io = Flushed {
+                inner: io,
+                held: held.clone(),
+            };
+            let service = Holding {
+                inner: service,
+                held: held.clone(),
+            };
+            let hung_up = async {
+                probe.hung_up(&held).await;
+                tracing::debug!("the client hung up with a request held: released");
+            };
+            drive(io, service, fin.half_close, hung_up, shutdown).await;
+        }
+        None => {
+            drive(
+                io,
+                service,
+                fin.half_close,
+                std::future::pending(),
+                shutdown,
+            )
+            .await
+        }
+    }
+}
+
+/// Drives one connection until it ends, `shutdown` fires (gracefully) or
+/// `hung_up` resolves (at once: the request in flight is dropped).
+async fn drive<I, S, E>(
+    io: I,
+    service: S,
+    half_close: bool,
+    hung_up: impl Future<Output = ()>,
+    mut shutdown: ShutdownSignal,
+) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: hyper::service::Service<
             http::Request<hyper::body::Incoming>,
@@ -151,17 +237,19 @@ where
     let served = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
         .keep_alive(true)
-        .half_close(fin == ClientFin::HalfClose)
+        .half_close(half_close)
         .serve_connection(hyper_util::rt::TokioIo::new(io), service)
         // A 101 hands the connection to whoever took its upgrade
         // (`upgrade::tunnel`).
         .with_upgrades();
     tokio::pin!(served);
+    tokio::pin!(hung_up);
     let mut shutting_down = false;
     let result = loop {
         tokio::select! {
             biased;
             r = served.as_mut() => break r,
+            () = hung_up.as_mut() => return,
             _ = shutdown.wait(), if !shutting_down => {
                 served.as_mut().graceful_shutdown();
                 shutting_down = true;
@@ -170,6 +258,43 @@ where
     };
     if let Err(err) = result {
         tracing::trace!(%err, "connection ended with an error");
+    }
+}
+
+/// A run of failed accepts (out of file descriptors, say): each failure
+/// doubles the wait before the next try, from 10 ms up to 1 s, so that a
+/// listener that cannot accept neither spins nor floods the log: the first
+/// failure of a run is logged, and its end.
+#[derive(Debug, Default)]
+struct AcceptFailures {
+    /// Failures in a row.
+    count: u64,
+}
+
+impl AcceptFailures {
+    /// The first wait after a failed accept.
+    const FIRST: Duration = Duration::from_millis(10);
+    /// The longest wait.
+    const LAST: Duration = Duration::from_secs(1);
+
+    /// Notes a failure; returns how long to wait before the next try.
+    fn failed(&mut self, err: &std::io::Error) -> Duration {
+        if self.count == 0 {
+            tracing::warn!(%err, "accept failed; retrying with backoff up to 1s");
+        } else {
+            tracing::debug!(%err, failures = self.count + 1, "accept failed again");
+        }
+        let doublings = u32::try_from(self.count.min(16)).unwrap_or(16);
+        self.count += 1;
+        Self::FIRST.saturating_mul(1 << doublings).min(Self::LAST)
+    }
+
+    /// Notes an accepted connection, ending a run of failures.
+    fn recovered(&mut self) {
+        if self.count > 0 {
+            tracing::info!(failures = self.count, "accepting again");
+            self.count = 0;
+        }
     }
 }
 
@@ -206,11 +331,73 @@ where
                     let answer = answer.clone();
                     async move { Ok::<_, std::convert::Infallible>(answer(req).await) }
                 });
-                serve_http(stream, service, ClientFin::HalfClose, shutdown).await;
+                let fin = ClientFin::HalfClose.on(&stream);
+                serve_http(stream, service, fin, shutdown).await;
             }
         },
         shutdown,
         Duration::from_millis(100),
     )
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::*;
+
+    /// An acceptor out of descriptors: every accept fails, counted.
+    struct OutOfDescriptors(Arc<AtomicU64>);
+
+    impl Acceptor for OutOfDescriptors {
+        type Stream = tokio::io::DuplexStream;
+
+        async fn accept(&mut self) -> std::io::Result<Self::Stream> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            // EMFILE, as accept(2) says when the process is out of them.
+            Err(std::io::Error::from_raw_os_error(24))
+        }
+        fn pause(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn resume(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failing_accepts_back_off_to_one_try_a_second_and_stop_on_shutdown() {
+        let tries = Arc::new(AtomicU64::new(0));
+        let (stop, shutdown) = ShutdownSignal::new();
+        let server = tokio::spawn(serve(
+            OutOfDescriptors(tries.clone()),
+            Arc::new(Open),
+            |_stream, _shutdown| async {},
+            shutdown,
+            Duration::from_millis(100),
+        ));
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        // 10, 20, ..., 640 ms, then 1 s apart: 8 tries in the first 1.27 s
+        // and one a second after (a fixed 10 ms would be 6,000).
+        let seen = tries.load(Ordering::SeqCst);
+        assert!((60..=70).contains(&seen), "{seen} tries in 60 s");
+        stop.send(true).unwrap();
+        // Shutdown ends a backoff wait at once.
+        tokio::time::timeout(Duration::from_millis(1), server)
+            .await
+            .expect("the server stops within its backoff wait")
+            .unwrap()
+            .unwrap();
+    }
+
+    #[test]
+    fn accept_backoff_doubles_from_10_ms_to_1_s_and_starts_over_after_a_success() {
+        let mut failures = AcceptFailures::default();
+        let err = std::io::Error::from_raw_os_error(24);
+        let waits: Vec<_> = (0..10).map(|_| failures.failed(&err).as_millis()).collect();
+        assert_eq!(waits, [10, 20, 40, 80, 160, 320, 640, 1000, 1000, 1000]);
+        failures.recovered();
+        assert_eq!(failures.failed(&err).as_millis(), 10);
+    }
 }

@@ -93,13 +93,8 @@ pub async fn serve<A: Acceptor>(
             stats.connections.fetch_add(1, Ordering::SeqCst);
             async move {
                 let service = hyper::service::service_fn(move |req| respond(req, stats.clone()));
-                crate::http::serve_http(
-                    stream,
-                    service,
-                    crate::http::ClientFin::HalfClose,
-                    shutdown,
-                )
-                .await;
+                let fin = crate::http::ClientFin::HalfClose.on(&stream);
+                crate::http::serve_http(stream, service, fin, shutdown).await;
             }
         },
         shutdown,

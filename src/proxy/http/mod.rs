@@ -71,6 +71,7 @@ pub async fn handle<S, C>(
 {
     let Telemetry { traffic, recorder } = telemetry;
     let reset = Arc::new(AtomicBool::new(false));
+    let fin = fin.on(&client);
     let io = ResettableIo::new(CountedIo::client(client, traffic.clone()), reset.clone());
     let conn = Arc::new(Conn {
         connector,

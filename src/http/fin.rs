@@ -1,0 +1,324 @@
+//! Telling a client that half-closed after a whole request from one that
+//! hung up, while the server holds its request (a blackhole, a latency
+//! fault, a slow upstream).
+//!
+//! A FIN alone says only that the client will send no more. What tells the
+//! two apart is writing to it: a socket its owner closed answers data with
+//! an RST, a half-closed one takes it. So when a FIN arrives while a
+//! request is held, the server writes an interim `100 Continue` (every
+//! HTTP/1.1 client must read and skip a 1xx before the final response) and
+//! watches the socket: an RST that follows means the client is gone, and
+//! the connection is dropped at once, with the request it held; no RST, and
+//! the request is answered when its answer is ready. A client that
+//! half-closed and gives up later sends nothing when it closes, so it is
+//! asked again after 1 s, 2 s, 4 s, ... (at most every 16 s) while its
+//! request is held.
+//!
+//! The watch is a second descriptor of the same socket registered with the
+//! runtime, so the HTTP codec's reads and writes are not touched; the probe
+//! is written only when the codec has flushed all it wrote (it never splits
+//! the codec's output). An HTTP/1.0 request may not be sent a 1xx: it is
+//! answered, as before this watch existed.
+
+use std::future::Future;
+use std::mem::MaybeUninit;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+/// The probe: an interim response every HTTP/1.1 client skips.
+const PROBE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+/// A second descriptor of a client's TCP socket, watched while a request is
+/// held.
+#[derive(Debug)]
+pub struct FinProbe {
+    /// The duplicated descriptor, registered with the runtime (a FIN, then
+    /// the RST that answers the probe, each make it readable).
+    socket: TcpStream,
+}
+
+impl FinProbe {
+    /// A probe of `stream`'s socket; `None` if the descriptor cannot be
+    /// duplicated or registered (out of descriptors): the server then
+    /// answers a FIN as a half-close.
+    pub fn of(stream: &TcpStream) -> Option<FinProbe> {
+        let dup = socket2::SockRef::from(stream).try_clone().ok()?;
+        let socket = TcpStream::from_std(std::net::TcpStream::from(dup)).ok()?;
+        Some(FinProbe { socket })
+    }
+
+    /// Waits until the socket is ready for `interest` and then looks at it
+    /// with `look`; the readiness is spent, so that the next wait is for
+    /// the next event. A FIN is never spent (tokio keeps a read-closed
+    /// socket readable), so `look` is told whether one came.
+    async fn next<T>(
+        &self,
+        interest: Interest,
+        look: impl FnOnce(&TcpStream, bool) -> T,
+    ) -> Option<T> {
+        let ready = self.socket.ready(interest).await.ok()?;
+        let mut seen = None;
+        let _ = self.socket.try_io(interest, || {
+            seen = Some(look(&self.socket, ready.is_read_closed()));
+            Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
+        });
+        seen
+    }
+
+    /// Resolves when the client is known to have hung up while one of its
+    /// requests was held; never otherwise.
+    pub(crate) async fn hung_up(&self, held: &Held) {
+        let mut holds = held.hold.subscribe();
+        loop {
+            // The sender lives in `held`: the wait ends only with a hold.
+            let Ok(hold) = holds.wait_for(|h| h.kind != Kind::Idle).await.map(|h| *h) else {
+                return std::future::pending().await;
+            };
+            let released =
+                holds.wait_for(|h| h.generation != hold.generation || h.kind == Kind::Idle);
+            tokio::select! {
+                biased;
+                _ = released => continue,
+                gone = self.tell(hold.kind == Kind::Probeable, &held.flushed) => {
+                    if gone {
+                        return;
+                    }
+                }
+            }
+            // Cannot tell for this request: wait for it to end.
+            let _ = holds
+                .wait_for(|h| h.generation != hold.generation || h.kind == Kind::Idle)
+                .await;
+        }
+    }
+
+    /// Watches the socket for one held request: `true` once the client is
+    /// known gone, `false` once it cannot be told (then the request is
+    /// answered).
+    async fn tell(&self, probeable: bool, flushed: &AtomicBool) -> bool {
+        loop {
+            let mut byte = [MaybeUninit::<u8>::uninit(); 1];
+            let peeked = self
+                .next(Interest::READABLE, |s, fin| {
+                    (socket2::SockRef::from(s).peek(&mut byte), fin)
+                })
+                .await;
+            match peeked {
+                // The client closed its side (with nothing left unread, or
+                // behind bytes the server has not read yet: a pipelined
+                // request).
+                Some((Ok(0), _) | (Ok(_), true)) => break,
+                // Bytes the server has not read yet (a body still coming),
+                // or a spurious wake: look again at the next event.
+                Some((Ok(_), false)) => continue,
+                Some((Err(err), _)) if err.kind() == std::io::ErrorKind::WouldBlock => continue,
+                Some((Err(_), _)) => return true,
+                None => return false,
+            }
+        }
+        if !probeable {
+            return false;
+        }
+        // A client that half-closed may still give up later, and its close
+        // then sends nothing: ask again, less and less often.
+        let mut again = FIRST_REPROBE;
+        loop {
+            if !flushed.load(Ordering::SeqCst) {
+                return false;
+            }
+            match self.socket.try_write(PROBE) {
+                Ok(n) if n == PROBE.len() => {}
+                // Nothing written (the client reads nothing and its window
+                // is full): cannot tell.
+                Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => return false,
+                // A part of the probe went out: the stream cannot carry an
+                // answer any more. Or the write failed: the client is gone.
+                Ok(_) | Err(_) => return true,
+            }
+            let asked = crate::clock::now();
+            loop {
+                // After a FIN a read says 0 whatever follows; the RST that
+                // answers the probe shows as the socket's error.
+                tokio::select! {
+                    error = self.next(Interest::ERROR, |s, _| s.take_error()) => match error {
+                        Some(Ok(None)) => continue,
+                        Some(Ok(Some(_)) | Err(_)) => return true,
+                        None => return false,
+                    },
+                    () = crate::clock::sleep_until(asked + again) => break,
+                }
+            }
+            again = (again * 2).min(LAST_REPROBE);
+        }
+    }
+}
+
+/// When a half-closed client holding a request is asked again after the
+/// first probe; each later ask waits twice as long, up to
+/// [`LAST_REPROBE`].
+const FIRST_REPROBE: crate::clock::Duration = crate::clock::Duration::from_secs(1);
+
+/// The longest wait between two probes of a half-closed client.
+const LAST_REPROBE: crate::clock::Duration = crate::clock::Duration::from_secs(16);
+
+/// Whether a request is held, and of which kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// No request is in the service.
+    Idle,
+    /// An HTTP/1.1 request: it may be sent the probe.
+    Probeable,
+    /// An HTTP/1.0 request: no 1xx may be sent to it.
+    Unprobeable,
+}
+
+/// One hold: the request's number on the connection and its kind.
+#[derive(Debug, Clone, Copy)]
+struct Hold {
+    generation: u64,
+    kind: Kind,
+}
+
+/// What the watch knows of the connection: the request held, and whether
+/// the codec has flushed all it wrote.
+#[derive(Debug)]
+pub(crate) struct Held {
+    hold: watch::Sender<Hold>,
+    flushed: AtomicBool,
+}
+
+impl Held {
+    pub(crate) fn new() -> Arc<Held> {
+        Arc::new(Held {
+            hold: watch::Sender::new(Hold {
+                generation: 0,
+                kind: Kind::Idle,
+            }),
+            flushed: AtomicBool::new(true),
+        })
+    }
+
+    fn begin(&self, version: http::Version) {
+        let kind = match version {
+            http::Version::HTTP_11 => Kind::Probeable,
+            _ => Kind::Unprobeable,
+        };
+        self.hold.send_modify(|h| {
+            h.generation += 1;
+            h.kind = kind;
+        });
+    }
+
+    fn end(&self) {
+        self.hold.send_modify(|h| h.kind = Kind::Idle);
+    }
+}
+
+/// The service, marking each request held from its call until its answer
+/// is ready (or it is dropped).
+pub(crate) struct Holding<S> {
+    pub(crate) inner: S,
+    pub(crate) held: Arc<Held>,
+}
+
+impl<S, B> hyper::service::Service<http::Request<B>> for Holding<S>
+where
+    S: hyper::service::Service<http::Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = HeldFuture<S::Future>;
+
+    fn call(&self, req: http::Request<B>) -> Self::Future {
+        self.held.begin(req.version());
+        HeldFuture {
+            inner: self.inner.call(req),
+            _end: EndHold(self.held.clone()),
+        }
+    }
+}
+
+/// Ends the hold when dropped (hyper drops the future once it answered).
+struct EndHold(Arc<Held>);
+
+impl Drop for EndHold {
+    fn drop(&mut self) {
+        self.0.end();
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A held request's answer.
+    pub(crate) struct HeldFuture<F> {
+        #[pin]
+        inner: F,
+        _end: EndHold,
+    }
+}
+
+impl<F: Future> Future for HeldFuture<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.project().inner.poll(cx)
+    }
+}
+
+/// The client stream as the codec sees it, noting whether everything
+/// written has been flushed.
+pub(crate) struct Flushed<I> {
+    pub(crate) inner: I,
+    pub(crate) held: Arc<Held>,
+}
+
+impl<I: AsyncRead + Unpin> AsyncRead for Flushed<I> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<I: AsyncWrite + Unpin> AsyncWrite for Flushed<I> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        self.held.flushed.store(false, Ordering::SeqCst);
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        self.held.flushed.store(false, Ordering::SeqCst);
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let flushed = Pin::new(&mut self.inner).poll_flush(cx);
+        if let Poll::Ready(Ok(())) = flushed {
+            self.held.flushed.store(true, Ordering::SeqCst);
+        }
+        flushed
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
