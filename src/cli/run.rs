@@ -28,7 +28,8 @@ pub struct RunArgs {
     /// Repeatable.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     pub set: Vec<crate::schema::overrides::Override>,
-    /// Write report.json, junit.xml, journal.jsonl and requests.jsonl here.
+    /// Write report.json, junit.xml, journal.jsonl, requests.jsonl,
+    /// dependencies.jsonl (with `system`) and report.html here.
     #[arg(long)]
     pub report_dir: Option<PathBuf>,
     /// Write the JUnit XML report here.
