@@ -11,6 +11,7 @@ pub mod json;
 pub mod limits;
 pub mod locate;
 pub mod overrides;
+mod scan;
 pub mod syntax;
 pub mod units;
 pub mod vars;
@@ -98,7 +99,7 @@ pub fn check_document(file: &str, text: &str) -> Result<(), SchemaError> {
     if let Some(message) = limits::too_large(text.len() as u64) {
         return Err(whole_file(message));
     }
-    if let Some(deep) = limits::first_too_deep(text, limits::MAX_DEPTH) {
+    if let Some(deep) = scan::first_too_deep(text, limits::MAX_DEPTH) {
         return Err(SchemaError {
             file: file.to_string(),
             line: deep.line,
