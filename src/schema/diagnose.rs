@@ -7,9 +7,9 @@
 //! `"pattern.up: ..."`. The error is then moved from the enclosing mapping to
 //! that field's value, found with [`locate`].
 
-use super::SchemaError;
 use super::locate::{Segment, display_path, locate};
 use super::scan::{Quoted, quoted_scalars};
+use super::{SchemaError, numbers};
 
 /// Builds the errors for `err`, raised while reading the node at `path` of
 /// `text` (the contents of `file`): one, or the first and the rest when a
@@ -105,6 +105,11 @@ fn place(
     }
     if let Some(hint) = suggestion(&message) {
         message = hint;
+    }
+    if let Some(written) = numbers::written_at(text, line, column)
+        && let Some(refusal) = numbers::unsigned_refusal(&message, &written)
+    {
+        message = refusal;
     }
     message = plain_words(message);
     if character_at(text, line, column) == Some('\t') {

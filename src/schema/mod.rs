@@ -10,6 +10,7 @@ mod diagnose;
 pub mod json;
 pub mod limits;
 pub mod locate;
+mod numbers;
 pub mod overrides;
 mod scan;
 pub mod syntax;
