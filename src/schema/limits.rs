@@ -11,49 +11,70 @@ pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 /// firedrill file.
 pub const MAX_DEPTH: usize = 64;
 
-/// The message for a file of `bytes` bytes over [`MAX_FILE_BYTES`].
-pub(super) fn too_large(bytes: u64) -> Option<String> {
-    (bytes > MAX_FILE_BYTES).then(|| {
-        format!("the file is {bytes} bytes: expected at most {MAX_FILE_BYTES} bytes (1 MiB)")
+/// The largest recording (`replay`, `load: replay`) or events log of a
+/// service read, in bytes (256 MiB): an hour of NGINX access log at 100
+/// requests a second is about 70 MB. Each is read whole before it is used.
+pub const MAX_RECORDING_BYTES: u64 = 256 * 1024 * 1024;
+
+/// `limit` bytes as the messages write it: `1048576 bytes (1 MiB)`.
+fn bytes_and_mebibytes(limit: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if limit.is_multiple_of(MIB) {
+        format!("{limit} bytes ({} MiB)", limit / MIB)
+    } else {
+        format!("{limit} bytes")
+    }
+}
+
+/// The message for a file of `bytes` bytes over `limit`.
+pub(super) fn too_large(bytes: u64, limit: u64) -> Option<String> {
+    (bytes > limit).then(|| {
+        format!(
+            "the file is {bytes} bytes: expected at most {}",
+            bytes_and_mebibytes(limit)
+        )
     })
 }
 
-/// The message for a file that is more than [`MAX_FILE_BYTES`] long, found
-/// by reading one byte past the limit (its size was not known before).
-pub(super) fn more_than_the_limit() -> String {
+/// The message for a file that is more than `limit` bytes long, found by
+/// reading one byte past the limit (its size was not known before).
+pub(super) fn more_than_the_limit(limit: u64) -> String {
     format!(
-        "the file is more than {MAX_FILE_BYTES} bytes: expected at most {MAX_FILE_BYTES} bytes (1 MiB)"
+        "the file is more than {limit} bytes: expected at most {}",
+        bytes_and_mebibytes(limit)
     )
 }
 
-/// Everything `reader` holds up to [`MAX_FILE_BYTES`] and one byte more,
-/// to tell a file that is too large.
-pub(super) fn read_at_most(reader: impl std::io::Read) -> std::io::Result<Vec<u8>> {
+/// Everything `reader` holds up to `limit` bytes and one byte more, to
+/// tell a file that is too large.
+pub(super) fn read_at_most(reader: impl std::io::Read, limit: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    reader.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    reader
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 
 /// The message for an input that is `what` (`a directory`) rather than a
-/// regular file.
-pub(super) fn not_a_file_message(what: &str) -> String {
+/// regular file of at most `limit` bytes.
+pub(super) fn not_a_file_message(what: &str, limit: u64) -> String {
     let hint = match what {
         "a directory" => "",
         _ => " (write the pipe's contents to a file)",
     };
-    format!("{what}, not a regular file: expected a file of at most {MAX_FILE_BYTES} bytes{hint}")
+    format!("{what}, not a regular file: expected a file of at most {limit} bytes{hint}")
 }
 
 /// Why a file of this type is not read: a directory, or a named pipe
 /// (FIFO), whose `open` would block until a writer comes. Devices are read
 /// (within the limit), sockets cannot be opened anyway.
-pub(super) fn not_a_file(kind: &std::fs::FileType) -> Option<String> {
+pub(super) fn not_a_file(kind: &std::fs::FileType, limit: u64) -> Option<String> {
     use std::os::unix::fs::FileTypeExt;
     if kind.is_dir() {
-        Some(not_a_file_message("a directory"))
+        Some(not_a_file_message("a directory", limit))
     } else if kind.is_fifo() {
-        Some(not_a_file_message("a named pipe (FIFO)"))
+        Some(not_a_file_message("a named pipe (FIFO)", limit))
     } else {
         None
     }
@@ -148,11 +169,14 @@ mod tests {
 
     #[test]
     fn only_a_file_over_one_mebibyte_is_too_large() {
-        assert_eq!(too_large(MAX_FILE_BYTES), None);
-        assert!(
-            too_large(MAX_FILE_BYTES + 1)
-                .unwrap()
-                .contains("at most 1048576 bytes")
+        assert_eq!(too_large(MAX_FILE_BYTES, MAX_FILE_BYTES), None);
+        assert_eq!(
+            too_large(MAX_FILE_BYTES + 1, MAX_FILE_BYTES).as_deref(),
+            Some("the file is 1048577 bytes: expected at most 1048576 bytes (1 MiB)")
+        );
+        assert_eq!(
+            more_than_the_limit(MAX_RECORDING_BYTES),
+            "the file is more than 268435456 bytes: expected at most 268435456 bytes (256 MiB)"
         );
     }
 }
