@@ -1,11 +1,12 @@
 //! The control plane's defenses: a non-loopback bind needs a token (exit 2,
 //! invalid arguments, before anything is bound), a token is then required
 //! on every request (401), browsers are refused (403), bodies are limited
-//! (413). Real process, loopback only.
+//! (413), and names with control characters cannot forge log lines.
+//! Real process, loopback only.
 
 mod api_support;
 
-use api_support::{error_body, server, server_with_env};
+use api_support::{echo, error_body, server, server_logging, server_with_env};
 use assert_cmd::Command;
 
 #[test]
@@ -127,4 +128,92 @@ async fn a_one_mebibyte_body_gets_413() {
         error_body("request body larger than 65536 bytes", 413)
     );
     assert_eq!(s.call("GET", "/proxies/x", None).await.status, 404);
+}
+
+/// `name` percent-encoded as one path segment.
+fn segment(name: &str) -> String {
+    name.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A proxy and a toxic whose names hold a newline, a bell and an escape
+/// are logged with those characters escaped (`\n`, `\u{7}`, `\u{1b}`):
+/// no line of `firedrill server`'s log starts with the text after the
+/// newline, and no control character reaches it.
+#[tokio::test]
+async fn proxy_and_toxic_names_with_control_characters_are_logged_escaped() {
+    let mut s = server_logging("info").await;
+    let upstream = echo().await;
+    let proxy = "evil\nINFO forged: proxy\u{7}\u{1b}[31m";
+    let toxic = "bad\nINFO forged: toxic";
+    let created = s
+        .call(
+            "POST",
+            "/proxies",
+            Some(&serde_json::json!({"name": proxy, "listen": "127.0.0.1:0", "upstream": upstream.to_string()}).to_string()),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{}", created.text);
+    let listen = created.json["listen"].as_str().unwrap().to_string();
+    let added = s
+        .call(
+            "POST",
+            &format!("/proxies/{}/toxics", segment(proxy)),
+            Some(&serde_json::json!({"name": toxic, "type": "latency", "attributes": {"latency": 1}}).to_string()),
+        )
+        .await;
+    assert_eq!(added.status, 200, "{}", added.text);
+    // Traffic through the toxic logs its first injection, with its name.
+    let mut conn = tokio::net::TcpStream::connect(&listen).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut conn, b"ping")
+        .await
+        .unwrap();
+    let mut echoed = [0u8; 4];
+    tokio::io::AsyncReadExt::read_exact(&mut conn, &mut echoed)
+        .await
+        .unwrap();
+    drop(conn);
+    let deleted = s
+        .call("DELETE", &format!("/proxies/{}", segment(proxy)), None)
+        .await;
+    assert_eq!(deleted.status, 204, "{}", deleted.text);
+    let pid = s.child.id().expect("running").to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let mut stderr = s.child.stderr.take().unwrap();
+    let mut log = String::new();
+    let bound = std::time::Duration::from_secs(60);
+    tokio::time::timeout(
+        bound,
+        tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut log),
+    )
+    .await
+    .expect("the server exits after SIGTERM")
+    .unwrap();
+    let escaped_proxy = "proxy=evil\\nINFO forged: proxy\\u{7}\\u{1b}[31m";
+    for (what, escaped) in [
+        ("proxy started", escaped_proxy),
+        ("proxy stopped", escaped_proxy),
+        ("fault injected", "fault=bad\\nINFO forged: toxic"),
+    ] {
+        assert!(
+            log.lines().any(|l| l.contains(what) && l.contains(escaped)),
+            "no {what:?} line with {escaped:?} in:\n{log}"
+        );
+    }
+    assert!(
+        !log.lines().any(|l| l.starts_with("INFO forged")),
+        "a forged line:\n{log}"
+    );
+    assert!(
+        !log.contains(['\u{7}', '\u{1b}']),
+        "a control character reached the log:\n{log:?}"
+    );
 }

@@ -186,3 +186,50 @@ fn a_recording_that_is_a_named_pipe_is_refused_instead_of_blocking() {
         );
     }
 }
+
+/// A recording is read at most 256 MiB, whatever it is: a larger file is
+/// refused by its size, and one that never ends (`/dev/zero`) after one
+/// byte past the limit, both at the `replay` key, naming the recording and
+/// the limit (the whole file was read before, `/dev/zero` until memory
+/// ran out).
+#[test]
+fn a_recording_over_the_limit_or_endless_is_refused_naming_it_and_the_limit() {
+    let limit = firedrill::schema::limits::MAX_RECORDING_BYTES;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        root().join("fixtures/replay/seconds.yaml"),
+        dir.path().join("seconds.yaml"),
+    )
+    .unwrap();
+    let recording = dir.path().join("seconds.envoy.log");
+    let cases = [
+        (false, format!("the file is {} bytes", limit + 1)),
+        (true, format!("the file is more than {limit} bytes")),
+    ];
+    for (endless, size) in cases {
+        let _ = std::fs::remove_file(&recording);
+        if endless {
+            std::os::unix::fs::symlink("/dev/zero", &recording).unwrap();
+        } else {
+            // Sparse: one byte over the limit without writing it.
+            let file = std::fs::File::create(&recording).unwrap();
+            file.set_len(limit + 1).unwrap();
+        }
+        let out = assert_cmd::Command::new(env!("CARGO_BIN_EXE_firedrill"))
+            .arg("validate")
+            .arg(dir.path().join("seconds.yaml"))
+            // A safety net: before the fix /dev/zero was read until memory
+            // ran out.
+            .timeout(std::time::Duration::from_secs(120))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let expected = format!(
+            "error: {}:18:21: faults[0].replay.file: {}:1:1: {size}: expected at most {limit} bytes (256 MiB)\n",
+            dir.path().join("seconds.yaml").display(),
+            recording.display()
+        );
+        assert_eq!(out.status.code(), Some(2), "{stderr}");
+        assert_eq!(stderr, expected);
+    }
+}

@@ -331,3 +331,79 @@ fn validate_reads_standard_input_once_from_a_file_or_a_pipe() {
         }
     }
 }
+
+/// An experiment whose `seed` (a u64) and `defense.max_concurrent` (a
+/// u32) are written as given.
+fn with_whole_numbers(seed: &str, max_concurrent: &str) -> String {
+    format!(
+        "name: whole numbers\nseed: {seed}\nduration: 10s\ntarget:\n  builtin:\n    routes:\n      - {{ path: /a/*, latency: 5ms }}\ndefense:\n  max_concurrent: {max_concurrent}\nload:\n  - {{ name: A, request: GET /a/1, rate: 10/s }}\nexpect:\n  - route A success >= 99%\n"
+    )
+}
+
+/// `+5`, `0x10` and `0o17` are the whole numbers YAML reads them as; every
+/// other form is refused at the value, showing it as written and the range
+/// its field holds (`-0` read as "integer 0, expected u32" before).
+#[test]
+fn whole_number_fields_take_yamls_integers_and_refuse_other_forms_as_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut failures = Vec::new();
+    let mut check = |text: String, expected: Option<String>| {
+        std::fs::write(dir.path().join("n.yaml"), &text).unwrap();
+        let output = validate(dir.path(), "n");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let ok = match &expected {
+            None => output.status.success(),
+            Some(line) => output.status.code() == Some(2) && stderr == format!("{line}\n"),
+        };
+        if !ok {
+            failures.push(format!(
+                "exit {:?}, expected {expected:?}, got {stderr:?} for\n{text}",
+                output.status.code()
+            ));
+        }
+    };
+    for accepted in ["5", "+5", "0x10", "0o17"] {
+        check(with_whole_numbers(accepted, accepted), None);
+    }
+    // The value, what is said of it before the range expected, and after.
+    let refused = [
+        ("-0", "has a minus sign", ", without a sign (write 0)"),
+        ("-5", "is negative", ""),
+        (
+            "010",
+            "has a leading zero, which YAML readers disagree on (YAML 1.1 reads it as octal 8)",
+            ", without leading zeros (write 10, or 0o10 for octal)",
+        ),
+        (
+            "1_000",
+            "has an underscore, which YAML does not read in a number",
+            " (write 1000)",
+        ),
+        (
+            "'5'",
+            "is quoted, so it is text",
+            " (write 5 without quotes)",
+        ),
+        ("5.0", "is not a whole number", ""),
+        ("4294967296", "is too large", ""),
+    ];
+    for (value, reason, hint) in refused {
+        let u32_range = "expected a whole number from 0 to 4294967295";
+        check(
+            with_whole_numbers("7", value),
+            Some(format!(
+                "error: n.yaml:9:19: defense.max_concurrent: `{value}` {reason}: {u32_range}{hint}"
+            )),
+        );
+        if value != "4294967296" {
+            let u64_range = "expected a whole number from 0 to 18446744073709551615";
+            check(
+                with_whole_numbers(value, "40"),
+                Some(format!(
+                    "error: n.yaml:2:7: seed: `{value}` {reason}: {u64_range}{hint}"
+                )),
+            );
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -11,6 +11,7 @@
 //! * [`registry`] — the named proxies and their operations.
 //! * [`proxy`] — one proxy: settings, toxics, listener on/off.
 //! * [`toxic`] — Toxiproxy's toxic JSON, checked, mapped onto faults.
+//! * [`toxics`] — a proxy's toxics in order, found by name without a scan.
 //! * [`json`] — bodies read as Go reads them: keys case-insensitive, last duplicate wins.
 //! * [`error`] — `{"error": ..., "status": ...}`.
 
@@ -23,6 +24,7 @@ pub mod routes;
 pub mod server;
 pub mod state;
 pub mod toxic;
+pub mod toxics;
 
 pub use error::ApiError;
 pub use server::{Api, serve};

@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 
 use super::error::ApiError;
 use super::toxic::Toxic;
+use super::toxics::ToxicList;
 use crate::clock::{self, Duration};
 use crate::fault::{FaultPlan, LogName};
 use crate::http::ShutdownSignal;
@@ -95,7 +96,7 @@ pub struct ManagedProxy {
     /// TCP or HTTP.
     pub mode: ProxyMode,
     /// Toxics in the order they were added.
-    pub toxics: Vec<Toxic>,
+    pub toxics: ToxicList,
     /// The faults the proxy injects (the toxics, mapped); replaced on every
     /// toxic change while connections run.
     pub plan: Arc<FaultPlan>,
@@ -195,7 +196,7 @@ impl ManagedProxy {
             upstream,
             mode,
             addrs,
-            toxics: Vec::new(),
+            toxics: ToxicList::default(),
             plan: Arc::new(FaultPlan::new(Vec::new(), seed, start).accepting_additions()),
             running: None,
         }
@@ -294,10 +295,34 @@ impl ManagedProxy {
     pub fn publish(&self) {
         let faults = self
             .toxics
+            .as_slice()
             .iter()
             .flat_map(|t| t.faults(self.mode).unwrap_or_default())
             .collect();
         self.plan.replace(faults);
+    }
+
+    /// Adds `toxic` after the others and publishes it to the running
+    /// connections, at the cost of the one toxic (the others are neither
+    /// copied nor looked at); `false` when one of its name is there.
+    pub fn add_toxic(&mut self, toxic: Toxic) -> bool {
+        let faults = toxic.faults(self.mode).unwrap_or_default();
+        if !self.toxics.push(toxic) {
+            return false;
+        }
+        self.plan.add(faults);
+        true
+    }
+
+    /// Removes the toxic named `name` and its faults, which running
+    /// connections stop applying; `false` when there is none.
+    pub fn remove_toxic(&mut self, name: &str) -> bool {
+        if !self.toxics.remove(name) {
+            return false;
+        }
+        // A toxic's faults carry its name, and names are unique.
+        self.plan.remove_named(name);
+        true
     }
 
     /// The API's view.
@@ -307,7 +332,7 @@ impl ManagedProxy {
             listen: self.listen.clone(),
             upstream: self.upstream.clone(),
             enabled: self.enabled(),
-            toxics: self.toxics.clone(),
+            toxics: self.toxics.as_slice().to_vec(),
             mode: (self.mode == ProxyMode::Http).then_some("http"),
         }
     }

@@ -153,6 +153,16 @@ impl Registry {
         (views, Ok(()))
     }
 
+    /// Whether a proxy named `name` exists (404 when not), without making
+    /// its view (which copies every toxic).
+    pub async fn exists(&self, name: &str) -> Result<(), ApiError> {
+        let proxies = self.proxies.lock().await;
+        match proxies.contains_key(name) {
+            true => Ok(()),
+            false => Err(ApiError::proxy_not_found()),
+        }
+    }
+
     /// One proxy.
     pub async fn get(&self, name: &str) -> Result<ProxyView, ApiError> {
         let proxies = self.proxies.lock().await;
@@ -254,20 +264,20 @@ impl Registry {
             .get_mut(name)
             .ok_or_else(ApiError::proxy_not_found)?;
         let toxic = Toxic::create(input, proxy.mode)?;
-        if proxy.toxics.iter().any(|t| t.name == toxic.name) {
+        if !proxy.add_toxic(toxic.clone()) {
             return Err(ApiError::toxic_exists());
         }
-        proxy.toxics.push(toxic.clone());
-        proxy.publish();
         Ok(toxic)
     }
 
     /// One toxic.
     pub async fn toxic(&self, name: &str, toxic: &str) -> Result<Toxic, ApiError> {
-        self.toxics(name)
-            .await?
-            .into_iter()
-            .find(|t| t.name == toxic)
+        let proxies = self.proxies.lock().await;
+        let proxy = proxies.get(name).ok_or_else(ApiError::proxy_not_found)?;
+        proxy
+            .toxics
+            .get(toxic)
+            .cloned()
             .ok_or_else(ApiError::toxic_not_found)
     }
 
@@ -282,14 +292,12 @@ impl Registry {
         let proxy = proxies
             .get_mut(name)
             .ok_or_else(ApiError::proxy_not_found)?;
-        let mode = proxy.mode;
-        let slot = proxy
+        let updated = proxy
             .toxics
-            .iter_mut()
-            .find(|t| t.name == toxic)
-            .ok_or_else(ApiError::toxic_not_found)?;
-        *slot = slot.updated(update, mode)?;
-        let updated = slot.clone();
+            .get(toxic)
+            .ok_or_else(ApiError::toxic_not_found)?
+            .updated(update, proxy.mode)?;
+        proxy.toxics.set(updated.clone());
         proxy.publish();
         Ok(updated)
     }
@@ -300,12 +308,9 @@ impl Registry {
         let proxy = proxies
             .get_mut(name)
             .ok_or_else(ApiError::proxy_not_found)?;
-        let before = proxy.toxics.len();
-        proxy.toxics.retain(|t| t.name != toxic);
-        if proxy.toxics.len() == before {
+        if !proxy.remove_toxic(toxic) {
             return Err(ApiError::toxic_not_found());
         }
-        proxy.publish();
         Ok(())
     }
 

@@ -89,3 +89,40 @@ async fn a_proxy_that_never_stops_neither_holds_the_registry_nor_keeps_delete_or
         .await
         .expect("stop_all returns within the grace");
 }
+
+/// The fault list proxy `name` publishes now.
+async fn published(r: &Registry, name: &str) -> std::sync::Arc<crate::fault::Snapshot> {
+    r.proxies.lock().await[name].plan.snapshot()
+}
+
+fn toxic(json: &str) -> ToxicInput {
+    serde_json::from_str(json).unwrap()
+}
+
+/// An add publishes the list one toxic longer by sharing the faults
+/// already published, not by copying every one of them (which made each
+/// add cost as much as the proxy's toxics): the first toxic's fault is the
+/// same object before and after a second toxic is added.
+#[tokio::test]
+async fn adding_a_toxic_shares_the_faults_already_published_instead_of_copying_them() {
+    let r = Registry::new(1);
+    r.create(input(
+        r#"{"name":"a","upstream":"127.0.0.1:9","enabled":false}"#,
+    ))
+    .await
+    .unwrap();
+    r.add_toxic("a", toxic(r#"{"name":"first","type":"latency"}"#))
+        .await
+        .unwrap();
+    let before = published(&r, "a").await;
+    r.add_toxic("a", toxic(r#"{"name":"second","type":"latency"}"#))
+        .await
+        .unwrap();
+    let after = published(&r, "a").await;
+    let names: Vec<&str> = after.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["first", "second"]);
+    assert!(
+        std::ptr::eq(before.get(0).unwrap(), after.get(0).unwrap()),
+        "the first toxic's fault was copied"
+    );
+}

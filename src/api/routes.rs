@@ -140,7 +140,7 @@ pub async fn route(api: &Api, method: &Method, path: &str, body: Bytes) -> Resul
             Method::GET => json(ok, &registry.toxics(name).await?),
             Method::POST => {
                 // 404 for an unknown proxy comes before a body complaint.
-                registry.get(name).await?;
+                registry.exists(name).await?;
                 json(ok, &registry.add_toxic(name, parse(&body)?).await?)
             }
             _ => Err(not_allowed()),

@@ -7,8 +7,9 @@
 //! `"pattern.up: ..."`. The error is then moved from the enclosing mapping to
 //! that field's value, found with [`locate`].
 
-use super::SchemaError;
 use super::locate::{Segment, display_path, locate};
+use super::scan::{Quoted, quoted_scalars};
+use super::{SchemaError, numbers};
 
 /// Builds the errors for `err`, raised while reading the node at `path` of
 /// `text` (the contents of `file`): one, or the first and the rest when a
@@ -44,6 +45,10 @@ pub(super) fn to_schema_errors(
     if let Some(at) = unclosed_quote(&raw) {
         (line, column) = at;
         message = "this quoted string is never closed: expected its closing quote before the end of the file".to_string();
+    } else if let Some(quoted) = closed_too_soon(text, &raw, err.location().map(|_| (line, column)))
+    {
+        (line, column) = quoted.open;
+        message = closed_too_soon_message(&quoted);
     }
     if message.starts_with(super::syntax::EXPANDS_PAST) {
         message = format!("{} {message}", alias_at(text, line, column));
@@ -100,6 +105,11 @@ fn place(
     }
     if let Some(hint) = suggestion(&message) {
         message = hint;
+    }
+    if let Some(written) = numbers::written_at(text, line, column)
+        && let Some(refusal) = numbers::unsigned_refusal(&message, &written)
+    {
+        message = refusal;
     }
     message = plain_words(message);
     if character_at(text, line, column) == Some('\t') {
@@ -180,12 +190,55 @@ fn unplaced(text: &str, path: &[Segment], message: &mut String) -> (usize, usize
 }
 
 /// Where a quoted scalar that runs to the end of the file opens: libyaml
-/// reports the end of the file, and the opening quote in its context.
+/// reports the end of the file, and the opening quote in its context. A
+/// context at the very start of the text is not written (serde_yaml_ng
+/// leaves out a mark at line 0, column 0): the quote is then at 1:1.
 fn unclosed_quote(raw: &str) -> Option<(usize, usize)> {
-    let (_, opened) = raw.split_once("while scanning a quoted scalar at line ")?;
+    const CONTEXT: &str = "while scanning a quoted scalar";
+    let (_, after) = raw.split_once(CONTEXT)?;
+    let Some(opened) = after.strip_prefix(" at line ") else {
+        return Some((1, 1));
+    };
     let (line, rest) = opened.split_once(" column ")?;
     let column: String = rest.chars().take_while(char::is_ascii_digit).collect();
     Some((line.parse().ok()?, column.parse().ok()?))
+}
+
+/// The quoted string whose closing quote was really the opening quote of
+/// what follows it, when the parser broke on that text: a quote left open
+/// (`name: "abc` and, lines later, `url: "http://x"`) is closed by the
+/// next quote in the file, and libyaml complains where the text after that
+/// one goes on (`http://x"`), far from the quote at fault.
+///
+/// `at` is where the parser broke; `None` when it did not say, which
+/// serde_yaml_ng does when the text goes on after a complete top-level
+/// value (it calls it a second document): the first such string, then.
+fn closed_too_soon(text: &str, raw: &str, at: Option<(usize, usize)>) -> Option<Quoted> {
+    let mut quoted = quoted_scalars(text).into_iter();
+    match at {
+        Some((line, column)) => quoted.rev().find(|q| {
+            matches!(q.close, Some((l, _)) if l == line)
+                && q.then.as_ref().is_some_and(|(c, _)| *c <= column)
+        }),
+        None if raw.contains("more than one document") && second_document_line(text).is_none() => {
+            quoted.find(|q| q.then.is_some())
+        }
+        None => None,
+    }
+}
+
+/// What to say of a string [`closed_too_soon`] found.
+fn closed_too_soon_message(quoted: &Quoted) -> String {
+    let (line, column) = quoted.close.unwrap_or(quoted.open);
+    let then = quoted.then.as_ref().map_or("", |(_, word)| word.as_str());
+    let inside = match quoted.quote {
+        '\'' => "inside '...' a quote is written ''",
+        _ => "inside \"...\" a quote is written \\\"",
+    };
+    format!(
+        "this quoted string is closed by the quote at {line}:{column}, and `{then}` follows it: \
+         expected its closing quote at the end of its value (is one missing? {inside})"
+    )
 }
 
 /// The alias whose expansion crossed the budget, named from the anchor

@@ -1,10 +1,6 @@
 //! The limits every input file is held to, checked before the YAML parser
-//! sees the text: its size, and how deep its mappings and lists nest.
-//!
-//! The depth is measured by a linear scan of the text rather than by the
-//! parser, because libyaml spends time quadratic in the depth of flow
-//! collections (`[[[[...]]]]`) before anything can stop it: a 200 KB file
-//! nested 100,000 deep took most of a minute to reject.
+//! sees the text: its size, its characters, and how deep its mappings and
+//! lists nest (measured by [`scan`](super::scan)).
 
 /// The largest input file, in bytes (1 MiB). The largest experiment in
 /// `experiments/` is a few KB.
@@ -15,60 +11,70 @@ pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
 /// firedrill file.
 pub const MAX_DEPTH: usize = 64;
 
-/// Where the nesting first goes deeper than the limit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct TooDeep {
-    /// 1-based line of the mapping or list that is one level too deep.
-    pub line: usize,
-    /// 1-based column of it.
-    pub column: usize,
-    /// The top-level key it sits under, when it is in one.
-    pub top_key: Option<String>,
+/// The largest recording (`replay`, `load: replay`) or events log of a
+/// service read, in bytes (256 MiB): an hour of NGINX access log at 100
+/// requests a second is about 70 MB. Each is read whole before it is used.
+pub const MAX_RECORDING_BYTES: u64 = 256 * 1024 * 1024;
+
+/// `limit` bytes as the messages write it: `1048576 bytes (1 MiB)`.
+fn bytes_and_mebibytes(limit: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if limit.is_multiple_of(MIB) {
+        format!("{limit} bytes ({} MiB)", limit / MIB)
+    } else {
+        format!("{limit} bytes")
+    }
 }
 
-/// The message for a file of `bytes` bytes over [`MAX_FILE_BYTES`].
-pub(super) fn too_large(bytes: u64) -> Option<String> {
-    (bytes > MAX_FILE_BYTES).then(|| {
-        format!("the file is {bytes} bytes: expected at most {MAX_FILE_BYTES} bytes (1 MiB)")
+/// The message for a file of `bytes` bytes over `limit`.
+pub(super) fn too_large(bytes: u64, limit: u64) -> Option<String> {
+    (bytes > limit).then(|| {
+        format!(
+            "the file is {bytes} bytes: expected at most {}",
+            bytes_and_mebibytes(limit)
+        )
     })
 }
 
-/// The message for a file that is more than [`MAX_FILE_BYTES`] long, found
-/// by reading one byte past the limit (its size was not known before).
-pub(super) fn more_than_the_limit() -> String {
+/// The message for a file that is more than `limit` bytes long, found by
+/// reading one byte past the limit (its size was not known before).
+pub(super) fn more_than_the_limit(limit: u64) -> String {
     format!(
-        "the file is more than {MAX_FILE_BYTES} bytes: expected at most {MAX_FILE_BYTES} bytes (1 MiB)"
+        "the file is more than {limit} bytes: expected at most {}",
+        bytes_and_mebibytes(limit)
     )
 }
 
-/// Everything `reader` holds up to [`MAX_FILE_BYTES`] and one byte more,
-/// to tell a file that is too large.
-pub(super) fn read_at_most(reader: impl std::io::Read) -> std::io::Result<Vec<u8>> {
+/// Everything `reader` holds up to `limit` bytes and one byte more, to
+/// tell a file that is too large.
+pub(super) fn read_at_most(reader: impl std::io::Read, limit: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
     let mut bytes = Vec::new();
-    reader.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    reader
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 
 /// The message for an input that is `what` (`a directory`) rather than a
-/// regular file.
-pub(super) fn not_a_file_message(what: &str) -> String {
+/// regular file of at most `limit` bytes.
+pub(super) fn not_a_file_message(what: &str, limit: u64) -> String {
     let hint = match what {
         "a directory" => "",
         _ => " (write the pipe's contents to a file)",
     };
-    format!("{what}, not a regular file: expected a file of at most {MAX_FILE_BYTES} bytes{hint}")
+    format!("{what}, not a regular file: expected a file of at most {limit} bytes{hint}")
 }
 
 /// Why a file of this type is not read: a directory, or a named pipe
 /// (FIFO), whose `open` would block until a writer comes. Devices are read
 /// (within the limit), sockets cannot be opened anyway.
-pub(super) fn not_a_file(kind: &std::fs::FileType) -> Option<String> {
+pub(super) fn not_a_file(kind: &std::fs::FileType, limit: u64) -> Option<String> {
     use std::os::unix::fs::FileTypeExt;
     if kind.is_dir() {
-        Some(not_a_file_message("a directory"))
+        Some(not_a_file_message("a directory", limit))
     } else if kind.is_fifo() {
-        Some(not_a_file_message("a named pipe (FIFO)"))
+        Some(not_a_file_message("a named pipe (FIFO)", limit))
     } else {
         None
     }
@@ -127,229 +133,9 @@ pub(super) fn lone_carriage_returns_as_newlines(text: String) -> String {
     out
 }
 
-/// The first place where `text` nests deeper than `limit` levels, if any.
-///
-/// The scan over-approximates in rare, harmless ways (a `[` that opens a
-/// word in a plain scalar counts as a level), so it may count a level more
-/// than the parser would, never fewer: block nesting is measured by
-/// indentation and `- `/`? ` indicators, flow nesting by `[`/`{` outside
-/// quotes, comments and block scalars.
-pub(super) fn first_too_deep(text: &str, limit: usize) -> Option<TooDeep> {
-    let mut scan = Scan::default();
-    for (index, line) in text.lines().enumerate() {
-        if let Some(column) = scan.line(line, limit) {
-            return Some(TooDeep {
-                line: index + 1,
-                column,
-                top_key: scan.top_key,
-            });
-        }
-    }
-    None
-}
-
-/// What the scan carries from one line to the next.
-#[derive(Debug, Default)]
-struct Scan {
-    /// Columns of the open block collections, innermost last.
-    block: Vec<usize>,
-    /// How many flow collections (`[`, `{`) are open.
-    flow: usize,
-    /// The quote of a quoted scalar that goes on to the next line.
-    quote: Option<char>,
-    /// Inside a block scalar (`|`, `>`): the indentation of the line that
-    /// started it; its content is every line indented further.
-    block_scalar: Option<usize>,
-    /// The last top-level key seen, to name where a problem is.
-    top_key: Option<String>,
-}
-
-impl Scan {
-    /// Scans one line; the 1-based column of the first level deeper than
-    /// `limit`, if any.
-    fn line(&mut self, line: &str, limit: usize) -> Option<usize> {
-        let chars: Vec<char> = line.chars().collect();
-        let indent = chars.iter().take_while(|c| **c == ' ').count();
-        let blank = chars[indent..].iter().all(|c| c.is_whitespace());
-        if let Some(parent) = self.block_scalar {
-            if blank || indent > parent {
-                return None;
-            }
-            self.block_scalar = None;
-        }
-        let mut at = 0;
-        if self.quote.is_none() && self.flow == 0 {
-            if blank || chars[indent] == '#' {
-                return None;
-            }
-            if indent == 0 && (line.starts_with("---") || line.starts_with("...")) {
-                self.block.clear();
-                return None;
-            }
-            if indent == 0 {
-                self.top_key = line.split_once(':').map(|(key, _)| key.trim().to_string());
-            }
-            self.block.retain(|column| *column < indent);
-            at = indent;
-            loop {
-                self.block.push(at);
-                if self.block.len() > limit {
-                    return Some(at + 1);
-                }
-                let indicator = matches!(chars.get(at), Some('-' | '?'))
-                    && chars.get(at + 1).is_none_or(|c| *c == ' ');
-                if !indicator {
-                    break;
-                }
-                at += 1;
-                while chars.get(at) == Some(&' ') {
-                    at += 1;
-                }
-                if at >= chars.len() {
-                    break;
-                }
-            }
-        }
-        self.rest(&chars, at, indent, limit)
-    }
-
-    /// Scans the line from `at` for quotes, flow collections, comments and
-    /// block scalar indicators. A quote, a `[`/`{` in block context or a
-    /// block scalar indicator counts only where a node starts (at the
-    /// line's content, after `: `, `,`, `[`, `{`, or an anchor or tag), as
-    /// YAML reads them: `a: rock 'n roll` opens no quote.
-    fn rest(
-        &mut self,
-        chars: &[char],
-        mut at: usize,
-        indent: usize,
-        limit: usize,
-    ) -> Option<usize> {
-        let start = at;
-        let mut node_start = true;
-        while at < chars.len() {
-            let c = chars[at];
-            let after_space = at == start || chars[at - 1].is_whitespace();
-            at += 1;
-            if let Some(quote) = self.quote {
-                match c {
-                    '\\' if quote == '"' => at += 1,
-                    '\'' if quote == '\'' && chars.get(at) == Some(&'\'') => at += 1,
-                    _ if c == quote => self.quote = None,
-                    _ => {}
-                }
-                continue;
-            }
-            if c.is_whitespace() {
-                continue;
-            }
-            let starts_node = std::mem::replace(&mut node_start, false);
-            let next_is_space = chars.get(at).is_none_or(|n| n.is_whitespace());
-            match c {
-                '#' if after_space => return None,
-                '"' | '\'' if starts_node => self.quote = Some(c),
-                '&' | '!' if starts_node => {
-                    while chars.get(at).is_some_and(|n| !n.is_whitespace()) {
-                        at += 1;
-                    }
-                    node_start = true;
-                }
-                '[' | '{' if self.flow > 0 || starts_node => {
-                    self.flow += 1;
-                    if self.block.len() + self.flow > limit {
-                        return Some(at);
-                    }
-                    node_start = true;
-                }
-                ']' | '}' if self.flow > 0 => self.flow -= 1,
-                ',' if self.flow > 0 => node_start = true,
-                ':' if next_is_space || self.flow > 0 => node_start = true,
-                '-' | '?' if starts_node && next_is_space => node_start = true,
-                '|' | '>' if self.flow == 0 && starts_node => {
-                    let header = chars[at..]
-                        .iter()
-                        .take_while(|c| c.is_ascii_digit() || matches!(c, '+' | '-'))
-                        .count();
-                    let after: String = chars[at + header..].iter().collect();
-                    let after = after.trim_start();
-                    if after.is_empty() || after.starts_with('#') {
-                        self.block_scalar = Some(indent);
-                        return None;
-                    }
-                }
-                _ => {}
-            }
-        }
-        None
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn depth_error(text: &str, limit: usize) -> Option<(usize, usize)> {
-        first_too_deep(text, limit).map(|d| (d.line, d.column))
-    }
-
-    #[test]
-    fn flow_nesting_over_the_limit_is_found_at_the_bracket_that_crosses_it() {
-        let text = format!("faults: {}{}\n", "[".repeat(5), "]".repeat(5));
-        assert_eq!(depth_error(&text, 5), Some((1, 13)));
-        assert_eq!(depth_error(&text, 6), None);
-        let found = first_too_deep(&text, 5).unwrap();
-        assert_eq!(found.top_key.as_deref(), Some("faults"));
-    }
-
-    #[test]
-    fn compact_block_lists_count_one_level_per_dash() {
-        let text = "faults:\n  - - - - x\n";
-        // The content after the last dash counts too (an over-estimate by
-        // one when it is a scalar).
-        assert_eq!(depth_error(text, 5), Some((2, 11)));
-        assert_eq!(depth_error(text, 6), None);
-    }
-
-    #[test]
-    fn indentation_counts_levels_and_dedenting_closes_them() {
-        let text = "a:\n  b:\n    c:\n      d: 1\ne:\n  f: 2\n";
-        assert_eq!(depth_error(text, 3), Some((4, 7)));
-        assert_eq!(depth_error(text, 4), None);
-    }
-
-    #[test]
-    fn brackets_in_quotes_comments_block_scalars_and_words_are_not_levels() {
-        let text = "\
-a: '[[[[[['
-b: \"{{{{{{\\\"[[[\"
-c: /items[1] # [[[[[[
-d: |
-  [[[[[[
-  {{{{{{
-e: don't [x]
-";
-        assert_eq!(depth_error(text, 2), None);
-    }
-
-    #[test]
-    fn a_quote_inside_a_plain_scalar_opens_nothing_and_hides_no_brackets() {
-        let text = "a: rock 'n roll\nb: x \"y\nc: [[[1]]]\n";
-        assert_eq!(depth_error(text, 3), Some((3, 6)));
-    }
-
-    #[test]
-    fn an_anchor_or_a_tag_before_a_flow_collection_still_counts_it() {
-        assert_eq!(depth_error("a: &x [[1]]\n", 2), Some((1, 8)));
-        assert_eq!(depth_error("a: !tag {b: [1]}\n", 2), Some((1, 13)));
-        assert_eq!(depth_error("a: *x [1]\n", 1), None);
-    }
-
-    #[test]
-    fn a_quote_that_spans_lines_hides_brackets_on_the_next_line() {
-        let text = "a: \"one\n  [[[[ two\"\nb: [[1]]\n";
-        assert_eq!(depth_error(text, 3), None);
-        assert_eq!(depth_error(text, 2), Some((3, 5)));
-    }
 
     #[test]
     fn a_control_character_is_found_at_its_own_line_and_column() {
@@ -383,11 +169,14 @@ e: don't [x]
 
     #[test]
     fn only_a_file_over_one_mebibyte_is_too_large() {
-        assert_eq!(too_large(MAX_FILE_BYTES), None);
-        assert!(
-            too_large(MAX_FILE_BYTES + 1)
-                .unwrap()
-                .contains("at most 1048576 bytes")
+        assert_eq!(too_large(MAX_FILE_BYTES, MAX_FILE_BYTES), None);
+        assert_eq!(
+            too_large(MAX_FILE_BYTES + 1, MAX_FILE_BYTES).as_deref(),
+            Some("the file is 1048577 bytes: expected at most 1048576 bytes (1 MiB)")
+        );
+        assert_eq!(
+            more_than_the_limit(MAX_RECORDING_BYTES),
+            "the file is more than 268435456 bytes: expected at most 268435456 bytes (256 MiB)"
         );
     }
 }

@@ -10,7 +10,9 @@ mod diagnose;
 pub mod json;
 pub mod limits;
 pub mod locate;
+mod numbers;
 pub mod overrides;
+mod scan;
 pub mod syntax;
 pub mod units;
 pub mod vars;
@@ -95,10 +97,10 @@ pub fn check_document(file: &str, text: &str) -> Result<(), SchemaError> {
             "the file is empty: expected a YAML mapping".to_string(),
         ));
     }
-    if let Some(message) = limits::too_large(text.len() as u64) {
+    if let Some(message) = limits::too_large(text.len() as u64, limits::MAX_FILE_BYTES) {
         return Err(whole_file(message));
     }
-    if let Some(deep) = limits::first_too_deep(text, limits::MAX_DEPTH) {
+    if let Some(deep) = scan::first_too_deep(text, limits::MAX_DEPTH) {
         return Err(SchemaError {
             file: file.to_string(),
             line: deep.line,
@@ -168,8 +170,21 @@ pub fn read_text(path: &Path) -> Result<String, LoadError> {
 }
 
 /// The text of the file at `path`, read once and at most
-/// [`limits::MAX_FILE_BYTES`] (one byte more tells it is too large, so a
-/// device that never ends, such as `/dev/zero`, is refused at once).
+/// [`limits::MAX_FILE_BYTES`]; see [`read_limited`].
+pub fn read_bounded(path: &Path) -> Result<String, LoadError> {
+    read_limited(path, &path.display().to_string(), limits::MAX_FILE_BYTES)
+}
+
+/// The text of the recording or events log at `path` (shown to the user
+/// as `shown`), read once and at most [`limits::MAX_RECORDING_BYTES`]; see
+/// [`read_limited`].
+pub fn read_recording(path: &Path, shown: &str) -> Result<String, LoadError> {
+    read_limited(path, shown, limits::MAX_RECORDING_BYTES)
+}
+
+/// The text of the file at `path` (shown as `file`), read once and at
+/// most `limit` bytes (one byte more tells it is too large, so a device
+/// that never ends, such as `/dev/zero`, is refused at once).
 ///
 /// A directory and a named pipe (FIFO) are refused by their type before
 /// they are opened: opening a FIFO blocks until something writes to it,
@@ -182,65 +197,41 @@ pub fn read_text(path: &Path) -> Result<String, LoadError> {
 ///
 /// The text must be UTF-8; the first byte that is not is reported at its
 /// line and column.
-pub fn read_bounded(path: &Path) -> Result<String, LoadError> {
+fn read_limited(path: &Path, file: &str, limit: u64) -> Result<String, LoadError> {
     use std::io::IsTerminal;
-    let file = path.display().to_string();
     let read_error = |source| LoadError::Read {
-        file: file.clone(),
+        file: file.to_string(),
         source,
     };
-    let whole = |message: String| LoadError::from(SchemaError::whole_file(&file, message));
+    let whole = |message: String| LoadError::from(SchemaError::whole_file(file, message));
+    let terminal = || whole(limits::not_a_file_message("a terminal", limit));
     let bytes = if path == Path::new("/dev/stdin") {
         let stdin = std::io::stdin();
         if stdin.is_terminal() {
-            return Err(whole(limits::not_a_file_message("a terminal")));
+            return Err(terminal());
         }
-        limits::read_at_most(stdin.lock()).map_err(read_error)?
+        limits::read_at_most(stdin.lock(), limit).map_err(read_error)?
     } else {
         let metadata = std::fs::metadata(path).map_err(read_error)?;
-        if let Some(kind) = limits::not_a_file(&metadata.file_type()) {
+        if let Some(kind) = limits::not_a_file(&metadata.file_type(), limit) {
             return Err(whole(kind));
         }
-        if let Some(message) = limits::too_large(metadata.len()) {
+        if let Some(message) = limits::too_large(metadata.len(), limit) {
             return Err(whole(message));
         }
         let opened = std::fs::File::open(path).map_err(read_error)?;
         if opened.is_terminal() {
-            return Err(whole(limits::not_a_file_message("a terminal")));
+            return Err(terminal());
         }
-        limits::read_at_most(opened).map_err(read_error)?
+        limits::read_at_most(opened, limit).map_err(read_error)?
     };
-    if bytes.len() as u64 > limits::MAX_FILE_BYTES {
-        return Err(whole(limits::more_than_the_limit()));
+    if bytes.len() as u64 > limit {
+        return Err(whole(limits::more_than_the_limit(limit)));
     }
     String::from_utf8(bytes).map_err(|e| {
         let good = e.utf8_error().valid_up_to();
-        LoadError::Invalid(limits::not_utf8(&file, e.as_bytes(), good))
+        LoadError::Invalid(limits::not_utf8(file, e.as_bytes(), good))
     })
-}
-
-/// Refuses a directory or a named pipe at `path` (shown to the user as
-/// `shown`) before it is opened, for files read without
-/// [`read_bounded`]'s size limit (recordings, a service's events log):
-/// opening a FIFO blocks until a writer comes, which may be never.
-pub fn refuse_special_file(path: &Path, shown: &str) -> Result<(), LoadError> {
-    use std::os::unix::fs::FileTypeExt;
-    let metadata = std::fs::metadata(path).map_err(|source| LoadError::Read {
-        file: shown.to_string(),
-        source,
-    })?;
-    let kind = metadata.file_type();
-    let what = if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a named pipe (FIFO)"
-    } else {
-        return Ok(());
-    };
-    Err(LoadError::from(SchemaError::whole_file(
-        shown,
-        format!("{what}, not a regular file: expected a file"),
-    )))
 }
 
 impl SchemaError {

@@ -52,7 +52,7 @@ pub fn apply(text: &str, overrides: &[Override]) -> Result<String, String> {
         serde_yaml_ng::from_str(text).map_err(|e| format!("cannot read the file as YAML: {e}"))?;
     for o in overrides {
         // The value meets the file's depth limit before the parser sees it.
-        if let Some(deep) = super::limits::first_too_deep(&o.value, super::limits::MAX_DEPTH) {
+        if let Some(deep) = super::scan::first_too_deep(&o.value, super::limits::MAX_DEPTH) {
             return Err(format!(
                 "--set {}: the value nests deeper than {} levels (at column {})",
                 o.path,

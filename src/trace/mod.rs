@@ -75,15 +75,13 @@ pub fn file_key<'a>(text: &str, at: &'a [Segment]) -> &'a [Segment] {
 const MAX_LINE: usize = 64 * 1024;
 
 impl Trace {
-    /// Reads `path` (shown to the user as `shown`) in `format`. Empty lines
-    /// and lines starting with `#` are skipped; any other line that does not
-    /// parse is an error located at its line and column.
+    /// Reads `path` (shown to the user as `shown`) in `format`, at most
+    /// [`MAX_RECORDING_BYTES`](crate::schema::limits::MAX_RECORDING_BYTES)
+    /// of a regular file or a device (a directory or a FIFO is refused).
+    /// Empty lines and lines starting with `#` are skipped; any other line
+    /// that does not parse is an error located at its line and column.
     pub fn read(path: &Path, shown: &str, format: Option<TraceFormat>) -> Result<Trace, LoadError> {
-        crate::schema::refuse_special_file(path, shown)?;
-        let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read {
-            file: shown.to_string(),
-            source,
-        })?;
+        let text = crate::schema::read_recording(path, shown)?;
         Trace::parse(shown, &text, format).map_err(LoadError::from)
     }
 

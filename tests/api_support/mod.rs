@@ -23,13 +23,27 @@ pub async fn server(extra: &[&str]) -> Server {
 }
 
 pub async fn server_with_env(extra: &[&str], env: &[(&str, &str)]) -> Server {
+    spawn(extra, env, None).await
+}
+
+/// Starts `firedrill server --port 0` logging at `level` into a pipe, read
+/// from `child.stderr`.
+pub async fn server_logging(level: &str) -> Server {
+    spawn(&[], &[], Some(level)).await
+}
+
+async fn spawn(extra: &[&str], env: &[(&str, &str)], logging: Option<&str>) -> Server {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_firedrill"));
     cmd.args(["server", "--port", "0"])
         .args(extra)
         .env_remove("FIREDRILL_API_TOKEN")
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", logging.unwrap_or("warn"))
         .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
+        .stderr(if logging.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::inherit()
+        })
         .kill_on_drop(true);
     for (k, v) in env {
         cmd.env(k, v);
@@ -89,8 +103,21 @@ impl Server {
         body: Option<&str>,
         headers: &[(&str, &str)],
     ) -> Answer {
+        self.call_using(&Self::client(), method, path, body, headers)
+            .await
+    }
+
+    /// [`Server::call_with`] through `client` (one client for many calls).
+    pub async fn call_using(
+        &self,
+        client: &reqwest::Client,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Answer {
         let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
-        let mut req = Self::client().request(method, format!("{}{path}", self.base));
+        let mut req = client.request(method, format!("{}{path}", self.base));
         if let Some(b) = body {
             req = req
                 .header("content-type", "application/json")

@@ -245,15 +245,15 @@ impl Read {
 }
 
 impl EventsLog {
-    /// Reads the file; times are put on the drill's clock with
-    /// `started_at_unix_ms`. An unreadable file or line is an error that
-    /// says which (file and line); a line `skip` names is passed over.
+    /// Reads the file (at most
+    /// [`MAX_RECORDING_BYTES`](crate::schema::limits::MAX_RECORDING_BYTES));
+    /// times are put on the drill's clock with `started_at_unix_ms`. An
+    /// unreadable file or line is an error that says which (file and line);
+    /// a line `skip` names is passed over.
     pub fn read(&self, started_at_unix_ms: u64) -> Result<Read, String> {
         let path = &self.file;
-        crate::schema::refuse_special_file(std::path::Path::new(path), path)
+        let text = crate::schema::read_recording(std::path::Path::new(path), path)
             .map_err(|e| e.to_string())?;
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("{path}: cannot read: {e}"))?;
         let mut read = Read::default();
         let mut now = State::Closed;
         for (i, line) in text.lines().enumerate() {
@@ -442,6 +442,36 @@ mod tests {
         assert_eq!(
             got.nothing().as_deref(),
             Some("no state change in it (all 2 lines were skipped): the service reported nothing")
+        );
+    }
+
+    #[test]
+    fn an_events_log_over_the_limit_or_endless_is_refused_naming_it_and_the_limit() {
+        use crate::schema::limits::MAX_RECORDING_BYTES;
+        let dir = tempfile::tempdir().unwrap();
+        let large = dir.path().join("large.jsonl");
+        // Sparse: one byte over the limit without writing it.
+        std::fs::File::create(&large)
+            .unwrap()
+            .set_len(MAX_RECORDING_BYTES + 1)
+            .unwrap();
+        let limit = format!("expected at most {MAX_RECORDING_BYTES} bytes (256 MiB)");
+        let large = large.to_str().unwrap();
+        let err = log(&format!("{{ file: {large} }}"))
+            .unwrap()
+            .read(0)
+            .unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "{large}:1:1: the file is {} bytes: {limit}",
+                MAX_RECORDING_BYTES + 1
+            )
+        );
+        let err = log("{ file: /dev/zero }").unwrap().read(0).unwrap_err();
+        assert_eq!(
+            err,
+            format!("/dev/zero:1:1: the file is more than {MAX_RECORDING_BYTES} bytes: {limit}")
         );
     }
 

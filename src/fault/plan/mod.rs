@@ -7,7 +7,6 @@
 //! fault keeps its RNG stream and injection counter across replaces, keyed by
 //! its name, so editing one fault does not shift the sequence another sees.
 
-use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
@@ -15,14 +14,20 @@ use rand::Rng;
 use tokio::sync::watch;
 
 use super::spec::{Fault, FaultKind};
-use crate::clock::{self, Duration, Instant, RunRng};
+use crate::clock::{self, Duration, Instant};
 use crate::trace::Outcome;
+
+mod shelf;
+mod snapshot;
+
+pub use self::snapshot::Snapshot;
+use self::snapshot::{FaultState, Occurrences};
 
 /// A fault list bound to a start instant and a seed, replaceable at runtime.
 #[derive(Debug)]
 pub struct FaultPlan {
-    /// The current list; replaced whole, never edited in place.
-    current: RwLock<Arc<Snapshot>>,
+    /// The current list; replaced whole or extended, never edited in place.
+    current: RwLock<Published>,
     /// The version of `current`, readable without the lock (checked once
     /// per chunk by running connections).
     version: AtomicU64,
@@ -50,6 +55,16 @@ pub struct FaultPlan {
     additions: bool,
 }
 
+/// The list published now, and what a writer needs to extend it.
+#[derive(Debug)]
+struct Published {
+    /// The list readers take.
+    snapshot: Arc<Snapshot>,
+    /// How many faults of each name it holds, so a fault added to it finds
+    /// its occurrence without a scan.
+    occurrences: Occurrences,
+}
+
 /// One HTTP request that entered the proxy.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Arrival {
@@ -61,40 +76,6 @@ pub struct Arrival {
     /// `x-firedrill-request-id`, else the id in a correlation header the
     /// service passed on (see [`FaultPlan::correlate`]), if present.
     pub request_id: Option<u64>,
-}
-
-/// One published fault list: the faults in order, each with its state.
-#[derive(Debug)]
-pub struct Snapshot {
-    /// Which publication this is (0 for the list the plan started with).
-    version: u64,
-    /// The faults, in evaluation order.
-    faults: Vec<Fault>,
-    /// Per fault: RNG stream and counter, shared with earlier snapshots that
-    /// held a fault of the same name.
-    states: Vec<Arc<FaultState>>,
-}
-
-/// What a fault carries across replaces of the list.
-#[derive(Debug)]
-struct FaultState {
-    /// This fault's own random stream (probability, jitter, slice sizes).
-    rng: Mutex<RunRng>,
-    /// How many times the fault was injected.
-    injected: AtomicU64,
-    /// When a request matching the fault last arrived (for `after_idle`).
-    last_match: Mutex<Option<Instant>>,
-}
-
-impl FaultState {
-    /// Whether a matching request arriving `now` comes after at least
-    /// `idle` without one (the first ever does); notes the arrival.
-    fn idle_for(&self, idle: Duration, now: Instant) -> bool {
-        let mut last = self.last_match.lock().unwrap_or_else(|e| e.into_inner());
-        let cold = last.is_none_or(|t| now.saturating_duration_since(t) >= idle);
-        *last = Some(now);
-        cold
-    }
 }
 
 /// One fault chosen for a connection or request. Owns its snapshot, so it
@@ -110,11 +91,11 @@ pub struct Hit {
 impl Hit {
     /// The fault.
     pub fn fault(&self) -> &Fault {
-        &self.snapshot.faults[self.index]
+        &self.snapshot.entry(self.index).fault
     }
 
     fn state(&self) -> &FaultState {
-        &self.snapshot.states[self.index]
+        &self.snapshot.entry(self.index).state
     }
 }
 
@@ -163,44 +144,15 @@ impl ConnectionRolls {
     }
 }
 
-impl Deref for Snapshot {
-    type Target = [Fault];
-    fn deref(&self) -> &[Fault] {
-        &self.faults
-    }
-}
-
-/// The RNG stream of the `occurrence`-th fault named `name` (FNV-1a), so a
-/// fault's sequence depends on its name, not on its position in the list.
-fn stream_of(name: &str, occurrence: usize) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in name.bytes().chain((occurrence as u64).to_le_bytes()) {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0100_0000_01b3);
-    }
-    hash
-}
-
-/// Names with their occurrence number (two faults may share a name: the
-/// default name is the kind).
-fn keys(faults: &[Fault]) -> Vec<(String, usize)> {
-    let mut seen: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
-    faults
-        .iter()
-        .map(|f| {
-            let n = seen.entry(f.name.as_str()).or_insert(0);
-            *n += 1;
-            (f.name.clone(), *n - 1)
-        })
-        .collect()
-}
-
 impl FaultPlan {
     /// A plan whose windows count from `start`, rolling with `seed`.
     pub fn new(faults: Vec<Fault>, seed: u64, start: Instant) -> FaultPlan {
-        let snapshot = Self::build(faults, seed, 0, None);
+        let (snapshot, occurrences) = Snapshot::build(faults, seed, 0, None);
         FaultPlan {
-            current: RwLock::new(Arc::new(snapshot)),
+            current: RwLock::new(Published {
+                snapshot: Arc::new(snapshot),
+                occurrences,
+            }),
             version: AtomicU64::new(0),
             changes: watch::Sender::new(0),
             start,
@@ -283,53 +235,67 @@ impl FaultPlan {
         FaultPlan::new(Vec::new(), 0, clock::now())
     }
 
-    fn build(faults: Vec<Fault>, seed: u64, version: u64, old: Option<&Snapshot>) -> Snapshot {
-        // By key, so carrying n states over is n log n, not n^2 (the
-        // control plane publishes the whole list on every toxic added).
-        let old_states: std::collections::BTreeMap<(String, usize), &Arc<FaultState>> = old
-            .map(|o| keys(&o.faults).into_iter().zip(&o.states).collect())
-            .unwrap_or_default();
-        let states = keys(&faults)
-            .into_iter()
-            .map(|key| {
-                let kept = old_states.get(&key).map(|s| Arc::clone(s));
-                kept.unwrap_or_else(|| {
-                    Arc::new(FaultState {
-                        rng: Mutex::new(clock::seeded_rng(seed, stream_of(&key.0, key.1))),
-                        injected: AtomicU64::new(0),
-                        last_match: Mutex::new(None),
-                    })
-                })
-            })
-            .collect();
-        Snapshot {
-            version,
-            faults,
-            states,
-        }
-    }
-
     /// Replaces the fault list. Open connections and the listener pick the
     /// new list up at their next chunk, request or accept; a fault that keeps
     /// its name keeps its RNG stream and counter.
     pub fn replace(&self, faults: Vec<Fault>) {
         let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
-        let version = current.version + 1;
-        let next = Self::build(faults, self.seed, version, Some(&current));
+        let version = current.snapshot.version + 1;
+        let (next, occurrences) =
+            Snapshot::build(faults, self.seed, version, Some(&current.snapshot));
         let mut retired = self.retired.lock().unwrap_or_else(|e| e.into_inner());
         let kept: std::collections::BTreeSet<*const FaultState> =
-            next.states.iter().map(Arc::as_ptr).collect();
-        for (fault, state) in current.faults.iter().zip(&current.states) {
-            if !kept.contains(&Arc::as_ptr(state)) {
-                *retired.entry(fault.name.clone()).or_default() +=
-                    state.injected.load(Ordering::Relaxed);
+            next.entries().map(|e| Arc::as_ptr(&e.state)).collect();
+        for entry in current.snapshot.entries() {
+            if !kept.contains(&Arc::as_ptr(&entry.state)) {
+                *retired.entry(entry.fault.name.clone()).or_default() +=
+                    entry.state.injected.load(Ordering::Relaxed);
             }
         }
         drop(retired);
-        *current = Arc::new(next);
+        *current = Published {
+            snapshot: Arc::new(next),
+            occurrences,
+        };
+        self.published(version, current);
+    }
+
+    /// Adds `faults` after the current list, as [`FaultPlan::replace`]
+    /// with the list and them would, at the cost of the faults added: the
+    /// list's faults are shared, not copied or looked at (the control
+    /// plane adds a toxic at a time, thousands to a proxy).
+    pub fn add(&self, faults: Vec<Fault>) {
+        let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
+        let version = current.snapshot.version + 1;
+        let Published {
+            snapshot,
+            occurrences,
+        } = &mut *current;
+        let next = snapshot.extended(faults, self.seed, version, occurrences);
+        current.snapshot = Arc::new(next);
+        self.published(version, current);
+    }
+
+    /// Makes publication `version`, just written to `current`, known to
+    /// readers, after the write lock is let go.
+    fn published(&self, version: u64, current: std::sync::RwLockWriteGuard<'_, Published>) {
         self.version.store(version, Ordering::Release);
         drop(current);
         self.changes.send_replace(version);
+    }
+
+    /// The faults of the current list but those named `name`.
+    pub fn without(&self, name: &str) -> Vec<Fault> {
+        self.snapshot()
+            .iter()
+            .filter(|f| f.name != name)
+            .cloned()
+            .collect()
+    }
+
+    /// Removes the faults named `name` (the others keep their state).
+    pub fn remove_named(&self, name: &str) {
+        self.replace(self.without(name));
     }
 
     /// Removes every fault (interrupt, halt): the proxy is invisible from
@@ -344,6 +310,7 @@ impl FaultPlan {
         self.current
             .read()
             .unwrap_or_else(|e| e.into_inner())
+            .snapshot
             .clone()
     }
 
@@ -447,8 +414,9 @@ impl FaultPlan {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         let snapshot = self.snapshot();
-        for (fault, state) in snapshot.faults.iter().zip(&snapshot.states) {
-            *all.entry(fault.name.clone()).or_default() += state.injected.load(Ordering::Relaxed);
+        for entry in snapshot.entries() {
+            *all.entry(entry.fault.name.clone()).or_default() +=
+                entry.state.injected.load(Ordering::Relaxed);
         }
         all
     }
@@ -463,22 +431,15 @@ impl FaultPlan {
     pub fn roll_connection(&self, previous: Option<&ConnectionRolls>) -> ConnectionRolls {
         let snapshot = self.snapshot();
         let now = clock::now();
-        let (rolled, since) = (0..snapshot.faults.len())
-            .map(|index| {
-                let fault = &snapshot.faults[index];
-                if matches!(fault.kind, FaultKind::Refuse | FaultKind::Status(_)) {
+        let mut earlier = previous.map(Earlier::new);
+        let (rolled, since) = snapshot
+            .entries()
+            .enumerate()
+            .map(|(index, entry)| {
+                if matches!(entry.fault.kind, FaultKind::Refuse | FaultKind::Status(_)) {
                     return (false, now);
                 }
-                let kept = previous.and_then(|p| {
-                    let old = &p.snapshot;
-                    (0..old.faults.len())
-                        .find(|&i| {
-                            Arc::ptr_eq(&old.states[i], &snapshot.states[index])
-                                && old.faults[i].kind == fault.kind
-                                && old.faults[i].probability == fault.probability
-                        })
-                        .map(|i| (p.rolled[i], p.since[i]))
-                });
+                let kept = earlier.as_mut().and_then(|e| e.roll_of(index, entry));
                 kept.unwrap_or_else(|| {
                     let hit = Hit {
                         index,
@@ -504,20 +465,22 @@ impl FaultPlan {
         headers: &http::HeaderMap,
     ) -> Vec<Hit> {
         let snapshot = self.snapshot();
-        if snapshot.faults.is_empty() {
+        if snapshot.is_empty() {
             return Vec::new();
         }
         let elapsed = self.elapsed();
         let now = clock::now();
-        (0..snapshot.faults.len())
-            .filter(|&i| {
-                let f = &snapshot.faults[i];
+        snapshot
+            .entries()
+            .enumerate()
+            .filter(|(_, entry)| {
+                let f = &entry.fault;
                 !matches!(f.kind, FaultKind::Refuse)
                     && f.matcher.matches(method, path, headers)
-                    && Self::cold_enough(f, &snapshot.states[i], now)
+                    && Self::cold_enough(f, &entry.state, now)
                     && f.window.is_active(elapsed)
             })
-            .map(|index| Hit {
+            .map(|(index, _)| Hit {
                 index,
                 snapshot: snapshot.clone(),
             })
@@ -556,7 +519,7 @@ impl FaultPlan {
         let snapshot = self.snapshot();
         let mut refusing = false;
         let mut next: Option<Instant> = None;
-        for f in snapshot.faults.iter() {
+        for f in snapshot.iter() {
             if f.kind != FaultKind::Refuse {
                 continue;
             }
@@ -569,5 +532,49 @@ impl FaultPlan {
         (refusing, next)
     }
 }
+/// A connection's earlier rolls, looked up by fault state: at the same
+/// place first (a list only added to keeps every place), else through an
+/// index built once.
+struct Earlier<'a> {
+    /// The rolls.
+    rolls: &'a ConnectionRolls,
+    /// The place of each state in their snapshot, once one was not found
+    /// at its own place.
+    places: Option<std::collections::BTreeMap<*const FaultState, usize>>,
+}
+
+impl<'a> Earlier<'a> {
+    fn new(rolls: &'a ConnectionRolls) -> Self {
+        Earlier {
+            rolls,
+            places: None,
+        }
+    }
+
+    /// The roll and its instant of the fault that `entry` (at `index` of
+    /// the new list) was earlier, if it is unchanged.
+    fn roll_of(&mut self, index: usize, entry: &snapshot::Entry) -> Option<(bool, Instant)> {
+        let old = &self.rolls.snapshot;
+        let state = Arc::as_ptr(&entry.state);
+        let same_place =
+            (index < old.len() && Arc::as_ptr(&old.entry(index).state) == state).then_some(index);
+        let place = match same_place {
+            Some(place) => place,
+            None => *self
+                .places
+                .get_or_insert_with(|| {
+                    old.entries()
+                        .enumerate()
+                        .map(|(i, e)| (Arc::as_ptr(&e.state), i))
+                        .collect()
+                })
+                .get(&state)?,
+        };
+        let was = &old.entry(place).fault;
+        (was.kind == entry.fault.kind && was.probability == entry.fault.probability)
+            .then(|| (self.rolls.rolled[place], self.rolls.since[place]))
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -1,4 +1,5 @@
 //! Tests of the fault plan: probability, seeds, windows, cold starts.
+use super::snapshot::stream_of;
 use super::*;
 use crate::schema::from_yaml_str;
 
@@ -107,6 +108,50 @@ async fn a_connection_rerolled_after_a_replace_keeps_rolls_of_unchanged_faults()
         let again = p.roll_connection(Some(r));
         assert_eq!(again.version(), 1);
         assert_eq!(again.is_clean(), r.is_clean());
+    }
+}
+
+/// Two faults named `latency` (occurrences 0 and 1) and one `other`.
+const THREE_TCP: &str = "faults:\n  - { latency: { delay: 1ms }, probability: 30% }\n  - { latency: { delay: 2ms }, probability: 30% }\n  - { name: other, latency: { delay: 3ms }, probability: 50% }\n";
+
+/// Each fault's next `n` draws from its own stream, by position.
+fn draws(p: &FaultPlan, n: usize) -> Vec<Vec<u64>> {
+    (0..p.faults().len())
+        .map(|i| {
+            let hit = p.hit(i);
+            (0..n).map(|_| p.hit_uniform(&hit).to_bits()).collect()
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn adding_faults_is_replacing_with_them_appended_and_shares_the_earlier_ones() {
+    let all = plan(THREE_TCP, 5).faults().to_vec();
+    let added = plan(THIRTY_TCP, 5);
+    let replaced = plan(THIRTY_TCP, 5);
+    let before = draws(&added, 3);
+    assert_eq!(draws(&replaced, 3), before);
+    let earlier = added.snapshot();
+    added.add(all[1..].to_vec());
+    replaced.replace(all.clone());
+    assert_eq!(format!("{:?}", added.faults().to_vec()), format!("{all:?}"));
+    assert_eq!(added.version(), 1);
+    // The same streams, the kept fault going on where it was, and the
+    // earlier fault shared, not copied.
+    assert_eq!(draws(&added, 4), draws(&replaced, 4));
+    assert!(Arc::ptr_eq(
+        &earlier.entry(0).state,
+        &added.snapshot().entry(0).state
+    ));
+    assert_eq!(earlier.len(), 1, "the earlier list is left as it was");
+    // A connection rolled before keeps its roll of the first fault.
+    let rolls: Vec<ConnectionRolls> = (0..50).map(|_| added.roll_connection(None)).collect();
+    added.add(vec![all[2].clone()]);
+    for r in &rolls {
+        let again = added.roll_connection(Some(r));
+        assert_eq!(again.version(), 2);
+        let first = |r: &ConnectionRolls| r.hits().any(|h| h.index == 0);
+        assert_eq!(first(&again), first(r));
     }
 }
 

@@ -151,7 +151,7 @@ impl Control {
             pattern: window.pattern,
         };
         for plan in plans {
-            let mut faults = without(plan, name);
+            let mut faults = plan.without(name);
             faults.push(fault.clone());
             plan.replace(faults);
         }
@@ -175,7 +175,7 @@ impl Control {
         }
         let now = self.elapsed();
         for plan in plans {
-            plan.replace(without(plan, name));
+            plan.remove_named(name);
         }
         if let Some(last) = self.log().get_mut(name).and_then(|spans| spans.last_mut()) {
             last.1 = Some(now);
@@ -214,15 +214,6 @@ impl Control {
             })
             .collect()
     }
-}
-
-/// The faults `plan` applies now, but the one named `name`.
-fn without(plan: &FaultPlan, name: &str) -> Vec<Fault> {
-    plan.faults()
-        .iter()
-        .filter(|f| f.name != name)
-        .cloned()
-        .collect()
 }
 
 impl ManualFaults for Control {
