@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::clock::Duration;
+use crate::experiment::expect::latencies::Latencies;
 use crate::experiment::timeline::RequestRecord;
 use crate::http::headers::FallbackKind;
 
@@ -182,10 +184,10 @@ impl Outcome {
 pub struct Bucket {
     /// Requests per outcome, in [`Outcome::ALL`] order.
     pub counts: [u32; 8],
-    /// Latencies of answered requests, milliseconds (as `f64` bits, which
-    /// order as the values do for these non-negative numbers), with how
-    /// many had each; dropped once the percentiles are taken.
-    latencies: BTreeMap<u64, u32>,
+    /// Latencies of answered requests, with how many had each (within
+    /// [`BUCKET_LATENCIES`] distinct values); dropped once the percentiles
+    /// are taken.
+    latencies: Latencies<BUCKET_LATENCIES>,
     /// Median latency, milliseconds.
     pub p50: Option<f64>,
     /// 99th percentile latency, milliseconds.
@@ -260,6 +262,10 @@ pub struct Picture {
 /// At most this many buckets across the axis.
 const MAX_BUCKETS: f64 = 600.0;
 
+/// The most distinct latencies one bucket keeps for its percentiles (a
+/// real clock gives each request its own; the chart needs no more).
+pub const BUCKET_LATENCIES: usize = 256;
+
 /// Requests and dependency arrivals folded into time buckets as they
 /// come, for a [`Picture`] once the run's facts are known.
 #[derive(Debug, Clone)]
@@ -310,7 +316,11 @@ impl Fold {
         let bucket = &mut self.routes[i].buckets[slot];
         bucket.counts[Outcome::of(record).index()] += 1;
         if let (Some(l), Some(_)) = (latency_ms, record.status) {
-            *bucket.latencies.entry(l.to_bits()).or_default() += 1;
+            // `requests.jsonl`'s milliseconds have microsecond precision:
+            // whole nanoseconds hold them exactly.
+            bucket
+                .latencies
+                .add(Duration::from_nanos((l * 1e6).round() as u64));
         }
     }
 
@@ -334,8 +344,9 @@ impl Fold {
     pub fn picture(mut self, facts: Facts) -> Picture {
         for bucket in self.routes.iter_mut().flat_map(|r| r.buckets.iter_mut()) {
             let latencies = std::mem::take(&mut bucket.latencies);
-            bucket.p50 = counted_percentile(&latencies, 50.0);
-            bucket.p99 = counted_percentile(&latencies, 99.0);
+            let ms = |d: Duration| d.as_nanos() as f64 / 1e6;
+            bucket.p50 = latencies.percentile(50.0).map(ms);
+            bucket.p99 = latencies.percentile(99.0).map(ms);
         }
         Picture {
             facts,
@@ -349,21 +360,6 @@ impl Fold {
                 .collect(),
         }
     }
-}
-
-/// The nearest-rank percentile `p` of values kept with their counts (as
-/// [`percentile`](crate::report::summary::percentile) gives it on the sorted values); none when empty.
-fn counted_percentile(values: &BTreeMap<u64, u32>, p: f64) -> Option<f64> {
-    let n: u64 = values.values().map(|c| u64::from(*c)).sum();
-    if n == 0 {
-        return None;
-    }
-    let rank = (((p / 100.0) * n as f64).ceil() as u64).clamp(1, n);
-    let mut seen = 0;
-    values.iter().find_map(|(bits, c)| {
-        seen += u64::from(*c);
-        (seen >= rank).then_some(f64::from_bits(*bits))
-    })
 }
 
 impl Picture {
@@ -424,6 +420,25 @@ mod tests {
             to: to.to_string(),
             reason: String::new(),
         }
+    }
+
+    #[test]
+    fn a_bucket_of_distinct_latencies_keeps_a_bounded_number_of_them() {
+        let mut fold = Fold::new(1000.0);
+        let requests = 3 * BUCKET_LATENCIES;
+        for i in 0..requests {
+            let mut record = RequestRecord::sent(i as u64, "A", "/a", Duration::ZERO);
+            record.status = Some(200);
+            // Microseconds apart, as a real clock's requests.jsonl has them.
+            fold.request(0.0, Some(2.0 + i as f64 / 1000.0), &record);
+        }
+        let bucket = &fold.routes[0].buckets[0];
+        assert_eq!(bucket.total() as usize, requests);
+        assert!(
+            bucket.latencies.len() <= BUCKET_LATENCIES,
+            "one bucket keeps {} latencies of {requests}",
+            bucket.latencies.len()
+        );
     }
 
     #[test]

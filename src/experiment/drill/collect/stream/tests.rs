@@ -578,3 +578,49 @@ fn hits_at_several_instances_are_judged_in_time_order_not_instance_order() {
         assert_eq!(counted.instance_hits, per_instance.into_iter().collect());
     })
 }
+
+#[test]
+fn a_long_run_of_distinct_latencies_keeps_a_bounded_number_of_them() {
+    paused().block_on(async {
+        let start = clock::now();
+        let setup = StreamSetup {
+            expectations: vec![parse("route A p99 < 1s").unwrap()],
+            routes: vec!["A".to_string()],
+            sinks: Vec::new(),
+            keep: false,
+            recent: Duration::ZERO,
+            defended: false,
+            planned: Duration::from_secs(3600),
+            fault_spans: BTreeMap::new(),
+            phases: BTreeMap::new(),
+        };
+        let stream = Stream::new(setup, start);
+        // As a real clock measures them: every request its own latency.
+        let requests = 3 * RouteTally::LATENCIES as u64;
+        for id in 0..requests {
+            let sent = Duration::from_millis(id);
+            stream.sent(RequestRecord::sent(id, "A", "/a/x", sent));
+            let mut r = RequestRecord::sent(id, "A", "/a/x", sent);
+            r.status = Some(200);
+            r.latency = Some(Duration::from_nanos(2_000_000 + id * 1_009));
+            stream.finished(r);
+            tokio::time::advance(Duration::from_millis(1)).await;
+        }
+        let counted = stream.finish().unwrap();
+        let route = &counted.routes[0].1;
+        assert_eq!(route.requests, requests);
+        assert!(
+            route.latencies.len() <= RouteTally::LATENCIES,
+            "the route over the run keeps {} latencies of {requests}",
+            route.latencies.len()
+        );
+        let Tally::Route(window) = &counted.tallies[0] else {
+            panic!("a route sentence's tally: {:?}", counted.tallies[0]);
+        };
+        assert!(
+            window.latencies.len() <= RouteTally::LATENCIES,
+            "the sentence's tally keeps {} latencies of {requests}",
+            window.latencies.len()
+        );
+    })
+}
