@@ -232,7 +232,9 @@ else
 fi
 
 # ---------------------------------------------------------------- report
-commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
+# The binary's own commit (FIREDRILL may be a build of another checkout).
+commit=$("$FIREDRILL" --version | sed -n 's/.*(\([0-9a-f]\{7\}\)[0-9a-f]* .*/\1/p')
+[[ -n $commit ]] || commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
 machine="$(nproc) cores, $(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo), Linux $(uname -r)"
 {
     printf '### %s, commit %s\n\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$commit"

@@ -280,6 +280,9 @@ pub struct Fold {
     routes: Vec<RouteTrack>,
     /// Dependency proxies, by name.
     dependencies: BTreeMap<String, Vec<(u32, u32)>>,
+    /// Buckets before this one have their percentiles, their latencies
+    /// dropped.
+    settled: usize,
 }
 
 impl Fold {
@@ -293,16 +296,39 @@ impl Fold {
             n: (axis_ms / bucket_ms).ceil() as usize,
             routes: Vec::new(),
             dependencies: BTreeMap::new(),
+            settled: 0,
         }
+    }
+
+    /// Takes the percentiles of every bucket before `upto` and drops their
+    /// latencies.
+    fn settle(&mut self, upto: usize) {
+        let upto = upto.min(self.n);
+        if upto <= self.settled {
+            return;
+        }
+        let ms = |d: Duration| d.as_nanos() as f64 / 1e6;
+        for route in &mut self.routes {
+            for bucket in &mut route.buckets[self.settled..upto] {
+                let latencies = std::mem::take(&mut bucket.latencies);
+                bucket.p50 = latencies.percentile(50.0).map(ms);
+                bucket.p99 = latencies.percentile(99.0).map(ms);
+            }
+        }
+        self.settled = upto;
     }
 
     fn slot(&self, t: f64) -> usize {
         ((t / self.bucket_ms).floor().max(0.0) as usize).min(self.n - 1)
     }
 
-    /// Adds one request, sent at `sent_ms`.
+    /// Adds one request, sent at `sent_ms`. Requests come in the order
+    /// they were sent (their ids'), so a bucket two before the request's
+    /// is complete: its percentiles are taken and its latencies dropped (a
+    /// request later still is counted, its latency left out).
     pub fn request(&mut self, sent_ms: f64, latency_ms: Option<f64>, record: &RequestRecord) {
         let slot = self.slot(sent_ms);
+        self.settle(slot.saturating_sub(1));
         let i = match self.routes.iter().position(|t| t.name == record.route) {
             Some(i) => i,
             None => {
@@ -315,7 +341,7 @@ impl Fold {
         };
         let bucket = &mut self.routes[i].buckets[slot];
         bucket.counts[Outcome::of(record).index()] += 1;
-        if let (Some(l), Some(_)) = (latency_ms, record.status) {
+        if let (Some(l), Some(_), true) = (latency_ms, record.status, slot >= self.settled) {
             // `requests.jsonl`'s milliseconds have microsecond precision:
             // whole nanoseconds hold them exactly.
             bucket
@@ -342,12 +368,7 @@ impl Fold {
 
     /// The picture of a run with these facts.
     pub fn picture(mut self, facts: Facts) -> Picture {
-        for bucket in self.routes.iter_mut().flat_map(|r| r.buckets.iter_mut()) {
-            let latencies = std::mem::take(&mut bucket.latencies);
-            let ms = |d: Duration| d.as_nanos() as f64 / 1e6;
-            bucket.p50 = latencies.percentile(50.0).map(ms);
-            bucket.p99 = latencies.percentile(99.0).map(ms);
-        }
+        self.settle(self.n);
         Picture {
             facts,
             axis_ms: self.axis_ms,
@@ -439,6 +460,26 @@ mod tests {
             "one bucket keeps {} latencies of {requests}",
             bucket.latencies.len()
         );
+    }
+
+    #[test]
+    fn a_long_fold_keeps_the_latencies_of_two_buckets_at_most() {
+        // Ten minutes at 200 req/s, each bucket's latencies distinct.
+        let mut fold = Fold::new(600_000.0);
+        for i in 0..120_000u32 {
+            let mut record = RequestRecord::sent(u64::from(i), "A", "/a", Duration::ZERO);
+            record.status = Some(200);
+            let latency = 2.0 + f64::from(i % 200) / 1000.0;
+            fold.request(f64::from(i) * 5.0, Some(latency), &record);
+        }
+        let kept: usize = fold.routes[0]
+            .buckets
+            .iter()
+            .map(|b| b.latencies.len())
+            .sum();
+        assert!(kept <= 2 * BUCKET_LATENCIES, "{kept} latencies kept");
+        let first = &fold.routes[0].buckets[0];
+        assert_eq!((first.p50, first.p99), (Some(2.099), Some(2.197)));
     }
 
     #[test]
