@@ -85,6 +85,12 @@ MIN_OPENS=$(((DURATION - 5) / 12))
 FAULT="{ name: inventory-flap, match: /inventory/*, status: { code: 503 }, at: 5s, pattern: { up: 8s, down: 4s } }"
 LOAD="{ name: shop, request: GET /inventory/sku-1, rate: $RATE/s, arrivals: poisson, timeout: 2s"
 
+# the_rest LOAD_ROUTE: the load, faults and expectations of both variants.
+the_rest() {
+    printf 'load:\n  - %s\nfaults:\n  - %s\nexpect:\n' "$1" "$FAULT"
+    printf '  - breaker inventory opens at least %s times\n  - route shop success >= 99%%\n' "$MIN_OPENS"
+}
+
 cat >"$TMP/builtin.yaml" <<EOF
 name: soak, built-in target, flapping dependency
 seed: 5
@@ -108,13 +114,7 @@ defense:
         wait_in_open: 2s
         permitted_calls_in_half_open: 3
       fallback: { static: { status: 200, body: '{"items":[]}' } }
-load:
-  - $LOAD }
-faults:
-  - $FAULT
-expect:
-  - breaker inventory opens at least $MIN_OPENS times
-  - route shop success >= 99%
+$(the_rest "$LOAD }")
 EOF
 
 cat >"$TMP/service-defense.yaml" <<EOF
@@ -141,13 +141,7 @@ dependencies:
     builtin:
       routes:
         - { path: /inventory/*, latency: 2ms, body: '{"items":["sku-1"]}' }
-load:
-  - $LOAD, fallback: { header: x-firedrill-fallback } }
-faults:
-  - $FAULT
-expect:
-  - breaker inventory opens at least $MIN_OPENS times
-  - route shop success >= 99%
+$(the_rest "$LOAD, fallback: { header: x-firedrill-fallback } }")
 EOF
 
 # cpu_of I: the core list of variant I.

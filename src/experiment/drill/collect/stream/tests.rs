@@ -579,22 +579,30 @@ fn hits_at_several_instances_are_judged_in_time_order_not_instance_order() {
     })
 }
 
+/// An hour-long run of route A without a defense line or sinks, counting
+/// for `expectations`, keeping every request when `keep`.
+fn an_hour_of_route_a(expectations: Vec<Expectation>, keep: bool) -> StreamSetup {
+    StreamSetup {
+        expectations,
+        routes: vec!["A".to_string()],
+        sinks: Vec::new(),
+        keep,
+        recent: Duration::ZERO,
+        defended: false,
+        planned: Duration::from_secs(3600),
+        fault_spans: BTreeMap::new(),
+        phases: BTreeMap::new(),
+    }
+}
+
 #[test]
 fn a_long_run_of_distinct_latencies_keeps_a_bounded_number_of_them() {
     paused().block_on(async {
         let start = clock::now();
-        let setup = StreamSetup {
-            expectations: vec![parse("route A p99 < 1s").unwrap()],
-            routes: vec!["A".to_string()],
-            sinks: Vec::new(),
-            keep: false,
-            recent: Duration::ZERO,
-            defended: false,
-            planned: Duration::from_secs(3600),
-            fault_spans: BTreeMap::new(),
-            phases: BTreeMap::new(),
-        };
-        let stream = Stream::new(setup, start);
+        let stream = Stream::new(
+            an_hour_of_route_a(vec![parse("route A p99 < 1s").unwrap()], false),
+            start,
+        );
         // As a real clock measures them: every request its own latency.
         let requests = 3 * RouteTally::LATENCIES as u64;
         for id in 0..requests {
@@ -639,18 +647,7 @@ fn kept_in_memory(stream: &Stream) -> usize {
 fn a_kept_run_holds_none_of_its_requests_and_arrivals_in_memory_yet_returns_them_all() {
     paused().block_on(async {
         let start = clock::now();
-        let setup = StreamSetup {
-            expectations: Vec::new(),
-            routes: vec!["A".to_string()],
-            sinks: Vec::new(),
-            keep: true,
-            recent: Duration::ZERO,
-            defended: false,
-            planned: Duration::from_secs(3600),
-            fault_spans: BTreeMap::new(),
-            phases: BTreeMap::new(),
-        };
-        let stream = Stream::new(setup, start);
+        let stream = Stream::new(an_hour_of_route_a(Vec::new(), true), start);
         let plan = Arc::new(FaultPlan::new(Vec::new(), 0, start).recording_arrivals());
         stream.watch_plans(vec![(plan.clone(), None)]);
         let requests = 5_000u64;
