@@ -10,6 +10,8 @@
 //! * [`schema`] — reading YAML, within the input limits, with errors that
 //!   name file, line, column, key; the value types (durations, percentages,
 //!   sizes, rates) and the JSON Schema pieces they are described with.
+//! * [`spill`] — what a run must keep whole until its end, on disk (an
+//!   unnamed temporary file) instead of in memory.
 //! * [`net`] — transports: TCP sockets and in-memory pipes behind one trait.
 //! * [`tls`] — TLS towards a user's service (rustls): roots, CA file,
 //!   client certificate, and the connector that dials TCP then TLS.
@@ -48,6 +50,7 @@ pub mod net;
 pub mod proxy;
 pub mod report;
 pub mod schema;
+pub mod spill;
 pub mod target;
 pub mod tls;
 pub mod trace;

@@ -25,6 +25,7 @@ use crate::clock::{self, Duration, Instant};
 use crate::fault::Hit;
 use crate::http::body::{BoxBody, BoxError};
 use crate::http::headers::REQUEST_ID_HEADER;
+use crate::spill::Spill;
 
 /// One request through an HTTP-mode proxy, as `--record` writes it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -145,14 +146,22 @@ pub async fn flush_every<W: Write + Send>(sink: Arc<JsonLines<W>>, period: Durat
     }
 }
 
-/// Keeps every record in memory (an experiment's dependency proxies).
+/// Keeps every record (an experiment's dependency proxies) in a spill,
+/// on disk rather than in memory while the run goes.
 #[derive(Debug, Default)]
-pub struct Collected(Mutex<Vec<Record>>);
+pub struct Collected(Mutex<Spill<Spilled>>);
 
 impl Collected {
-    /// The records so far, in the order they finished.
+    /// The records so far, in the order they finished (those that could
+    /// be read back: see [`Collected::error`]).
     pub fn records(&self) -> Vec<Record> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        let mut spill = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        spill.read().into_iter().map(Record::from).collect()
+    }
+
+    /// The first write or read of the spill that failed, if one did.
+    pub fn error(&self) -> Option<std::io::Error> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).error()
     }
 }
 
@@ -161,7 +170,64 @@ impl RecordSink for Collected {
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(record.clone());
+            .push(&Spilled::from(record));
+    }
+}
+
+/// A [`Record`] as [`Collected`] spills it: every field, the times as the
+/// bits of their `f64` (exact through JSON).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Spilled {
+    at_ms: u64,
+    proxy: String,
+    method: String,
+    path: String,
+    request_id: Option<String>,
+    status: Option<u16>,
+    fault: Option<String>,
+    latency_ms: Option<u64>,
+    closed_after_ms: Option<u64>,
+    bytes_in: u64,
+    bytes_out: u64,
+    reached_upstream: bool,
+}
+
+impl From<&Record> for Spilled {
+    fn from(r: &Record) -> Spilled {
+        Spilled {
+            at_ms: r.at_ms.to_bits(),
+            proxy: r.proxy.to_string(),
+            method: r.method.to_string(),
+            path: r.path.clone(),
+            request_id: r.request_id.clone(),
+            status: r.status,
+            fault: r.fault.clone(),
+            latency_ms: r.latency_ms.map(f64::to_bits),
+            closed_after_ms: r.closed_after_ms.map(f64::to_bits),
+            bytes_in: r.bytes_in,
+            bytes_out: r.bytes_out,
+            reached_upstream: r.reached_upstream,
+        }
+    }
+}
+
+impl From<Spilled> for Record {
+    fn from(s: Spilled) -> Record {
+        Record {
+            at_ms: f64::from_bits(s.at_ms),
+            proxy: Arc::from(s.proxy),
+            // It was a method when it was spilled.
+            method: Method::from_bytes(s.method.as_bytes()).unwrap_or_default(),
+            path: s.path,
+            request_id: s.request_id,
+            status: s.status,
+            fault: s.fault,
+            latency_ms: s.latency_ms.map(f64::from_bits),
+            closed_after_ms: s.closed_after_ms.map(f64::from_bits),
+            bytes_in: s.bytes_in,
+            bytes_out: s.bytes_out,
+            reached_upstream: s.reached_upstream,
+        }
     }
 }
 
@@ -434,5 +500,48 @@ impl<T: Tap> Body for Tapped<T> {
 
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Records of a long run, with times no decimal holds exactly.
+    fn records(n: u32) -> Vec<Record> {
+        let proxy: Arc<str> = Arc::from("inventory");
+        (0..n)
+            .map(|i| Record {
+                at_ms: 0.1 + f64::from(i) / 3.0,
+                proxy: proxy.clone(),
+                method: if i % 2 == 0 {
+                    Method::GET
+                } else {
+                    Method::PATCH
+                },
+                path: format!("/inventory/{i}"),
+                request_id: Some(i.to_string()),
+                status: (i % 3 != 0).then_some(200),
+                fault: (i % 3 == 0).then(|| "inventory-down".to_string()),
+                latency_ms: (i % 3 != 0).then(|| f64::from(i).sqrt()),
+                closed_after_ms: (i % 3 == 0).then(|| f64::from(i) / 7.0),
+                bytes_in: u64::from(i),
+                bytes_out: 2,
+                reached_upstream: i % 3 != 0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn collected_records_are_held_on_disk_and_come_back_exactly() {
+        let collected = Collected::default();
+        let sent = records(20_000);
+        for r in &sent {
+            collected.record(r);
+        }
+        let in_memory = collected.0.lock().unwrap().in_memory();
+        assert_eq!(in_memory, 0, "records held in memory");
+        assert_eq!(collected.records(), sent);
+        assert!(collected.error().is_none());
     }
 }

@@ -12,7 +12,7 @@ use crate::defense::breaker::State;
 use crate::defense::breaker::journal::{Reason, Transition};
 use crate::experiment::config::{InferredBreaker, LoadRoute, SystemSpec};
 use crate::experiment::timeline::{BreakerInfo, RequestRecord};
-use crate::fault::FaultPlan;
+use crate::fault::plan::Arrival;
 use crate::proxy::record::Record;
 
 /// What one dependency proxy of the run saw.
@@ -20,8 +20,8 @@ use crate::proxy::record::Record;
 pub struct Seen<'a> {
     /// The dependency's name.
     pub name: &'a str,
-    /// Its fault plan, which recorded every arrival.
-    pub plan: &'a FaultPlan,
+    /// Every arrival its fault plan recorded, in order.
+    pub arrivals: &'a [Arrival],
     /// Its records: every call with its outcome, once it ended.
     pub records: &'a [Record],
 }
@@ -96,7 +96,7 @@ fn infer_one(
         .collect();
     let mut arrivals: Vec<Duration> = seen
         .iter()
-        .flat_map(|d| d.plan.arrivals())
+        .flat_map(|d| d.arrivals)
         .filter(|a| on_path(&a.path))
         .map(|a| a.at)
         .filter(|at| *at <= duration)

@@ -8,7 +8,8 @@
 //! * `eval` (breaker sentences), `metrics` (calls and route figures),
 //!   [`window`] (windows as intervals) — the judges.
 //! * [`tally`] — what route and call sentences count of the requests, so a
-//!   run can count as requests finish and keep none of them.
+//!   run can count as requests finish and keep none of them;
+//!   [`latencies`], their latencies in bounded memory.
 //! * [`verdict`] — [`Verdict`]: expected, seen, where.
 //! * [`names`] — an experiment's names, and every sentence of its file
 //!   parsed and checked against them before the run.
@@ -27,6 +28,7 @@ pub mod ast;
 pub mod check;
 mod eval;
 pub mod grammar;
+pub mod latencies;
 mod metrics;
 pub mod names;
 mod pool;

@@ -1,11 +1,12 @@
 //! What the route and call figures need of the requests, kept as counts:
 //! a [`RouteTally`] folds request records one at a time (counters and the
-//! exact latency multiset), a [`CallTally`] folds target hits. A run feeds
+//! latencies, exact while they take few values), a [`CallTally`] folds target hits. A run feeds
 //! them as its requests finish, so it never keeps the requests themselves;
 //! the judges read the tallies, whoever filled them.
 
 use std::collections::BTreeMap;
 
+use super::latencies::Latencies;
 use crate::clock::Duration;
 use crate::defense::fallback::FallbackKind;
 use crate::defense::report::CallError;
@@ -34,12 +35,16 @@ pub struct RouteTally {
     /// Times they reached the dependency (retries count each).
     pub reached: u64,
     /// Latencies of the requests that got a response head, with how many
-    /// had each: exact, and as small as the distinct latencies (a virtual
-    /// clock moves in whole milliseconds).
-    pub latencies: BTreeMap<Duration, u64>,
+    /// had each: exact up to [`RouteTally::LATENCIES`] distinct values (a
+    /// virtual clock moves in whole milliseconds), then coarsened to stay
+    /// within them (a real clock gives each request its own).
+    pub latencies: Latencies<{ RouteTally::LATENCIES }>,
 }
 
 impl RouteTally {
+    /// The most distinct latencies one tally keeps.
+    pub const LATENCIES: usize = 4096;
+
     /// Counts one request.
     pub fn add(&mut self, r: &RequestRecord) {
         self.requests += 1;
@@ -53,7 +58,7 @@ impl RouteTally {
         self.shed += u64::from(r.client_error == Some(ClientError::Shed));
         self.reached += u64::from(r.reached_dependency);
         if let Some(latency) = r.latency {
-            *self.latencies.entry(latency).or_default() += 1;
+            self.latencies.add(latency);
         }
     }
 
@@ -64,32 +69,23 @@ impl RouteTally {
 
     /// Requests that got a response head.
     pub fn responses(&self) -> u64 {
-        self.latencies.values().sum()
+        self.latencies.count()
     }
 
     /// The `rank`-th smallest latency (1-based), if there are that many.
     pub fn latency_at_rank(&self, rank: u64) -> Option<Duration> {
-        let mut seen = 0;
-        self.latencies.iter().find_map(|(latency, n)| {
-            seen += n;
-            (seen >= rank).then_some(*latency)
-        })
+        self.latencies.at_rank(rank)
     }
 
     /// The nearest-rank percentile `p` (0..=100) of the latencies: the
     /// smallest at or above which `p`% of them lie.
     pub fn latency_percentile(&self, p: f64) -> Option<Duration> {
-        let n = self.responses();
-        if n == 0 {
-            return None;
-        }
-        let rank = ((p / 100.0 * n as f64).ceil() as u64).clamp(1, n);
-        self.latency_at_rank(rank)
+        self.latencies.percentile(p)
     }
 
     /// The largest latency.
     pub fn latency_max(&self) -> Option<Duration> {
-        self.latencies.keys().next_back().copied()
+        self.latencies.max()
     }
 }
 

@@ -66,7 +66,7 @@ struct Published {
 }
 
 /// One HTTP request that entered the proxy.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Arrival {
     /// Offset from the plan's start.
     pub at: Duration,
@@ -211,14 +211,6 @@ impl FaultPlan {
     pub fn arrivals(&self) -> Vec<Arrival> {
         self.arrivals.as_ref().map_or_else(Vec::new, |log| {
             log.lock().unwrap_or_else(|e| e.into_inner()).clone()
-        })
-    }
-
-    /// The requests recorded after the first `from`, in arrival order.
-    pub fn arrivals_since(&self, from: usize) -> Vec<Arrival> {
-        self.arrivals.as_ref().map_or_else(Vec::new, |log| {
-            let log = log.lock().unwrap_or_else(|e| e.into_inner());
-            log.get(from..).unwrap_or_default().to_vec()
         })
     }
 

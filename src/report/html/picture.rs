@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+use crate::clock::Duration;
+use crate::experiment::expect::latencies::Latencies;
 use crate::experiment::timeline::RequestRecord;
 use crate::http::headers::FallbackKind;
 
@@ -182,10 +184,10 @@ impl Outcome {
 pub struct Bucket {
     /// Requests per outcome, in [`Outcome::ALL`] order.
     pub counts: [u32; 8],
-    /// Latencies of answered requests, milliseconds (as `f64` bits, which
-    /// order as the values do for these non-negative numbers), with how
-    /// many had each; dropped once the percentiles are taken.
-    latencies: BTreeMap<u64, u32>,
+    /// Latencies of answered requests, with how many had each (within
+    /// [`BUCKET_LATENCIES`] distinct values); dropped once the percentiles
+    /// are taken.
+    latencies: Latencies<BUCKET_LATENCIES>,
     /// Median latency, milliseconds.
     pub p50: Option<f64>,
     /// 99th percentile latency, milliseconds.
@@ -260,6 +262,10 @@ pub struct Picture {
 /// At most this many buckets across the axis.
 const MAX_BUCKETS: f64 = 600.0;
 
+/// The most distinct latencies one bucket keeps for its percentiles (a
+/// real clock gives each request its own; the chart needs no more).
+pub const BUCKET_LATENCIES: usize = 256;
+
 /// Requests and dependency arrivals folded into time buckets as they
 /// come, for a [`Picture`] once the run's facts are known.
 #[derive(Debug, Clone)]
@@ -274,6 +280,9 @@ pub struct Fold {
     routes: Vec<RouteTrack>,
     /// Dependency proxies, by name.
     dependencies: BTreeMap<String, Vec<(u32, u32)>>,
+    /// Buckets before this one have their percentiles, their latencies
+    /// dropped.
+    settled: usize,
 }
 
 impl Fold {
@@ -287,16 +296,39 @@ impl Fold {
             n: (axis_ms / bucket_ms).ceil() as usize,
             routes: Vec::new(),
             dependencies: BTreeMap::new(),
+            settled: 0,
         }
+    }
+
+    /// Takes the percentiles of every bucket before `upto` and drops their
+    /// latencies.
+    fn settle(&mut self, upto: usize) {
+        let upto = upto.min(self.n);
+        if upto <= self.settled {
+            return;
+        }
+        let ms = |d: Duration| d.as_nanos() as f64 / 1e6;
+        for route in &mut self.routes {
+            for bucket in &mut route.buckets[self.settled..upto] {
+                let latencies = std::mem::take(&mut bucket.latencies);
+                bucket.p50 = latencies.percentile(50.0).map(ms);
+                bucket.p99 = latencies.percentile(99.0).map(ms);
+            }
+        }
+        self.settled = upto;
     }
 
     fn slot(&self, t: f64) -> usize {
         ((t / self.bucket_ms).floor().max(0.0) as usize).min(self.n - 1)
     }
 
-    /// Adds one request, sent at `sent_ms`.
+    /// Adds one request, sent at `sent_ms`. Requests come in the order
+    /// they were sent (their ids'), so a bucket two before the request's
+    /// is complete: its percentiles are taken and its latencies dropped (a
+    /// request later still is counted, its latency left out).
     pub fn request(&mut self, sent_ms: f64, latency_ms: Option<f64>, record: &RequestRecord) {
         let slot = self.slot(sent_ms);
+        self.settle(slot.saturating_sub(1));
         let i = match self.routes.iter().position(|t| t.name == record.route) {
             Some(i) => i,
             None => {
@@ -309,8 +341,12 @@ impl Fold {
         };
         let bucket = &mut self.routes[i].buckets[slot];
         bucket.counts[Outcome::of(record).index()] += 1;
-        if let (Some(l), Some(_)) = (latency_ms, record.status) {
-            *bucket.latencies.entry(l.to_bits()).or_default() += 1;
+        if let (Some(l), Some(_), true) = (latency_ms, record.status, slot >= self.settled) {
+            // `requests.jsonl`'s milliseconds have microsecond precision:
+            // whole nanoseconds hold them exactly.
+            bucket
+                .latencies
+                .add(Duration::from_nanos((l * 1e6).round() as u64));
         }
     }
 
@@ -332,11 +368,7 @@ impl Fold {
 
     /// The picture of a run with these facts.
     pub fn picture(mut self, facts: Facts) -> Picture {
-        for bucket in self.routes.iter_mut().flat_map(|r| r.buckets.iter_mut()) {
-            let latencies = std::mem::take(&mut bucket.latencies);
-            bucket.p50 = counted_percentile(&latencies, 50.0);
-            bucket.p99 = counted_percentile(&latencies, 99.0);
-        }
+        self.settle(self.n);
         Picture {
             facts,
             axis_ms: self.axis_ms,
@@ -349,21 +381,6 @@ impl Fold {
                 .collect(),
         }
     }
-}
-
-/// The nearest-rank percentile `p` of values kept with their counts (as
-/// [`percentile`](crate::report::summary::percentile) gives it on the sorted values); none when empty.
-fn counted_percentile(values: &BTreeMap<u64, u32>, p: f64) -> Option<f64> {
-    let n: u64 = values.values().map(|c| u64::from(*c)).sum();
-    if n == 0 {
-        return None;
-    }
-    let rank = (((p / 100.0) * n as f64).ceil() as u64).clamp(1, n);
-    let mut seen = 0;
-    values.iter().find_map(|(bits, c)| {
-        seen += u64::from(*c);
-        (seen >= rank).then_some(f64::from_bits(*bits))
-    })
 }
 
 impl Picture {
@@ -424,6 +441,45 @@ mod tests {
             to: to.to_string(),
             reason: String::new(),
         }
+    }
+
+    #[test]
+    fn a_bucket_of_distinct_latencies_keeps_a_bounded_number_of_them() {
+        let mut fold = Fold::new(1000.0);
+        let requests = 3 * BUCKET_LATENCIES;
+        for i in 0..requests {
+            let mut record = RequestRecord::sent(i as u64, "A", "/a", Duration::ZERO);
+            record.status = Some(200);
+            // Microseconds apart, as a real clock's requests.jsonl has them.
+            fold.request(0.0, Some(2.0 + i as f64 / 1000.0), &record);
+        }
+        let bucket = &fold.routes[0].buckets[0];
+        assert_eq!(bucket.total() as usize, requests);
+        assert!(
+            bucket.latencies.len() <= BUCKET_LATENCIES,
+            "one bucket keeps {} latencies of {requests}",
+            bucket.latencies.len()
+        );
+    }
+
+    #[test]
+    fn a_long_fold_keeps_the_latencies_of_two_buckets_at_most() {
+        // Ten minutes at 200 req/s, each bucket's latencies distinct.
+        let mut fold = Fold::new(600_000.0);
+        for i in 0..120_000u32 {
+            let mut record = RequestRecord::sent(u64::from(i), "A", "/a", Duration::ZERO);
+            record.status = Some(200);
+            let latency = 2.0 + f64::from(i % 200) / 1000.0;
+            fold.request(f64::from(i) * 5.0, Some(latency), &record);
+        }
+        let kept: usize = fold.routes[0]
+            .buckets
+            .iter()
+            .map(|b| b.latencies.len())
+            .sum();
+        assert!(kept <= 2 * BUCKET_LATENCIES, "{kept} latencies kept");
+        let first = &fold.routes[0].buckets[0];
+        assert_eq!((first.p50, first.p99), (Some(2.099), Some(2.197)));
     }
 
     #[test]

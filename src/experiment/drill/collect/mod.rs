@@ -40,6 +40,7 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
         &manual,
         duration,
         std::mem::take(&mut counted.requests),
+        std::mem::take(&mut counted.arrivals),
     );
     blackbox::answered(experiment, &timeline.requests, &driven.ending)?;
     if stood.under_test.judged_after_the_run() {
@@ -68,6 +69,14 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
             .sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
         warnings.extend(unread);
         blackbox::reach(experiment, &timeline, &mut counted.routes);
+    }
+    // The dependencies' records were read back whole (or not).
+    if let Some(e) = stood
+        .dependencies
+        .iter()
+        .find_map(|d| d.records.as_ref()?.error())
+    {
+        return Err(RunError::Records(e));
     }
     let nothing_to_judge = blackbox::no_calls(experiment, &timeline);
     warnings.extend(nothing_to_judge.clone());

@@ -12,27 +12,43 @@ use crate::experiment::drill::stand_up::Stood;
 use crate::experiment::timeline::{
     BreakerInfo, FaultWindows, Phase, PoolInfo, RequestRecord, TargetHit, Timeline,
 };
+use crate::fault::plan::Arrival;
 
 /// The timeline of the run up to `duration` (`manual`: when people
-/// started and stopped each manual fault); `requests` are the ones the
-/// stream kept (a user's service's run), none otherwise.
+/// started and stopped each manual fault); `requests` and `kept` (per
+/// dependency, its arrivals) are what the stream kept (a user's service's
+/// run), none otherwise.
 pub fn timeline(
     experiment: &Experiment,
     stood: &Stood<'_>,
     manual: &BTreeMap<String, Vec<(Duration, Duration)>>,
     duration: Duration,
     requests: Vec<RequestRecord>,
+    kept: Vec<Vec<Arrival>>,
 ) -> Timeline {
     let line = stood.line.as_deref();
+    // Each dependency's arrivals: those the stream kept, then those its
+    // plan still holds.
+    let mut kept = kept.into_iter();
+    let arrivals: Vec<Vec<Arrival>> = stood
+        .dependencies
+        .iter()
+        .map(|d| {
+            let mut all = kept.next().unwrap_or_default();
+            all.extend(d.plan.arrivals());
+            all
+        })
+        .collect();
     // The dependency is the fault proxy and the target behind it: a call
     // answered by a fault in the target's place reached it too.
     let mut target_hits: Vec<TargetHit> = stood
         .dependencies
         .iter()
-        .flat_map(|d| {
-            d.plan.arrivals().into_iter().map(|a| TargetHit {
+        .zip(&arrivals)
+        .flat_map(|(d, arrivals)| {
+            arrivals.iter().map(|a| TargetHit {
                 at: a.at,
-                path: a.path,
+                path: a.path.clone(),
                 request_id: a.request_id,
                 instance: d.instance.clone(),
             })
@@ -59,9 +75,10 @@ pub fn timeline(
         .unwrap_or_default();
     let mut transitions = stood.recorder.transitions();
     if stood.under_test.judged_after_the_run() {
-        let (inferred, infos) = stood
-            .under_test
-            .inferred(&requests, &stood.dependencies, duration);
+        let (inferred, infos) =
+            stood
+                .under_test
+                .inferred(&requests, &stood.dependencies, &arrivals, duration);
         transitions.extend(inferred);
         transitions.sort_by_key(|t| t.at);
         breakers.extend(infos);

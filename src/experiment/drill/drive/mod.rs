@@ -258,6 +258,7 @@ async fn not_healthy(loaded: &Loaded, stood: &Stood<'_>) -> Vec<String> {
         &std::collections::BTreeMap::new(),
         at,
         Vec::new(),
+        stood.stream.kept_arrivals(),
     );
     let first = loaded.expectations.len();
     let before = stood.stream.tallies_now(first..first + steady.before.len());

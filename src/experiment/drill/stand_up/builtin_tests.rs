@@ -116,6 +116,7 @@ async fn the_timeline_tags_each_hit_with_the_instance_that_received_it() {
         &BTreeMap::new(),
         Duration::from_secs(10),
         Vec::new(),
+        Vec::new(),
     );
     let tagged: Vec<(&str, Option<&str>)> = timeline
         .target_hits

@@ -21,6 +21,7 @@ use crate::experiment::config::Experiment;
 use crate::experiment::file::Loaded;
 use crate::experiment::timeline::{BreakerInfo, RequestRecord};
 use crate::fault::FaultPlan;
+use crate::fault::plan::Arrival;
 use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream};
 use crate::proxy::record::Collected;
@@ -156,17 +157,21 @@ impl<'a> UnderTest<'a> {
     }
 
     /// The breakers inferred from `requests` and what reached the
-    /// dependencies by `duration`: their transitions and what expectations
-    /// need to know of each (none for firedrill's own target).
+    /// dependencies by `duration` (`arrivals`: each one's, in order):
+    /// their transitions and what expectations need to know of each (none
+    /// for firedrill's own target).
     pub fn inferred(
         &self,
         requests: &[RequestRecord],
         dependencies: &[RunningDependency],
+        arrivals: &[Vec<Arrival>],
         duration: Duration,
     ) -> (Vec<Transition>, Vec<BreakerInfo>) {
         match self {
             UnderTest::Target(_) => Default::default(),
-            UnderTest::Service(service) => service.inferred(requests, dependencies, duration),
+            UnderTest::Service(service) => {
+                service.inferred(requests, dependencies, arrivals, duration)
+            }
         }
     }
 

@@ -18,6 +18,7 @@ use crate::experiment::config::{
 use crate::experiment::error::RunError;
 use crate::experiment::timeline::{BreakerInfo, RequestRecord};
 use crate::fault::FaultPlan;
+use crate::fault::plan::Arrival;
 use crate::http::ShutdownSignal;
 use crate::http::client::{HttpUpstream, Upstream};
 use crate::net::{self, TcpAcceptor, TcpConnector};
@@ -111,6 +112,7 @@ impl<'a> OwnService<'a> {
         &self,
         requests: &[RequestRecord],
         dependencies: &[RunningDependency],
+        arrivals: &[Vec<Arrival>],
         duration: Duration,
     ) -> (Vec<Transition>, Vec<BreakerInfo>) {
         let records: Vec<Vec<Record>> = dependencies
@@ -119,10 +121,11 @@ impl<'a> OwnService<'a> {
             .collect();
         let seen: Vec<Seen<'_>> = dependencies
             .iter()
+            .zip(arrivals)
             .zip(&records)
-            .map(|(d, records)| Seen {
+            .map(|((d, arrivals), records)| Seen {
                 name: &d.name,
-                plan: &d.plan,
+                arrivals,
                 records,
             })
             .collect();

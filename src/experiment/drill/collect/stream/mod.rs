@@ -26,6 +26,8 @@ use crate::experiment::expect::ast::Expectation;
 use crate::experiment::expect::tally::{RouteTally, Tally};
 use crate::experiment::timeline::{ClientError, RequestRecord};
 use crate::fault::FaultPlan;
+use crate::fault::plan::Arrival;
+use crate::spill::Spill;
 
 /// How long a finished request waits for the defense line's report of it
 /// before it is counted without one.
@@ -115,6 +117,39 @@ pub struct Counted {
     pub instance_hits: BTreeMap<String, u64>,
     /// Every request, when kept.
     pub requests: Vec<RequestRecord>,
+    /// Per watched plan, every arrival it recorded, when kept.
+    pub arrivals: Vec<Vec<Arrival>>,
+}
+
+/// A kept request as the spill holds it: exact times (`RequestRecord`
+/// leaves them out of its JSON, which `requests.jsonl` writes in
+/// milliseconds).
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+pub(super) struct Kept {
+    sent: Duration,
+    latency: Option<Duration>,
+    #[serde(flatten)]
+    record: RequestRecord,
+}
+
+impl From<RequestRecord> for Kept {
+    fn from(record: RequestRecord) -> Kept {
+        Kept {
+            sent: record.sent,
+            latency: record.latency,
+            record,
+        }
+    }
+}
+
+impl From<Kept> for RequestRecord {
+    fn from(kept: Kept) -> RequestRecord {
+        RequestRecord {
+            sent: kept.sent,
+            latency: kept.latency,
+            ..kept.record
+        }
+    }
 }
 
 impl Stream {
@@ -123,6 +158,7 @@ impl Stream {
         let counters = setup.expectations.iter().map(Counter::of).collect();
         let route_order = setup.routes.clone();
         let end = setup.planned;
+        let keep = setup.keep;
         Arc::new(Stream {
             start,
             plans: OnceLock::new(),
@@ -145,8 +181,8 @@ impl Stream {
                 recent: BTreeMap::new(),
                 target_hits: 0,
                 instance_hits: BTreeMap::new(),
-                kept_requests: Vec::new(),
-                cursors: Vec::new(),
+                kept_requests: keep.then(Spill::new),
+                kept_arrivals: keep.then(Spill::new),
                 sink_error: None,
             }),
         })
@@ -156,6 +192,14 @@ impl Stream {
     /// instance of the built-in target it stands in front of (if any).
     pub fn watch_plans(&self, plans: Vec<WatchedPlan>) {
         let _ = self.plans.set(plans);
+    }
+
+    /// Per watched plan, the arrivals kept so far (none unless kept).
+    pub fn kept_arrivals(&self) -> Vec<Vec<Arrival>> {
+        let mut inner = self.lock();
+        self.arrivals(&mut inner);
+        let plans = self.plans.get().map_or(0, Vec::len);
+        per_plan(plans, inner.kept_arrivals.as_mut().map(Spill::read))
     }
 
     /// The control endpoint, whose manual faults' windows the windows read.
@@ -327,6 +371,13 @@ impl Stream {
         if let Some(e) = inner.sink_error.take() {
             return Err(e);
         }
+        let requests = inner.kept_requests.as_mut().map(Spill::read);
+        let arrivals = inner.kept_arrivals.as_mut().map(Spill::read);
+        let spill_error = (inner.kept_requests.as_ref().and_then(Spill::error))
+            .or_else(|| inner.kept_arrivals.as_ref().and_then(Spill::error));
+        if let Some(e) = spill_error {
+            return Err(e);
+        }
         let routes = inner
             .route_order
             .iter()
@@ -337,9 +388,25 @@ impl Stream {
             routes,
             target_hits: inner.target_hits,
             instance_hits: std::mem::take(&mut inner.instance_hits),
-            requests: std::mem::take(&mut inner.kept_requests),
+            requests: requests
+                .unwrap_or_default()
+                .into_iter()
+                .map(RequestRecord::from)
+                .collect(),
+            arrivals: per_plan(self.plans.get().map_or(0, Vec::len), arrivals),
         })
     }
+}
+
+/// Arrivals tagged with their plan's index, split per plan (in order).
+fn per_plan(plans: usize, tagged: Option<Vec<(usize, Arrival)>>) -> Vec<Vec<Arrival>> {
+    let mut out = vec![Vec::new(); plans];
+    for (i, a) in tagged.unwrap_or_default() {
+        if let Some(plan) = out.get_mut(i) {
+            plan.push(a);
+        }
+    }
+    out
 }
 
 /// The defense line's observer in a run: transitions to the recorder (and

@@ -5,12 +5,14 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::counter::{Counter, Known, LiveCounts, known};
-use super::{Stream, StreamSetup};
+use super::{Kept, Stream, StreamSetup};
 use crate::clock::Duration;
 use crate::defense::breaker::Transition;
 use crate::defense::report::{CallReport, HealthChange};
 use crate::experiment::expect::tally::RouteTally;
 use crate::experiment::timeline::{RequestRecord, TargetHit};
+use crate::fault::plan::Arrival;
+use crate::spill::Spill;
 
 /// A request not yet final.
 #[derive(Debug)]
@@ -82,10 +84,10 @@ pub(super) struct Inner {
     pub(super) target_hits: u64,
     /// Hits counted, per instance of the built-in target.
     pub(super) instance_hits: BTreeMap<String, u64>,
-    /// Every request, when kept.
-    pub(super) kept_requests: Vec<RequestRecord>,
-    /// Per plan, the arrivals read so far (kept).
-    pub(super) cursors: Vec<usize>,
+    /// Every request, when kept, on disk.
+    pub(super) kept_requests: Option<Spill<Kept>>,
+    /// Every arrival with the index of its plan, when kept, on disk.
+    pub(super) kept_arrivals: Option<Spill<(usize, Arrival)>>,
     /// The first error a sink gave.
     pub(super) sink_error: Option<std::io::Error>,
 }
@@ -95,18 +97,16 @@ impl Stream {
     /// several plans (instances, dependencies) join the hits in time order.
     pub(super) fn arrivals(&self, inner: &mut Inner) {
         let plans = self.plans.get().map_or(&[][..], Vec::as_slice);
-        inner.cursors.resize(plans.len(), 0);
         let mut batch = Vec::new();
         for (i, (plan, instance)) in plans.iter().enumerate() {
-            // Kept, the plan's log stays whole for the inference after the
-            // run; else it is emptied as it is read.
-            let arrivals = if inner.setup.keep {
-                let new = plan.arrivals_since(inner.cursors[i]);
-                inner.cursors[i] += new.len();
-                new
-            } else {
-                plan.take_arrivals()
-            };
+            // The plan's log is emptied as it is read; kept, every arrival
+            // goes to the spill for the inference after the run.
+            let arrivals = plan.take_arrivals();
+            if let Some(kept) = &mut inner.kept_arrivals {
+                for a in &arrivals {
+                    kept.push(&(i, a.clone()));
+                }
+            }
             for a in arrivals {
                 if let Some(open) = a.request_id.and_then(|id| inner.open.get_mut(&id)) {
                     open.reached += 1;
@@ -277,8 +277,8 @@ impl Stream {
                     *sink_error = Some(e);
                 }
             }
-            if inner.setup.keep {
-                inner.kept_requests.push(record);
+            if let Some(kept) = &mut inner.kept_requests {
+                kept.push(&Kept::from(record));
             }
         }
     }

@@ -578,3 +578,108 @@ fn hits_at_several_instances_are_judged_in_time_order_not_instance_order() {
         assert_eq!(counted.instance_hits, per_instance.into_iter().collect());
     })
 }
+
+/// An hour-long run of route A without a defense line or sinks, counting
+/// for `expectations`, keeping every request when `keep`.
+fn an_hour_of_route_a(expectations: Vec<Expectation>, keep: bool) -> StreamSetup {
+    StreamSetup {
+        expectations,
+        routes: vec!["A".to_string()],
+        sinks: Vec::new(),
+        keep,
+        recent: Duration::ZERO,
+        defended: false,
+        planned: Duration::from_secs(3600),
+        fault_spans: BTreeMap::new(),
+        phases: BTreeMap::new(),
+    }
+}
+
+#[test]
+fn a_long_run_of_distinct_latencies_keeps_a_bounded_number_of_them() {
+    paused().block_on(async {
+        let start = clock::now();
+        let stream = Stream::new(
+            an_hour_of_route_a(vec![parse("route A p99 < 1s").unwrap()], false),
+            start,
+        );
+        // As a real clock measures them: every request its own latency.
+        let requests = 3 * RouteTally::LATENCIES as u64;
+        for id in 0..requests {
+            let sent = Duration::from_millis(id);
+            stream.sent(RequestRecord::sent(id, "A", "/a/x", sent));
+            let mut r = RequestRecord::sent(id, "A", "/a/x", sent);
+            r.status = Some(200);
+            r.latency = Some(Duration::from_nanos(2_000_000 + id * 1_009));
+            stream.finished(r);
+            tokio::time::advance(Duration::from_millis(1)).await;
+        }
+        let counted = stream.finish().unwrap();
+        let route = &counted.routes[0].1;
+        assert_eq!(route.requests, requests);
+        assert!(
+            route.latencies.len() <= RouteTally::LATENCIES,
+            "the route over the run keeps {} latencies of {requests}",
+            route.latencies.len()
+        );
+        let Tally::Route(window) = &counted.tallies[0] else {
+            panic!("a route sentence's tally: {:?}", counted.tallies[0]);
+        };
+        assert!(
+            window.latencies.len() <= RouteTally::LATENCIES,
+            "the sentence's tally keeps {} latencies of {requests}",
+            window.latencies.len()
+        );
+    })
+}
+
+/// What a kept run holds in memory of its requests: those waiting to be
+/// final aside, the kept ones.
+fn kept_in_memory(stream: &Stream) -> usize {
+    stream
+        .lock()
+        .kept_requests
+        .as_ref()
+        .map_or(0, crate::spill::Spill::in_memory)
+}
+
+#[test]
+fn a_kept_run_holds_none_of_its_requests_and_arrivals_in_memory_yet_returns_them_all() {
+    paused().block_on(async {
+        let start = clock::now();
+        let stream = Stream::new(an_hour_of_route_a(Vec::new(), true), start);
+        let plan = Arc::new(FaultPlan::new(Vec::new(), 0, start).recording_arrivals());
+        stream.watch_plans(vec![(plan.clone(), None)]);
+        let requests = 5_000u64;
+        for id in 0..requests {
+            let sent = clock::now() - start;
+            stream.sent(RequestRecord::sent(id, "A", "/a/x", sent));
+            let mut headers = http::HeaderMap::new();
+            headers.insert(
+                crate::http::headers::REQUEST_ID_HEADER,
+                id.to_string().parse().unwrap(),
+            );
+            plan.note_arrival("/a/x", &headers);
+            let mut r = RequestRecord::sent(id, "A", "/a/x", sent);
+            r.status = Some(200);
+            r.latency = Some(Duration::from_nanos(1_000_003 + id));
+            tokio::time::advance(Duration::from_millis(2)).await;
+            stream.finished(r);
+        }
+        assert_eq!(kept_in_memory(&stream), 0, "kept requests in memory");
+        assert_eq!(plan.arrivals().len(), 0, "arrivals left in the plan's log");
+        let counted = stream.finish().unwrap();
+        assert_eq!(counted.requests.len() as u64, requests);
+        let last = &counted.requests[requests as usize - 1];
+        assert_eq!(last.id, requests - 1);
+        assert_eq!(last.sent, ms(2 * (requests - 1)), "exact times come back");
+        assert_eq!(
+            last.latency,
+            Some(Duration::from_nanos(1_000_003 + requests - 1))
+        );
+        assert_eq!(counted.arrivals.len(), 1, "one plan watched");
+        assert_eq!(counted.arrivals[0].len() as u64, requests);
+        assert_eq!(counted.arrivals[0][7].request_id, Some(7));
+        assert_eq!(counted.arrivals[0][7].at, ms(14));
+    })
+}
