@@ -46,16 +46,7 @@ async fn sigterm_stops_the_server_while_toxics_at_the_top_of_their_ranges_hold_c
         .await
         .expect("GET /proxies answers");
     assert_eq!(listed.status, 200);
-    let pid = s.child.id().expect("running").to_string();
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let status = tokio::time::timeout(bound, s.child.wait())
-        .await
-        .expect("the server exits after SIGTERM")
-        .unwrap();
+    let status = s.sigterm_and_wait(bound).await;
     assert_eq!(status.code(), Some(0), "{status:?}");
 }
 
@@ -148,16 +139,7 @@ async fn sigterm_exits_0_and_lets_go_of_every_connection_busy_toxics_hold() {
     })
     .await
     .expect("every connection reaches the upstream");
-    let pid = s.child.id().expect("running").to_string();
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let status = tokio::time::timeout(bound, s.child.wait())
-        .await
-        .expect("the server exits after SIGTERM")
-        .unwrap();
+    let status = s.sigterm_and_wait(bound).await;
     assert_eq!(status.code(), Some(0), "{status:?}");
     for client in clients {
         tokio::time::timeout(bound, client)
