@@ -181,12 +181,7 @@ async fn proxy_and_toxic_names_with_control_characters_are_logged_escaped() {
         .call("DELETE", &format!("/proxies/{}", segment(proxy)), None)
         .await;
     assert_eq!(deleted.status, 204, "{}", deleted.text);
-    let pid = s.child.id().expect("running").to_string();
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    s.sigterm();
     let mut stderr = s.child.stderr.take().unwrap();
     let mut log = String::new();
     let bound = std::time::Duration::from_secs(60);

@@ -139,6 +139,28 @@ impl Server {
         }
     }
 
+    /// Sends the server SIGTERM.
+    pub fn sigterm(&self) {
+        let pid = self.child.id().expect("running").to_string();
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    }
+
+    /// Sends the server SIGTERM and waits up to `bound` for it to exit.
+    pub async fn sigterm_and_wait(
+        &mut self,
+        bound: std::time::Duration,
+    ) -> std::process::ExitStatus {
+        self.sigterm();
+        tokio::time::timeout(bound, self.child.wait())
+            .await
+            .expect("the server exits after SIGTERM")
+            .unwrap()
+    }
+
     /// Creates a TCP proxy named `name` in front of `upstream`; returns its
     /// listen address.
     pub async fn proxy(&self, name: &str, upstream: SocketAddr) -> SocketAddr {
