@@ -68,7 +68,9 @@ fn block(readme: &[&str], body: std::ops::Range<usize>, indent: usize) -> Vec<Sh
         }
         j += 1;
         if let Some((cd, rest)) = command.split_once(" && ") {
-            let target = cd.strip_prefix("cd ").expect("only `cd DIR &&` before a command");
+            let target = cd
+                .strip_prefix("cd ")
+                .expect("only `cd DIR &&` before a command");
             dir.push(target);
             command = rest.to_string();
         }
@@ -117,8 +119,14 @@ fn run(root: &Path, shown: &Shown) -> String {
 fn shows(shown: &[String], printed: &str) -> bool {
     fn trimmed<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
         let lines: Vec<&str> = lines.map(str::trim_end).collect();
-        let start = lines.iter().position(|l| !l.is_empty()).unwrap_or(lines.len());
-        let end = lines.iter().rposition(|l| !l.is_empty()).map_or(start, |e| e + 1);
+        let start = lines
+            .iter()
+            .position(|l| !l.is_empty())
+            .unwrap_or(lines.len());
+        let end = lines
+            .iter()
+            .rposition(|l| !l.is_empty())
+            .map_or(start, |e| e + 1);
         lines[start..end].to_vec()
     }
     fn matches(want: &[&str], got: &[&str]) -> bool {
@@ -148,7 +156,10 @@ fn every_firedrill_output_the_readme_shows_is_what_the_program_prints() {
         "firedrill validate probability_over_100.yaml",
         "firedrill validate several_problems.yaml",
     ] {
-        assert!(ran.contains(&tour), "the tour's `{tour}` is not run: {ran:#?}");
+        assert!(
+            ran.contains(&tour),
+            "the tour's `{tour}` is not run: {ran:#?}"
+        );
     }
     let bless = std::env::var_os("FIREDRILL_BLESS").is_some();
     let mut replaced: Vec<(std::ops::Range<usize>, Vec<String>)> = Vec::new();
@@ -162,7 +173,9 @@ fn every_firedrill_output_the_readme_shows_is_what_the_program_prints() {
         let printed = run(root, s);
         if !shows(&want, &printed) {
             let pad = " ".repeat(s.indent);
-            let new = printed.lines().map(|l| format!("{pad}{l}").trim_end().to_string());
+            let new = printed
+                .lines()
+                .map(|l| format!("{pad}{l}").trim_end().to_string());
             replaced.push((s.output.clone(), new.collect()));
             wrong.push(format!(
                 "README line {}: `{}` (in {}) shows\n{}\nbut prints\n{printed}",
@@ -187,13 +200,22 @@ fn every_firedrill_output_the_readme_shows_is_what_the_program_prints() {
 fn a_shown_output_matches_line_for_line_where_dots_stand_for_lines_left_out() {
     let printed = "\n  ok   x 1\n  ok   y 2\n\n  PASSED: 2 of 2\n";
     let shown = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    assert!(shows(&shown(&["  ok   x 1", "  ok   y 2", "", "  PASSED: 2 of 2"]), printed));
+    assert!(shows(
+        &shown(&["  ok   x 1", "  ok   y 2", "", "  PASSED: 2 of 2"]),
+        printed
+    ));
     assert!(shows(&shown(&["  ...", "  PASSED: 2 of 2"]), printed));
     assert!(shows(&shown(&["  ok   x 1", "..."]), printed));
     // A line left out without `...`, a changed figure, another order.
-    assert!(!shows(&shown(&["  ok   x 1", "", "  PASSED: 2 of 2"]), printed));
+    assert!(!shows(
+        &shown(&["  ok   x 1", "", "  PASSED: 2 of 2"]),
+        printed
+    ));
     assert!(!shows(&shown(&["  ok   x 2", "..."]), printed));
-    assert!(!shows(&shown(&["...", "  PASSED: 2 of 2", "  ok   x 1"]), printed));
+    assert!(!shows(
+        &shown(&["...", "  PASSED: 2 of 2", "  ok   x 1"]),
+        printed
+    ));
 }
 
 #[test]
@@ -206,7 +228,13 @@ fn the_readme_journal_line_is_the_first_transition_of_the_virtual_quickstart() {
         .expect("the README shows a journal line");
     let dir = tempfile::tempdir().unwrap();
     let status = Command::new(env!("CARGO_BIN_EXE_firedrill"))
-        .args(["run", "experiments/quickstart.yaml", "--clock", "virtual", "--quiet"])
+        .args([
+            "run",
+            "experiments/quickstart.yaml",
+            "--clock",
+            "virtual",
+            "--quiet",
+        ])
         .arg("--report-dir")
         .arg(dir.path())
         .current_dir(root)

@@ -221,10 +221,10 @@ impl Held {
 }
 
 /// The service, marking each request held from its call until its answer
-/// is ready (or it is dropped).
+/// is ready (or it is dropped); without a watch, the service itself.
 pub(crate) struct Holding<S> {
     pub(crate) inner: S,
-    pub(crate) held: Arc<Held>,
+    pub(crate) held: Option<Arc<Held>>,
 }
 
 impl<S, B> hyper::service::Service<http::Request<B>> for Holding<S>
@@ -236,7 +236,9 @@ where
     type Future = HeldFuture<S::Future>;
 
     fn call(&self, req: http::Request<B>) -> Self::Future {
-        self.held.begin(req.version());
+        if let Some(held) = &self.held {
+            held.begin(req.version());
+        }
         HeldFuture {
             inner: self.inner.call(req),
             _end: EndHold(self.held.clone()),
@@ -245,11 +247,13 @@ where
 }
 
 /// Ends the hold when dropped (hyper drops the future once it answered).
-struct EndHold(Arc<Held>);
+struct EndHold(Option<Arc<Held>>);
 
 impl Drop for EndHold {
     fn drop(&mut self) {
-        self.0.end();
+        if let Some(held) = &self.0 {
+            held.end();
+        }
     }
 }
 
@@ -271,10 +275,18 @@ impl<F: Future> Future for HeldFuture<F> {
 }
 
 /// The client stream as the codec sees it, noting whether everything
-/// written has been flushed.
+/// written has been flushed (where a watch asks).
 pub(crate) struct Flushed<I> {
     pub(crate) inner: I,
-    pub(crate) held: Arc<Held>,
+    pub(crate) held: Option<Arc<Held>>,
+}
+
+impl<I> Flushed<I> {
+    fn note(&self, flushed: bool) {
+        if let Some(held) = &self.held {
+            held.flushed.store(flushed, Ordering::SeqCst);
+        }
+    }
 }
 
 impl<I: AsyncRead + Unpin> AsyncRead for Flushed<I> {
@@ -293,7 +305,7 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Flushed<I> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        self.held.flushed.store(false, Ordering::SeqCst);
+        self.note(false);
         Pin::new(&mut self.inner).poll_write(cx, buf)
     }
 
@@ -302,7 +314,7 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Flushed<I> {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        self.held.flushed.store(false, Ordering::SeqCst);
+        self.note(false);
         Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
     }
 
@@ -313,7 +325,7 @@ impl<I: AsyncWrite + Unpin> AsyncWrite for Flushed<I> {
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         let flushed = Pin::new(&mut self.inner).poll_flush(cx);
         if let Poll::Ready(Ok(())) = flushed {
-            self.held.flushed.store(true, Ordering::SeqCst);
+            self.note(true);
         }
         flushed
     }

@@ -172,8 +172,10 @@ pub struct Fin {
 /// client closes it or `shutdown` fires (then gracefully: the request in
 /// flight finishes, keep-alive ends). Every HTTP server of firedrill (the
 /// proxy's HTTP mode, the fixture target, the defense line, /metrics)
-/// serves its connections through this.
-pub async fn serve_http<I, S, E>(io: I, service: S, fin: Fin, shutdown: ShutdownSignal)
+/// serves its connections through this. With a [`Fin`] that probes, a
+/// client that hangs up while its request is held ends the connection at
+/// once (the request is dropped).
+pub async fn serve_http<I, S, E>(io: I, service: S, fin: Fin, mut shutdown: ShutdownSignal)
 where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: hyper::service::Service<
@@ -185,55 +187,26 @@ where
     S::Future: Send + 'static,
     E: std::error::Error + Send + Sync + 'static,
 {
-    match fin.probe {
-        Some(probe) => {
-            let held = Held::new();
-            let io = Flushed {
-                inner: io,
-                held: held.clone(),
-            };
-            let service = Holding {
-                inner: service,
-                held: held.clone(),
-            };
-            let hung_up = async {
-                probe.hung_up(&held).await;
+    // Without a probe the wrappers pass everything through.
+    let held = fin.probe.as_ref().map(|_| Held::new());
+    let io = Flushed {
+        inner: io,
+        held: held.clone(),
+    };
+    let service = Holding {
+        inner: service,
+        held: held.clone(),
+    };
+    let hung_up = async {
+        match (&fin.probe, &held) {
+            (Some(probe), Some(held)) => {
+                probe.hung_up(held).await;
                 tracing::debug!("the client hung up with a request held: released");
-            };
-            drive(io, service, fin.half_close, hung_up, shutdown).await;
+            }
+            _ => std::future::pending().await,
         }
-        None => {
-            drive(
-                io,
-                service,
-                fin.half_close,
-                std::future::pending(),
-                shutdown,
-            )
-            .await
-        }
-    }
-}
-
-/// Drives one connection until it ends, `shutdown` fires (gracefully) or
-/// `hung_up` resolves (at once: the request in flight is dropped).
-async fn drive<I, S, E>(
-    io: I,
-    service: S,
-    half_close: bool,
-    hung_up: impl Future<Output = ()>,
-    mut shutdown: ShutdownSignal,
-) where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    S: hyper::service::Service<
-            http::Request<hyper::body::Incoming>,
-            Response = http::Response<BoxBody>,
-            Error = E,
-        > + Send
-        + 'static,
-    S::Future: Send + 'static,
-    E: std::error::Error + Send + Sync + 'static,
-{
+    };
+    let half_close = fin.half_close;
     let served = hyper::server::conn::http1::Builder::new()
         .timer(hyper_util::rt::TokioTimer::new())
         .keep_alive(true)
