@@ -41,7 +41,6 @@
 #   FIREDRILL          the binary; default: `cargo build --release --locked`
 #                      into $CARGO_TARGET_DIR (or ./target)
 #   BUILD [1]          0: never run cargo
-#   SKIP_INSTALL [0]   1: never run apt-get (util-linux for taskset)
 #   OUT                result directory [bench/out/soak-<UTC timestamp>]
 #   APPEND [0]         1: append the result section to BENCHMARKS.md
 set -euo pipefail
@@ -56,7 +55,6 @@ CPU=${CPU:-1}
 NICE=${NICE:-0}
 PORT_BASE=${PORT_BASE:-19460}
 BUILD=${BUILD:-1}
-SKIP_INSTALL=${SKIP_INSTALL:-0}
 APPEND=${APPEND:-0}
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -70,8 +68,9 @@ die() { log "error: $*"; exit 1; }
 # ---------------------------------------------------------------- tools
 # shellcheck source=bench/lib.sh
 source "$REPO/bench/lib.sh"
-need_tools taskset
-for t in awk python3; do command -v "$t" >/dev/null || die "need $t"; done
+# taskset is util-linux's, python3 computes the slopes: both are on any
+# machine that builds firedrill's tests; nothing to install.
+for t in taskset awk python3; do command -v "$t" >/dev/null || die "need $t"; done
 ((DURATION > WARMUP + 2 * INTERVAL)) || die "DURATION must exceed WARMUP by a few samples"
 firedrill_binary release
 "$FIREDRILL" run --help >/dev/null 2>&1 || die "'$FIREDRILL run' is not available"
