@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Memory over a long real-clock drill: the resident set (VmRSS) of
 # `firedrill run --clock real` sampled every $INTERVAL seconds, and its
-# slope in KB/min (least-squares fit over the samples after $WARMUP).
+# slope in KB/min over the samples after $WARMUP: a least-squares fit, and
+# the Theil-Sen estimate (the median of the slopes between every two
+# samples), beside the largest step between two samples and the load
+# average seen (a stall of the machine sends a burst of concurrent
+# requests, whose connections raise the resident set in one step).
 #
 # Usage: bash bench/soak.sh          (DURATION, 10 minutes by default, per
 #                                     variant; both at once with PARALLEL=1)
@@ -37,7 +41,6 @@
 #   FIREDRILL          the binary; default: `cargo build --release --locked`
 #                      into $CARGO_TARGET_DIR (or ./target)
 #   BUILD [1]          0: never run cargo
-#   SKIP_INSTALL [0]   1: never run apt-get (util-linux for taskset)
 #   OUT                result directory [bench/out/soak-<UTC timestamp>]
 #   APPEND [0]         1: append the result section to BENCHMARKS.md
 set -euo pipefail
@@ -52,7 +55,6 @@ CPU=${CPU:-1}
 NICE=${NICE:-0}
 PORT_BASE=${PORT_BASE:-19460}
 BUILD=${BUILD:-1}
-SKIP_INSTALL=${SKIP_INSTALL:-0}
 APPEND=${APPEND:-0}
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -66,8 +68,9 @@ die() { log "error: $*"; exit 1; }
 # ---------------------------------------------------------------- tools
 # shellcheck source=bench/lib.sh
 source "$REPO/bench/lib.sh"
-need_tools taskset
-for t in awk python3; do command -v "$t" >/dev/null || die "need $t"; done
+# taskset is util-linux's, python3 computes the slopes: both are on any
+# machine that builds firedrill's tests; nothing to install.
+for t in taskset awk python3; do command -v "$t" >/dev/null || die "need $t"; done
 ((DURATION > WARMUP + 2 * INTERVAL)) || die "DURATION must exceed WARMUP by a few samples"
 firedrill_binary release
 "$FIREDRILL" run --help >/dev/null 2>&1 || die "'$FIREDRILL run' is not available"
@@ -151,12 +154,14 @@ cpu_of() {
     if ((PARALLEL)); then echo "${cpus[$(($1 % ${#cpus[@]}))]}"; else echo "$CPU"; fi
 }
 
-# sample PID FILE: "seconds rss_kb" every $INTERVAL while PID lives.
+# sample PID FILE: "seconds rss_kb load_average_1min" every $INTERVAL while
+# PID lives.
 sample() {
     local pid=$1 file=$2 t0 rss
     t0=$(date +%s.%N)
     while rss=$(awk '/^VmRSS:/{print $2}' "/proc/$pid/status" 2>/dev/null) && [[ -n $rss ]]; do
-        printf '%s %s\n' "$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN{printf "%.1f", a-b}')" "$rss" >>"$file"
+        printf '%s %s %s\n' "$(awk -v a="$(date +%s.%N)" -v b="$t0" 'BEGIN{printf "%.1f", a-b}')" "$rss" \
+            "$(cut -d' ' -f1 /proc/loadavg)" >>"$file"
         sleep "$INTERVAL"
     done
 }
@@ -189,24 +194,32 @@ finish() {
 import json, sys
 name, rc, rss_file, report_file, warmup = sys.argv[1:]
 samples = [tuple(map(float, l.split())) for l in open(rss_file) if l.strip()]
-fit = [(t / 60, kb) for t, kb in samples if t >= float(warmup)]
+fit = [(s[0] / 60, s[1]) for s in samples if s[0] >= float(warmup)]
 n = len(fit)
 mt = sum(t for t, _ in fit) / n
 mk = sum(k for _, k in fit) / n
 slope = sum((t - mt) * (k - mk) for t, k in fit) / sum((t - mt) ** 2 for t, _ in fit)
+# Theil-Sen: the median of the slopes between every two samples, which a
+# few steps (a burst of connections while the machine stalled) barely move.
+pairs = sorted((k2 - k1) / (t2 - t1) for i, (t1, k1) in enumerate(fit) for t2, k2 in fit[i + 1:])
+median = pairs[len(pairs) // 2] if len(pairs) % 2 else (pairs[len(pairs) // 2 - 1] + pairs[len(pairs) // 2]) / 2
+step = max(k2 - k1 for (_, k1), (_, k2) in zip(fit, fit[1:]))
+loads = [s[2] for s in samples if len(s) > 2]
+load = f"{min(loads):.1f}-{max(loads):.1f}" if loads else "?"
 report = json.load(open(report_file))
 requests = sum(r["requests"] for r in report["routes"])
 opens = sum(1 for b in report["breakers"] for t in b["transitions"] if t["to"] == "open")
 failed = [v["expectation"] for v in report["verdicts"] if not v["passed"]]
 print("\t".join(map(str, [
     name, requests, opens, f"{fit[0][1] / 1024:.1f}", f"{fit[-1][1] / 1024:.1f}",
-    f"{max(k for _, k in samples) / 1024:.1f}", f"{slope:.1f}", n,
+    f"{max(s[1] for s in samples) / 1024:.1f}", f"{slope:.1f}", f"{median:.1f}",
+    f"{step / 1024:.1f}", n, load,
     "all held" if rc == "0" else "failed: " + "; ".join(failed),
 ])))
 EOF
     awk -F'\t' -v m="$MIN_OPENS" '$3 < m {exit 1}' "$OUT/$name.result" ||
         die "$name: the breaker opened fewer than $MIN_OPENS times"
-    log "$name: $(cut -f7 "$OUT/$name.result") KB/min"
+    log "$name: $(cut -f7 "$OUT/$name.result") KB/min (least squares), $(cut -f8 "$OUT/$name.result") KB/min (Theil-Sen)"
 }
 
 i=0
@@ -232,12 +245,12 @@ commit=$("$FIREDRILL" --version | sed -n 's/.*(\([0-9a-f]\{7\}\)[0-9a-f]* .*/\1/
 machine="$(nproc) cores, $(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo), Linux $(uname -r)"
 {
     printf '### %s, commit %s\n\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$commit"
-    printf '`bash bench/soak.sh` (DURATION=%s RATE=%s INTERVAL=%s WARMUP=%s PARALLEL=%s CPU=%s NICE=%s), release build, %s. VmRSS of `firedrill run --clock real --quiet --report-dir D` sampled every %s s; the slope is a least-squares fit over the samples from %s s on.\n\n' \
+    printf '`bash bench/soak.sh` (DURATION=%s RATE=%s INTERVAL=%s WARMUP=%s PARALLEL=%s CPU=%s NICE=%s), release build, %s. VmRSS of `firedrill run --clock real --quiet --report-dir D` sampled every %s s; the slopes are over the samples from %s s on: a least-squares fit, and the Theil-Sen estimate (median of the slopes between every two samples), which the steps of a few bursts move little.\n\n' \
         "$DURATION" "$RATE" "$INTERVAL" "$WARMUP" "$PARALLEL" "$CPU" "$NICE" "$machine" "$INTERVAL" "$WARMUP"
-    printf '| variant | requests | opens | RSS at %s s MB | RSS at end MB | max RSS MB | slope KB/min | samples fitted | verdicts |\n' "$WARMUP"
-    printf '|---|---:|---:|---:|---:|---:|---:|---:|---|\n'
+    printf '| variant | requests | opens | RSS at %s s MB | RSS at end MB | max RSS MB | slope KB/min (least squares) | slope KB/min (Theil-Sen) | largest step between samples MB | samples fitted | load average 1 min | verdicts |\n' "$WARMUP"
+    printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n'
     for v in $VARIANTS; do
-        awk -F'\t' '{printf "| %s | %d | %d | %s | %s | %s | %s | %d | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9}' "$OUT/$v.result"
+        awk -F'\t' '{printf "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12}' "$OUT/$v.result"
     done
 } | tee "$OUT/results.md"
 if ((APPEND)); then
