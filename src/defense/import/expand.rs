@@ -1,0 +1,2 @@
+//! `import:` in an experiment or a defense file.
+pub fn placeholder() {}
