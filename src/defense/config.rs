@@ -162,6 +162,27 @@ struct RawDefense {
     /// dependency, health-checked; a route with `pool:` calls one.
     #[serde(default)]
     pools: IndexMap<String, PoolConfig>,
+    /// Settings a team already runs, imported (docs/import.md): each route
+    /// takes the instance of its name (or of its `instance:`), its own
+    /// keys laid over the imported ones; imported pools join `pools`.
+    /// Written out when the file is read, so never seen here.
+    #[serde(default)]
+    import: Option<RawImport>,
+}
+
+/// `import:` — a file per format, paths relative to the file that names
+/// them.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("minProperties" = 1))]
+// Its fields are the schema's description: `defense::import::expand`
+// reads the mapping itself before this type sees the file.
+#[allow(dead_code)]
+struct RawImport {
+    /// resilience4j's Spring Boot configuration (`application.yml` or
+    /// `.properties`).
+    #[serde(default)]
+    resilience4j: Option<String>,
 }
 
 /// The protections of one route.
@@ -193,12 +214,19 @@ struct RawRoute {
     /// upstream.
     #[serde(default)]
     pool: Option<String>,
+    /// The imported instance this route takes (default: the one of the
+    /// route's name), with `import:`.
+    #[serde(default)]
+    instance: Option<String>,
 }
 
 impl TryFrom<RawDefense> for DefenseConfig {
     type Error = String;
 
     fn try_from(raw: RawDefense) -> Result<Self, String> {
+        if raw.import.is_some() {
+            return Err("import: is read in an experiment's defense (and its dependencies') or at the top of a defense file".to_string());
+        }
         if raw.max_concurrent == Some(0) {
             return Err("max_concurrent: must be at least 1".to_string());
         }
@@ -216,6 +244,11 @@ impl TryFrom<RawDefense> for DefenseConfig {
                 route.timeout.map(Dur::get),
                 outer,
             )?;
+            if route.instance.is_some() {
+                return Err(format!(
+                    "{key}.instance: names an imported instance, but nothing is imported here: add import: {{ FORMAT: FILE }} beside routes"
+                ));
+            }
             if let Some(b) = route.bulkhead
                 && b.max_concurrent == 0
             {

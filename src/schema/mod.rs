@@ -245,7 +245,7 @@ pub fn refuse_special_file(path: &Path, shown: &str) -> Result<(), LoadError> {
 
 impl SchemaError {
     /// A problem with the file as a whole, reported at its start.
-    pub(super) fn whole_file(file: &str, message: String) -> Self {
+    pub fn whole_file(file: &str, message: String) -> Self {
         SchemaError {
             file: file.to_string(),
             line: 1,
