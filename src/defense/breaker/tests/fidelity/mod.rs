@@ -17,6 +17,7 @@
 //! `base() + t`.
 
 mod examples;
+mod import;
 mod resilience4j;
 mod sentinel;
 
