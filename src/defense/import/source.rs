@@ -244,7 +244,7 @@ mod tests {
                     "resilience4j.circuitbreaker.instances.b.c".to_string(),
                     String::new(),
                     6,
-                    12
+                    14
                 ),
             ]
         );

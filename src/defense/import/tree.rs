@@ -82,6 +82,9 @@ fn render_entry(key: &str, node: &Node, indent: usize, out: &mut String) {
             let _ = writeln!(out, "{pad}{}:", key_text(key));
             node.render(indent + 2, out);
         }
+        Node::List(items) if items.is_empty() => {
+            let _ = writeln!(out, "{pad}{}: []", key_text(key));
+        }
         Node::List(items) => {
             let _ = writeln!(out, "{pad}{}:", key_text(key));
             for item in items {

@@ -28,35 +28,25 @@ enum Kind {
 /// The kinds a class covers (itself and its subclasses); `None` for a
 /// class the import does not know.
 fn covers(class: &str) -> Option<Vec<Kind>> {
-    use Kind::{Client, Connect, Server, Timeout};
-    let (outer, nested) = match class.split_once('$') {
-        Some((o, n)) => (o, Some(n)),
-        None => (class, None),
-    };
-    let simple = outer.rsplit('.').next().unwrap_or(outer);
-    if let Some(nested) = nested {
-        let code = status_of(nested)?;
-        let family = matches!(
-            simple,
-            "HttpClientErrorException"
-                | "HttpServerErrorException"
-                | "WebClientResponseException"
-                | "FeignException"
-        );
-        return (family
-            && (if code < 500 {
-                simple != "HttpServerErrorException"
-            } else {
-                simple != "HttpClientErrorException"
-            }))
-        .then(|| {
-            vec![if code < 500 {
-                Client(Some(code))
-            } else {
-                Server(Some(code))
-            }]
-        });
+    use Kind::{Client, Server};
+    if let Some(known) = listed_class(class) {
+        return Some(known);
     }
+    let (outer, nested) = class.split_once('$')?;
+    let simple = outer.rsplit('.').next().unwrap_or(outer);
+    let code = status_of(nested)?;
+    let fits = match simple {
+        "HttpClientErrorException" => code < 500,
+        "HttpServerErrorException" => code >= 500,
+        "WebClientResponseException" | "FeignException" => true,
+        _ => false,
+    };
+    fits.then(|| vec![if code < 500 { Client(Some(code)) } else { Server(Some(code)) }])
+}
+
+/// The classes known by their whole name.
+fn listed_class(class: &str) -> Option<Vec<Kind>> {
+    use Kind::{Client, Connect, Server, Timeout};
     let all_answers = vec![Client(None), Server(None)];
     Some(match class {
         "java.lang.Throwable" | "java.lang.Exception" => {
@@ -232,13 +222,9 @@ pub(super) fn classify(r: &mut Reader, b: &mut Node) {
             v if v == family => {}
             Verdict::Failure => failures.push(Node::leaf(code.to_string(), why(source))),
             Verdict::Ignored => ignored.push(Node::leaf(code.to_string(), why(source))),
-            Verdict::Success => {
-                let message = format!(
-                    "with these lists resilience4j counts a {code} answer as a success while the other {}xx are not: not modelled (firedrill makes a status a success only by leaving its whole class out of failure_statuses)",
-                    code / 100
-                );
-                refuse_at(r, &ignore, &record, kind, verdict, message);
-            }
+            // A single status is a success only where its whole class is
+            // (a list that leaves it out leaves its class out too).
+            Verdict::Success => {}
         }
     }
     let count_4xx_from = match client {

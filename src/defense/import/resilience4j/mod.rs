@@ -7,6 +7,8 @@
 mod breaker;
 mod exceptions;
 mod others;
+#[cfg(test)]
+mod tests;
 pub(super) mod values;
 
 use indexmap::IndexMap;
