@@ -16,12 +16,15 @@ pub enum ImportFormat {
     /// resilience4j's Spring Boot configuration: `application.yml` or
     /// `application.properties`.
     Resilience4j,
+    /// Sentinel rules JSON: degrade rules and flow rules.
+    Sentinel,
 }
 
 impl From<ImportFormat> for Format {
     fn from(format: ImportFormat) -> Self {
         match format {
             ImportFormat::Resilience4j => Format::Resilience4j,
+            ImportFormat::Sentinel => Format::Sentinel,
         }
     }
 }

@@ -183,6 +183,9 @@ struct RawImport {
     /// `.properties`).
     #[serde(default)]
     resilience4j: Option<String>,
+    /// Sentinel rules JSON (degrade and flow rules).
+    #[serde(default)]
+    sentinel: Option<String>,
 }
 
 /// The protections of one route.

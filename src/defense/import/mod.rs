@@ -20,6 +20,7 @@
 pub mod expand;
 mod properties;
 mod resilience4j;
+mod sentinel;
 pub mod source;
 pub mod tree;
 
@@ -35,16 +36,19 @@ pub enum Format {
     /// resilience4j's Spring Boot configuration (`application.yml` or
     /// `application.properties`).
     Resilience4j,
+    /// Sentinel degrade and flow rules (JSON).
+    Sentinel,
 }
 
 impl Format {
     /// Every format, in the order the docs list them.
-    pub const ALL: [Format; 1] = [Format::Resilience4j];
+    pub const ALL: [Format; 2] = [Format::Resilience4j, Format::Sentinel];
 
     /// Its name on the command line and under `import:`.
     pub fn key(self) -> &'static str {
         match self {
             Format::Resilience4j => "resilience4j",
+            Format::Sentinel => "sentinel",
         }
     }
 
@@ -52,6 +56,7 @@ impl Format {
     fn library(self) -> &'static str {
         match self {
             Format::Resilience4j => "resilience4j (Spring Boot)",
+            Format::Sentinel => "Sentinel rules",
         }
     }
 
@@ -194,5 +199,6 @@ fn read(format: Format, file: &str, text: &str) -> Result<Imported, Vec<SchemaEr
             .map_err(|e| vec![e])?;
             resilience4j::import(&source)
         }
+        Format::Sentinel => sentinel::import(&Source::json(file, text).map_err(|e| vec![e])?),
     }
 }

@@ -18,6 +18,7 @@
 
 mod examples;
 mod import;
+mod import_sentinel;
 mod resilience4j;
 mod sentinel;
 
