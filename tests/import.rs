@@ -66,13 +66,21 @@ fn each_fixture_imports_to_its_committed_mapping() {
             std::fs::write(&expected_file, &printed).unwrap();
             continue;
         }
-        let expected = std::fs::read_to_string(&expected_file)
-            .unwrap_or_else(|e| panic!("{}: {e} (FIREDRILL_BLESS=1 writes it)", expected_file.display()));
+        let expected = std::fs::read_to_string(&expected_file).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (FIREDRILL_BLESS=1 writes it)",
+                expected_file.display()
+            )
+        });
         if printed != expected {
             differ.push(format!("{}:\n{printed}", expected_file.display()));
         }
     }
-    assert!(differ.is_empty(), "the import differs from the committed mapping:\n{}", differ.join("\n"));
+    assert!(
+        differ.is_empty(),
+        "the import differs from the committed mapping:\n{}",
+        differ.join("\n")
+    );
 }
 
 #[test]
@@ -104,7 +112,11 @@ fn a_refused_key_exits_2_with_the_file_line_column_and_source_key() {
         "resilience4j:\n  circuitbreaker:\n    instances:\n      stock:\n        enableRandomizedWait: true\n        waitDurationInOpenState: 5s\n",
     )
     .unwrap();
-    let out = firedrill().args(["import", "resilience4j"]).arg(&file).output().unwrap();
+    let out = firedrill()
+        .args(["import", "resilience4j"])
+        .arg(&file)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let expected = format!(
@@ -112,7 +124,10 @@ fn a_refused_key_exits_2_with_the_file_line_column_and_source_key() {
         file.display()
     );
     assert!(stderr.starts_with(&expected), "{stderr}");
-    assert!(out.stdout.is_empty(), "nothing is printed for a refused file");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing is printed for a refused file"
+    );
 }
 
 #[test]
@@ -184,13 +199,34 @@ fn a_route_takes_the_instance_of_its_name_or_of_instance_and_its_own_keys_win() 
     let dir = tempfile::tempdir().unwrap();
     let by_name = experiment(dir.path(), "    stock: { match: /stock/* }");
     let first = run_json(&by_name, &[])["breakers"].clone();
-    let by_key = experiment(dir.path(), "    stock: { match: /stock/*, instance: stock }");
-    assert_eq!(run_json(&by_key, &[])["breakers"], first, "instance: stock is the route's own name");
-    let other = experiment(dir.path(), "    stock: { match: /stock/*, instance: payments }");
-    assert_ne!(run_json(&other, &[])["breakers"], first, "another instance is another breaker");
-    let set = run_json(&by_name, &["--set", "defense.routes.stock.breaker.minimum_calls=1000"]);
+    let by_key = experiment(
+        dir.path(),
+        "    stock: { match: /stock/*, instance: stock }",
+    );
+    assert_eq!(
+        run_json(&by_key, &[])["breakers"],
+        first,
+        "instance: stock is the route's own name"
+    );
+    let other = experiment(
+        dir.path(),
+        "    stock: { match: /stock/*, instance: payments }",
+    );
+    assert_ne!(
+        run_json(&other, &[])["breakers"],
+        first,
+        "another instance is another breaker"
+    );
+    let set = run_json(
+        &by_name,
+        &["--set", "defense.routes.stock.breaker.minimum_calls=1000"],
+    );
     let verdict = &set["verdicts"][0];
-    assert_eq!(verdict["passed"], serde_json::Value::Bool(false), "{verdict}");
+    assert_eq!(
+        verdict["passed"],
+        serde_json::Value::Bool(false),
+        "{verdict}"
+    );
 }
 
 #[test]
@@ -199,26 +235,51 @@ fn a_sweep_varies_an_imported_value() {
     let out = firedrill()
         .arg("sweep")
         .arg(&file)
-        .args(["--vary", "defense.routes.stock.breaker.permitted_calls_in_half_open=1,5", "--format", "csv"])
+        .args([
+            "--vary",
+            "defense.routes.stock.breaker.permitted_calls_in_half_open=1,5",
+            "--format",
+            "csv",
+        ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let table = String::from_utf8(out.stdout).unwrap();
-    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("1,") || l.starts_with("5,")).collect();
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("1,") || l.starts_with("5,"))
+        .collect();
     assert_eq!(rows.len(), 2, "{table}");
-    assert!(rows[0].contains("pass"), "the imported 1 flaps as in the incident: {table}");
-    assert!(rows[1].contains("FAIL") || rows[1].contains("fail"), "5 closes: {table}");
+    assert!(
+        rows[0].contains("pass"),
+        "the imported 1 flaps as in the incident: {table}"
+    );
+    assert!(
+        rows[1].contains("FAIL") || rows[1].contains("fail"),
+        "5 closes: {table}"
+    );
 }
 
 #[test]
 fn an_error_in_a_route_of_an_importing_experiment_is_at_its_place_in_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    let file = experiment(dir.path(), "    stock:\n      match: /stock/*\n      breaker: { minimum_calls: 0 }");
+    let file = experiment(
+        dir.path(),
+        "    stock:\n      match: /stock/*\n      breaker: { minimum_calls: 0 }",
+    );
     let out = firedrill().arg("validate").arg(&file).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
     let expected = format!("error: {}:11:", file.display());
-    assert!(stderr.starts_with(&expected) && stderr.contains("minimum_calls"), "{stderr}");
+    assert!(
+        stderr.starts_with(&expected) && stderr.contains("minimum_calls"),
+        "{stderr}"
+    );
 }
 
 #[test]

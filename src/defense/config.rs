@@ -182,10 +182,22 @@ struct RawImport {
     /// resilience4j's Spring Boot configuration (`application.yml` or
     /// `.properties`).
     #[serde(default)]
-    resilience4j: Option<String>,
+    resilience4j: Option<ImportFiles>,
     /// Sentinel rules JSON (degrade and flow rules).
     #[serde(default)]
-    sentinel: Option<String>,
+    sentinel: Option<ImportFiles>,
+}
+
+/// One file, or several of one format (Sentinel's degrade and flow rules
+/// are often kept apart).
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum ImportFiles {
+    /// One file.
+    One(String),
+    /// Several, read in order.
+    Many(Vec<String>),
 }
 
 /// The protections of one route.

@@ -129,14 +129,25 @@ impl Context<'_> {
                     format!("unknown format `{name}`: {expected}"),
                 ));
             };
-            let Some(written) = path.as_str() else {
+            let written: Vec<&str> = match path {
+                Value::String(one) => vec![one.as_str()],
+                Value::Sequence(many) if !many.is_empty() => {
+                    many.iter().filter_map(Value::as_str).collect()
+                }
+                _ => Vec::new(),
+            };
+            if written.is_empty()
+                || matches!(path, Value::Sequence(many) if many.len() != written.len())
+            {
                 return Err(self.error(
                     &["import", name],
-                    format!("expected the path of a {name} file"),
+                    format!("expected the path of a {name} file, or a list of paths"),
                 ));
-            };
-            let imported = super::import_file(format, &base.join(written), &[])?;
-            sources.push(Source { format, imported });
+            }
+            for one in written {
+                let imported = super::import_file(format, &base.join(one), &[])?;
+                sources.push(Source { format, imported });
+            }
         }
         Ok(sources)
     }

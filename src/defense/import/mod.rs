@@ -21,6 +21,8 @@ pub mod expand;
 mod properties;
 mod resilience4j;
 mod sentinel;
+#[cfg(test)]
+mod sentinel_tests;
 pub mod source;
 pub mod tree;
 

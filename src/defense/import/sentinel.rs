@@ -11,9 +11,9 @@ use super::Imported;
 use super::resilience4j::values::{canonical, integer, number};
 use super::source::{Entry, Source};
 use super::tree::Node;
+use crate::clock::Duration;
 use crate::schema::SchemaError;
 use crate::schema::units::Dur;
-use crate::clock::Duration;
 
 /// The fields of one rule, by canonical name.
 struct Rule<'a> {
@@ -87,7 +87,11 @@ pub(super) fn import(source: &Source) -> Result<Imported, Vec<SchemaError>> {
             }
         };
         let route = &mut routes[index].1;
-        let mut r = Reader { source, rule, problems: Vec::new() };
+        let mut r = Reader {
+            source,
+            rule,
+            problems: Vec::new(),
+        };
         if degrade {
             if has_key(route, "breaker") {
                 r.refuse(rule.first, format!("a second degrade rule for resource `{resource}`: firedrill runs one breaker per route (Sentinel runs one circuit breaker per rule); keep one rule per resource"));
@@ -127,6 +131,9 @@ fn has_key(route: &Node, key: &str) -> bool {
 fn group<'a>(source: &'a Source, problems: &mut Vec<SchemaError>) -> Vec<Rule<'a>> {
     let mut rules: Vec<Rule<'a>> = Vec::new();
     for entry in &source.entries {
+        if entry.path.is_empty() && entry.value.is_empty() {
+            continue; // `[]`: no rule.
+        }
         let index = entry
             .path
             .first()
@@ -151,7 +158,11 @@ fn group<'a>(source: &'a Source, problems: &mut Vec<SchemaError>) -> Vec<Rule<'a
             _ => {
                 let mut fields = IndexMap::new();
                 fields.insert(field, entry);
-                rules.push(Rule { index, first: entry, fields });
+                rules.push(Rule {
+                    index,
+                    first: entry,
+                    fields,
+                });
             }
         }
     }
@@ -160,7 +171,13 @@ fn group<'a>(source: &'a Source, problems: &mut Vec<SchemaError>) -> Vec<Rule<'a
 
 fn resource(source: &Source, rule: &Rule, problems: &mut Vec<SchemaError>) -> Option<String> {
     let Some(e) = rule.get("resource").filter(|e| !e.value.trim().is_empty()) else {
-        problems.push(source.error(rule.first, format!("rule [{}] has no resource: Sentinel drops it (isValidRule)", rule.index)));
+        problems.push(source.error(
+            rule.first,
+            format!(
+                "rule [{}] has no resource: Sentinel drops it (isValidRule)",
+                rule.index
+            ),
+        ));
         return None;
     };
     if let Some(regex) = rule.get("regex") {
@@ -184,7 +201,11 @@ impl<'a> Reader<'_, 'a> {
         self.problems.push(self.source.error(e, message));
     }
 
-    fn value<T>(&mut self, field: &str, parse: impl Fn(&str) -> Result<T, String>) -> Option<(T, &'a Entry)> {
+    fn value<T>(
+        &mut self,
+        field: &str,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> Option<(T, &'a Entry)> {
         let e = self.rule.get(field)?;
         match parse(&e.value) {
             Ok(v) => Some((v, e)),
@@ -200,7 +221,10 @@ impl<'a> Reader<'_, 'a> {
         let e = self.rule.get("limitapp")?;
         let all = e.value.trim().is_empty() || e.value == "default";
         if !applies {
-            return Some(Node::Note(format!("ignored: {}: a degrade rule applies to every caller whatever its limitApp", from(e))));
+            return Some(Node::Note(format!(
+                "ignored: {}: a degrade rule applies to every caller whatever its limitApp",
+                from(e)
+            )));
         }
         if !all {
             self.refuse(e, format!("limitApp `{}` limits only the calls of one origin: not modelled (a firedrill route sees every caller); use \"default\"", e.value));
@@ -228,10 +252,20 @@ fn percent_of(text: &str) -> Result<String, String> {
     }
     let frac = format!("{frac:0<2}");
     let (moved, rest) = frac.split_at(2);
-    let whole = format!("{whole}{moved}").trim_start_matches('0').to_string();
-    let whole = if whole.is_empty() { "0".to_string() } else { whole };
+    let whole = format!("{whole}{moved}")
+        .trim_start_matches('0')
+        .to_string();
+    let whole = if whole.is_empty() {
+        "0".to_string()
+    } else {
+        whole
+    };
     let rest = rest.trim_end_matches('0');
-    Ok(if rest.is_empty() { format!("{whole}%") } else { format!("{whole}.{rest}%") })
+    Ok(if rest.is_empty() {
+        format!("{whole}%")
+    } else {
+        format!("{whole}.{rest}%")
+    })
 }
 
 /// A degrade rule → a `ratio` breaker.
@@ -245,7 +279,13 @@ fn degrade_rule(r: &mut Reader) -> Option<Node> {
     };
     let count = r.value("count", |t| {
         let c = number(t)?;
-        if c < 0.0 { Err(format!("count {t} is negative: Sentinel drops the rule (isValidRule)")) } else { Ok(c) }
+        if c < 0.0 {
+            Err(format!(
+                "count {t} is negative: Sentinel drops the rule (isValidRule)"
+            ))
+        } else {
+            Ok(c)
+        }
     });
     match grade_value {
         0 => slow_ratio(r, &mut b, grade_from, count),
@@ -257,7 +297,10 @@ fn degrade_rule(r: &mut Reader) -> Option<Node> {
                 None => b.set("threshold", Node::leaf("0%", format!("{}: the first error opens once minRequestAmount came", default_of("count", "0")))),
             }
             if let Some(e) = r.rule.get("slowratiothreshold") {
-                b.note(format!("ignored: {}: only a slow-ratio rule (grade 0) reads it", from(e)));
+                b.note(format!(
+                    "ignored: {}: only a slow-ratio rule (grade 0) reads it",
+                    from(e)
+                ));
             }
         }
         2 => {
@@ -278,7 +321,10 @@ fn degrade_rule(r: &mut Reader) -> Option<Node> {
         }
     }
     if let Some(e) = r.rule.get("id") {
-        b.note(format!("ignored: {}: the rule's id in the dashboard", from(e)));
+        b.note(format!(
+            "ignored: {}: the rule's id in the dashboard",
+            from(e)
+        ));
     }
     Some(b)
 }
@@ -287,50 +333,127 @@ fn slow_ratio(r: &mut Reader, b: &mut Node, grade_from: String, count: Option<(f
     b.set("threshold_type", Node::leaf("slow_ratio", grade_from));
     // `maxAllowedRt = Math.round(rule.getCount())`.
     let (rt, rt_from) = match count {
-        Some((c, e)) => ((c + 0.5).floor() as u64, format!("{}: Math.round to whole ms; slower is strictly longer", from(e))),
-        None => (0, default_of("count", "0 (every request slower than 0 ms is slow)")),
+        Some((c, e)) => (
+            (c + 0.5).floor() as u64,
+            format!(
+                "{}: Math.round to whole ms; slower is strictly longer",
+                from(e)
+            ),
+        ),
+        None => (
+            0,
+            default_of("count", "0 (every request slower than 0 ms is slow)"),
+        ),
     };
-    b.set("max_rt", Node::leaf(Dur(Duration::from_millis(rt)).to_string(), rt_from));
+    b.set(
+        "max_rt",
+        Node::leaf(Dur(Duration::from_millis(rt)).to_string(), rt_from),
+    );
     let threshold = r.value("slowratiothreshold", |t| {
         let f = number(t)?;
-        if (0.0..=1.0).contains(&f) { percent_of(t) } else { Err(format!("slowRatioThreshold {t} is outside 0 to 1: Sentinel drops the rule (isValidRule)")) }
+        if (0.0..=1.0).contains(&f) {
+            percent_of(t)
+        } else {
+            Err(format!(
+                "slowRatioThreshold {t} is outside 0 to 1: Sentinel drops the rule (isValidRule)"
+            ))
+        }
     });
-    b.set("threshold", match threshold {
-        Some((p, e)) => Node::leaf(p, format!("{}: slow / total strictly above it open (at 100% also equal)", from(e))),
-        None => Node::leaf("100%", default_of("slowRatioThreshold", "1.0")),
-    });
+    b.set(
+        "threshold",
+        match threshold {
+            Some((p, e)) => Node::leaf(
+                p,
+                format!(
+                    "{}: slow / total strictly above it open (at 100% also equal)",
+                    from(e)
+                ),
+            ),
+            None => Node::leaf("100%", default_of("slowRatioThreshold", "1.0")),
+        },
+    );
 }
 
 fn window_and_wait(r: &mut Reader, b: &mut Node) {
     let interval = r.value("statintervalms", |t| match integer(t)? {
-        n if n <= 0 => Err(format!("statIntervalMs {n} is not above 0: Sentinel drops the rule (isValidRule)")),
-        n if n > 120 * 60 * 1000 => Err(format!("statIntervalMs {n} is longer than firedrill's 120 minutes: not modelled")),
+        n if n <= 0 => Err(format!(
+            "statIntervalMs {n} is not above 0: Sentinel drops the rule (isValidRule)"
+        )),
+        n if n > 120 * 60 * 1000 => Err(format!(
+            "statIntervalMs {n} is longer than firedrill's 120 minutes: not modelled"
+        )),
         n => Ok(n as u64),
     });
-    b.set("stat_window", match interval {
-        Some((ms, e)) => Node::leaf(Dur(Duration::from_millis(ms)).to_string(), from(e)),
-        None => Node::leaf("1s", default_of("statIntervalMs", "1000")),
-    });
-    b.set("stat_window_shape", Node::leaf("tumbling", "Sentinel's one-bucket LeapArray of statIntervalMs"));
+    b.set(
+        "stat_window",
+        match interval {
+            Some((ms, e)) => Node::leaf(Dur(Duration::from_millis(ms)).to_string(), from(e)),
+            None => Node::leaf("1s", default_of("statIntervalMs", "1000")),
+        },
+    );
+    b.set(
+        "stat_window_shape",
+        Node::leaf(
+            "tumbling",
+            "Sentinel's one-bucket LeapArray of statIntervalMs",
+        ),
+    );
     let minimum = r.value("minrequestamount", |t| match integer(t)? {
-        n if n <= 0 => Err(format!("minRequestAmount {n} is not above 0: Sentinel drops the rule (isValidRule)")),
+        n if n <= 0 => Err(format!(
+            "minRequestAmount {n} is not above 0: Sentinel drops the rule (isValidRule)"
+        )),
         n => Ok(n),
     });
-    b.set("minimum_requests", match minimum {
-        Some((n, e)) => Node::leaf(n.to_string(), from(e)),
-        None => Node::leaf("5", default_of("minRequestAmount", "5")),
-    });
+    b.set(
+        "minimum_requests",
+        match minimum {
+            Some((n, e)) => Node::leaf(n.to_string(), from(e)),
+            None => Node::leaf("5", default_of("minRequestAmount", "5")),
+        },
+    );
     let window = r.value("timewindow", |t| match integer(t)? {
-        n if n <= 0 => Err(format!("timeWindow {n} is not above 0: Sentinel drops the rule (isValidRule)")),
+        n if n <= 0 => Err(format!(
+            "timeWindow {n} is not above 0: Sentinel drops the rule (isValidRule)"
+        )),
         n => Ok(n as u64),
     });
     if let Some((s, e)) = window {
-        b.set("breaker_duration", Node::leaf(Dur(Duration::from_secs(s)).to_string(), format!("{}, seconds", from(e))));
+        b.set(
+            "breaker_duration",
+            Node::leaf(
+                Dur(Duration::from_secs(s)).to_string(),
+                format!("{}, seconds", from(e)),
+            ),
+        );
     }
-    b.set("recovery", Node::leaf("single_probe", "Sentinel lets one request through after timeWindow"));
-    b.set("stragglers", Node::leaf("count", "Sentinel adds every completed request to the current bucket"));
-    b.set("failure_statuses", Node::List(vec![Node::leaf("5xx", "an error: an exception the client traces")]));
-    b.set("count_4xx", Node::leaf("false", "a 4xx is a normal request in Sentinel (no traced exception)"));
+    b.set(
+        "recovery",
+        Node::leaf(
+            "single_probe",
+            "Sentinel lets one request through after timeWindow",
+        ),
+    );
+    b.set(
+        "stragglers",
+        Node::leaf(
+            "count",
+            "Sentinel adds every completed request to the current bucket",
+        ),
+    );
+    b.set(
+        "failure_statuses",
+        Node::List(vec![Node::leaf(
+            "5xx",
+            "an error: an exception the client traces",
+        )]),
+    );
+    b.set(
+        "count_4xx",
+        Node::leaf(
+            "false",
+            "a 4xx is a normal request in Sentinel (no traced exception)",
+        ),
+    );
     b.note("count_cancelled: false, firedrill's default: a probe whose caller gave up gives no result, where Sentinel's would still complete (docs/fidelity.md)");
 }
 
@@ -356,7 +479,9 @@ fn flow_rule(r: &mut Reader) -> Option<Node> {
     match grade_value {
         0 => {}
         1 => {
-            let at = grade_from.or_else(|| r.rule.get("count")).unwrap_or(r.rule.first);
+            let at = grade_from
+                .or_else(|| r.rule.get("count"))
+                .unwrap_or(r.rule.first);
             r.refuse(at, "a QPS flow rule (grade 1, Sentinel's default) passes a request while the passes of the last second, counted in two 500 ms buckets, stay within count: not modelled (firedrill's rate limit is a token bucket, which lets a different burst through); use firedrill's rate_limit on the route, or a thread-count rule (grade 0)");
             return None;
         }
@@ -378,21 +503,58 @@ fn flow_rule(r: &mut Reader) -> Option<Node> {
     });
     let mut node = Node::map();
     match count {
-        Some((n, e)) => node.set("max_concurrent", Node::leaf(n.to_string(), format!("{}: a call passes while threads + 1 <= count (whole threads)", from(e)))),
+        Some((n, e)) => node.set(
+            "max_concurrent",
+            Node::leaf(
+                n.to_string(),
+                format!(
+                    "{}: a call passes while threads + 1 <= count (whole threads)",
+                    from(e)
+                ),
+            ),
+        ),
         None => {
-            r.refuse(r.rule.first, "a thread-count rule without count (0) admits no call: not modelled");
+            r.refuse(
+                r.rule.first,
+                "a thread-count rule without count (0) admits no call: not modelled",
+            );
             return None;
         }
     }
-    node.set("max_wait", Node::leaf("0s", format!("{}: Sentinel rejects a thread over the count at once", grade_from.map_or_else(|| "grade 0".to_string(), from))));
-    for field in ["controlbehavior", "warmupperiodsec", "maxqueueingtimems", "refresource"] {
+    node.set(
+        "max_wait",
+        Node::leaf(
+            "0s",
+            format!(
+                "{}: Sentinel rejects a thread over the count at once",
+                grade_from.map_or_else(|| "grade 0".to_string(), from)
+            ),
+        ),
+    );
+    for field in [
+        "controlbehavior",
+        "warmupperiodsec",
+        "maxqueueingtimems",
+        "refresource",
+    ] {
         if let Some(e) = r.rule.get(field) {
-            node.note(format!("ignored: {}: a thread-count rule with strategy 0 reads only its count", from(e)));
+            node.note(format!(
+                "ignored: {}: a thread-count rule with strategy 0 reads only its count",
+                from(e)
+            ));
         }
     }
     for field in ["id", "limitapp"] {
         if let Some(e) = r.rule.get(field) {
-            node.note(format!("ignored: {}: {}", from(e), if field == "id" { "the rule's id in the dashboard" } else { "\"default\": every caller" }));
+            node.note(format!(
+                "ignored: {}: {}",
+                from(e),
+                if field == "id" {
+                    "the rule's id in the dashboard"
+                } else {
+                    "\"default\": every caller"
+                }
+            ));
         }
     }
     Some(node)

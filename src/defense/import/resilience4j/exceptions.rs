@@ -41,7 +41,13 @@ fn covers(class: &str) -> Option<Vec<Kind>> {
         "WebClientResponseException" | "FeignException" => true,
         _ => false,
     };
-    fits.then(|| vec![if code < 500 { Client(Some(code)) } else { Server(Some(code)) }])
+    fits.then(|| {
+        vec![if code < 500 {
+            Client(Some(code))
+        } else {
+            Server(Some(code))
+        }]
+    })
 }
 
 /// The classes known by their whole name.

@@ -40,12 +40,17 @@ const CB: &str = "resilience4j.circuitbreaker";
 
 #[test]
 fn an_instance_without_base_config_takes_configs_default_over_the_library_defaults() {
-    let text = format!("{CB}.configs.default.slidingWindowSize=20\n{CB}.instances.a.minimumNumberOfCalls=4\n");
+    let text = format!(
+        "{CB}.configs.default.slidingWindowSize=20\n{CB}.instances.a.minimumNumberOfCalls=4\n"
+    );
     assert_eq!(value(&text, "a", "breaker.sliding_window_size"), "20");
     assert_eq!(value(&text, "a", "breaker.minimum_calls"), "4");
     assert_eq!(value(&text, "a", "breaker.failure_rate_threshold"), "50%");
     assert_eq!(value(&text, "a", "breaker.wait_in_open"), "60s");
-    assert_eq!(value(&text, "a", "breaker.permitted_calls_in_half_open"), "10");
+    assert_eq!(
+        value(&text, "a", "breaker.permitted_calls_in_half_open"),
+        "10"
+    );
 }
 
 #[test]
@@ -64,7 +69,10 @@ fn a_breaker_config_of_the_instance_name_is_its_base_without_its_own_base_config
     );
     assert_eq!(value(&text, "a", "breaker.minimum_calls"), "2");
     assert_eq!(value(&text, "a", "breaker.sliding_window_size"), "100");
-    assert_eq!(value(&text, "a", "breaker.permitted_calls_in_half_open"), "4");
+    assert_eq!(
+        value(&text, "a", "breaker.permitted_calls_in_half_open"),
+        "4"
+    );
 }
 
 #[test]
@@ -110,64 +118,115 @@ fn an_exponential_retry_caps_at_its_maximum_or_at_its_longest_wait() {
 
 #[test]
 fn the_wait_in_open_keeps_whole_milliseconds_and_a_wait_under_1ms_is_skipped() {
-    let text = format!("{CB}.configs.default.waitDurationInOpenState=5s\n{CB}.instances.a.waitDurationInOpenState=1500us\n{CB}.instances.b.waitDurationInOpenState=500us\n");
+    let text = format!(
+        "{CB}.configs.default.waitDurationInOpenState=5s\n{CB}.instances.a.waitDurationInOpenState=1500us\n{CB}.instances.b.waitDurationInOpenState=500us\n"
+    );
     assert_eq!(value(&text, "a", "breaker.wait_in_open"), "1ms");
     assert_eq!(value(&text, "b", "breaker.wait_in_open"), "5s");
 }
 
 #[test]
 fn the_open_backoff_applies_only_at_the_level_that_sets_the_wait() {
-    let below = format!("{CB}.configs.default.waitDurationInOpenState=5s\n{CB}.configs.default.enableExponentialBackoff=true\n{CB}.instances.a.waitDurationInOpenState=2s\n");
+    let below = format!(
+        "{CB}.configs.default.waitDurationInOpenState=5s\n{CB}.configs.default.enableExponentialBackoff=true\n{CB}.instances.a.waitDurationInOpenState=2s\n"
+    );
     assert_eq!(value(&below, "a", "breaker.wait_in_open"), "2s");
     assert_eq!(value(&below, "a", "breaker.wait_in_open_backoff"), "null");
-    let same = format!("{CB}.instances.a.waitDurationInOpenState=2s\n{CB}.instances.a.enableExponentialBackoff=true\n");
-    assert_eq!(value(&same, "a", "breaker.wait_in_open_backoff.multiplier"), "1.5");
-    assert_eq!(value(&same, "a", "breaker.wait_in_open_backoff.max"), "86400s");
+    let same = format!(
+        "{CB}.instances.a.waitDurationInOpenState=2s\n{CB}.instances.a.enableExponentialBackoff=true\n"
+    );
+    assert_eq!(
+        value(&same, "a", "breaker.wait_in_open_backoff.multiplier"),
+        "1.5"
+    );
+    assert_eq!(
+        value(&same, "a", "breaker.wait_in_open_backoff.max"),
+        "86400s"
+    );
 }
 
 #[test]
 fn an_open_backoff_maximum_counts_only_with_a_multiplier_and_one_below_the_wait_is_every_wait() {
-    let no_multiplier = format!("{CB}.instances.a.waitDurationInOpenState=2s\n{CB}.instances.a.enableExponentialBackoff=true\n{CB}.instances.a.exponentialMaxWaitDurationInOpenState=10s\n");
-    assert_eq!(value(&no_multiplier, "a", "breaker.wait_in_open_backoff.max"), "86400s");
-    let below = format!("{CB}.instances.a.waitDurationInOpenState=20s\n{CB}.instances.a.enableExponentialBackoff=true\n{CB}.instances.a.exponentialBackoffMultiplier=2\n{CB}.instances.a.exponentialMaxWaitDurationInOpenState=10s\n");
+    let no_multiplier = format!(
+        "{CB}.instances.a.waitDurationInOpenState=2s\n{CB}.instances.a.enableExponentialBackoff=true\n{CB}.instances.a.exponentialMaxWaitDurationInOpenState=10s\n"
+    );
+    assert_eq!(
+        value(&no_multiplier, "a", "breaker.wait_in_open_backoff.max"),
+        "86400s"
+    );
+    let below = format!(
+        "{CB}.instances.a.waitDurationInOpenState=20s\n{CB}.instances.a.enableExponentialBackoff=true\n{CB}.instances.a.exponentialBackoffMultiplier=2\n{CB}.instances.a.exponentialMaxWaitDurationInOpenState=10s\n"
+    );
     assert_eq!(value(&below, "a", "breaker.wait_in_open"), "10s");
     assert_eq!(value(&below, "a", "breaker.wait_in_open_backoff"), "null");
 }
 
 #[test]
 fn exception_lists_become_status_classes() {
-    let ignore_404 = format!("{CB}.instances.a.ignoreExceptions=org.springframework.web.client.HttpClientErrorException$NotFound\n");
+    let ignore_404 = format!(
+        "{CB}.instances.a.ignoreExceptions=org.springframework.web.client.HttpClientErrorException$NotFound\n"
+    );
     assert_eq!(value(&ignore_404, "a", "breaker.count_4xx"), "true");
     assert_eq!(value(&ignore_404, "a", "breaker.ignore_statuses"), "- 404");
-    let servers_only = format!("{CB}.instances.a.recordExceptions=org.springframework.web.client.HttpServerErrorException,java.io.IOException,java.util.concurrent.TimeoutException\n{CB}.instances.a.ignoreExceptions[0]=org.springframework.web.client.HttpClientErrorException\n");
+    let servers_only = format!(
+        "{CB}.instances.a.recordExceptions=org.springframework.web.client.HttpServerErrorException,java.io.IOException,java.util.concurrent.TimeoutException\n{CB}.instances.a.ignoreExceptions[0]=org.springframework.web.client.HttpClientErrorException\n"
+    );
     assert_eq!(value(&servers_only, "a", "breaker.count_4xx"), "false");
-    assert_eq!(value(&servers_only, "a", "breaker.failure_statuses"), "- 5xx");
-    assert_eq!(value(&servers_only, "a", "breaker.ignore_statuses"), "- 4xx");
-    let limited = format!("{CB}.instances.a.recordExceptions=java.lang.Exception\n{CB}.instances.a.ignoreExceptions=feign.FeignException$FeignClientException,feign.FeignException$ServiceUnavailable\n");
-    assert_eq!(value(&limited, "a", "breaker.ignore_statuses"), "- 4xx\n- 503");
-    let no_5xx = format!("{CB}.instances.a.recordExceptions=java.io.IOException,java.util.concurrent.TimeoutException,org.springframework.web.client.HttpClientErrorException$TooManyRequests\n{CB}.instances.a.ignoreExceptions=org.springframework.web.client.HttpClientErrorException\n");
+    assert_eq!(
+        value(&servers_only, "a", "breaker.failure_statuses"),
+        "- 5xx"
+    );
+    assert_eq!(
+        value(&servers_only, "a", "breaker.ignore_statuses"),
+        "- 4xx"
+    );
+    let limited = format!(
+        "{CB}.instances.a.recordExceptions=java.lang.Exception\n{CB}.instances.a.ignoreExceptions=feign.FeignException$FeignClientException,feign.FeignException$ServiceUnavailable\n"
+    );
+    assert_eq!(
+        value(&limited, "a", "breaker.ignore_statuses"),
+        "- 4xx\n- 503"
+    );
+    let no_5xx = format!(
+        "{CB}.instances.a.recordExceptions=java.io.IOException,java.util.concurrent.TimeoutException,org.springframework.web.client.HttpClientErrorException$TooManyRequests\n{CB}.instances.a.ignoreExceptions=org.springframework.web.client.HttpClientErrorException\n"
+    );
     // The ignore list is read first: it takes the 429 too.
     assert_eq!(value(&no_5xx, "a", "breaker.failure_statuses"), "[]");
     assert_eq!(value(&no_5xx, "a", "breaker.ignore_statuses"), "- 4xx");
-    let one_5xx = format!("{CB}.instances.a.recordExceptions=java.io.IOException,java.util.concurrent.TimeoutException,org.springframework.web.client.HttpServerErrorException$BadGateway\n{CB}.instances.a.ignoreExceptions=org.springframework.web.client.HttpClientErrorException\n");
+    let one_5xx = format!(
+        "{CB}.instances.a.recordExceptions=java.io.IOException,java.util.concurrent.TimeoutException,org.springframework.web.client.HttpServerErrorException$BadGateway\n{CB}.instances.a.ignoreExceptions=org.springframework.web.client.HttpClientErrorException\n"
+    );
     assert_eq!(value(&one_5xx, "a", "breaker.failure_statuses"), "- 502");
-    let none = format!("{CB}.instances.a.recordExceptions=java.io.IOException,java.util.concurrent.TimeoutException\n{CB}.instances.a.ignoreExceptions=org.springframework.web.client.HttpClientErrorException\n");
+    let none = format!(
+        "{CB}.instances.a.recordExceptions=java.io.IOException,java.util.concurrent.TimeoutException\n{CB}.instances.a.ignoreExceptions=org.springframework.web.client.HttpClientErrorException\n"
+    );
     assert_eq!(value(&none, "a", "breaker.failure_statuses"), "[]");
 }
 
 #[test]
 fn yaml_and_properties_with_relaxed_names_import_the_same() {
-    let properties = format!("{CB}.instances.a.sliding-window-size=12\n{CB}.instances.a.SLIDING_WINDOW_TYPE=time-based\n");
+    let properties = format!(
+        "{CB}.instances.a.sliding-window-size=12\n{CB}.instances.a.SLIDING_WINDOW_TYPE=time-based\n"
+    );
     let yaml = "resilience4j:\n  circuitbreaker:\n    instances:\n      a:\n        slidingWindowSize: 12\n        slidingWindowType: TIME_BASED\n";
     let from_yaml = import_text(Format::Resilience4j, "app.yml", yaml, &[]).unwrap();
-    let a: Value = serde_yaml_ng::from_str(&from_yaml.render(Format::Resilience4j, "app.yml")).unwrap();
-    assert_eq!(a["routes"]["a"]["breaker"], imported(&properties)["routes"]["a"]["breaker"]);
-    assert_eq!(a["routes"]["a"]["breaker"]["sliding_window_type"], Value::from("time"));
+    let a: Value =
+        serde_yaml_ng::from_str(&from_yaml.render(Format::Resilience4j, "app.yml")).unwrap();
+    assert_eq!(
+        a["routes"]["a"]["breaker"],
+        imported(&properties)["routes"]["a"]["breaker"]
+    );
+    assert_eq!(
+        a["routes"]["a"]["breaker"]["sliding_window_type"],
+        Value::from("time")
+    );
 }
 
 #[test]
 fn a_key_that_changes_nothing_is_listed_as_ignored_with_why() {
-    let text = format!("{CB}.instances.a.registerHealthIndicator=true\n{CB}.instances.a.exponentialBackoffMultiplier=3\n");
+    let text = format!(
+        "{CB}.instances.a.registerHealthIndicator=true\n{CB}.instances.a.exponentialBackoffMultiplier=3\n"
+    );
     let imported = import_text(Format::Resilience4j, "app.properties", &text, &[]).unwrap();
     let out = imported.render(Format::Resilience4j, "app.properties");
     assert!(out.contains("# ignored: resilience4j.circuitbreaker.instances.a.registerHealthIndicator (line 1): only Spring's health endpoint"), "{out}");
@@ -176,11 +235,27 @@ fn a_key_that_changes_nothing_is_listed_as_ignored_with_why() {
 
 #[test]
 fn only_the_instances_asked_for_are_imported_and_an_unknown_one_is_an_error() {
-    let text = format!("{CB}.instances.a.slidingWindowSize=5\n{CB}.instances.b.slidingWindowSize=6\n");
-    let one = import_text(Format::Resilience4j, "app.properties", &text, &["b".to_string()]).unwrap();
+    let text =
+        format!("{CB}.instances.a.slidingWindowSize=5\n{CB}.instances.b.slidingWindowSize=6\n");
+    let one = import_text(
+        Format::Resilience4j,
+        "app.properties",
+        &text,
+        &["b".to_string()],
+    )
+    .unwrap();
     assert_eq!(one.instance_names(), ["b"]);
-    let err = import_text(Format::Resilience4j, "app.properties", &text, &["c".to_string()]).unwrap_err();
-    assert_eq!(err.to_string(), "app.properties:1:1: --instance c: the file has no such instance: expected one of a, b");
+    let err = import_text(
+        Format::Resilience4j,
+        "app.properties",
+        &text,
+        &["c".to_string()],
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "app.properties:1:1: --instance c: the file has no such instance: expected one of a, b"
+    );
 }
 
 /// Each refused key: the file, the place, the key in resilience4j's terms
@@ -240,7 +315,10 @@ fn every_refused_key_says_where_and_what_is_not_modelled() {
     ];
     for (text, expected) in cases {
         let err = refused(&text);
-        assert!(err.contains(expected), "{text}\n  expected: {expected}\n  got: {err}");
+        assert!(
+            err.contains(expected),
+            "{text}\n  expected: {expected}\n  got: {err}"
+        );
         assert!(err.starts_with("app.properties:"), "{err}");
     }
 }

@@ -41,7 +41,11 @@ impl Rule {
         }
         let slow = self.grade != Some(1);
         if let Some(c) = self.count {
-            let count = if slow { c.to_string() } else { format!("{}", c / 100.0) };
+            let count = if slow {
+                c.to_string()
+            } else {
+                format!("{}", c / 100.0)
+            };
             fields.push(format!("\"count\": {count}"));
         }
         if let Some(r) = self.slow_ratio {
@@ -78,28 +82,46 @@ fn imported(rule: &Rule) -> BreakerConfig {
     let imported = import_text(Format::Sentinel, "rules.json", &text, &[])
         .unwrap_or_else(|e| panic!("{text}\n{e}"));
     let yaml = imported.render(Format::Sentinel, "rules.json");
-    let defense: DefenseConfig = crate::schema::from_yaml_str("out.yaml", &yaml)
-        .unwrap_or_else(|e| panic!("{yaml}\n{e}"));
-    defense.routes["inventory"].breaker.clone().expect("a breaker")
+    let defense: DefenseConfig =
+        crate::schema::from_yaml_str("out.yaml", &yaml).unwrap_or_else(|e| panic!("{yaml}\n{e}"));
+    defense.routes["inventory"]
+        .breaker
+        .clone()
+        .expect("a breaker")
 }
 
 fn rule() -> impl Strategy<Value = Rule> {
     (
         prop::option::of(0u8..=1),
-        prop::option::weighted(0.9, prop::sample::select(vec![0.0f64, 1.0, 1.5, 2.0, 2.5, 25.0, 50.0, 60.0, 100.0, 500.0])),
+        // Half milliseconds, where Math.round decides: 1.5 ms is 2.
+        prop::option::weighted(
+            0.9,
+            prop::sample::select(vec![
+                0.0f64, 0.5, 1.0, 1.5, 2.5, 3.5, 25.0, 50.0, 60.0, 100.0, 500.5,
+            ]),
+        ),
         prop::option::of(prop::sample::select(vec![0u32, 25, 50, 100])),
         1u64..=5,
         prop::option::weighted(0.8, 1u64..=6),
         prop::option::weighted(0.8, 500u64..=3000),
     )
-        .prop_map(|(grade, count, slow_ratio, time_window, min_requests, interval_ms)| {
-            // An exception ratio's count is at most 1 (hundredths here).
-            let count = match grade {
-                Some(1) => count.map(|c| c.min(100.0).trunc()),
-                _ => count,
-            };
-            Rule { grade, count, slow_ratio, time_window, min_requests, interval_ms }
-        })
+        .prop_map(
+            |(grade, count, slow_ratio, time_window, min_requests, interval_ms)| {
+                // An exception ratio's count is at most 1 (hundredths here).
+                let count = match grade {
+                    Some(1) => count.map(|c| c.min(100.0).trunc()),
+                    _ => count,
+                };
+                Rule {
+                    grade,
+                    count,
+                    slow_ratio,
+                    time_window,
+                    min_requests,
+                    interval_ms,
+                }
+            },
+        )
 }
 
 proptest! {
