@@ -18,6 +18,9 @@ pub enum ImportFormat {
     Resilience4j,
     /// Sentinel rules JSON: degrade rules and flow rules.
     Sentinel,
+    /// NGINX configuration: `upstream` blocks and the locations that
+    /// `proxy_pass` to them.
+    Nginx,
 }
 
 impl From<ImportFormat> for Format {
@@ -25,6 +28,7 @@ impl From<ImportFormat> for Format {
         match format {
             ImportFormat::Resilience4j => Format::Resilience4j,
             ImportFormat::Sentinel => Format::Sentinel,
+            ImportFormat::Nginx => Format::Nginx,
         }
     }
 }

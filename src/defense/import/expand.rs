@@ -60,6 +60,7 @@ pub fn expand(file: &str, text: &str, holder: Holder) -> Result<Option<String>, 
         };
         let imports = ctx.read_imports(&import)?;
         ctx.lay_over(defense, &imports)?;
+        ctx.map_servers(defense, &import)?;
         changed = true;
     }
     if !changed {
@@ -123,6 +124,9 @@ impl Context<'_> {
         let mut sources = Vec::new();
         for (name, path) in map {
             let name = name.as_str().unwrap_or_default();
+            if name == "servers" {
+                continue; // read by `lay_over`
+            }
             let Some(format) = Format::from_key(name) else {
                 return Err(self.error(
                     &["import", name],
@@ -150,6 +154,53 @@ impl Context<'_> {
             }
         }
         Ok(sources)
+    }
+
+    /// `import.servers`: each listed address of an imported pool's servers
+    /// becomes the target instance it names; an address no pool has is an
+    /// error at its key.
+    fn map_servers(&self, defense: &mut Mapping, import: &Value) -> Result<(), LoadError> {
+        let Some(servers) = import.get("servers") else {
+            return Ok(());
+        };
+        let Value::Mapping(servers) = servers else {
+            return Err(self.error(&["import", "servers"], "expected a mapping of server addresses to target instances, such as `\"10.0.1.11:8080\": a`"));
+        };
+        let mut used = Vec::new();
+        if let Some(Value::Mapping(pools)) = defense.get_mut("pools") {
+            for (_, pool) in pools.iter_mut() {
+                let Some(Value::Sequence(list)) = pool.get_mut("servers") else {
+                    continue;
+                };
+                for server in list.iter_mut() {
+                    let Value::Mapping(server) = server else {
+                        continue;
+                    };
+                    let Some(address) = server
+                        .get("address")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                    else {
+                        continue;
+                    };
+                    let Some(instance) = servers.get(address.as_str()) else {
+                        continue;
+                    };
+                    server.remove("address");
+                    server.insert(Value::from("instance"), instance.clone());
+                    used.push(address);
+                }
+            }
+        }
+        for address in servers.keys().filter_map(Value::as_str) {
+            if !used.iter().any(|u| u == address) {
+                return Err(self.error(
+                    &["import", "servers", address],
+                    format!("no imported pool has a server `{address}`"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Lays each route over the instance it takes, and adds the pools.

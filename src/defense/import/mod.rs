@@ -18,6 +18,7 @@
 //! * [`expand`] — `import:` in an experiment or a defense file.
 
 pub mod expand;
+mod nginx;
 mod properties;
 mod resilience4j;
 mod sentinel;
@@ -40,17 +41,20 @@ pub enum Format {
     Resilience4j,
     /// Sentinel degrade and flow rules (JSON).
     Sentinel,
+    /// NGINX `upstream` blocks and the locations that proxy to them.
+    Nginx,
 }
 
 impl Format {
     /// Every format, in the order the docs list them.
-    pub const ALL: [Format; 2] = [Format::Resilience4j, Format::Sentinel];
+    pub const ALL: [Format; 3] = [Format::Resilience4j, Format::Sentinel, Format::Nginx];
 
     /// Its name on the command line and under `import:`.
     pub fn key(self) -> &'static str {
         match self {
             Format::Resilience4j => "resilience4j",
             Format::Sentinel => "sentinel",
+            Format::Nginx => "nginx",
         }
     }
 
@@ -59,6 +63,7 @@ impl Format {
         match self {
             Format::Resilience4j => "resilience4j (Spring Boot)",
             Format::Sentinel => "Sentinel rules",
+            Format::Nginx => "NGINX",
         }
     }
 
@@ -202,5 +207,6 @@ fn read(format: Format, file: &str, text: &str) -> Result<Imported, Vec<SchemaEr
             resilience4j::import(&source)
         }
         Format::Sentinel => sentinel::import(&Source::json(file, text).map_err(|e| vec![e])?),
+        Format::Nginx => nginx::import(file, text),
     }
 }
