@@ -7,6 +7,8 @@
 mod health;
 mod next;
 mod parse;
+#[cfg(test)]
+mod tests;
 mod values;
 
 use indexmap::IndexMap;
