@@ -21,6 +21,8 @@ pub enum ImportFormat {
     /// NGINX configuration: `upstream` blocks and the locations that
     /// `proxy_pass` to them.
     Nginx,
+    /// opossum options JSON (the breaker itself is refused: not modelled).
+    Opossum,
 }
 
 impl From<ImportFormat> for Format {
@@ -29,6 +31,7 @@ impl From<ImportFormat> for Format {
             ImportFormat::Resilience4j => Format::Resilience4j,
             ImportFormat::Sentinel => Format::Sentinel,
             ImportFormat::Nginx => Format::Nginx,
+            ImportFormat::Opossum => Format::Opossum,
         }
     }
 }

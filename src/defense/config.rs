@@ -221,6 +221,9 @@ struct RawImport {
     /// them).
     #[serde(default)]
     nginx: Option<ImportFiles>,
+    /// opossum options JSON.
+    #[serde(default)]
+    opossum: Option<ImportFiles>,
     /// The target instance each imported pool server's address stands for
     /// (`"10.0.1.11:8080": a`), in an experiment whose built-in target has
     /// instances.

@@ -19,6 +19,9 @@
 
 pub mod expand;
 mod nginx;
+mod opossum;
+#[cfg(test)]
+mod opossum_tests;
 mod properties;
 mod resilience4j;
 mod sentinel;
@@ -43,11 +46,18 @@ pub enum Format {
     Sentinel,
     /// NGINX `upstream` blocks and the locations that proxy to them.
     Nginx,
+    /// opossum options (JSON).
+    Opossum,
 }
 
 impl Format {
     /// Every format, in the order the docs list them.
-    pub const ALL: [Format; 3] = [Format::Resilience4j, Format::Sentinel, Format::Nginx];
+    pub const ALL: [Format; 4] = [
+        Format::Resilience4j,
+        Format::Sentinel,
+        Format::Nginx,
+        Format::Opossum,
+    ];
 
     /// Its name on the command line and under `import:`.
     pub fn key(self) -> &'static str {
@@ -55,6 +65,7 @@ impl Format {
             Format::Resilience4j => "resilience4j",
             Format::Sentinel => "sentinel",
             Format::Nginx => "nginx",
+            Format::Opossum => "opossum",
         }
     }
 
@@ -64,6 +75,7 @@ impl Format {
             Format::Resilience4j => "resilience4j (Spring Boot)",
             Format::Sentinel => "Sentinel rules",
             Format::Nginx => "NGINX",
+            Format::Opossum => "opossum",
         }
     }
 
@@ -208,5 +220,6 @@ fn read(format: Format, file: &str, text: &str) -> Result<Imported, Vec<SchemaEr
         }
         Format::Sentinel => sentinel::import(&Source::json(file, text).map_err(|e| vec![e])?),
         Format::Nginx => nginx::import(file, text),
+        Format::Opossum => opossum::import(&Source::json(file, text).map_err(|e| vec![e])?),
     }
 }
