@@ -23,6 +23,9 @@ pub enum ImportFormat {
     Nginx,
     /// opossum options JSON (the breaker itself is refused: not modelled).
     Opossum,
+    /// Envoy YAML: clusters (endpoints, circuit_breakers) and the routes
+    /// that send to them.
+    Envoy,
 }
 
 impl From<ImportFormat> for Format {
@@ -32,6 +35,7 @@ impl From<ImportFormat> for Format {
             ImportFormat::Sentinel => Format::Sentinel,
             ImportFormat::Nginx => Format::Nginx,
             ImportFormat::Opossum => Format::Opossum,
+            ImportFormat::Envoy => Format::Envoy,
         }
     }
 }

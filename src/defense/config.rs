@@ -224,6 +224,9 @@ struct RawImport {
     /// opossum options JSON.
     #[serde(default)]
     opossum: Option<ImportFiles>,
+    /// Envoy YAML: clusters and the routes sending to them.
+    #[serde(default)]
+    envoy: Option<ImportFiles>,
     /// The target instance each imported pool server's address stands for
     /// (`"10.0.1.11:8080": a`), in an experiment whose built-in target has
     /// instances.

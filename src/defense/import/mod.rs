@@ -17,6 +17,9 @@
 //! * [`tree`] — the printed configuration.
 //! * [`expand`] — `import:` in an experiment or a defense file.
 
+mod envoy;
+#[cfg(test)]
+mod envoy_tests;
 pub mod expand;
 mod nginx;
 mod opossum;
@@ -48,15 +51,18 @@ pub enum Format {
     Nginx,
     /// opossum options (JSON).
     Opossum,
+    /// Envoy clusters and the routes that send to them (YAML).
+    Envoy,
 }
 
 impl Format {
     /// Every format, in the order the docs list them.
-    pub const ALL: [Format; 4] = [
+    pub const ALL: [Format; 5] = [
         Format::Resilience4j,
         Format::Sentinel,
         Format::Nginx,
         Format::Opossum,
+        Format::Envoy,
     ];
 
     /// Its name on the command line and under `import:`.
@@ -66,6 +72,7 @@ impl Format {
             Format::Sentinel => "sentinel",
             Format::Nginx => "nginx",
             Format::Opossum => "opossum",
+            Format::Envoy => "envoy",
         }
     }
 
@@ -76,6 +83,7 @@ impl Format {
             Format::Sentinel => "Sentinel rules",
             Format::Nginx => "NGINX",
             Format::Opossum => "opossum",
+            Format::Envoy => "Envoy",
         }
     }
 
@@ -221,5 +229,6 @@ fn read(format: Format, file: &str, text: &str) -> Result<Imported, Vec<SchemaEr
         Format::Sentinel => sentinel::import(&Source::json(file, text).map_err(|e| vec![e])?),
         Format::Nginx => nginx::import(file, text),
         Format::Opossum => opossum::import(&Source::json(file, text).map_err(|e| vec![e])?),
+        Format::Envoy => envoy::import(file, text),
     }
 }
