@@ -241,8 +241,12 @@ const IGNORED_CLUSTER_KEYS: &[(&str, &str)] = &[
     ("per_connection_buffer_limit_bytes", "buffering"),
 ];
 
-/// A cluster → its pool, and its `circuit_breakers` request limit.
-fn cluster(r: &mut Reader, c: &At) -> Option<(String, Node, Option<(u64, String)>)> {
+/// A request limit and where it came from.
+type Limit = Option<(u64, String)>;
+
+/// A cluster → its name, its pool, and its `circuit_breakers` request
+/// limit.
+fn cluster(r: &mut Reader, c: &At) -> Option<(String, Node, Limit)> {
     let name = c.get("name").map(|n| n.text()).filter(|n| !n.is_empty());
     let Some(name) = name else {
         r.refuse(c, "a cluster without a name");

@@ -180,11 +180,11 @@ fn resource(source: &Source, rule: &Rule, problems: &mut Vec<SchemaError>) -> Op
         ));
         return None;
     };
-    if let Some(regex) = rule.get("regex") {
-        if regex.value == "true" {
-            problems.push(source.error(regex, "a regex resource names every resource it matches: not modelled (a firedrill route is one resource; write one rule per resource)"));
-            return None;
-        }
+    if let Some(regex) = rule.get("regex")
+        && regex.value == "true"
+    {
+        problems.push(source.error(regex, "a regex resource names every resource it matches: not modelled (a firedrill route is one resource; write one rule per resource)"));
+        return None;
     }
     Some(e.value.clone())
 }
@@ -315,10 +315,8 @@ fn degrade_rule(r: &mut Reader) -> Option<Node> {
         }
     }
     window_and_wait(r, &mut b);
-    if let Some(note) = r.origin(false) {
-        if let Node::Note(text) = note {
-            b.note(text);
-        }
+    if let Some(Node::Note(text)) = r.origin(false) {
+        b.note(text);
     }
     if let Some(e) = r.rule.get("id") {
         b.note(format!(
@@ -465,15 +463,15 @@ fn flow_rule(r: &mut Reader) -> Option<Node> {
         None => (1, None),
     };
     let strategy = r.value("strategy", integer);
-    if let Some((s, e)) = strategy {
-        if s != 0 {
-            r.refuse(e, format!("strategy {s} (relate or chain) limits by another resource or entrance: not modelled (firedrill's bulkhead counts the route's own calls); use 0 (direct)"));
-        }
+    if let Some((s, e)) = strategy
+        && s != 0
+    {
+        r.refuse(e, format!("strategy {s} (relate or chain) limits by another resource or entrance: not modelled (firedrill's bulkhead counts the route's own calls); use 0 (direct)"));
     }
-    if let Some(e) = r.rule.get("clustermode") {
-        if e.value == "true" {
-            r.refuse(e, "clusterMode counts every instance of the service against one token server: not modelled (firedrill's line is one instance)");
-        }
+    if let Some(e) = r.rule.get("clustermode")
+        && e.value == "true"
+    {
+        r.refuse(e, "clusterMode counts every instance of the service against one token server: not modelled (firedrill's line is one instance)");
     }
     r.origin(true);
     match grade_value {

@@ -11,34 +11,44 @@ use crate::defense::import::tree::Node;
 use crate::schema::SchemaError;
 use crate::schema::units::Dur;
 
-/// `health_check [interval=5s] [fails=1] [passes=1] [uri=/] [match=NAME]
-/// mandatory` as a pool's `health_check`; `read` is the location's
-/// `proxy_read_timeout`, which NGINX Plus waits for a check.
-pub(super) fn health_check(
+/// The parameters of one `health_check`, NGINX Plus's defaults where it
+/// leaves them out.
+struct Check {
+    uri: Node,
+    interval: (Duration, String),
+    fails: Node,
+    passes: Node,
+    mandatory: bool,
+    matcher: Option<Node>,
+}
+
+/// Reads the parameters of `d`; ignored ones are noted in `node`.
+fn parameters(
     file: &str,
     d: &Directive,
     matches: &IndexMap<String, &Directive>,
-    read: Duration,
-) -> Result<Node, Vec<SchemaError>> {
-    let mut problems = Vec::new();
+    node: &mut Node,
+    problems: &mut Vec<SchemaError>,
+) -> Check {
     let key = "health_check";
-    let mut node = Node::map();
     let why = |w: &Word| from(&format!("health_check {}", w.text), w);
-    let mut uri = Node::leaf("/", "NGINX Plus default: uri=/");
-    let mut interval = (
-        Duration::from_secs(5),
-        "NGINX Plus default: interval=5s".to_string(),
-    );
-    let mut fails = Node::leaf("1", "NGINX Plus default: fails=1");
-    let mut passes = Node::leaf("1", "NGINX Plus default: passes=1");
-    let mut mandatory = false;
-    let mut matcher = None;
+    let mut check = Check {
+        uri: Node::leaf("/", "NGINX Plus default: uri=/"),
+        interval: (
+            Duration::from_secs(5),
+            "NGINX Plus default: interval=5s".to_string(),
+        ),
+        fails: Node::leaf("1", "NGINX Plus default: fails=1"),
+        passes: Node::leaf("1", "NGINX Plus default: passes=1"),
+        mandatory: false,
+        matcher: None,
+    };
     for w in &d.args {
         let (k, v) = w.text.split_once('=').unwrap_or((w.text.as_str(), ""));
         match k {
-            "uri" => uri = Node::leaf(v, why(w)),
+            "uri" => check.uri = Node::leaf(v, why(w)),
             "interval" => match time(v) {
-                Ok(t) if !t.is_zero() => interval = (t, why(w)),
+                Ok(t) if !t.is_zero() => check.interval = (t, why(w)),
                 Ok(_) => problems.push(problem(file, w, key, "interval=0 is not a health check")),
                 Err(m) => problems.push(problem(file, w, key, m)),
             },
@@ -46,9 +56,9 @@ pub(super) fn health_check(
                 Ok(n) if n >= 1 => {
                     let leaf = Node::leaf(n.to_string(), why(w));
                     if k == "fails" {
-                        fails = leaf
+                        check.fails = leaf;
                     } else {
-                        passes = leaf
+                        check.passes = leaf;
                     }
                 }
                 _ => problems.push(problem(
@@ -58,7 +68,7 @@ pub(super) fn health_check(
                     format!("invalid {k} `{v}`: expected a whole number of at least 1"),
                 )),
             },
-            "mandatory" => mandatory = true,
+            "mandatory" => check.mandatory = true,
             "persistent" => node.note(format!(
                 "ignored: {}: keeps the state across a reload",
                 why(w)
@@ -68,7 +78,7 @@ pub(super) fn health_check(
                 why(w)
             )),
             "match" => match matches.get(v) {
-                Some(block) => matcher = Some(match_block(file, block, &mut problems)),
+                Some(block) => check.matcher = Some(match_block(file, block, problems)),
                 None => problems.push(problem(
                     file,
                     w,
@@ -101,19 +111,34 @@ pub(super) fn health_check(
             )),
         }
     }
-    if !mandatory {
-        problems.push(problem(file, &d.name, key, "health_check without `mandatory` counts a server healthy before its first check: not modelled (firedrill's checked servers start out of rotation until they pass, NGINX Plus `mandatory`); add mandatory"));
+    check
+}
+
+/// `health_check [interval=5s] [fails=1] [passes=1] [uri=/] [match=NAME]
+/// mandatory` as a pool's `health_check`; `read` is the location's
+/// `proxy_read_timeout`, which NGINX Plus waits for a check.
+pub(super) fn health_check(
+    file: &str,
+    d: &Directive,
+    matches: &IndexMap<String, &Directive>,
+    read: Duration,
+) -> Result<Node, Vec<SchemaError>> {
+    let mut problems = Vec::new();
+    let mut node = Node::map();
+    let check = parameters(file, d, matches, &mut node, &mut problems);
+    if !check.mandatory {
+        problems.push(problem(file, &d.name, "health_check", "health_check without `mandatory` counts a server healthy before its first check: not modelled (firedrill's checked servers start out of rotation until they pass, NGINX Plus `mandatory`); add mandatory"));
     }
     if !problems.is_empty() {
         return Err(problems);
     }
-    node.set("uri", uri);
+    let interval = check.interval.0;
+    node.set("uri", check.uri);
     node.set(
         "interval",
-        Node::leaf(Dur(interval.0).to_string(), interval.1),
+        Node::leaf(Dur(interval).to_string(), check.interval.1),
     );
-    let timeout = read.min(interval.0);
-    let timeout_why = if read > interval.0 {
+    let timeout_why = if read > interval {
         format!(
             "the interval: NGINX Plus waits up to proxy_read_timeout ({}) and checks again after it, firedrill at most one interval (the same for a check answered within it)",
             Dur(read)
@@ -121,19 +146,21 @@ pub(super) fn health_check(
     } else {
         "proxy_read_timeout, which NGINX Plus waits for a check".to_string()
     };
-    node.set("timeout", Node::leaf(Dur(timeout).to_string(), timeout_why));
-    node.set("fails", fails);
-    node.set("passes", passes);
-    if let Some(m) = matcher {
-        node.set("match", m);
-    } else {
+    node.set(
+        "timeout",
+        Node::leaf(Dur(read.min(interval)).to_string(), timeout_why),
+    );
+    node.set("fails", check.fails);
+    node.set("passes", check.passes);
+    let matcher = check.matcher.unwrap_or_else(|| {
         let mut m = Node::map();
         m.set(
             "status",
             Node::leaf("200-399", "NGINX Plus default: a 2xx or 3xx passes"),
         );
-        node.set("match", m);
-    }
+        m
+    });
+    node.set("match", matcher);
     Ok(node)
 }
 

@@ -325,10 +325,10 @@ pub(super) fn route(
             Err(mut p) => problems.append(&mut p),
         }
     }
-    if let Some(d) = directives.get("proxy_cache_use_stale") {
-        if d.args.first().map(|w| w.text.as_str()) != Some("off") {
-            problems.push(problem(file, &d.name, "proxy_cache_use_stale", "serving a stale cached answer depends on proxy_cache and proxy_cache_valid: not modelled; use a stale fallback on the route (fallback: { stale: { max_stale } })"));
-        }
+    if let Some(d) = directives.get("proxy_cache_use_stale")
+        && d.args.first().map(|w| w.text.as_str()) != Some("off")
+    {
+        problems.push(problem(file, &d.name, "proxy_cache_use_stale", "serving a stale cached answer depends on proxy_cache and proxy_cache_valid: not modelled; use a stale fallback on the route (fallback: { stale: { max_stale } })"));
     }
     for (name, d) in directives {
         let read_here = [

@@ -197,7 +197,7 @@ fn thresholds(r: &mut Reader, b: &mut Node) {
 
 /// A duration firedrill can write: whole microseconds.
 fn whole_micros(d: Duration) -> Result<Duration, String> {
-    if d.subsec_nanos() % 1000 == 0 {
+    if d.subsec_nanos().is_multiple_of(1000) {
         Ok(d)
     } else {
         Err(format!(
@@ -384,15 +384,15 @@ fn half_open(r: &mut Reader, b: &mut Node) {
 /// States resilience4j can start in or move to that firedrill's breaker
 /// does not model as configuration.
 fn refused_states(r: &mut Reader) {
-    if let Some((state, e)) = r.value("transitiontostateafterwaitduration", |t| Ok(canonical(t))) {
-        if state != "open" {
-            r.refuse(e, format!("transitionToStateAfterWaitDuration `{}` is not modelled: after maxWaitDurationInHalfOpenState firedrill's breaker goes back to open (resilience4j's default OPEN)", e.value));
-        }
+    if let Some((state, e)) = r.value("transitiontostateafterwaitduration", |t| Ok(canonical(t)))
+        && state != "open"
+    {
+        r.refuse(e, format!("transitionToStateAfterWaitDuration `{}` is not modelled: after maxWaitDurationInHalfOpenState firedrill's breaker goes back to open (resilience4j's default OPEN)", e.value));
     }
-    if let Some((state, e)) = r.value("initialstate", |t| Ok(canonical(t))) {
-        if state != "closed" {
-            r.refuse(e, format!("initialState `{}` is not modelled: firedrill's breaker starts closed (force a state during a run through the control endpoint instead)", e.value));
-        }
+    if let Some((state, e)) = r.value("initialstate", |t| Ok(canonical(t)))
+        && state != "closed"
+    {
+        r.refuse(e, format!("initialState `{}` is not modelled: firedrill's breaker starts closed (force a state during a run through the control endpoint instead)", e.value));
     }
     for (property, what) in [
         ("recordfailurepredicate", "recordFailurePredicate"),

@@ -75,7 +75,7 @@ pub(super) const RETRY_PROPERTIES: &[&str] = &[
 /// A duration firedrill writes exactly (whole microseconds).
 fn micros(t: &str) -> Result<Duration, String> {
     let d = duration(t)?;
-    if d.subsec_nanos() % 1000 != 0 {
+    if !d.subsec_nanos().is_multiple_of(1000) {
         return Err(format!(
             "{}ns is finer than firedrill's microsecond: not modelled; round it to whole microseconds",
             d.as_nanos()
