@@ -3,7 +3,7 @@
 
 use serde_yaml_ng::Value;
 
-use super::{Format, import_text};
+use super::{Format, test_support};
 
 /// A bootstrap with one cluster (its extra keys `cluster`) and one route
 /// to it (its extra keys `route`).
@@ -14,15 +14,7 @@ fn config(cluster: &str, route: &str) -> String {
 }
 
 fn imported(text: &str) -> Value {
-    let imported =
-        import_text(Format::Envoy, "envoy.yaml", text, &[]).unwrap_or_else(|e| panic!("{e}"));
-    serde_yaml_ng::from_str(&imported.render(Format::Envoy, "envoy.yaml")).unwrap()
-}
-
-fn refused(text: &str) -> String {
-    import_text(Format::Envoy, "envoy.yaml", text, &[])
-        .map(|_| "imported".to_string())
-        .unwrap_or_else(|e| e.to_string())
+    test_support::imported(Format::Envoy, "envoy.yaml", text)
 }
 
 #[test]
@@ -70,14 +62,7 @@ fn every_refused_key_says_where_and_what_is_not_modelled() {
         ("clusters:\n  - type: STATIC\n".to_string(), "a cluster without a name"),
         ("admin: {}\n".to_string(), "no cluster"),
     ];
-    for (text, expected) in cases {
-        let err = refused(&text);
-        assert!(
-            err.contains(expected),
-            "{text}\n  expected: {expected}\n  got: {err}"
-        );
-        assert!(err.starts_with("envoy.yaml:"), "{err}");
-    }
+    test_support::assert_refused(Format::Envoy, "envoy.yaml", &cases);
 }
 
 #[test]
@@ -87,17 +72,19 @@ fn a_second_route_to_one_cluster_and_a_weighted_split_are_refused() {
         "                        - match: { prefix: /t/ }\n                          route: { cluster: s }",
     );
     assert!(
-        refused(&two).contains("a second route to cluster `s`"),
+        test_support::refused(Format::Envoy, "envoy.yaml", &two)
+            .contains("a second route to cluster `s`"),
         "{}",
-        refused(&two)
+        test_support::refused(Format::Envoy, "envoy.yaml", &two)
     );
     let split = config(
         "",
         "                        - match: { prefix: /t/ }\n                          route: { weighted_clusters: { clusters: [{ name: s, weight: 1 }] } }",
     );
     assert!(
-        refused(&split).contains("weighted_clusters split a route's calls"),
+        test_support::refused(Format::Envoy, "envoy.yaml", &split)
+            .contains("weighted_clusters split a route's calls"),
         "{}",
-        refused(&split)
+        test_support::refused(Format::Envoy, "envoy.yaml", &split)
     );
 }

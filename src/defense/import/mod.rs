@@ -31,6 +31,8 @@ mod sentinel;
 #[cfg(test)]
 mod sentinel_tests;
 pub mod source;
+#[cfg(test)]
+mod test_support;
 pub mod tree;
 
 use std::path::Path;
@@ -157,6 +159,23 @@ impl Imported {
         root.render(0, &mut out);
         out
     }
+}
+
+/// The import of a format's reader: its routes, pools and notes, unless
+/// it found problems (then every one, or `nothing` when it found neither
+/// a problem nor a route nor a pool).
+fn finish(
+    imported: Imported,
+    problems: Vec<SchemaError>,
+    nothing: impl FnOnce() -> SchemaError,
+) -> Result<Imported, Vec<SchemaError>> {
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    if imported.routes.is_empty() && imported.pools.is_empty() {
+        return Err(vec![nothing()]);
+    }
+    Ok(imported)
 }
 
 /// The pool a route calls, if the import gave it one.

@@ -101,16 +101,13 @@ pub(super) fn import(source: &Source) -> Result<Imported, Vec<SchemaError>> {
             Err(mut p) => problems.append(&mut p),
         }
     }
-    if routes.is_empty() && problems.is_empty() {
-        problems.push(source.whole("no opossum options: expected a JSON object such as {\"timeout\": 3000, \"enabled\": false}"));
-    }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    Ok(Imported {
+    let imported = Imported {
         routes,
         pools: Vec::new(),
         notes: Vec::new(),
+    };
+    super::finish(imported, problems, || {
+        source.whole("no opossum options: expected a JSON object such as {\"timeout\": 3000, \"enabled\": false}")
     })
 }
 

@@ -3,18 +3,10 @@
 
 use serde_yaml_ng::Value;
 
-use super::{Format, import_text};
+use super::{Format, test_support};
 
-fn imported(json: &str) -> Value {
-    let imported =
-        import_text(Format::Opossum, "o.json", json, &[]).unwrap_or_else(|e| panic!("{e}"));
-    serde_yaml_ng::from_str(&imported.render(Format::Opossum, "o.json")).unwrap()
-}
-
-fn refused(json: &str) -> String {
-    import_text(Format::Opossum, "o.json", json, &[])
-        .map(|_| "imported".to_string())
-        .unwrap_or_else(|e| e.to_string())
+fn imported(text: &str) -> Value {
+    test_support::imported(Format::Opossum, "o.json", text)
 }
 
 #[test]
@@ -84,12 +76,5 @@ fn every_refused_option_says_where_and_what_is_not_modelled() {
         ),
         (r#"{}"#, "no opossum options"),
     ];
-    for (json, expected) in cases {
-        let err = refused(json);
-        assert!(
-            err.contains(expected),
-            "{json}\n  expected: {expected}\n  got: {err}"
-        );
-        assert!(err.starts_with("o.json:1:"), "{err}");
-    }
+    test_support::assert_refused(Format::Opossum, "o.json", &cases);
 }

@@ -105,16 +105,13 @@ pub(super) fn import(source: &Source) -> Result<Imported, Vec<SchemaError>> {
         }
         problems.append(&mut r.problems);
     }
-    if rules.is_empty() && problems.is_empty() {
-        problems.push(source.whole("no Sentinel rule: expected a JSON array of degrade or flow rules such as [{\"resource\": \"inventory\", \"grade\": 1, \"count\": 0.5, \"timeWindow\": 10}]"));
-    }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    Ok(Imported {
+    let imported = Imported {
         routes,
         pools: Vec::new(),
         notes: NOTES.iter().map(|s| s.to_string()).collect(),
+    };
+    super::finish(imported, problems, || {
+        source.whole("no Sentinel rule: expected a JSON array of degrade or flow rules such as [{\"resource\": \"inventory\", \"grade\": 1, \"count\": 0.5, \"timeWindow\": 10}]")
     })
 }
 

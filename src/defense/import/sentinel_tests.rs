@@ -3,18 +3,10 @@
 
 use serde_yaml_ng::Value;
 
-use super::{Format, import_text};
+use super::{Format, test_support};
 
-fn imported(json: &str) -> Value {
-    let imported =
-        import_text(Format::Sentinel, "rules.json", json, &[]).unwrap_or_else(|e| panic!("{e}"));
-    serde_yaml_ng::from_str(&imported.render(Format::Sentinel, "rules.json")).unwrap()
-}
-
-fn refused(json: &str) -> String {
-    import_text(Format::Sentinel, "rules.json", json, &[])
-        .map(|_| "imported".to_string())
-        .unwrap_or_else(|e| e.to_string())
+fn imported(text: &str) -> Value {
+    test_support::imported(Format::Sentinel, "rules.json", text)
 }
 
 #[test]
@@ -174,12 +166,5 @@ const REFUSED: &[(&str, &str)] = &[
 
 #[test]
 fn every_refused_field_says_where_and_what_is_not_modelled() {
-    for (json, expected) in REFUSED {
-        let err = refused(json);
-        assert!(
-            err.contains(expected),
-            "{json}\n  expected: {expected}\n  got: {err}"
-        );
-        assert!(err.starts_with("rules.json:1:"), "{err}");
-    }
+    test_support::assert_refused(Format::Sentinel, "rules.json", REFUSED);
 }

@@ -3,18 +3,10 @@
 
 use serde_yaml_ng::Value;
 
-use crate::defense::import::{Format, import_text};
+use crate::defense::import::{Format, test_support};
 
 fn imported(conf: &str) -> Value {
-    let imported =
-        import_text(Format::Nginx, "nginx.conf", conf, &[]).unwrap_or_else(|e| panic!("{e}"));
-    serde_yaml_ng::from_str(&imported.render(Format::Nginx, "nginx.conf")).unwrap()
-}
-
-fn refused(conf: &str) -> String {
-    import_text(Format::Nginx, "nginx.conf", conf, &[])
-        .map(|_| "imported".to_string())
-        .unwrap_or_else(|e| e.to_string())
+    test_support::imported(Format::Nginx, "nginx.conf", conf)
 }
 
 /// `http { UPSTREAM server { LOCATION } }` around the given pieces.
@@ -131,12 +123,5 @@ fn every_refused_directive_says_where_and_what_is_not_modelled() {
         ("http { upstream up { server a:1 }".to_string(), "directive `server` has no ending `;`"),
         ("events { }".to_string(), "no upstream block"),
     ];
-    for (text, expected) in cases {
-        let err = refused(&text);
-        assert!(
-            err.contains(expected),
-            "{text}\n  expected: {expected}\n  got: {err}"
-        );
-        assert!(err.starts_with("nginx.conf:"), "{err}");
-    }
+    test_support::assert_refused(Format::Nginx, "nginx.conf", &cases);
 }

@@ -149,18 +149,15 @@ pub(super) fn import(source: &Source) -> Result<Imported, Vec<SchemaError>> {
         }
         routes.push((name.clone(), route));
     }
-    if names.is_empty() && problems.is_empty() {
-        problems.push(source.whole(
-            "no resilience4j instance: expected keys such as resilience4j.circuitbreaker.instances.NAME.slidingWindowSize",
-        ));
-    }
-    if !problems.is_empty() {
-        return Err(problems);
-    }
-    Ok(Imported {
+    let imported = Imported {
         routes,
         pools: Vec::new(),
         notes: NOTES.iter().map(|s| s.to_string()).collect(),
+    };
+    super::finish(imported, problems, || {
+        source.whole(
+            "no resilience4j instance: expected keys such as resilience4j.circuitbreaker.instances.NAME.slidingWindowSize",
+        )
     })
 }
 

@@ -4,13 +4,11 @@
 
 use serde_yaml_ng::Value;
 
-use crate::defense::import::{Format, import_text};
+use crate::defense::import::{Format, import_text, test_support};
 
 /// The imported defense line of `text` (a `.properties` file) as YAML.
 fn imported(text: &str) -> Value {
-    let imported = import_text(Format::Resilience4j, "app.properties", text, &[])
-        .unwrap_or_else(|e| panic!("{e}"));
-    serde_yaml_ng::from_str(&imported.render(Format::Resilience4j, "app.properties")).unwrap()
+    test_support::imported(Format::Resilience4j, "app.properties", text)
 }
 
 /// `routes.ROUTE.PATH` of `text`'s import, as text.
@@ -27,13 +25,6 @@ fn value(text: &str, route: &str, path: &str) -> String {
         Value::Null => "null".to_string(),
         other => serde_yaml_ng::to_string(other).unwrap().trim().to_string(),
     }
-}
-
-/// The whole error text of importing `text`.
-fn refused(text: &str) -> String {
-    import_text(Format::Resilience4j, "app.properties", text, &[])
-        .map(|_| "imported".to_string())
-        .unwrap_or_else(|e| e.to_string())
 }
 
 const CB: &str = "resilience4j.circuitbreaker";
@@ -313,12 +304,5 @@ fn every_refused_key_says_where_and_what_is_not_modelled() {
         (format!("{i}.permittedNumberOfCallsInHalfOpenState=\\u12"), "invalid escape"),
         ("spring.application.name=shop".into(), "no resilience4j instance"),
     ];
-    for (text, expected) in cases {
-        let err = refused(&text);
-        assert!(
-            err.contains(expected),
-            "{text}\n  expected: {expected}\n  got: {err}"
-        );
-        assert!(err.starts_with("app.properties:"), "{err}");
-    }
+    test_support::assert_refused(Format::Resilience4j, "app.properties", &cases);
 }

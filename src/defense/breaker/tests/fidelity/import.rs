@@ -143,13 +143,12 @@ impl Keys {
     }
 }
 
-/// The breaker `firedrill import` makes of `keys`, read back as an
-/// experiment's defense reads it.
-fn imported(keys: &Keys) -> BreakerConfig {
-    let text = keys.properties();
-    let imported = import_text(Format::Resilience4j, "a.properties", &text, &[])
-        .unwrap_or_else(|e| panic!("{text}\n{e}"));
-    let yaml = imported.render(Format::Resilience4j, "a.properties");
+/// The breaker of route `inventory` that `firedrill import` makes of
+/// `text` (the contents of `file`), read back as an experiment's defense
+/// reads it.
+pub(super) fn imported_breaker(format: Format, file: &str, text: &str) -> BreakerConfig {
+    let imported = import_text(format, file, text, &[]).unwrap_or_else(|e| panic!("{text}\n{e}"));
+    let yaml = imported.render(format, file);
     let defense: DefenseConfig =
         crate::schema::from_yaml_str("out.yaml", &yaml).unwrap_or_else(|e| panic!("{yaml}\n{e}"));
     defense.routes["inventory"]
@@ -253,7 +252,7 @@ proptest! {
         keys in keys(),
         steps in steps(true),
     ) {
-        let config = imported(&keys);
+        let config = imported_breaker(Format::Resilience4j, "a.properties", &keys.properties());
         let mut model = Client4xx { inner: Resilience4j::new(keys.model()), counted: !keys.ignore_4xx };
         let seen = drive(&config, &mut model, SECOND, &steps);
         assert_agree(&seen)?;

@@ -8,11 +8,10 @@
 
 use proptest::prelude::*;
 
+use super::import::imported_breaker;
 use super::sentinel::{Sentinel, SentinelConfig};
 use super::{assert_agree, drive, steps};
-use crate::defense::DefenseConfig;
-use crate::defense::breaker::BreakerConfig;
-use crate::defense::import::{Format, import_text};
+use crate::defense::import::Format;
 
 /// One degrade rule's fields; `None` is left out.
 #[derive(Debug, Clone)]
@@ -77,19 +76,6 @@ impl Rule {
     }
 }
 
-fn imported(rule: &Rule) -> BreakerConfig {
-    let text = rule.json();
-    let imported = import_text(Format::Sentinel, "rules.json", &text, &[])
-        .unwrap_or_else(|e| panic!("{text}\n{e}"));
-    let yaml = imported.render(Format::Sentinel, "rules.json");
-    let defense: DefenseConfig =
-        crate::schema::from_yaml_str("out.yaml", &yaml).unwrap_or_else(|e| panic!("{yaml}\n{e}"));
-    defense.routes["inventory"]
-        .breaker
-        .clone()
-        .expect("a breaker")
-}
-
 fn rule() -> impl Strategy<Value = Rule> {
     (
         prop::option::of(0u8..=1),
@@ -137,7 +123,7 @@ proptest! {
         rule in rule(),
         steps in steps(false),
     ) {
-        let config = imported(&rule);
+        let config = imported_breaker(Format::Sentinel, "rules.json", &rule.json());
         let c = rule.model();
         let edge = c.interval_ms * 1000;
         let seen = drive(&config, &mut Sentinel::new(c), edge, &steps);
