@@ -60,7 +60,9 @@ pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
     } = options;
     let (listen, upstream, seed, grace) = (listen.as_str(), upstream.as_str(), *seed, *grace);
     let journal = options.journal.as_deref();
-    let config: DefenseConfig = crate::schema::from_yaml_file(&options.config)?;
+    let text = crate::schema::read_text(&options.config)?;
+    let shown = options.config.display().to_string();
+    let config: DefenseConfig = crate::defense::import::expand::load_defense(&shown, &text)?;
     refuse_instances(&config, &options.config)?;
     let endpoint = Endpoint::parse("--upstream", upstream).map_err(CliError::invalid)?;
     let tls = options.tls.client("--upstream", &endpoint)?;

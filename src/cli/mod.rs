@@ -14,12 +14,13 @@
 //! * [`tls`] — the TLS flags of the subcommands that call an `https://`
 //!   upstream.
 //! * one file per subcommand: [`proxy`], [`target`], [`defend`], [`run`],
-//!   [`server`], [`demo`], [`validate`], [`schema`].
+//!   [`server`], [`demo`], [`validate`], [`schema`], [`import`].
 
 pub mod address;
 pub mod defend;
 pub mod demo;
 pub mod exit;
+pub mod import;
 pub mod output;
 pub mod proxy;
 pub mod report;
@@ -88,6 +89,10 @@ pub enum Command {
     /// anything (the kind is told by the top-level keys once the YAML
     /// parses); names every problem found after the file is read.
     Validate(validate::ValidateArgs),
+    /// Prints the firedrill defense line a resilience4j, Sentinel, NGINX,
+    /// Envoy or opossum configuration amounts to, every value commented
+    /// with its source key.
+    Import(import::ImportArgs),
 }
 
 /// Runs the parsed command line and returns the process exit code.
@@ -103,6 +108,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Defend(args) => defend::defend(&args),
         Command::Server(args) => server::server(&args),
         Command::Demo(args) => demo::demo(&args),
+        Command::Import(args) => import::run(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

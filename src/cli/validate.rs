@@ -81,7 +81,8 @@ enum FileKind {
 /// The kind of `text` (read from `file`), once it is well-formed YAML.
 fn detect_kind(file: &str, text: &str) -> Result<FileKind, SchemaError> {
     const EXPERIMENT_KEYS: [&str; 4] = ["load", "expect", "duration", "name"];
-    const DEFENSE_KEYS: [&str; 6] = [
+    const DEFENSE_KEYS: [&str; 7] = [
+        "import",
         "routes",
         "timeout",
         "request_timeout",
@@ -120,8 +121,8 @@ pub fn validate(args: &ValidateArgs) -> Result<u8, CliError> {
             outln!("ok: {}: {} fault(s)", path.display(), file.faults.len());
         }
         FileKind::Defense => {
-            let config: crate::defense::DefenseConfig =
-                schema::from_yaml_str(&path.display().to_string(), &text)?;
+            let config =
+                crate::defense::import::expand::load_defense(&path.display().to_string(), &text)?;
             outln!(
                 "ok: {}: defense line with {} route(s)",
                 path.display(),

@@ -62,6 +62,37 @@ pub struct RouteConfig {
     pub rate_limit: Option<RateLimitConfig>,
     /// The pool this route's calls go to instead of the line's upstream.
     pub pool: Option<String>,
+    /// NGINX's way of retrying: a failed attempt passed on at once to a
+    /// pool server not tried yet (`proxy_next_upstream`).
+    pub next_upstream: Option<NextUpstream>,
+}
+
+/// What passes a request on to the next server of the route's pool, and
+/// what counts as a failed attempt there, as NGINX's `proxy_next_upstream`
+/// (`ngx_http_upstream_next`, `ngx_http_upstream_test_next`): a connection
+/// error or a timeout always counts against the server's `max_fails`, and
+/// is passed on when listed; a listed status is passed on (and counts,
+/// except 403 and 404) while attempts remain, and is the answer, counted
+/// as a success, on the last one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NextUpstream {
+    /// Pass on a connection error (refused, reset, broken).
+    pub error: bool,
+    /// Pass on a timeout.
+    pub timeout: bool,
+    /// Pass on these statuses (500, 502, 503, 504, 403, 404, 429).
+    pub statuses: Vec<u16>,
+    /// Attempts in all, the first included; 0: one per server of the pool
+    /// (`proxy_next_upstream_tries 0`).
+    pub tries: u32,
+    /// Pass on POST, PATCH and LOCK too once they were sent (a connection
+    /// error passes them on anyway: nothing was sent).
+    pub non_idempotent: bool,
+}
+
+impl NextUpstream {
+    /// The statuses `proxy_next_upstream` can name.
+    pub const STATUSES: [u16; 7] = [500, 502, 503, 504, 403, 404, 429];
 }
 
 /// A counting limit on concurrent calls.
@@ -162,6 +193,57 @@ struct RawDefense {
     /// dependency, health-checked; a route with `pool:` calls one.
     #[serde(default)]
     pools: IndexMap<String, PoolConfig>,
+    /// Settings a team already runs, imported (docs/import.md): each route
+    /// takes the instance of its name (or of its `instance:`), its own
+    /// keys laid over the imported ones; imported pools join `pools`.
+    /// Written out when the file is read, so never seen here.
+    #[serde(default)]
+    import: Option<RawImport>,
+}
+
+/// `import:` — a file per format, paths relative to the file that names
+/// them.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(extend("minProperties" = 1))]
+// Its fields are the schema's description: `defense::import::expand`
+// reads the mapping itself before this type sees the file.
+#[allow(dead_code)]
+struct RawImport {
+    /// resilience4j's Spring Boot configuration (`application.yml` or
+    /// `.properties`).
+    #[serde(default)]
+    resilience4j: Option<ImportFiles>,
+    /// Sentinel rules JSON (degrade and flow rules).
+    #[serde(default)]
+    sentinel: Option<ImportFiles>,
+    /// NGINX configuration (`upstream` blocks, the locations proxying to
+    /// them).
+    #[serde(default)]
+    nginx: Option<ImportFiles>,
+    /// opossum options JSON.
+    #[serde(default)]
+    opossum: Option<ImportFiles>,
+    /// Envoy YAML: clusters and the routes sending to them.
+    #[serde(default)]
+    envoy: Option<ImportFiles>,
+    /// The target instance each imported pool server's address stands for
+    /// (`"10.0.1.11:8080": a`), in an experiment whose built-in target has
+    /// instances.
+    #[serde(default)]
+    servers: IndexMap<String, String>,
+}
+
+/// One file, or several of one format (Sentinel's degrade and flow rules
+/// are often kept apart).
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum ImportFiles {
+    /// One file.
+    One(String),
+    /// Several, read in order.
+    Many(Vec<String>),
 }
 
 /// The protections of one route.
@@ -193,12 +275,23 @@ struct RawRoute {
     /// upstream.
     #[serde(default)]
     pool: Option<String>,
+    /// With `pool`: NGINX's `proxy_next_upstream`, passing a failed attempt
+    /// on at once to a server not tried yet (instead of `retry`).
+    #[serde(default)]
+    next_upstream: Option<RawNextUpstream>,
+    /// The imported instance this route takes (default: the one of the
+    /// route's name), with `import:`.
+    #[serde(default)]
+    instance: Option<String>,
 }
 
 impl TryFrom<RawDefense> for DefenseConfig {
     type Error = String;
 
     fn try_from(raw: RawDefense) -> Result<Self, String> {
+        if raw.import.is_some() {
+            return Err("import: is read in an experiment's defense (and its dependencies') or at the top of a defense file".to_string());
+        }
         if raw.max_concurrent == Some(0) {
             return Err("max_concurrent: must be at least 1".to_string());
         }
@@ -216,6 +309,11 @@ impl TryFrom<RawDefense> for DefenseConfig {
                 route.timeout.map(Dur::get),
                 outer,
             )?;
+            if route.instance.is_some() {
+                return Err(format!(
+                    "{key}.instance: names an imported instance, but nothing is imported here: add import: {{ FORMAT: FILE }} beside routes"
+                ));
+            }
             if let Some(b) = route.bulkhead
                 && b.max_concurrent == 0
             {
@@ -226,6 +324,23 @@ impl TryFrom<RawDefense> for DefenseConfig {
             {
                 return Err(unknown_pool(&key, pool, &raw.pools));
             }
+            let next_upstream = match route.next_upstream {
+                None => None,
+                Some(_) if route.pool.is_none() => {
+                    return Err(format!(
+                        "{key}.next_upstream: passes a call on to another server of the route's pool: set pool:"
+                    ));
+                }
+                Some(_) if route.retry.is_some() => {
+                    return Err(format!(
+                        "{key}.next_upstream: give retry or next_upstream, not both (each decides when an attempt is sent again)"
+                    ));
+                }
+                Some(raw) => Some(
+                    raw.into_config()
+                        .map_err(|m| format!("{key}.next_upstream.{m}"))?,
+                ),
+            };
             let breaker = route.breaker.map(|mut b| {
                 if b.name.is_empty() {
                     b.name = name.clone();
@@ -243,6 +358,7 @@ impl TryFrom<RawDefense> for DefenseConfig {
                     fallback: route.fallback,
                     rate_limit: route.rate_limit,
                     pool: route.pool,
+                    next_upstream,
                 },
             );
         }
@@ -254,6 +370,57 @@ impl TryFrom<RawDefense> for DefenseConfig {
             routes,
             pools: raw.pools,
         })
+    }
+}
+
+/// `next_upstream:` as written.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawNextUpstream {
+    /// What passes an attempt on: `error`, `timeout`, `http_500`,
+    /// `http_502`, `http_503`, `http_504`, `http_403`, `http_404`,
+    /// `http_429` (NGINX's words; default `[error, timeout]`, NGINX's).
+    #[serde(default = "error_timeout")]
+    on: Vec<String>,
+    /// Attempts in all, the first included (default 0: one per server).
+    #[serde(default)]
+    tries: u32,
+    /// Pass on POST, PATCH and LOCK too once sent (default false).
+    #[serde(default)]
+    non_idempotent: bool,
+}
+
+fn error_timeout() -> Vec<String> {
+    vec!["error".to_string(), "timeout".to_string()]
+}
+
+impl RawNextUpstream {
+    fn into_config(self) -> Result<NextUpstream, String> {
+        let mut next = NextUpstream {
+            error: false,
+            timeout: false,
+            statuses: Vec::new(),
+            tries: self.tries,
+            non_idempotent: self.non_idempotent,
+        };
+        for word in &self.on {
+            let status = word
+                .strip_prefix("http_")
+                .and_then(|c| c.parse::<u16>().ok());
+            match (word.as_str(), status) {
+                ("error", _) => next.error = true,
+                ("timeout", _) => next.timeout = true,
+                (_, Some(code)) if NextUpstream::STATUSES.contains(&code) => {
+                    next.statuses.push(code)
+                }
+                _ => {
+                    return Err(format!(
+                        "on: unknown `{word}`: expected error, timeout, http_500, http_502, http_503, http_504, http_403, http_404 or http_429"
+                    ));
+                }
+            }
+        }
+        Ok(next)
     }
 }
 

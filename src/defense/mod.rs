@@ -5,6 +5,7 @@
 //! * [`config`] — the `defense:` YAML section, validated.
 //! * [`breaker`] — the circuit breaker, a pure state machine.
 //! * [`bulkhead`], [`rate_limit`], [`retry`], [`fallback`] — one concept each.
+//! * [`import`] — resilience4j, Sentinel, NGINX, Envoy and opossum settings read into the line.
 //! * [`pool`] — upstream pools: balancing, health checks, slow start, backups.
 //! * [`line`] — the pipeline for one request.
 //! * [`report`] — what observers (experiments, the journal) are told.
@@ -14,6 +15,7 @@ pub mod breaker;
 pub mod bulkhead;
 pub mod config;
 pub mod fallback;
+pub mod import;
 pub mod line;
 pub mod metrics;
 pub mod pool;

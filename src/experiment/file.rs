@@ -70,7 +70,7 @@ pub fn load_text_with(file: &str, text: &str, overrides: &[Override]) -> Result<
 /// once it parses, every problem the later checks find: faults that need
 /// TCP, halt conditions, expectations.
 pub fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
-    let mut experiment: Experiment = schema::from_yaml_all(file, text)?;
+    let mut experiment: Experiment = read_experiment(file, text)?;
     crate::fault::recordings::load_recordings(&mut experiment.faults, file, text, "faults")?;
     load_arrivals(&mut experiment, file, text)?;
     load_tls(&mut experiment, file, text)?;
@@ -124,6 +124,16 @@ pub fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
         expectations,
         steady,
     })
+}
+
+/// Parses the experiment, its `defense.import` written out first; an
+/// error in the written-out text is put back at its place in `text`.
+fn read_experiment(file: &str, text: &str) -> Result<Experiment, LoadError> {
+    use crate::defense::import::expand::{Holder, expand, relocate};
+    match expand(file, text, Holder::Experiment)? {
+        None => schema::from_yaml_all(file, text),
+        Some(expanded) => schema::from_yaml_all(file, &expanded).map_err(|e| relocate(e, text)),
+    }
 }
 
 /// Reads the recordings `load[].replay` names: the route sends at their

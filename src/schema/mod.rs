@@ -236,7 +236,7 @@ fn read_limited(path: &Path, file: &str, limit: u64) -> Result<String, LoadError
 
 impl SchemaError {
     /// A problem with the file as a whole, reported at its start.
-    pub(super) fn whole_file(file: &str, message: String) -> Self {
+    pub fn whole_file(file: &str, message: String) -> Self {
         SchemaError {
             file: file.to_string(),
             line: 1,

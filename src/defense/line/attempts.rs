@@ -14,7 +14,7 @@ use rand::Rng;
 use super::{DefenseLine, Route};
 use crate::clock::{self, Duration};
 use crate::defense::breaker::{CallGuard, FailureKind, Outcome, Rejected, State};
-use crate::defense::config::RetryConfig;
+use crate::defense::config::{NextUpstream, RetryConfig};
 use crate::defense::fallback::MAX_CACHED_BODY;
 use crate::defense::pool::{Lease, POOL_BACKUP_HEADER, POOL_SERVER_HEADER};
 use crate::defense::report::{CallError, CallReport};
@@ -58,13 +58,13 @@ enum AttemptBody {
 }
 
 impl AttemptBody {
-    /// Keeps `body` when retries may follow and it is small, else streams
-    /// it; `None` when reading a body to keep failed.
-    async fn new(body: BoxBody, retry: Option<&RetryConfig>) -> Option<Self> {
+    /// Keeps `body` when more attempts may follow and it is small, else
+    /// streams it; `None` when reading a body to keep failed.
+    async fn new(body: BoxBody, again: bool) -> Option<Self> {
         let small = http_body::Body::size_hint(&body)
             .upper()
             .is_some_and(|n| n <= MAX_CACHED_BODY as u64);
-        if retry.is_some() && small {
+        if again && small {
             body.collect()
                 .await
                 .ok()
@@ -74,11 +74,11 @@ impl AttemptBody {
         }
     }
 
-    /// How many attempts the body allows: the retry's when it is kept,
-    /// one when it streams.
-    fn max_attempts(&self, retry: Option<&RetryConfig>) -> u32 {
+    /// How many attempts the body allows: `planned` when it is kept, one
+    /// when it streams.
+    fn max_attempts(&self, planned: u32) -> u32 {
         match self {
-            AttemptBody::Kept(_) => retry.map_or(1, |r| r.attempts),
+            AttemptBody::Kept(_) => planned,
             AttemptBody::Streaming(_) => 1,
         }
     }
@@ -115,13 +115,16 @@ impl DefenseLine {
             .retry
             .as_ref()
             .filter(|r| retry::may_retry(r, &parts.method));
-        let Some(mut body) = AttemptBody::new(body, retry).await else {
+        let planned = planned_attempts(route, retry);
+        let Some(mut body) = AttemptBody::new(body, planned > 1).await else {
             return Failed::Broken;
         };
+        let attempts = body.max_attempts(planned);
+        let mut tried = Vec::new();
         let mut last = Failed::Broken;
-        for attempt in 1..=body.max_attempts(retry) {
-            if attempt > 1 {
-                self.back_off(retry.expect("retrying"), attempt).await;
+        for attempt in 1..=attempts {
+            if let (true, Some(retry)) = (attempt > 1, retry) {
+                self.back_off(retry, attempt).await;
             }
             let guard = match self.admit(route, report) {
                 Ok(guard) => guard,
@@ -134,15 +137,19 @@ impl DefenseLine {
             };
             let Some(body) = body.next() else { return last };
             let request = Request::from_parts(parts.clone(), body);
-            let Ok(lease) = pick_server(route) else {
+            let Ok(lease) = pick_server(route, &tried) else {
                 // Every server is out: as an unreachable upstream.
                 let connect = Outcome::Failure(FailureKind::Connect);
                 record(route, self, guard, connect, Duration::ZERO);
                 report.error = Some(CallError::Connect);
                 report.served_by = None;
                 last = Failed::NoServer;
+                if route.next_upstream.is_some() {
+                    return last; // NGINX: no live upstreams.
+                }
                 continue;
             };
+            tried.extend(lease.as_ref().map(Lease::index));
             let upstream = lease
                 .as_ref()
                 .map_or(self.upstream.as_ref(), Lease::upstream);
@@ -153,20 +160,30 @@ impl DefenseLine {
             let outcome = send(upstream, request, route.timeout).await;
             let took = clock::now() - sent;
             let judged = judge(route, outcome, lease.as_ref());
+            let passes = route.next_upstream.as_ref().map(|n| {
+                let more = attempt < attempts;
+                passes_on(n, &judged, &parts.method, more)
+            });
             if let Some(lease) = &lease {
-                lease.record(matches!(judged, Judged::Bad(..)));
+                lease.record(failed_attempt(&judged, passes));
             }
-            match judged {
-                Judged::Good(resp, verdict) => {
+            match (judged, passes) {
+                (Judged::Good(resp, verdict), None | Some(Pass::Answer)) => {
                     record(route, self, guard, verdict, took);
                     report.error = None;
                     let mut resp = self.deliver(route, key, resp).await;
                     mark_server(&mut resp, lease.as_ref());
                     return Failed::Answered(resp);
                 }
-                Judged::Bad(verdict, failed, call_error) => {
+                (Judged::Good(_, verdict), Some(_)) => {
+                    record(route, self, guard, verdict, took);
+                }
+                (Judged::Bad(verdict, failed, call_error), passes) => {
                     record(route, self, guard, verdict, took);
                     report.error = Some(call_error);
+                    if passes == Some(Pass::Answer) {
+                        return failed;
+                    }
                     last = failed;
                 }
             }
@@ -209,11 +226,87 @@ impl DefenseLine {
     }
 }
 
+/// Attempts in all: the retry's, or with `next_upstream` its tries (0: one
+/// per server of the pool, as NGINX's `proxy_next_upstream_tries 0`).
+fn planned_attempts(route: &Route, retry: Option<&RetryConfig>) -> u32 {
+    match (&route.next_upstream, &route.pool) {
+        (Some(next), Some(pool)) => {
+            let servers = u32::try_from(pool.servers().len()).unwrap_or(u32::MAX);
+            if next.tries == 0 {
+                servers
+            } else {
+                next.tries.min(servers)
+            }
+        }
+        _ => retry.map_or(1, |r| r.attempts),
+    }
+}
+
+/// What `next_upstream` does with an attempt's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// Passed on to the next server.
+    On,
+    /// The caller's answer.
+    Answer,
+}
+
+/// Whether `judged` is passed on (`ngx_http_upstream_next`,
+/// `ngx_http_upstream_test_next`): a listed error, timeout or status,
+/// while attempts remain (`more`), and for POST, PATCH and LOCK once
+/// sent only with `non_idempotent`.
+fn passes_on(next: &NextUpstream, judged: &Judged, method: &http::Method, more: bool) -> Pass {
+    let idempotent = !matches!(method.as_str(), "POST" | "PATCH" | "LOCK");
+    let (listed, sent) = match judged {
+        Judged::Bad(_, Failed::Connect | Failed::NoServer, _) => (next.error, false),
+        Judged::Bad(_, Failed::Broken, _) => (next.error, true),
+        Judged::Bad(_, Failed::Timeout | Failed::Deadline, _) => (next.timeout, true),
+        Judged::Bad(_, Failed::Status(resp) | Failed::Answered(resp), _) => {
+            (next.statuses.contains(&resp.status().as_u16()), true)
+        }
+        Judged::Good(resp, _) => (next.statuses.contains(&resp.status().as_u16()), true),
+        Judged::Bad(_, Failed::Rejected { .. }, _) => (false, true),
+    };
+    let allowed = !sent || idempotent || next.non_idempotent;
+    if listed && more && allowed {
+        Pass::On
+    } else {
+        Pass::Answer
+    }
+}
+
+/// Whether the attempt counts against its server's `max_fails`: without
+/// `next_upstream`, any failure; with it, as NGINX frees the peer: a
+/// connection error or a timeout always, a status only when it was passed
+/// on and is not a 403 or 404.
+fn failed_attempt(judged: &Judged, passes: Option<Pass>) -> bool {
+    let Some(pass) = passes else {
+        return matches!(judged, Judged::Bad(..));
+    };
+    let status = match judged {
+        Judged::Good(resp, _) => Some(resp.status().as_u16()),
+        Judged::Bad(_, Failed::Status(resp) | Failed::Answered(resp), _) => {
+            Some(resp.status().as_u16())
+        }
+        Judged::Bad(..) => None,
+    };
+    match status {
+        None => true,
+        Some(403 | 404) => false,
+        Some(_) => pass == Pass::On,
+    }
+}
+
 /// The pool server for this attempt (none when the route has no pool);
 /// `Err` when every server of the pool is out.
-fn pick_server(route: &Route) -> Result<Option<Lease>, ()> {
+fn pick_server(route: &Route, tried: &[usize]) -> Result<Option<Lease>, ()> {
+    let untried: &[usize] = if route.next_upstream.is_some() {
+        tried
+    } else {
+        &[]
+    };
     match &route.pool {
-        Some(pool) => pool.pick(clock::now()).map(Some).ok_or(()),
+        Some(pool) => pool.pick_untried(clock::now(), untried).map(Some).ok_or(()),
         None => Ok(None),
     }
 }

@@ -145,6 +145,7 @@ impl Route {
                 .as_ref()
                 .and_then(|n| pools.iter().find(|p| p.name() == n))
                 .cloned(),
+            next_upstream: r.next_upstream.clone(),
         }
     }
 
@@ -164,6 +165,7 @@ impl Route {
             backup: None,
             rate_limit: None,
             pool: None,
+            next_upstream: None,
         }
     }
 }

@@ -12,7 +12,7 @@ use tokio::sync::Notify;
 
 use super::breaker::SharedBreaker;
 use super::bulkhead::Bulkhead;
-use super::config::{FallbackConfig, RetryConfig};
+use super::config::{FallbackConfig, NextUpstream, RetryConfig};
 use super::fallback::{FALLBACK_HEADER, FallbackKind, StaleCache};
 use super::pool::Pool;
 use super::rate_limit::TokenBucket;
@@ -56,6 +56,8 @@ struct Route {
     rate_limit: Option<TokenBucket>,
     /// The pool the route's calls go to instead of the line's upstream.
     pool: Option<Arc<Pool>>,
+    /// Passing a failed attempt on to an untried pool server (NGINX).
+    next_upstream: Option<NextUpstream>,
 }
 
 /// The whole line, shared by every connection (`Arc`).

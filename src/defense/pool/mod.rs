@@ -200,6 +200,13 @@ impl Pool {
     /// rotation, else among the backups in rotation; `None` when every
     /// server is out.
     pub fn pick(self: &Arc<Self>, now: Instant) -> Option<Lease> {
+        self.pick_untried(now, &[])
+    }
+
+    /// As [`Pool::pick`], leaving out the servers at `tried` (a request
+    /// passed on to the next server, as NGINX's `proxy_next_upstream`
+    /// does: the primaries not yet tried, then the backups).
+    pub fn pick_untried(self: &Arc<Self>, now: Instant, tried: &[usize]) -> Option<Lease> {
         let mut changes = Vec::new();
         let chosen = {
             let mut state = self.lock();
@@ -208,7 +215,9 @@ impl Pool {
                 self.servers
                     .iter()
                     .enumerate()
-                    .filter(|(i, s)| s.backup == backup && state.health[*i].reported_up())
+                    .filter(|(i, s)| {
+                        s.backup == backup && state.health[*i].reported_up() && !tried.contains(i)
+                    })
                     .map(|(index, s)| Candidate {
                         index,
                         weight: slow_start::effective_weight(
@@ -361,6 +370,11 @@ pub struct Lease {
 }
 
 impl Lease {
+    /// The server's index in its pool.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
     /// Where the attempt goes.
     pub fn upstream(&self) -> &dyn Upstream {
         self.pool.servers[self.index].upstream.as_ref()

@@ -17,6 +17,8 @@
 //! `base() + t`.
 
 mod examples;
+mod import;
+mod import_sentinel;
 mod resilience4j;
 mod sentinel;
 

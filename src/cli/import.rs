@@ -1,0 +1,65 @@
+//! `firedrill import FORMAT FILE`: prints the defense line a resilience4j,
+//! Sentinel, NGINX, Envoy or opossum configuration amounts to, every value
+//! commented with the source key it came from.
+
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+
+use super::exit::{CliError, EXIT_OK};
+use super::stdout::out;
+use crate::defense::import::{self, Format};
+
+/// The formats `firedrill import` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImportFormat {
+    /// resilience4j's Spring Boot configuration: `application.yml` or
+    /// `application.properties`.
+    Resilience4j,
+    /// Sentinel rules JSON: degrade rules and flow rules.
+    Sentinel,
+    /// NGINX configuration: `upstream` blocks and the locations that
+    /// `proxy_pass` to them.
+    Nginx,
+    /// opossum options JSON (the breaker itself is refused: not modelled).
+    Opossum,
+    /// Envoy YAML: clusters (endpoints, circuit_breakers) and the routes
+    /// that send to them.
+    Envoy,
+}
+
+impl From<ImportFormat> for Format {
+    fn from(format: ImportFormat) -> Self {
+        match format {
+            ImportFormat::Resilience4j => Format::Resilience4j,
+            ImportFormat::Sentinel => Format::Sentinel,
+            ImportFormat::Nginx => Format::Nginx,
+            ImportFormat::Opossum => Format::Opossum,
+            ImportFormat::Envoy => Format::Envoy,
+        }
+    }
+}
+
+/// The flags of `firedrill import`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ImportArgs {
+    /// The format of FILE.
+    #[arg(value_enum)]
+    pub format: ImportFormat,
+    /// The configuration file.
+    pub file: PathBuf,
+    /// Import only this instance (repeatable; default: every instance).
+    #[arg(long = "instance", value_name = "NAME")]
+    pub instances: Vec<String>,
+}
+
+/// Prints the imported defense configuration on stdout.
+pub fn run(args: &ImportArgs) -> Result<u8, CliError> {
+    let format = Format::from(args.format);
+    let imported = import::import_file(format, &args.file, &args.instances)?;
+    out!(
+        "{}",
+        imported.render(format, &args.file.display().to_string())
+    );
+    Ok(EXIT_OK)
+}

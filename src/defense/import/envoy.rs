@@ -1,0 +1,500 @@
+//! Envoy configuration YAML (a bootstrap's `static_resources`, or a list
+//! of `clusters`): each cluster with its endpoints becomes a pool, and each
+//! route of a virtual host that sends to a cluster a route of the
+//! cluster's name calling it, with its `timeout` and the cluster's
+//! `circuit_breakers` limit as its bulkhead. Outlier detection, active
+//! health checks and retry policies are refused: their rules are not
+//! modelled (docs/import.md).
+
+use serde_yaml_ng::Value;
+
+use super::Imported;
+use super::tree::Node;
+use crate::clock::Duration;
+use crate::schema::units::Dur;
+use crate::schema::{self, SchemaError, Segment, display_path};
+
+/// A node of the file with its path, for values and errors.
+#[derive(Clone)]
+struct At<'v> {
+    value: &'v Value,
+    path: Vec<Segment>,
+}
+
+impl<'v> At<'v> {
+    fn get(&self, key: &str) -> Option<At<'v>> {
+        let value = self.value.get(key)?;
+        let mut path = self.path.clone();
+        path.push(Segment::Key(key.to_string()));
+        Some(At { value, path })
+    }
+
+    fn items(&self) -> Vec<At<'v>> {
+        match self.value {
+            Value::Sequence(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, value)| {
+                    let mut path = self.path.clone();
+                    path.push(Segment::Index(i));
+                    At { value, path }
+                })
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn keys(&self) -> Vec<String> {
+        match self.value {
+            Value::Mapping(m) => m
+                .keys()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    fn text(&self) -> String {
+        match self.value {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            Value::Bool(b) => b.to_string(),
+            _ => String::new(),
+        }
+    }
+
+    fn key(&self) -> String {
+        display_path(&self.path)
+    }
+}
+
+struct Reader<'a> {
+    file: &'a str,
+    text: &'a str,
+    problems: Vec<SchemaError>,
+    /// Keys ignored where no node is at hand, for the pool's notes.
+    notes: Vec<String>,
+}
+
+impl Reader<'_> {
+    fn refuse(&mut self, at: &At, message: impl Into<String>) {
+        self.problems
+            .push(SchemaError::at(self.file, self.text, &at.path, message));
+    }
+
+    fn from(&self, at: &At) -> String {
+        let line = schema::locate(self.text, &at.path).map_or(0, |(l, _)| l);
+        format!("{} (line {line})", at.key())
+    }
+
+    /// A protobuf `Duration` as Envoy's YAML writes it: `0.25s`, `15s`.
+    fn duration(&mut self, at: &At) -> Option<Duration> {
+        let text = at.text();
+        let parsed = text
+            .strip_suffix('s')
+            .and_then(|n| n.parse::<f64>().ok())
+            .filter(|n| *n >= 0.0)
+            .and_then(|n| Duration::try_from_secs_f64(n).ok());
+        if parsed.is_none() {
+            self.refuse(
+                at,
+                format!("invalid duration `{text}`: expected seconds such as 0.25s or 15s"),
+            );
+        }
+        parsed
+    }
+
+    fn whole(&mut self, at: &At) -> Option<u64> {
+        let n = at.text().parse::<u64>().ok();
+        if n.is_none() {
+            self.refuse(
+                at,
+                format!("invalid number `{}`: expected a whole number", at.text()),
+            );
+        }
+        n
+    }
+}
+
+/// Reads every cluster and route of the file.
+pub(super) fn import(file: &str, text: &str) -> Result<Imported, Vec<SchemaError>> {
+    let root: Value = schema::from_yaml_str(file, text).map_err(|e| vec![e])?;
+    let root = At {
+        value: &root,
+        path: Vec::new(),
+    };
+    let mut r = Reader {
+        file,
+        text,
+        problems: Vec::new(),
+        notes: Vec::new(),
+    };
+    let clusters = root
+        .get("static_resources")
+        .and_then(|s| s.get("clusters"))
+        .or_else(|| root.get("clusters"))
+        .map(|c| c.items())
+        .unwrap_or_default();
+    let mut routes_found = Vec::new();
+    find_routes(&root, &mut routes_found);
+    let mut pools = Vec::new();
+    let mut limits = Vec::new();
+    for cluster in &clusters {
+        if let Some((name, pool, limit)) = self::cluster(&mut r, cluster) {
+            pools.push((name.clone(), pool));
+            limits.push((name, limit));
+        }
+    }
+    let mut routes: Vec<(String, Node)> = Vec::new();
+    for route in &routes_found {
+        let Some(target) = route.get("route") else {
+            continue;
+        };
+        let Some(cluster) = target.get("cluster").map(|c| c.text()) else {
+            if let Some(w) = target.get("weighted_clusters") {
+                r.refuse(&w, "weighted_clusters split a route's calls between clusters: not modelled (a firedrill route calls one pool)");
+            }
+            continue;
+        };
+        if !pools.iter().any(|(n, _)| *n == cluster) {
+            continue; // a cluster the file does not define
+        }
+        if routes.iter().any(|(n, _)| *n == cluster) {
+            r.refuse(route, format!("a second route to cluster `{cluster}`: firedrill imports one route per cluster (its circuit_breakers limit the cluster, shared by every route)"));
+            continue;
+        }
+        let limit = limits
+            .iter()
+            .find(|(n, _)| *n == cluster)
+            .and_then(|(_, l)| l.clone());
+        if let Some(node) = self::route(&mut r, route, &target, &cluster, limit) {
+            routes.push((cluster, node));
+        }
+    }
+    if pools.is_empty() && r.problems.is_empty() {
+        r.problems.push(SchemaError::at(file, text, &[], "no cluster: expected static_resources.clusters or clusters with load_assignment endpoints"));
+    }
+    if !r.problems.is_empty() {
+        let mut problems = r.problems;
+        problems.sort_by_key(|p| (p.line, p.column));
+        return Err(problems);
+    }
+    Ok(Imported {
+        routes,
+        pools,
+        notes: vec![
+            "A pool server is the endpoint Envoy names; in an experiment, map it to a target instance".to_string(),
+            "with import: { envoy: FILE, servers: { ADDRESS: INSTANCE } }. See docs/import.md.".to_string(),
+        ],
+    })
+}
+
+/// Every route of every `virtual_hosts` in the file.
+fn find_routes<'v>(at: &At<'v>, out: &mut Vec<At<'v>>) {
+    match at.value {
+        Value::Mapping(_) => {
+            if let Some(hosts) = at.get("virtual_hosts") {
+                for host in hosts.items() {
+                    if let Some(routes) = host.get("routes") {
+                        out.extend(routes.items());
+                    }
+                }
+                return;
+            }
+            for key in at.keys() {
+                if let Some(child) = at.get(&key) {
+                    find_routes(&child, out);
+                }
+            }
+        }
+        Value::Sequence(_) => at.items().iter().for_each(|i| find_routes(i, out)),
+        _ => {}
+    }
+}
+
+/// The keys of a cluster and what the import does with them.
+const IGNORED_CLUSTER_KEYS: &[(&str, &str)] = &[
+    (
+        "type",
+        "how endpoints are found; the file's endpoints are read",
+    ),
+    (
+        "connect_timeout",
+        "firedrill's route timeout covers connecting",
+    ),
+    ("dns_lookup_family", "name resolution"),
+    ("dns_refresh_rate", "name resolution"),
+    (
+        "transport_socket",
+        "TLS to the servers (set tls: on the experiment's services)",
+    ),
+    (
+        "typed_extension_protocol_options",
+        "the HTTP version spoken to the servers",
+    ),
+    (
+        "http2_protocol_options",
+        "the HTTP version spoken to the servers",
+    ),
+    ("common_http_protocol_options", "idle connections"),
+    ("per_connection_buffer_limit_bytes", "buffering"),
+];
+
+/// A request limit and where it came from.
+type Limit = Option<(u64, String)>;
+
+/// A cluster → its name, its pool, and its `circuit_breakers` request
+/// limit.
+fn cluster(r: &mut Reader, c: &At) -> Option<(String, Node, Limit)> {
+    let name = c.get("name").map(|n| n.text()).filter(|n| !n.is_empty());
+    let Some(name) = name else {
+        r.refuse(c, "a cluster without a name");
+        return None;
+    };
+    let mut pool = Node::map();
+    for key in c.keys() {
+        let at = c.get(&key).expect("a key");
+        match key.as_str() {
+            "name" | "load_assignment" | "lb_policy" | "circuit_breakers" => {}
+            "outlier_detection" => r.refuse(&at, "Envoy's outlier detection is not modelled: it ejects a host after consecutive_5xx (or gateway failures, or by success rate) for base_ejection_time times its ejections, returns it on the interval's sweep and caps the ejected share by max_ejection_percent, where firedrill's pool takes a server out after max_fails failures within fail_timeout for fail_timeout (NGINX); leave it out to drill the cluster without passive ejection"),
+            "health_checks" => r.refuse(&at, "Envoy's active health checks are not modelled (their start state, jitter and thresholds differ from firedrill's NGINX Plus checks); leave them out, or write the pool's health_check by hand"),
+            "round_robin_lb_config" | "least_request_lb_config" | "common_lb_config" => r.refuse(&at, format!("`{key}` (slow start, panic threshold, locality weighting) is not modelled")),
+            "eds_cluster_config" => r.refuse(&at, "EDS endpoints come from a management server, not the file: not modelled (write load_assignment)"),
+            other => match IGNORED_CLUSTER_KEYS.iter().find(|(k, _)| *k == other) {
+                Some((_, why)) => pool.note(format!("ignored: {}: {why}", r.from(&at))),
+                None => r.refuse(&at, format!("`{other}` of a cluster is not modelled")),
+            },
+        }
+    }
+    let balance = match c.get("lb_policy") {
+        None => Node::leaf("round_robin", "Envoy default: lb_policy ROUND_ROBIN"),
+        Some(p) if p.text() == "ROUND_ROBIN" => Node::leaf("round_robin", r.from(&p)),
+        Some(p) => {
+            r.refuse(&p, format!("lb_policy {} is not modelled: firedrill balances by round robin (or NGINX's least_conn, not Envoy's random choice of two)", p.text()));
+            return None;
+        }
+    };
+    let servers = endpoints(r, c)?;
+    pool.set("servers", Node::List(servers));
+    pool.set("balance", balance);
+    pool.set(
+        "max_fails",
+        Node::leaf(
+            "0",
+            "no outlier_detection: Envoy never ejects a host for its answers",
+        ),
+    );
+    let limit = circuit_breakers(r, c);
+    for note in std::mem::take(&mut r.notes) {
+        pool.note(note);
+    }
+    Some((name, pool, limit))
+}
+
+fn endpoints(r: &mut Reader, c: &At) -> Option<Vec<Node>> {
+    let Some(groups) = c.get("load_assignment").and_then(|l| l.get("endpoints")) else {
+        r.refuse(
+            c,
+            "a cluster without load_assignment.endpoints: its servers are not in the file",
+        );
+        return None;
+    };
+    let mut servers = Vec::new();
+    let mut weights = Vec::new();
+    for group in groups.items() {
+        if let Some(p) = group.get("priority").filter(|p| p.text() != "0") {
+            r.refuse(&p, "a priority above 0 takes traffic as the higher priority's hosts become unhealthy, gradually (overprovisioning): not modelled (a firedrill backup answers only when every primary is out)");
+            continue;
+        }
+        for lb in group
+            .get("lb_endpoints")
+            .map(|l| l.items())
+            .unwrap_or_default()
+        {
+            let socket = lb
+                .get("endpoint")
+                .and_then(|e| e.get("address"))
+                .and_then(|a| a.get("socket_address"));
+            let Some(socket) = socket else {
+                r.refuse(
+                    &lb,
+                    "expected endpoint.address.socket_address { address, port_value }",
+                );
+                continue;
+            };
+            let host = socket.get("address").map(|a| a.text()).unwrap_or_default();
+            let Some(port) = socket.get("port_value").and_then(|p| r.whole(&p)) else {
+                r.refuse(&socket, "expected port_value");
+                continue;
+            };
+            let mut server = Node::map();
+            server.set(
+                "address",
+                Node::leaf(format!("{host}:{port}"), r.from(&socket)),
+            );
+            let weight = match lb.get("load_balancing_weight") {
+                Some(w) => {
+                    let n = r.whole(&w).unwrap_or(1);
+                    weights.push((n, w.clone()));
+                    Node::leaf(n.to_string(), r.from(&w))
+                }
+                None => {
+                    weights.push((1, lb.clone()));
+                    Node::leaf("1", "Envoy default: load_balancing_weight 1")
+                }
+            };
+            server.set("weight", weight);
+            server.set("backup", Node::leaf("false", "priority 0"));
+            servers.push(server);
+        }
+    }
+    if let Some((_, at)) = weights.iter().find(|(w, _)| *w != weights[0].0) {
+        r.refuse(at, "unequal load_balancing_weight: Envoy's weighted round robin (an earliest-deadline-first schedule) orders servers differently from NGINX's smooth weighted round robin firedrill runs: not modelled");
+    }
+    if servers.is_empty() {
+        r.refuse(c, "no endpoint in load_assignment");
+        return None;
+    }
+    Some(servers)
+}
+
+/// The cluster's `max_requests` (default priority), when it binds.
+fn circuit_breakers(r: &mut Reader, c: &At) -> Option<(u64, String)> {
+    let thresholds = c
+        .get("circuit_breakers")
+        .and_then(|b| b.get("thresholds"))
+        .map(|t| t.items())
+        .unwrap_or_default();
+    let mut found = None;
+    for t in thresholds {
+        if let Some(p) = t.get("priority").filter(|p| p.text() != "DEFAULT") {
+            let note = format!(
+                "ignored: {}: limits only routes of priority HIGH; firedrill's routes are DEFAULT",
+                r.from(&p)
+            );
+            r.notes.push(note);
+            continue;
+        }
+        let read = |r: &mut Reader, key: &str| {
+            t.get(key)
+                .and_then(|v| r.whole(&v).map(|n| (n, r.from(&v))))
+        };
+        let requests = read(r, "max_requests")
+            .unwrap_or((1024, "Envoy default: max_requests 1024".to_string()));
+        let connections = read(r, "max_connections").map_or(1024, |(n, _)| n);
+        if connections < requests.0 {
+            let at = t.get("max_connections").expect("set");
+            r.refuse(&at, "max_connections below max_requests queues requests for a connection (max_pending_requests): not modelled (firedrill's bulkhead waits by time, not in a queue of a length)");
+        }
+        if let Some(budget) = t.get("retry_budget") {
+            r.refuse(&budget, "a retry budget is not modelled");
+        }
+        for key in t.keys() {
+            if ![
+                "priority",
+                "max_requests",
+                "max_connections",
+                "max_pending_requests",
+                "max_retries",
+                "retry_budget",
+                "track_remaining",
+            ]
+            .contains(&key.as_str())
+            {
+                let at = t.get(&key).expect("a key");
+                r.refuse(&at, format!("`{key}` of circuit_breakers is not modelled"));
+            }
+        }
+        found = Some(requests);
+    }
+    found.or(Some((
+        1024,
+        "Envoy default: max_requests 1024 (no circuit_breakers)".to_string(),
+    )))
+}
+
+/// A route of a virtual host → the route of its cluster's name.
+fn route(
+    r: &mut Reader,
+    route: &At,
+    target: &At,
+    cluster: &str,
+    limit: Option<(u64, String)>,
+) -> Option<Node> {
+    let mut node = Node::map();
+    let m = route.get("match");
+    let glob = match (
+        m.as_ref().and_then(|m| m.get("prefix")),
+        m.as_ref().and_then(|m| m.get("path")),
+    ) {
+        (Some(p), _) => Node::leaf(format!("{}*", p.text()), r.from(&p)),
+        (None, Some(p)) => Node::leaf(p.text(), r.from(&p)),
+        _ => {
+            r.refuse(
+                m.as_ref().unwrap_or(route),
+                "only prefix and path matches are modelled (firedrill routes match path globs)",
+            );
+            return None;
+        }
+    };
+    if let Some(m) = &m {
+        for key in m
+            .keys()
+            .into_iter()
+            .filter(|k| k != "prefix" && k != "path")
+        {
+            let at = m.get(&key).expect("a key");
+            r.refuse(
+                &at,
+                format!("a `{key}` condition of a route match is not modelled"),
+            );
+        }
+    }
+    node.set("match", glob);
+    node.set(
+        "pool",
+        Node::leaf(cluster, r.from(&target.get("cluster").expect("set"))),
+    );
+    match target.get("timeout") {
+        Some(t) => match r.duration(&t) {
+            Some(d) if d.is_zero() => {
+                node.note(format!("no timeout: {} (0s turns it off)", r.from(&t)))
+            }
+            Some(d) => node.set("timeout", Node::leaf(Dur(d).to_string(), r.from(&t))),
+            None => {}
+        },
+        None => node.set(
+            "timeout",
+            Node::leaf("15s", "Envoy default: route timeout 15s"),
+        ),
+    }
+    if let Some(policy) = target.get("retry_policy") {
+        r.refuse(&policy, "Envoy's retries are not modelled: at most max_retries (3 by default) in flight per cluster, a jittered backoff from 25 ms, and per-try timeouts; leave retry_policy out, or give the route firedrill's retry");
+    }
+    for key in target.keys() {
+        if !["cluster", "timeout", "retry_policy"].contains(&key.as_str()) {
+            let at = target.get(&key).expect("a key");
+            node.note(format!(
+                "ignored: {}: not about which server answers or what fails",
+                r.from(&at)
+            ));
+        }
+    }
+    if let Some((n, why)) = limit {
+        let mut bulkhead = Node::map();
+        bulkhead.set(
+            "max_concurrent",
+            Node::leaf(
+                n.to_string(),
+                format!("circuit_breakers of cluster {cluster}: {why}"),
+            ),
+        );
+        bulkhead.set(
+            "max_wait",
+            Node::leaf("0s", "Envoy answers 503 at once over max_requests"),
+        );
+        node.set("bulkhead", bulkhead);
+    }
+    Some(node)
+}

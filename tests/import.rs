@@ -1,0 +1,313 @@
+//! `firedrill import` on the realistic configurations in
+//! `fixtures/import/`: each prints the documented mapping (the committed
+//! `NAME.imported.yaml` next to it, compared byte for byte; run with
+//! `FIREDRILL_BLESS=1` to rewrite them after a deliberate change), or, for
+//! a configuration firedrill does not model (`NAME.refused.txt` next to
+//! it), exits 2 with exactly those located errors; its output passes
+//! `firedrill validate`, a refused key exits 2 with its place, and an experiment's `import:` lays its routes over the imported
+//! instances, with `--set` and `sweep` reaching the imported values.
+
+mod cli_support;
+
+use std::path::{Path, PathBuf};
+
+use cli_support::firedrill;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every source configuration under `fixtures/import/FORMAT/` (not the
+/// expected outputs), with its format.
+fn sources() -> Vec<(String, PathBuf)> {
+    let mut found = Vec::new();
+    let dir = root().join("fixtures/import");
+    for format in std::fs::read_dir(&dir).unwrap() {
+        let format = format.unwrap().path();
+        if !format.is_dir() {
+            continue;
+        }
+        let name = format.file_name().unwrap().to_string_lossy().into_owned();
+        for file in std::fs::read_dir(&format).unwrap() {
+            let file = file.unwrap().path();
+            let shown = file.file_name().unwrap().to_string_lossy().into_owned();
+            if !shown.ends_with(".imported.yaml") && !shown.ends_with(".refused.txt") {
+                found.push((name.clone(), file));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// `firedrill import FORMAT FILE` run from the repository root.
+fn import(format: &str, file: &Path) -> std::process::Output {
+    let relative = file.strip_prefix(root()).unwrap();
+    firedrill()
+        .current_dir(root())
+        .args(["import", format])
+        .arg(relative)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn each_fixture_imports_to_its_committed_mapping() {
+    let all = sources();
+    assert!(all.len() >= 2, "a configuration per format: {all:?}");
+    let bless = std::env::var_os("FIREDRILL_BLESS").is_some();
+    let mut differ = Vec::new();
+    for (format, file) in &all {
+        let out = import(format, file);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let refused_file = PathBuf::from(format!("{}.refused.txt", file.display()));
+        if refused_file.exists() {
+            assert_eq!(out.status.code(), Some(2), "{}: refused", file.display());
+            let expected = std::fs::read_to_string(&refused_file).unwrap();
+            assert_eq!(stderr, expected, "{}", refused_file.display());
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(0), "{}: {stderr}", file.display());
+        let printed = String::from_utf8(out.stdout).unwrap();
+        let expected_file = PathBuf::from(format!("{}.imported.yaml", file.display()));
+        if bless {
+            std::fs::write(&expected_file, &printed).unwrap();
+            continue;
+        }
+        let expected = std::fs::read_to_string(&expected_file).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (FIREDRILL_BLESS=1 writes it)",
+                expected_file.display()
+            )
+        });
+        if printed != expected {
+            differ.push(format!("{}:\n{printed}", expected_file.display()));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "the import differs from the committed mapping:\n{}",
+        differ.join("\n")
+    );
+}
+
+#[test]
+fn firedrill_validate_accepts_every_import() {
+    let imported = sources()
+        .into_iter()
+        .filter(|(_, file)| !PathBuf::from(format!("{}.refused.txt", file.display())).exists());
+    for (format, file) in imported {
+        let out = import(&format, &file);
+        let dir = tempfile::tempdir().unwrap();
+        let printed = dir.path().join("imported.yaml");
+        std::fs::write(&printed, &out.stdout).unwrap();
+        let validated = firedrill().arg("validate").arg(&printed).output().unwrap();
+        assert_eq!(
+            validated.status.code(),
+            Some(0),
+            "{}: {}",
+            file.display(),
+            String::from_utf8_lossy(&validated.stderr)
+        );
+        let said = String::from_utf8_lossy(&validated.stdout);
+        assert!(said.contains("defense line with"), "{said}");
+    }
+}
+
+#[test]
+fn a_refused_key_exits_2_with_the_file_line_column_and_source_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("application.yml");
+    std::fs::write(
+        &file,
+        "resilience4j:\n  circuitbreaker:\n    instances:\n      stock:\n        enableRandomizedWait: true\n        waitDurationInOpenState: 5s\n",
+    )
+    .unwrap();
+    let out = firedrill()
+        .args(["import", "resilience4j"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let expected = format!(
+        "error: {}:5:31: resilience4j.circuitbreaker.instances.stock.enableRandomizedWait: a randomized wait in open (IntervalFunction.ofRandomized) is not modelled",
+        file.display()
+    );
+    assert!(stderr.starts_with(&expected), "{stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "nothing is printed for a refused file"
+    );
+}
+
+#[test]
+fn an_unknown_instance_flag_exits_2_naming_the_instances() {
+    let file = root().join("fixtures/import/resilience4j/application.yml");
+    let out = firedrill()
+        .args(["import", "resilience4j", "--instance", "stocks"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--instance stocks: the file has no such instance: expected one of stock, payments, inventory"), "{stderr}");
+}
+
+#[test]
+fn an_instance_flag_prints_only_that_route() {
+    let file = root().join("fixtures/import/resilience4j/application.yml");
+    let out = firedrill()
+        .args(["import", "resilience4j", "--instance", "payments"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert!(printed.contains("\n  payments:\n"), "{printed}");
+    assert!(!printed.contains("\n  stock:\n"), "{printed}");
+}
+
+/// An experiment importing `application.yml` from a temporary directory,
+/// its `routes:` as given.
+fn experiment(dir: &Path, routes: &str) -> PathBuf {
+    std::fs::copy(
+        root().join("fixtures/import/resilience4j/application.yml"),
+        dir.join("application.yml"),
+    )
+    .unwrap();
+    let file = dir.join("drill.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: imported\nduration: 20s\ntarget:\n  builtin:\n    routes: [{{ path: /stock/* }}]\ndefense:\n  import: {{ resilience4j: application.yml }}\n  routes:\n{routes}\nload:\n  - {{ name: shop, request: GET /stock/1, rate: 10/s }}\nfaults:\n  - {{ name: down, match: /stock/*, status: {{ code: 503 }}, at: 5s, for: 5s }}\nexpect:\n  - breaker stock opens within 3s of down.start\n"
+        ),
+    )
+    .unwrap();
+    file
+}
+
+fn run_json(file: &Path, extra: &[&str]) -> serde_json::Value {
+    let dir = file.parent().unwrap();
+    let json = dir.join("report.json");
+    let out = firedrill()
+        .arg("run")
+        .arg(file)
+        .args(["--quiet", "--json"])
+        .arg(&json)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap()
+}
+
+#[test]
+fn a_route_takes_the_instance_of_its_name_or_of_instance_and_its_own_keys_win() {
+    let dir = tempfile::tempdir().unwrap();
+    let by_name = experiment(dir.path(), "    stock: { match: /stock/* }");
+    let first = run_json(&by_name, &[])["breakers"].clone();
+    let by_key = experiment(
+        dir.path(),
+        "    stock: { match: /stock/*, instance: stock }",
+    );
+    assert_eq!(
+        run_json(&by_key, &[])["breakers"],
+        first,
+        "instance: stock is the route's own name"
+    );
+    let other = experiment(
+        dir.path(),
+        "    stock: { match: /stock/*, instance: payments }",
+    );
+    assert_ne!(
+        run_json(&other, &[])["breakers"],
+        first,
+        "another instance is another breaker"
+    );
+    let set = run_json(
+        &by_name,
+        &["--set", "defense.routes.stock.breaker.minimum_calls=1000"],
+    );
+    let verdict = &set["verdicts"][0];
+    assert_eq!(
+        verdict["passed"],
+        serde_json::Value::Bool(false),
+        "{verdict}"
+    );
+}
+
+#[test]
+fn a_sweep_varies_an_imported_value() {
+    let file = root().join("experiments/import_resilience4j_incident.yaml");
+    let out = firedrill()
+        .arg("sweep")
+        .arg(&file)
+        .args([
+            "--vary",
+            "defense.routes.stock.breaker.permitted_calls_in_half_open=1,5",
+            "--format",
+            "csv",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let table = String::from_utf8(out.stdout).unwrap();
+    let rows: Vec<&str> = table
+        .lines()
+        .filter(|l| l.starts_with("1,") || l.starts_with("5,"))
+        .collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(
+        rows[0].contains("pass"),
+        "the imported 1 flaps as in the incident: {table}"
+    );
+    assert!(
+        rows[1].contains("FAIL") || rows[1].contains("fail"),
+        "5 closes: {table}"
+    );
+}
+
+#[test]
+fn an_error_in_a_route_of_an_importing_experiment_is_at_its_place_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(
+        dir.path(),
+        "    stock:\n      match: /stock/*\n      breaker: { minimum_calls: 0 }",
+    );
+    let out = firedrill().arg("validate").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let expected = format!("error: {}:11:", file.display());
+    assert!(
+        stderr.starts_with(&expected) && stderr.contains("minimum_calls"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_refused_key_in_an_imported_file_is_reported_at_its_place_in_that_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(dir.path(), "    stock: { match: /stock/* }");
+    std::fs::write(
+        dir.path().join("application.yml"),
+        "resilience4j.ratelimiter:\n  instances:\n    stock:\n      limitForPeriod: 50\n",
+    )
+    .unwrap();
+    let out = firedrill().arg("validate").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let expected = format!(
+        "error: {}:4:23: resilience4j.ratelimiter.instances.stock.limitForPeriod: resilience4j's RateLimiter is not modelled",
+        dir.path().join("application.yml").display()
+    );
+    assert!(stderr.starts_with(&expected), "{stderr}");
+}
