@@ -3,8 +3,7 @@
 
 use indexmap::IndexMap;
 
-use super::parse::{Directive, Word};
-use super::values::time;
+use super::parse::{Directive, Word, time};
 use super::{from, problem};
 use crate::clock::Duration;
 use crate::defense::import::tree::Node;

@@ -86,7 +86,7 @@ pub(super) fn next_upstream(
         let zero = d
             .args
             .first()
-            .is_some_and(|w| super::values::time(&w.text).is_ok_and(|t| t.is_zero()));
+            .is_some_and(|w| super::parse::time(&w.text).is_ok_and(|t| t.is_zero()));
         if !zero {
             problems.push(problem(file, &d.name, "proxy_next_upstream_timeout", "a time limit on passing a request on is not modelled: firedrill passes it on while tries remain (set request_timeout on the line for an outer deadline)"));
         }

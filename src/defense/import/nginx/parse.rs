@@ -2,6 +2,7 @@
 //! (`name args { ... }`), `#` comments, single and double quotes with
 //! backslash escapes, every word with its line and column.
 
+use crate::clock::Duration;
 use crate::schema::SchemaError;
 
 /// A word of a directive, with its place.
@@ -232,6 +233,52 @@ fn tokens(file: &str, text: &str) -> Result<Vec<Token>, SchemaError> {
     Ok(out)
 }
 
+/// An NGINX time: `10s`, `500ms`, `1m30s`, units ms s m h d w M y; a bare
+/// number is seconds.
+pub(super) fn time(text: &str) -> Result<Duration, String> {
+    let bad =
+        || format!("invalid time `{text}`: expected an NGINX time such as 10s, 500ms or 1m30s");
+    if text.is_empty() {
+        return Err(bad());
+    }
+    if text.chars().all(|c| c.is_ascii_digit()) {
+        return text
+            .parse::<u64>()
+            .map(Duration::from_secs)
+            .map_err(|_| bad());
+    }
+    let mut total = Duration::ZERO;
+    let mut number = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let n: u64 = number.parse().map_err(|_| bad())?;
+        number.clear();
+        let ms: u64 = match c {
+            'm' if chars.peek() == Some(&'s') => {
+                chars.next();
+                1
+            }
+            's' => 1000,
+            'm' => 60_000,
+            'h' => 3_600_000,
+            'd' => 86_400_000,
+            'w' => 604_800_000,
+            'M' => 2_592_000_000,
+            'y' => 31_536_000_000,
+            _ => return Err(bad()),
+        };
+        total += Duration::from_millis(n.checked_mul(ms).ok_or_else(bad)?);
+    }
+    if !number.is_empty() {
+        return Err(bad());
+    }
+    Ok(total)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,5 +307,15 @@ mod tests {
         assert!(err.message.contains("no ending `;`"), "{}", err.message);
         let err = parse("n.conf", "}\n").unwrap_err();
         assert!(err.message.contains("no block is open"));
+    }
+
+    #[test]
+    fn nginx_times_read_bare_numbers_as_seconds_and_combine_units() {
+        assert_eq!(time("60").unwrap(), Duration::from_secs(60));
+        assert_eq!(time("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(time("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(time("2h").unwrap(), Duration::from_secs(7200));
+        assert!(time("10x").is_err());
+        assert!(time("s").is_err());
     }
 }
