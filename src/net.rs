@@ -17,9 +17,9 @@ pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {
     /// Arranges for the close of this stream to be an RST rather than a FIN
     /// (SO_LINGER 0 on TCP). A no-op where the transport has no such thing.
     fn reset_on_close(&self) {}
-    /// A watch that can tell this client's hang-up from its half-close
-    /// while a request is held; `None` where the transport has none.
-    fn fin_probe(&self) -> Option<crate::http::fin::FinProbe> {
+    /// The TCP socket under this stream, if there is one (a server
+    /// watches it for a client's hang-up, `http::fin`).
+    fn tcp(&self) -> Option<&TcpStream> {
         None
     }
 }
@@ -31,8 +31,8 @@ impl Transport for TcpStream {
             tracing::debug!(%err, "could not set SO_LINGER 0");
         }
     }
-    fn fin_probe(&self) -> Option<crate::http::fin::FinProbe> {
-        crate::http::fin::FinProbe::of(self)
+    fn tcp(&self) -> Option<&TcpStream> {
+        Some(self)
     }
 }
 

@@ -150,7 +150,7 @@ impl ClientFin {
     pub fn on<T: crate::net::Transport>(self, stream: &T) -> Fin {
         Fin {
             probe: match self {
-                ClientFin::Probe => stream.fin_probe(),
+                ClientFin::Probe => stream.tcp().and_then(FinProbe::of),
                 _ => None,
             },
             half_close: self != ClientFin::HangUp,
