@@ -190,11 +190,16 @@ finish() {
     wait "${RUN_PID[$name]}" || rc=$?
     # 1: an expectation failed; the figures still stand, and say so.
     ((rc == 0 || rc == 1)) || { cat "$OUT/$name.log" >&2; die "$name: exit $rc"; }
-    python3 - "$name" "$rc" "$OUT/$name.rss" "$OUT/$name-report/report.json" "$WARMUP" >"$OUT/$name.result" <<'EOF'
+    python3 - "$name" "$rc" "$OUT/$name.rss" "$OUT/$name-report/report.json" "$WARMUP" "$DURATION" >"$OUT/$name.result" <<'EOF'
 import json, sys
-name, rc, rss_file, report_file, warmup = sys.argv[1:]
+name, rc, rss_file, report_file, warmup, duration = sys.argv[1:]
 samples = [tuple(map(float, l.split())) for l in open(rss_file) if l.strip()]
-fit = [(s[0] / 60, s[1]) for s in samples if s[0] >= float(warmup)]
+# The drill's samples: after the warm-up, up to the end of its load. What
+# the process does after that (the report, a `system:` run's inference
+# over the spilled requests) is its own column.
+during = [s for s in samples if s[0] <= float(duration)]
+after = [s for s in samples if s[0] > float(duration)]
+fit = [(s[0] / 60, s[1]) for s in during if s[0] >= float(warmup)]
 n = len(fit)
 mt = sum(t for t, _ in fit) / n
 mk = sum(k for _, k in fit) / n
@@ -212,8 +217,9 @@ opens = sum(1 for b in report["breakers"] for t in b["transitions"] if t["to"] =
 failed = [v["expectation"] for v in report["verdicts"] if not v["passed"]]
 print("\t".join(map(str, [
     name, requests, opens, f"{fit[0][1] / 1024:.1f}", f"{fit[-1][1] / 1024:.1f}",
-    f"{max(s[1] for s in samples) / 1024:.1f}", f"{slope:.1f}", f"{median:.1f}",
+    f"{max(s[1] for s in during) / 1024:.1f}", f"{slope:.1f}", f"{median:.1f}",
     f"{step / 1024:.1f}", n, load,
+    f"{max(s[1] for s in after) / 1024:.1f}" if after else "-",
     "all held" if rc == "0" else "failed: " + "; ".join(failed),
 ])))
 EOF
@@ -245,12 +251,12 @@ commit=$("$FIREDRILL" --version | sed -n 's/.*(\([0-9a-f]\{7\}\)[0-9a-f]* .*/\1/
 machine="$(nproc) cores, $(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo), Linux $(uname -r)"
 {
     printf '### %s, commit %s\n\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$commit"
-    printf '`bash bench/soak.sh` (DURATION=%s RATE=%s INTERVAL=%s WARMUP=%s PARALLEL=%s CPU=%s NICE=%s), release build, %s. VmRSS of `firedrill run --clock real --quiet --report-dir D` sampled every %s s; the slopes are over the samples from %s s on: a least-squares fit, and the Theil-Sen estimate (median of the slopes between every two samples), which the steps of a few bursts move little.\n\n' \
+    printf '`bash bench/soak.sh` (DURATION=%s RATE=%s INTERVAL=%s WARMUP=%s PARALLEL=%s CPU=%s NICE=%s), release build, %s. VmRSS of `firedrill run --clock real --quiet --report-dir D` sampled every %s s; the slopes are over the samples from %s s on to the end of the load (the last but one column is the process after it: the report, and the inference of a system run): a least-squares fit, and the Theil-Sen estimate (median of the slopes between every two samples), which the steps of a few bursts move little.\n\n' \
         "$DURATION" "$RATE" "$INTERVAL" "$WARMUP" "$PARALLEL" "$CPU" "$NICE" "$machine" "$INTERVAL" "$WARMUP"
-    printf '| variant | requests | opens | RSS at %s s MB | RSS at end MB | max RSS MB | slope KB/min (least squares) | slope KB/min (Theil-Sen) | largest step between samples MB | samples fitted | load average 1 min | verdicts |\n' "$WARMUP"
-    printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n'
+    printf '| variant | requests | opens | RSS at %s s MB | RSS at the end of the load MB | max RSS during the load MB | slope KB/min (least squares) | slope KB/min (Theil-Sen) | largest step between samples MB | samples fitted | load average 1 min | max RSS after the load MB | verdicts |\n' "$WARMUP"
+    printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n'
     for v in $VARIANTS; do
-        awk -F'\t' '{printf "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %d | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12}' "$OUT/$v.result"
+        awk -F'\t' '{printf "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13, $12}' "$OUT/$v.result"
     done
 } | tee "$OUT/results.md"
 if ((APPEND)); then
