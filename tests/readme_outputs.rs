@@ -244,3 +244,21 @@ fn the_readme_journal_line_is_the_first_transition_of_the_virtual_quickstart() {
     let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
     assert_eq!(shown, journal.lines().next().unwrap());
 }
+
+/// The README's legend of the counts is the one the program defines
+/// (`src/experiment/vocabulary.rs`), word for word.
+#[test]
+fn the_readme_legend_is_the_vocabulary_the_program_counts_with() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let legend = readme
+        .split("<!-- vocabulary: begin -->\n")
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- vocabulary: end -->").next())
+        .expect("the README has the vocabulary markers");
+    assert_eq!(
+        legend,
+        firedrill::experiment::vocabulary::legend_markdown(),
+        "README.md's legend differs from src/experiment/vocabulary.rs"
+    );
+}
