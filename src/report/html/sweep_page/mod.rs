@@ -27,9 +27,12 @@ pub fn render(s: &Sweep, metric: Metric) -> String {
          td.pass {{ color: #00573f; }} td.fail {{ color: #8a2c00; font-weight: 700; }}\n\
          .points {{ overflow-x: auto; max-width: 100%; border: 1px solid #eee; }}\n\
          .points table {{ width: auto; min-width: 100%; }}\n\
-         .points th {{ overflow-wrap: anywhere; min-width: 3.5em; max-width: 12em; vertical-align: bottom; }}\n\
-         .points td {{ white-space: nowrap; }} .points td.runs {{ white-space: normal; min-width: 8em; }}\n\
-         .points td.runs a {{ margin-right: 6px; }} .chart-box {{ max-width: 900px; }}\n\
+         .points th {{ vertical-align: bottom; }}\n\
+         .points td {{ white-space: nowrap; }} .points td.runs {{ white-space: normal; min-width: 4em; }}\n\
+         .points td.runs a {{ margin-right: 6px; }} .points small {{ color: #555; }}\n\
+         .chart-box {{ max-width: 900px; }}\n\
+         @media (max-width: 1100px) {{ .points th, .points td {{ padding: 3px 4px; }}\n\
+         .points small {{ display: block; }} }}\n\
          </style>\n</head>\n<body>\n<header>\n<h1>sweep of {name}</h1>\n\
          <p class=\"description\">{points} points × {runs} seed(s), in virtual time; varied: {varied}.</p>\n{partial}\
          <nav class=\"files\">Files: <a href=\"sweep.json\">sweep.json</a></nav>\n</header>\n",
@@ -47,13 +50,13 @@ pub fn render(s: &Sweep, metric: Metric) -> String {
         "<section id=\"points\">\n<h2>Points</h2>\n<div class=\"points\"><table>\n<thead><tr>",
     );
     for v in &s.varied {
-        let _ = write!(h, "<th>{}</th>", esc(v.rsplit('.').next().unwrap_or(v)));
+        let _ = write!(h, "<th>{}</th>", breakable(v.rsplit('.').next().unwrap_or(v)));
     }
     for i in 1..=s.expectations.len() {
         let _ = write!(h, "<th>E{i}</th>");
     }
     for m in FIGURES {
-        let _ = write!(h, "<th>{}</th>", esc(m.name()));
+        let _ = write!(h, "<th>{}</th>", breakable(m.name()));
     }
     h.push_str("<th>report</th></tr></thead>\n<tbody>\n");
     for p in &s.points {
@@ -78,7 +81,7 @@ pub fn render(s: &Sweep, metric: Metric) -> String {
         for m in FIGURES {
             let (mean, sd) = m.spread(&p.runs);
             let _ = if p.runs.len() > 1 {
-                write!(h, "<td>{mean:.1} ± {sd:.1}</td>")
+                write!(h, "<td>{mean:.1} <small>± {sd:.1}</small></td>")
             } else {
                 write!(h, "<td>{}</td>", (mean * 10.0).round() / 10.0)
             };
@@ -91,6 +94,11 @@ pub fn render(s: &Sweep, metric: Metric) -> String {
     }
     h.push_str("</ul>\n</section>\n</body>\n</html>\n");
     h
+}
+
+/// A column name, escaped, that may break after `_` and at spaces.
+fn breakable(name: &str) -> String {
+    esc(name).replace('_', "_<wbr>")
 }
 
 /// A point's reports: `report`, or with several seeds one link per seed.
