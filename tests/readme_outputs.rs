@@ -93,7 +93,8 @@ fn block(readme: &[&str], body: std::ops::Range<usize>, indent: usize) -> Vec<Sh
 }
 
 /// What `command` prints, run by the shell in `dir` with this build's
-/// firedrill first on the PATH, stderr into stdout, no colour.
+/// firedrill first on the PATH, stderr into stdout, no colour, without
+/// progress lines.
 fn run(root: &Path, shown: &Shown) -> String {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_firedrill"));
     let path = format!(
@@ -110,7 +111,14 @@ fn run(root: &Path, shown: &Shown) -> String {
         .env_remove("RUST_LOG")
         .output()
         .unwrap();
-    String::from_utf8(out.stdout).unwrap()
+    // Heartbeat and sweep progress lines are paced by wall time (a slow
+    // machine prints some, a fast one none): the README shows none, and
+    // they are left out here.
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_inclusive('\n')
+        .filter(|line| !line.starts_with("[firedrill] "))
+        .collect()
 }
 
 /// Whether `printed` is what `shown` shows: line for line (trailing
