@@ -46,14 +46,14 @@ pub fn unix_ms() -> u64 {
 /// lines are printed and a speed figure on them; it never reaches a
 /// decision, a verdict or a report.
 #[derive(Debug, Clone, Copy)]
+#[allow(clippy::disallowed_types)] // Wall time for stderr pacing only.
 pub struct Stopwatch {
-    #[allow(clippy::disallowed_types)] // Wall time for stderr pacing only.
     started: std::time::Instant,
 }
 
+#[allow(clippy::disallowed_types, clippy::disallowed_methods)] // Wall time for stderr pacing only.
 impl Stopwatch {
     /// Starts now.
-    #[allow(clippy::disallowed_methods)] // Wall time for stderr pacing only.
     pub fn start() -> Stopwatch {
         Stopwatch {
             started: std::time::Instant::now(),

@@ -203,54 +203,18 @@ pub fn sweep(
     stop: &Stop,
     progress: Progress<'_>,
 ) -> Result<Sweep, SweepError> {
-    let Plan {
-        file,
-        sets: fixed,
-        varies,
-        seeds,
-    } = *plan;
-    let points = grid(varies);
+    let points = grid(plan.varies);
     let dirs: Vec<String> = points
         .iter()
         .enumerate()
         .map(|(i, v)| point_dir(i, v))
         .collect();
-    let mut jobs: Vec<(usize, u32, Loaded, PathBuf)> = Vec::new();
-    let mut name = String::new();
-    let mut expectations = Vec::new();
-    let mut first_figure = None;
-    let text = crate::schema::read_text(file)?;
-    for (i, values) in points.iter().enumerate() {
-        let sets: Vec<Override> = (fixed.iter().cloned())
-            .chain(varies.iter().zip(values).map(|(v, value)| Override {
-                path: v.path.clone(),
-                value: value.clone(),
-            }))
-            .collect();
-        let loaded = load_text_with(&file.display().to_string(), &text, &sets)?;
-        let e = &loaded.experiment;
-        if e.system.is_some() || matches!(e.target, TargetSpec::Url(_)) {
-            return Err(SweepError::NotVirtual(format!(
-                "{}: a sweep runs in virtual time; a user's service (system) or a real target (target.url) needs the real clock",
-                file.display()
-            )));
-        }
-        name.clone_from(&e.name);
-        expectations = e.expect.clone();
-        first_figure = loaded
-            .expectations
-            .first()
-            .and_then(|x| Metric::said_by(&x.rule));
-        for s in 0..seeds {
-            let mut run = loaded.clone();
-            run.experiment.seed = loaded.experiment.seed + u64::from(s);
-            let mut dir = PathBuf::from(&dirs[i]);
-            if seeds > 1 {
-                dir.push(format!("seed-{}", run.experiment.seed));
-            }
-            jobs.push((i, s, run, dir));
-        }
-    }
+    let Jobs {
+        jobs,
+        name,
+        expectations,
+        first_figure,
+    } = jobs(plan, &points, &dirs)?;
     let total = jobs.len();
     let queue = Mutex::new(jobs.into_iter());
     let done: Mutex<Vec<(usize, u32, Figures)>> = Mutex::new(Vec::new());
@@ -308,10 +272,73 @@ pub fn sweep(
     }
     Ok(Sweep {
         experiment: name,
-        varied: varies.iter().map(|v| v.path.clone()).collect(),
+        varied: plan.varies.iter().map(|v| v.path.clone()).collect(),
         expectations,
         points: out,
         partial,
+        first_figure,
+    })
+}
+
+/// Every run of a sweep, each point loaded and checked, and what the
+/// points share.
+struct Jobs {
+    /// Point index, seed index, the run, its folder.
+    jobs: Vec<(usize, u32, Loaded, PathBuf)>,
+    name: String,
+    expectations: Vec<String>,
+    first_figure: Option<Metric>,
+}
+
+/// Loads and checks every point of `points` (their folders `dirs`), one
+/// run per seed.
+fn jobs(plan: &Plan<'_>, points: &[Vec<String>], dirs: &[String]) -> Result<Jobs, SweepError> {
+    let Plan {
+        file,
+        sets: fixed,
+        varies,
+        seeds,
+    } = *plan;
+    let mut jobs: Vec<(usize, u32, Loaded, PathBuf)> = Vec::new();
+    let mut name = String::new();
+    let mut expectations = Vec::new();
+    let mut first_figure = None;
+    let text = crate::schema::read_text(file)?;
+    for (i, values) in points.iter().enumerate() {
+        let sets: Vec<Override> = (fixed.iter().cloned())
+            .chain(varies.iter().zip(values).map(|(v, value)| Override {
+                path: v.path.clone(),
+                value: value.clone(),
+            }))
+            .collect();
+        let loaded = load_text_with(&file.display().to_string(), &text, &sets)?;
+        let e = &loaded.experiment;
+        if e.system.is_some() || matches!(e.target, TargetSpec::Url(_)) {
+            return Err(SweepError::NotVirtual(format!(
+                "{}: a sweep runs in virtual time; a user's service (system) or a real target (target.url) needs the real clock",
+                file.display()
+            )));
+        }
+        name.clone_from(&e.name);
+        expectations = e.expect.clone();
+        first_figure = loaded
+            .expectations
+            .first()
+            .and_then(|x| Metric::said_by(&x.rule));
+        for s in 0..seeds {
+            let mut run = loaded.clone();
+            run.experiment.seed = loaded.experiment.seed + u64::from(s);
+            let mut dir = PathBuf::from(&dirs[i]);
+            if seeds > 1 {
+                dir.push(format!("seed-{}", run.experiment.seed));
+            }
+            jobs.push((i, s, run, dir));
+        }
+    }
+    Ok(Jobs {
+        jobs,
+        name,
+        expectations,
         first_figure,
     })
 }

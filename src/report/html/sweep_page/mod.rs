@@ -50,7 +50,11 @@ pub fn render(s: &Sweep, metric: Metric) -> String {
         "<section id=\"points\">\n<h2>Points</h2>\n<div class=\"points\"><table>\n<thead><tr>",
     );
     for v in &s.varied {
-        let _ = write!(h, "<th>{}</th>", breakable(v.rsplit('.').next().unwrap_or(v)));
+        let _ = write!(
+            h,
+            "<th>{}</th>",
+            breakable(v.rsplit('.').next().unwrap_or(v))
+        );
     }
     for i in 1..=s.expectations.len() {
         let _ = write!(h, "<th>E{i}</th>");

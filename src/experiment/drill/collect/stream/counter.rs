@@ -93,6 +93,17 @@ impl Counter {
 /// interval.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LiveCounts {
+    /// Since the start.
+    pub counts: Counts,
+    /// By second of the run: the requests sent in it, the latencies of
+    /// the answers whose head came in it.
+    seconds: BTreeMap<u64, Second>,
+}
+
+/// A route's requests so far, in the words of
+/// [`crate::experiment::vocabulary`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
     /// Finished: sent and answered, or given up.
     pub requests: usize,
     /// A success for the caller, fallbacks included.
@@ -101,13 +112,10 @@ pub struct LiveCounts {
     pub fallback: usize,
     /// No success for the caller.
     pub errors: usize,
-    /// Turned away by the defense line.
+    /// Turned away by the defense line (breaker, bulkhead, rate limit).
     pub rejected: usize,
-    /// Timed out.
+    /// Timed out at the client or in the defense line.
     pub timeouts: usize,
-    /// By second of the run: the requests sent in it, the latencies of
-    /// the answers whose head came in it.
-    seconds: BTreeMap<u64, Second>,
 }
 
 /// One second of a route, for the live view.
@@ -135,14 +143,15 @@ impl LiveCounts {
     const LATENCIES: usize = 256;
 
     pub(super) fn add(&mut self, r: &RequestRecord) {
-        self.requests += 1;
-        self.rejected += usize::from(r.rejected_by.is_some());
-        self.timeouts += usize::from(r.timed_out());
-        self.fallback += usize::from(r.fallback.is_some());
+        let c = &mut self.counts;
+        c.requests += 1;
+        c.rejected += usize::from(r.rejected_by.is_some());
+        c.timeouts += usize::from(r.timed_out());
+        c.fallback += usize::from(r.fallback.is_some());
         if r.succeeded() {
-            self.success += 1;
+            c.success += 1;
         } else {
-            self.errors += 1;
+            c.errors += 1;
         }
         if let Some(latency) = r.latency {
             let second = (r.sent + latency).as_secs();
@@ -265,7 +274,8 @@ mod live_tests {
         let mut fell_back = answered(0, 5, 200);
         fell_back.fallback = Some(crate::http::headers::FallbackKind::Static);
         c.add(&fell_back);
-        assert_eq!((c.requests, c.success, c.errors, c.fallback), (3, 2, 1, 1));
+        let n = c.counts;
+        assert_eq!((n.requests, n.success, n.errors, n.fallback), (3, 2, 1, 1));
     }
 
     #[test]

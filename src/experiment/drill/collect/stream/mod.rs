@@ -445,7 +445,7 @@ mod counter;
 mod settle;
 
 use counter::{Counter, known};
-pub use counter::{Interval, LiveCounts};
+pub use counter::{Counts, Interval, LiveCounts};
 use settle::{Inner, Open};
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use crate::clock::{self, Duration};
 use crate::defense::breaker::{State, Transition};
-use crate::experiment::drill::collect::stream::Interval;
+use crate::experiment::drill::collect::stream::{Counts, Interval, LiveCounts};
 use crate::experiment::vocabulary::{ERRORS, FALLBACK, REJECTED, REQUESTS, SUCCESS, TIMEOUTS};
 
 use super::Watched;
@@ -21,18 +21,8 @@ const ROUTE_WIDTH: usize = 16;
 pub struct RouteCounts {
     /// The route.
     pub name: String,
-    /// Finished requests.
-    pub requests: usize,
-    /// A success for the caller, fallbacks included.
-    pub success: usize,
-    /// Answered by a fallback.
-    pub fallback: usize,
-    /// No success for the caller.
-    pub errors: usize,
-    /// Turned away by the defense line (breaker, bulkhead, rate limit).
-    pub rejected: usize,
-    /// Timed out at the client or in the defense line.
-    pub timeouts: usize,
+    /// Since the start.
+    pub counts: Counts,
     /// Rate and latency over the last interval.
     pub last: Interval,
 }
@@ -100,10 +90,7 @@ impl Moment {
         if let Some(control) = &w.control {
             active.extend(control.active());
         }
-        let interval = interval.clamp(
-            1,
-            crate::experiment::drill::collect::stream::LiveCounts::SECONDS,
-        );
+        let interval = interval.clamp(1, LiveCounts::SECONDS);
         let to = elapsed.as_secs();
         let from = to.saturating_sub(interval);
         let live = w.load.stream().live();
@@ -114,12 +101,7 @@ impl Moment {
                 let c = live.get(&route.name).cloned().unwrap_or_default();
                 RouteCounts {
                     name: route.name.clone(),
-                    requests: c.requests,
-                    success: c.success,
-                    fallback: c.fallback,
-                    errors: c.errors,
-                    rejected: c.rejected,
-                    timeouts: c.timeouts,
+                    counts: c.counts,
                     last: c.interval(from, to),
                 }
             })
@@ -203,8 +185,9 @@ impl Moment {
         };
         lines.push(row("route", words.map(String::from)));
         for r in &self.routes {
+            let c = &r.counts;
             let counts = [
-                r.requests, r.success, r.fallback, r.errors, r.rejected, r.timeouts,
+                c.requests, c.success, c.fallback, c.errors, c.rejected, c.timeouts,
             ];
             lines.push(row(
                 &fit_to(&r.name, ROUTE_WIDTH),
@@ -243,17 +226,17 @@ impl Moment {
                 "  {}: {} {} {} {} {} {} {} {} {} {} {} {}, last {}s {:.1} req/s p50 {} p99 {}",
                 r.name,
                 REQUESTS.word,
-                r.requests,
+                r.counts.requests,
                 SUCCESS.word,
-                r.success,
+                r.counts.success,
                 FALLBACK.word,
-                r.fallback,
+                r.counts.fallback,
                 ERRORS.word,
-                r.errors,
+                r.counts.errors,
                 REJECTED.word,
-                r.rejected,
+                r.counts.rejected,
                 TIMEOUTS.word,
-                r.timeouts,
+                r.counts.timeouts,
                 self.interval,
                 r.last.rate,
                 millis(r.last.p50),

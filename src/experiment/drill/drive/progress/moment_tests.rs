@@ -10,12 +10,14 @@ fn moment() -> Moment {
         interval: 1,
         routes: vec![RouteCounts {
             name: "shop".into(),
-            requests: 140,
-            success: 118,
-            fallback: 20,
-            errors: 22,
-            rejected: 18,
-            timeouts: 2,
+            counts: Counts {
+                requests: 140,
+                success: 118,
+                fallback: 20,
+                errors: 22,
+                rejected: 18,
+                timeouts: 2,
+            },
             last: Interval {
                 rate: 20.0,
                 p50: Some(Duration::from_millis(20)),
@@ -80,7 +82,7 @@ fn no_panel_line_is_wider_than_80_columns_whatever_the_names() {
     m.name = "a drill whose name alone is longer than the terminal is wide, by far".into();
     m.active = vec!["a-fault-with-a-long-name".into(); 4];
     m.routes[0].name = "a-route-name-far-too-long-for-a-column".into();
-    m.routes[0].requests = 99_999_999;
+    m.routes[0].counts.requests = 99_999_999;
     m.pools[0].name = "p".repeat(90);
     m.breakers[0].0 = "b".repeat(40);
     for colour in [false, true] {

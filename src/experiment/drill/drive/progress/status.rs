@@ -53,9 +53,9 @@ impl Status {
                 "active": active.iter().any(|a| a == name),
             })).collect::<Vec<_>>(),
             "routes": m.routes.iter().map(|r| json!({
-                "route": r.name, "requests": r.requests, "success": r.success,
-                "fallback": r.fallback, "errors": r.errors,
-                "rejected": r.rejected, "timeouts": r.timeouts,
+                "route": r.name, "requests": r.counts.requests, "success": r.counts.success,
+                "fallback": r.counts.fallback, "errors": r.counts.errors,
+                "rejected": r.counts.rejected, "timeouts": r.counts.timeouts,
             })).collect::<Vec<_>>(),
             "pools": m.pools.iter().map(|p| json!({
                 "name": p.name,
