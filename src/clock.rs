@@ -40,6 +40,32 @@ pub fn unix_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// Wall time since a start, for one purpose: pacing progress lines on
+/// stderr (a virtual run's heartbeat, whose paused clock says nothing of
+/// how long a person has waited; a sweep's points done). It decides which
+/// lines are printed and a speed figure on them; it never reaches a
+/// decision, a verdict or a report.
+#[derive(Debug, Clone, Copy)]
+#[allow(clippy::disallowed_types)] // Wall time for stderr pacing only.
+pub struct Stopwatch {
+    started: std::time::Instant,
+}
+
+#[allow(clippy::disallowed_types, clippy::disallowed_methods)] // Wall time for stderr pacing only.
+impl Stopwatch {
+    /// Starts now.
+    pub fn start() -> Stopwatch {
+        Stopwatch {
+            started: std::time::Instant::now(),
+        }
+    }
+
+    /// Wall time since the start.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+}
+
 /// A Unix time in milliseconds as RFC 3339 in UTC, e.g.
 /// `2026-12-01T03:55:12.345Z`.
 pub fn rfc3339(unix_ms: u64) -> String {

@@ -93,7 +93,8 @@ fn block(readme: &[&str], body: std::ops::Range<usize>, indent: usize) -> Vec<Sh
 }
 
 /// What `command` prints, run by the shell in `dir` with this build's
-/// firedrill first on the PATH, stderr into stdout, no colour.
+/// firedrill first on the PATH, stderr into stdout, no colour, without
+/// progress lines.
 fn run(root: &Path, shown: &Shown) -> String {
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_firedrill"));
     let path = format!(
@@ -110,7 +111,14 @@ fn run(root: &Path, shown: &Shown) -> String {
         .env_remove("RUST_LOG")
         .output()
         .unwrap();
-    String::from_utf8(out.stdout).unwrap()
+    // Heartbeat and sweep progress lines are paced by wall time (a slow
+    // machine prints some, a fast one none): the README shows none, and
+    // they are left out here.
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split_inclusive('\n')
+        .filter(|line| !line.starts_with("[firedrill] "))
+        .collect()
 }
 
 /// Whether `printed` is what `shown` shows: line for line (trailing
@@ -243,4 +251,22 @@ fn the_readme_journal_line_is_the_first_transition_of_the_virtual_quickstart() {
     assert!(status.success());
     let journal = std::fs::read_to_string(dir.path().join("journal.jsonl")).unwrap();
     assert_eq!(shown, journal.lines().next().unwrap());
+}
+
+/// The README's legend of the counts is the one the program defines
+/// (`src/experiment/vocabulary.rs`), word for word.
+#[test]
+fn the_readme_legend_is_the_vocabulary_the_program_counts_with() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let legend = readme
+        .split("<!-- vocabulary: begin -->\n")
+        .nth(1)
+        .and_then(|rest| rest.split("<!-- vocabulary: end -->").next())
+        .expect("the README has the vocabulary markers");
+    assert_eq!(
+        legend,
+        firedrill::experiment::vocabulary::legend_markdown(),
+        "README.md's legend differs from src/experiment/vocabulary.rs"
+    );
 }

@@ -314,3 +314,135 @@ fn sigint_stops_a_sweep_and_writes_the_partial_sweep_with_exit_130() {
     let report: Value = serde_json::from_slice(&std::fs::read(&cut).unwrap()).unwrap();
     assert_eq!(report["ending"]["kind"], "interrupted", "{report}");
 }
+
+/// Off a terminal a sweep says how many runs are done on stderr (here at
+/// most every millisecond of wall time), never on stdout with the table.
+#[test]
+fn a_sweep_prints_progress_lines_of_the_runs_done_off_a_terminal() {
+    let out = firedrill(&[
+        "sweep",
+        "experiments/quickstart.yaml",
+        "--vary",
+        "load.shop.rate=10/s,20/s,30/s,40/s",
+        "--progress-interval",
+        "1ms",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let done: Vec<usize> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("[firedrill] sweep: "))
+        .map(|l| {
+            let (k, rest) = l.split_once(" of ").unwrap();
+            assert_eq!(rest, "4 runs done", "{l}");
+            k.parse().unwrap()
+        })
+        .collect();
+    assert!(!done.is_empty(), "no progress line: {stderr}");
+    assert!(done.windows(2).all(|w| w[0] < w[1]), "{done:?}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("[firedrill]"));
+    let quiet = firedrill(&[
+        "sweep",
+        "experiments/quickstart.yaml",
+        "--vary",
+        "load.shop.rate=10/s,20/s",
+        "--progress-interval",
+        "0s",
+    ]);
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("[firedrill]"));
+}
+
+/// `sweep --set` changes the field for every point, as `run --set` does:
+/// 5 permitted calls close the breaker at both seeds' points, so "never
+/// closes" fails at each; a bad value names the flag, exit 2.
+#[test]
+fn sweep_set_changes_a_field_for_every_point_and_a_bad_value_names_the_flag() {
+    let set = format!("{PERMITTED}=5");
+    let out = firedrill(&[
+        "sweep",
+        "experiments/half_open_flapping_permitted_1.yaml",
+        "--set",
+        &set,
+        "--vary",
+        "seed=1,2",
+        "--format",
+        "json",
+    ]);
+    let sweep = json(&out);
+    let never_closes = sweep["expectations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|e| e == "breaker stock never closes")
+        .unwrap();
+    for point in sweep["points"].as_array().unwrap() {
+        assert_eq!(point["runs"][0]["verdicts"][never_closes], false, "{point}");
+    }
+    refused(
+        &[
+            "sweep",
+            "experiments/quickstart.yaml",
+            "--set",
+            "load.shop.rate=fast",
+            "--vary",
+            "seed=1,2",
+        ],
+        "--set load.shop.rate=fast",
+    );
+}
+
+/// Runs a sweep with `args` into a new report directory; returns it and
+/// its sweep.html.
+fn sweep_page(args: &[&str]) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut all = vec!["sweep"];
+    all.extend(args);
+    all.extend(["--report-dir", dir.path().to_str().unwrap()]);
+    let out = firedrill(&all);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(dir.path().join("sweep.html")).unwrap();
+    (dir, html)
+}
+
+/// The chart shows the figure the points differ in: the flapping sweep's
+/// first expectation is about opens (27, 5, 4), not success (100 at every
+/// point); `--chart` still picks one.
+#[test]
+fn the_sweep_chart_shows_the_figure_that_varies_not_success_flat_at_100() {
+    let vary = format!("{PERMITTED}=1,3,5");
+    let args = [
+        "experiments/half_open_flapping_permitted_1.yaml",
+        "--vary",
+        &vary,
+    ];
+    let (_dir, html) = sweep_page(&args);
+    assert!(html.contains("<h2>opens by point</h2>"), "{html}");
+    let mut chosen = args.to_vec();
+    chosen.extend(["--chart", "success"]);
+    let (_dir, html) = sweep_page(&chosen);
+    assert!(html.contains("<h2>success % by point</h2>"), "{html}");
+}
+
+/// With `--seeds` every seed's report is linked from its point's row.
+#[test]
+fn with_seeds_every_seeds_report_is_linked() {
+    let (dir, html) = sweep_page(&[
+        "experiments/quickstart.yaml",
+        "--vary",
+        "load.shop.rate=10/s,20/s",
+        "--seeds",
+        "3",
+    ]);
+    for point in ["001-10-s", "002-20-s"] {
+        for seed in [7, 8, 9] {
+            let link = format!("{point}/seed-{seed}/report.html");
+            assert!(html.contains(&format!("href=\"{link}\"")), "{link}: {html}");
+            assert!(dir.path().join(&link).is_file(), "{link}");
+        }
+    }
+}

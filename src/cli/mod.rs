@@ -9,6 +9,7 @@
 //! * [`exit`] — exit codes and [`CliError`], the library error with the
 //!   flag or file it came from.
 //! * [`output`] — report paths, checked before anything runs.
+//! * [`progress`] — a sweep's runs done, as a bar or as lines.
 //! * [`runtime`] — the tokio runtime, logging, the stop signal.
 //! * [`stdout`] — printing that a closed standard output ends quietly.
 //! * [`tls`] — the TLS flags of the subcommands that call an `https://`
@@ -22,6 +23,7 @@ pub mod demo;
 pub mod exit;
 pub mod import;
 pub mod output;
+pub mod progress;
 pub mod proxy;
 pub mod report;
 pub mod run;

@@ -6,15 +6,20 @@ use std::path::PathBuf;
 
 use super::exit::{CliError, EXIT_INTERRUPTED, EXIT_OK};
 use super::stdout::out;
-use crate::report::html::sweep_page::Metric;
 use crate::report::html::sweep_page::write_summary;
-use crate::report::sweep::{Figures, Point, Sweep, SweepError, Vary, sweep};
+use crate::report::sweep::metric::FIGURES;
+use crate::report::sweep::{Metric, Plan, Point, Sweep, SweepError, Vary, sweep};
 
 /// The flags of `firedrill sweep`.
 #[derive(Debug, Clone, clap::Args)]
 pub struct SweepArgs {
     /// The experiment file.
     pub file: PathBuf,
+    /// Overrides a field for every point, as `run --set` does:
+    /// `--set load.shop.rate=50/s` (the grid's values come after).
+    /// Repeatable.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    pub set: Vec<crate::schema::overrides::Override>,
     /// A dotted path (as `run --set` takes it) and its values:
     /// `--vary defense.routes.stock.breaker.permitted_calls_in_half_open=1,3,5`.
     /// Repeat it to vary several paths (every combination runs).
@@ -32,9 +37,16 @@ pub struct SweepArgs {
     #[arg(long)]
     pub report_dir: Option<PathBuf>,
     /// The figure sweep.html charts against the points: success,
-    /// fallback, rejected, opens, half-open-to-open or p99.
-    #[arg(long, default_value = "success")]
-    pub chart: Metric,
+    /// fallback, rejected, opens, half-open-to-open or p99. By default the
+    /// first expectation's figure if the points differ in it, else the
+    /// first figure they differ in.
+    #[arg(long)]
+    pub chart: Option<Metric>,
+    /// Off a terminal (a CI log), print a line of the runs done at most
+    /// this often (`0s`: none). On a terminal a progress bar shows
+    /// instead.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub progress_interval: crate::schema::units::Dur,
 }
 
 /// `--format`.
@@ -57,20 +69,28 @@ pub fn run(args: &SweepArgs) -> Result<u8, CliError> {
     }
     let threads = std::thread::available_parallelism().map_or(1, usize::from);
     let stop = super::runtime::stop_flag()?;
+    let plan = Plan {
+        file: &args.file,
+        sets: &args.set,
+        varies: &args.vary,
+        seeds: args.seeds,
+    };
+    let shown = super::progress::Runs::new(args.progress_interval.get());
     let result = sweep(
-        &args.file,
-        &args.vary,
-        args.seeds,
+        &plan,
         threads,
         args.report_dir.as_deref(),
         &stop,
-    )
-    .map_err(|e| match e {
+        &|done, total| shown.done(done, total),
+    );
+    shown.finish();
+    let result = result.map_err(|e| match e {
         SweepError::Invalid(_) | SweepError::NotVirtual(_) => CliError::invalid(e),
         SweepError::Run(_) => CliError::runtime(e),
     })?;
     if let Some(dir) = &args.report_dir {
-        write_summary(dir, &result, args.chart).map_err(CliError::runtime)?;
+        let chart = args.chart.unwrap_or_else(|| Metric::choose(&result));
+        write_summary(dir, &result, chart).map_err(CliError::runtime)?;
     }
     out!(
         "{}",
@@ -114,14 +134,6 @@ fn header(s: &Sweep) -> Vec<String> {
     h
 }
 
-/// Mean and standard deviation.
-fn spread(values: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
-    let n = values.clone().count().max(1) as f64;
-    let mean = values.clone().sum::<f64>() / n;
-    let var = values.map(|v| (v - mean).powi(2)).sum::<f64>() / n;
-    (mean, var.sqrt())
-}
-
 /// One point's cells: its values, pass/FAIL per expectation (k/N with
 /// several seeds), and each figure (mean±sd with several seeds).
 fn cells(p: &Point, expectations: usize) -> Vec<String> {
@@ -135,16 +147,8 @@ fn cells(p: &Point, expectations: usize) -> Vec<String> {
             _ => format!("{held}/{n}"),
         });
     }
-    let figures: [fn(&Figures) -> f64; 6] = [
-        |f| f.opens as f64,
-        |f| f.half_open_to_open as f64,
-        |f| f.success_pct,
-        |f| f.fallback_pct,
-        |f| f.rejected_pct,
-        |f| f.p99_ms,
-    ];
-    for figure in figures {
-        let (mean, sd) = spread(p.runs.iter().map(figure));
+    for figure in FIGURES {
+        let (mean, sd) = figure.spread(&p.runs);
         row.push(if n == 1 {
             format!("{}", (mean * 10.0).round() / 10.0)
         } else {

@@ -13,6 +13,8 @@
 //! * [`blackbox`] — what is inferred or reported of a user's own service:
 //!   its breakers, its fallbacks.
 //! * [`error`] — why a run could not start or go on.
+//! * [`vocabulary`] — the words every view counts requests with, each
+//!   defined once.
 
 pub mod blackbox;
 pub mod config;
@@ -21,5 +23,6 @@ pub mod error;
 pub mod expect;
 pub mod file;
 pub mod timeline;
+pub mod vocabulary;
 
 pub use expect::Verdict;

@@ -55,7 +55,14 @@ pub fn run<R: Report>(
             let runtime = builder.build().map_err(RunError::Runtime)?;
             let (interrupted, watcher) = watch_interrupt(interrupt)?;
             let network = MemoryNetwork::default();
-            let drill = execute(loaded, network, interrupted, Live::default(), report);
+            // The live view only: metrics and the control endpoint are
+            // for people in real time.
+            let live = Live {
+                progress: live.progress,
+                progress_interval: live.progress_interval,
+                ..Live::default()
+            };
+            let drill = execute(loaded, network, interrupted, live, report);
             let result = runtime.block_on(drill);
             // The run is over: the watcher sees its channel closed and ends.
             let _ = watcher.join();

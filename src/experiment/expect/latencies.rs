@@ -39,7 +39,19 @@ impl<const LIMIT: usize> Default for Latencies<LIMIT> {
 impl<const LIMIT: usize> Latencies<LIMIT> {
     /// Counts one latency.
     pub fn add(&mut self, latency: Duration) {
-        *self.counts.entry(coarse(latency, self.bits)).or_default() += 1;
+        self.add_times(latency, 1);
+    }
+
+    /// Counts every latency of `other` as well.
+    pub fn merge(&mut self, other: &Self) {
+        for (latency, n) in &other.counts {
+            self.add_times(*latency, *n);
+        }
+    }
+
+    /// Counts `latency` `n` times.
+    fn add_times(&mut self, latency: Duration, n: u64) {
+        *self.counts.entry(coarse(latency, self.bits)).or_default() += n;
         while self.counts.len() > LIMIT && self.bits > 1 {
             self.bits -= 1;
             let bits = self.bits;

@@ -119,7 +119,12 @@ pub async fn drive(
         serve_control(loaded, stood, options, control, &load).await?;
     }
     let (stop_load, load_stop) = ShutdownSignal::new();
-    let view = progress::View::choose(live.progress, real_clock, live.progress_interval);
+    let view = progress::View::choose(
+        live.progress,
+        real_clock,
+        live.progress_interval,
+        experiment.duration,
+    );
     let ending = until_the_end(loaded, stood, view, &load, &control, load_stop, interrupt).await;
     let ended_at = clock::now().saturating_duration_since(start);
     if ending != Ending::Completed {

@@ -220,6 +220,11 @@ impl Stream {
         let now = self.now();
         let mut inner = self.lock();
         let awaiting_report = inner.setup.defended;
+        inner
+            .live
+            .entry(record.route.clone())
+            .or_default()
+            .sent(record.sent);
         inner.open.insert(
             record.id,
             Open {
@@ -439,8 +444,8 @@ impl Observer for RunObserver {
 mod counter;
 mod settle;
 
-pub use counter::LiveCounts;
 use counter::{Counter, known};
+pub use counter::{Counts, Interval, LiveCounts};
 use settle::{Inner, Open};
 
 #[cfg(test)]

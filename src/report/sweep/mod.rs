@@ -21,6 +21,10 @@ use crate::experiment::file::{Loaded, load_text_with};
 use crate::schema::LoadError;
 use crate::schema::overrides::Override;
 
+pub mod metric;
+
+pub use metric::Metric;
+
 /// `--vary PATH=V1,V2,...`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Vary {
@@ -137,7 +141,27 @@ pub struct Sweep {
     /// complete).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
+    /// The figure the first expectation is about, if a chart has it.
+    #[serde(skip)]
+    pub first_figure: Option<Metric>,
 }
+
+/// What a sweep runs: the file, its fields changed for every point, the
+/// grid, the seeds per point.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan<'a> {
+    /// The experiment file.
+    pub file: &'a Path,
+    /// `--set`: changed for every point, before the grid's values.
+    pub sets: &'a [Override],
+    /// `--vary`: the grid.
+    pub varies: &'a [Vary],
+    /// Runs per point.
+    pub seeds: u32,
+}
+
+/// Told after each run: how many are done, of how many.
+pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Sync);
 
 /// Why a sweep could not start.
 #[derive(Debug, thiserror::Error)]
@@ -173,52 +197,25 @@ fn grid(varies: &[Vary]) -> Vec<Vec<String>> {
 /// checked before the first run. Once `stop` turns true no run starts and
 /// the running ones are interrupted: the sweep is partial.
 pub fn sweep(
-    file: &Path,
-    varies: &[Vary],
-    seeds: u32,
+    plan: &Plan<'_>,
     threads: usize,
     report_dir: Option<&Path>,
     stop: &Stop,
+    progress: Progress<'_>,
 ) -> Result<Sweep, SweepError> {
-    let points = grid(varies);
+    let points = grid(plan.varies);
     let dirs: Vec<String> = points
         .iter()
         .enumerate()
         .map(|(i, v)| point_dir(i, v))
         .collect();
-    let mut jobs: Vec<(usize, u32, Loaded, PathBuf)> = Vec::new();
-    let mut name = String::new();
-    let mut expectations = Vec::new();
-    let text = crate::schema::read_text(file)?;
-    for (i, values) in points.iter().enumerate() {
-        let sets: Vec<Override> = varies
-            .iter()
-            .zip(values)
-            .map(|(v, value)| Override {
-                path: v.path.clone(),
-                value: value.clone(),
-            })
-            .collect();
-        let loaded = load_text_with(&file.display().to_string(), &text, &sets)?;
-        let e = &loaded.experiment;
-        if e.system.is_some() || matches!(e.target, TargetSpec::Url(_)) {
-            return Err(SweepError::NotVirtual(format!(
-                "{}: a sweep runs in virtual time; a user's service (system) or a real target (target.url) needs the real clock",
-                file.display()
-            )));
-        }
-        name.clone_from(&e.name);
-        expectations = e.expect.clone();
-        for s in 0..seeds {
-            let mut run = loaded.clone();
-            run.experiment.seed = loaded.experiment.seed + u64::from(s);
-            let mut dir = PathBuf::from(&dirs[i]);
-            if seeds > 1 {
-                dir.push(format!("seed-{}", run.experiment.seed));
-            }
-            jobs.push((i, s, run, dir));
-        }
-    }
+    let Jobs {
+        jobs,
+        name,
+        expectations,
+        first_figure,
+    } = jobs(plan, &points, &dirs)?;
+    let total = jobs.len();
     let queue = Mutex::new(jobs.into_iter());
     let done: Mutex<Vec<(usize, u32, Figures)>> = Mutex::new(Vec::new());
     let failure: Mutex<Option<String>> = Mutex::new(None);
@@ -238,10 +235,11 @@ pub fn sweep(
                         // An interrupted run has its partial report, but
                         // no figures in the sweep.
                         Ok(None) => {}
-                        Ok(Some(figures)) => done
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .push((i, s, figures)),
+                        Ok(Some(figures)) => {
+                            let mut done = done.lock().unwrap_or_else(|e| e.into_inner());
+                            done.push((i, s, figures));
+                            progress(done.len(), total);
+                        }
                         Err(e) => {
                             *failure.lock().unwrap_or_else(|e| e.into_inner()) = Some(e);
                             return;
@@ -274,10 +272,74 @@ pub fn sweep(
     }
     Ok(Sweep {
         experiment: name,
-        varied: varies.iter().map(|v| v.path.clone()).collect(),
+        varied: plan.varies.iter().map(|v| v.path.clone()).collect(),
         expectations,
         points: out,
         partial,
+        first_figure,
+    })
+}
+
+/// Every run of a sweep, each point loaded and checked, and what the
+/// points share.
+struct Jobs {
+    /// Point index, seed index, the run, its folder.
+    jobs: Vec<(usize, u32, Loaded, PathBuf)>,
+    name: String,
+    expectations: Vec<String>,
+    first_figure: Option<Metric>,
+}
+
+/// Loads and checks every point of `points` (their folders `dirs`), one
+/// run per seed.
+fn jobs(plan: &Plan<'_>, points: &[Vec<String>], dirs: &[String]) -> Result<Jobs, SweepError> {
+    let Plan {
+        file,
+        sets: fixed,
+        varies,
+        seeds,
+    } = *plan;
+    let mut jobs: Vec<(usize, u32, Loaded, PathBuf)> = Vec::new();
+    let mut name = String::new();
+    let mut expectations = Vec::new();
+    let mut first_figure = None;
+    let text = crate::schema::read_text(file)?;
+    for (i, values) in points.iter().enumerate() {
+        let sets: Vec<Override> = (fixed.iter().cloned())
+            .chain(varies.iter().zip(values).map(|(v, value)| Override {
+                path: v.path.clone(),
+                value: value.clone(),
+            }))
+            .collect();
+        let loaded = load_text_with(&file.display().to_string(), &text, &sets)?;
+        let e = &loaded.experiment;
+        if e.system.is_some() || matches!(e.target, TargetSpec::Url(_)) {
+            return Err(SweepError::NotVirtual(format!(
+                "{}: a sweep runs in virtual time; a user's service (system) or a real target (target.url) needs the real clock",
+                file.display()
+            )));
+        }
+        name.clone_from(&e.name);
+        expectations = e.expect.clone();
+        first_figure = loaded
+            .expectations
+            .first()
+            .and_then(|x| Metric::said_by(&x.rule));
+        for s in 0..seeds {
+            let mut run = loaded.clone();
+            run.experiment.seed = loaded.experiment.seed + u64::from(s);
+            let mut dir = PathBuf::from(&dirs[i]);
+            if seeds > 1 {
+                dir.push(format!("seed-{}", run.experiment.seed));
+            }
+            jobs.push((i, s, run, dir));
+        }
+    }
+    Ok(Jobs {
+        jobs,
+        name,
+        expectations,
+        first_figure,
     })
 }
 
