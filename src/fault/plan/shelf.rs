@@ -164,4 +164,11 @@ mod tests {
         assert_eq!(other.iter().copied().collect::<Vec<_>>(), [1, 2, 4]);
         assert_eq!(short.iter().copied().collect::<Vec<_>>(), [1, 2]);
     }
+
+    #[test]
+    fn a_list_debugs_as_its_own_entries_only() {
+        let short = Prefix::from_values([1, 2]);
+        let _longer = short.push(3);
+        assert_eq!(format!("{short:?}"), "[1, 2]");
+    }
 }
