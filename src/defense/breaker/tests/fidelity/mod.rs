@@ -19,6 +19,7 @@
 
 mod examples;
 mod import;
+mod import_opossum;
 mod import_sentinel;
 mod opossum;
 mod opossum_tests;
