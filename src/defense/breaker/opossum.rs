@@ -111,10 +111,12 @@ impl Model for OpossumModel {
         // opossum's own expression, in f64 as JavaScript numbers are.
         let rate = f64::from(total.failures) / f64::from(total.calls) * 100.0;
         let threshold = self.config.failure_rate_threshold.percent();
-        (rate > threshold).then_some(Reason::FailureRate {
-            rate,
+        // opossum's `errorRate`, over fires (the journal's "requests").
+        (rate > threshold).then_some(Reason::Ratio {
+            metric: "error_rate",
+            ratio: rate,
             threshold,
-            calls: total.calls,
+            requests: total.calls,
         })
     }
 
