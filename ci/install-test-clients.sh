@@ -7,7 +7,8 @@
 # and the circuit-breaker libraries of the small services in tests/services/
 # that firedrill's tests drive black-box:
 #   * Python: pybreaker into tests/services/pybreaker/.venv
-#   * Node:   opossum into tests/services/opossum/node_modules (npm ci)
+#   * Node:   opossum into tests/services/opossum/node_modules (npm ci), also
+#             driven call by call on a fake clock by tests/opossum_fidelity.rs
 # and from Debian's packages (installed with apt-get when missing): headless
 # Chromium, which tests/html_report.rs opens report.html in, and tmux, the
 # terminal tests/live_view.rs watches the live panel in.

@@ -5,6 +5,7 @@
 use super::config::ModelConfig;
 use super::consecutive::ConsecutiveModel;
 use super::model::Model;
+use super::opossum::OpossumModel;
 use super::ratio::RatioModel;
 use super::window::WindowModel;
 use crate::clock::Instant;
@@ -17,6 +18,7 @@ impl ModelConfig {
             ModelConfig::Window(c) => Box::new(WindowModel::new(c.clone(), run_start)),
             ModelConfig::Consecutive(c) => Box::new(ConsecutiveModel::new(c.clone())),
             ModelConfig::Ratio(c) => Box::new(RatioModel::new(c.clone(), run_start)),
+            ModelConfig::Opossum(c) => Box::new(OpossumModel::new(c.clone(), run_start)),
         }
     }
 }

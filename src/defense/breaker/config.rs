@@ -70,7 +70,9 @@ impl Stragglers {
     pub fn default_for(model: &ModelConfig) -> Stragglers {
         match model {
             ModelConfig::Consecutive(_) => Stragglers::Drop,
-            ModelConfig::Window(_) | ModelConfig::Ratio(_) => Stragglers::Count,
+            ModelConfig::Window(_) | ModelConfig::Ratio(_) | ModelConfig::Opossum(_) => {
+                Stragglers::Count
+            }
         }
     }
 }
@@ -85,6 +87,8 @@ pub enum ModelConfig {
     Consecutive(ConsecutiveConfig),
     /// `ratio`: Sentinel / MSE error or slow ratio over a time window.
     Ratio(RatioConfig),
+    /// `opossum`: opossum's error rate over fires in rotating buckets.
+    Opossum(OpossumConfig),
 }
 
 impl ModelConfig {
@@ -95,6 +99,7 @@ impl ModelConfig {
             ModelConfig::Window(w) => w.wait_in_open,
             ModelConfig::Consecutive(c) => c.wait_in_open,
             ModelConfig::Ratio(r) => r.breaker_duration,
+            ModelConfig::Opossum(o) => o.wait_in_open,
         }
     }
 }
@@ -216,6 +221,50 @@ pub struct RatioConfig {
     pub breaker_duration: Duration,
     /// Single probe or progressive stages.
     pub recovery: Recovery,
+}
+
+/// Parameters of the `opossum` model (opossum's `CircuitBreaker` options,
+/// in firedrill's names; the defaults are opossum's own).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpossumConfig {
+    /// Open when a failure finds the error rate strictly above this
+    /// (`errorThresholdPercentage`).
+    pub failure_rate_threshold: Percent,
+    /// How long open rejects before half-open (`resetTimeout`).
+    pub wait_in_open: Duration,
+    /// The window (`rollingCountTimeout`): with `buckets` it sets the
+    /// bucket width, and it is the length of the warm-up.
+    pub rolling_window: Duration,
+    /// Buckets in the window (`rollingCountBuckets`).
+    pub buckets: u32,
+    /// Fires the window must hold before a failure can open the breaker
+    /// (`volumeThreshold`).
+    pub volume_threshold: u32,
+    /// No failure opens the breaker during the first `rolling_window`
+    /// (`allowWarmUp`).
+    pub warm_up: bool,
+}
+
+impl OpossumConfig {
+    /// One bucket: `rolling_window / buckets` in whole milliseconds,
+    /// truncated, as opossum's `Math.floor` in `lib/status.js`.
+    pub fn bucket(&self) -> Duration {
+        let ms = self.rolling_window.as_millis() / u128::from(self.buckets.max(1));
+        Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
+    }
+}
+
+impl Default for OpossumConfig {
+    fn default() -> Self {
+        OpossumConfig {
+            failure_rate_threshold: percent(defaults::FAILURE_RATE_THRESHOLD),
+            wait_in_open: defaults::WAIT_IN_OPEN,
+            rolling_window: Duration::from_secs(10),
+            buckets: 10,
+            volume_threshold: 0,
+            warm_up: false,
+        }
+    }
 }
 
 impl Default for WindowConfig {

@@ -127,6 +127,9 @@ impl Breaker {
     /// the wait has passed (the call that finds it so is the first trial).
     pub fn try_acquire(&mut self, now: Instant) -> Result<Permit, Rejected> {
         self.advance(now);
+        if !matches!(self.phase, Phase::ForcedOpen | Phase::Disabled) {
+            self.model.fired(now);
+        }
         if let Phase::Open { until, wait } = self.phase {
             if now < until || (now == until && !self.model.admits_at_end_of_wait()) {
                 return Err(self.reject(State::Open, Some(until - now)));
@@ -190,6 +193,7 @@ impl Breaker {
                     self.transition(State::Open, now, reason);
                 }
             }
+            (Phase::Open { .. }, true) => self.model.record_open(call, now),
             _ => {}
         }
     }
@@ -231,7 +235,8 @@ impl Breaker {
         self.manual(State::Disabled, "disable", now);
     }
 
-    /// Back to closed with empty statistics, from any state.
+    /// Back to closed with empty statistics, from any state (the `opossum`
+    /// model keeps its window, as opossum's own `close()` does).
     pub fn reset(&mut self, now: Instant) {
         if self.phase == Phase::Closed {
             self.model.enter_closed();

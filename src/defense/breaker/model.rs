@@ -31,7 +31,7 @@ pub(crate) enum Verdict {
     Open(Reason),
 }
 
-/// A decision model (`window`, `consecutive`, `ratio`).
+/// A decision model (`window`, `consecutive`, `ratio`, `opossum`).
 pub(crate) trait Model: fmt::Debug + Send {
     /// The configuration key of the wait in open, for reasons.
     fn wait_key(&self) -> &'static str;
@@ -56,6 +56,14 @@ pub(crate) trait Model: fmt::Debug + Send {
 
     /// Counts a call made in closed; `Some` opens the breaker.
     fn record_closed(&mut self, call: Call, now: Instant) -> Option<Reason>;
+
+    /// A call arrived at `now` while closed, open or half-open, before the
+    /// breaker admits or rejects it (opossum counts every such "fire").
+    fn fired(&mut self, _now: Instant) {}
+
+    /// Counts a straggler that finished while open (it never moves the
+    /// breaker; opossum still counts its failure in the window).
+    fn record_open(&mut self, _call: Call, _now: Instant) {}
 
     /// Whether an ignored outcome (a 4xx by default) counts as a good call
     /// rather than not at all (Sentinel has no "ignored": a request whose

@@ -5,8 +5,8 @@
 use serde::{Deserialize, Deserializer};
 
 use super::config::{
-    Backoff, BreakerConfig, ConsecutiveConfig, ModelConfig, RatioConfig, Recovery, SlidingWindow,
-    Stragglers, ThresholdType, WindowConfig, WindowShape, defaults,
+    Backoff, BreakerConfig, ConsecutiveConfig, ModelConfig, OpossumConfig, RatioConfig, Recovery,
+    SlidingWindow, Stragglers, ThresholdType, WindowConfig, WindowShape, defaults,
 };
 use super::outcome::{Classifier, StatusPattern};
 use crate::clock::Duration;
@@ -24,6 +24,8 @@ pub(crate) enum ModelName {
     Consecutive,
     /// Sentinel / MSE ratio.
     Ratio,
+    /// opossum's circuit.
+    Opossum,
 }
 
 impl ModelName {
@@ -32,6 +34,7 @@ impl ModelName {
             ModelName::Window => "window",
             ModelName::Consecutive => "consecutive",
             ModelName::Ratio => "ratio",
+            ModelName::Opossum => "opossum",
         }
     }
 }
@@ -183,7 +186,9 @@ impl<'de> Deserialize<'de> for RawRecovery {
 /// `sliding_window_*`, `minimum_calls`, `*_rate_threshold`, `slow_call_*`,
 /// half-open keys; `consecutive`: `failure_threshold`, `success_threshold`;
 /// `ratio`: `threshold*`, `max_rt`, `stat_window`, `minimum_requests`,
-/// `breaker_duration`, `recovery`).
+/// `breaker_duration`, `recovery`; `opossum`: `failure_rate_threshold`,
+/// `wait_in_open`, `rolling_window`, `buckets`, `volume_threshold`,
+/// `warm_up`).
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(extend("allOf" = model_rules()))]
@@ -193,7 +198,8 @@ pub(crate) struct RawBreaker {
     #[serde(default)]
     name: String,
     /// `window` (sliding window, the default), `consecutive` (N failures in
-    /// a row) or `ratio` (Sentinel-style ratio with recovery).
+    /// a row), `ratio` (Sentinel-style ratio with recovery) or `opossum`
+    /// (opossum's error rate over fires in rotating buckets).
     #[serde(default)]
     model: ModelName,
     /// Statuses that count as failures (default `["5xx"]`).
@@ -225,13 +231,15 @@ pub(crate) struct RawBreaker {
     /// window: calls needed before the rates are judged (default 5).
     #[schemars(range(min = 1))]
     minimum_calls: Option<u32>,
-    /// window: failure share that opens the breaker (default 50%).
+    /// window: failure share that opens the breaker (default 50%; reached
+    /// or above); opossum: strictly above (default 50%, 0% allowed).
     failure_rate_threshold: Option<Percent>,
     /// window: slow-call share that opens the breaker (default 100%).
     slow_call_rate_threshold: Option<Percent>,
     /// window: a call slower than this is slow (default `3s`).
     slow_call_duration: Option<Dur>,
-    /// window, consecutive: how long the breaker stays open (default `30s`).
+    /// window, consecutive, opossum: how long the breaker stays open
+    /// (default `30s`).
     wait_in_open: Option<Dur>,
     /// window: each reopening waits longer.
     wait_in_open_backoff: Option<RawBackoff>,
@@ -268,19 +276,32 @@ pub(crate) struct RawBreaker {
     breaker_duration: Option<Dur>,
     /// ratio: `single_probe` or `progressive` recovery.
     recovery: Option<RawRecovery>,
+    /// opossum: the rolling window, whole milliseconds of at least one per
+    /// bucket (default `10s`); also the length of the warm-up.
+    rolling_window: Option<Dur>,
+    /// opossum: buckets in the rolling window, each `rolling_window /
+    /// buckets` truncated to whole milliseconds (default 10).
+    #[schemars(range(min = 1))]
+    buckets: Option<u32>,
+    /// opossum: fires the window must hold before a failure can open the
+    /// breaker (default 0).
+    volume_threshold: Option<u32>,
+    /// opossum: no failure opens the breaker during the first
+    /// `rolling_window` (default false).
+    warm_up: Option<bool>,
 }
 
 /// The keys that belong to some models only, with those models.
-const MODEL_KEYS: [(&str, &[ModelName]); 22] = {
-    use ModelName::{Consecutive as C, Ratio as R, Window as W};
+const MODEL_KEYS: [(&str, &[ModelName]); 26] = {
+    use ModelName::{Consecutive as C, Opossum as O, Ratio as R, Window as W};
     [
         ("sliding_window_type", &[W]),
         ("sliding_window_size", &[W]),
         ("minimum_calls", &[W]),
-        ("failure_rate_threshold", &[W]),
+        ("failure_rate_threshold", &[W, O]),
         ("slow_call_rate_threshold", &[W]),
         ("slow_call_duration", &[W]),
-        ("wait_in_open", &[W, C]),
+        ("wait_in_open", &[W, C, O]),
         ("wait_in_open_backoff", &[W]),
         ("automatic_half_open", &[W]),
         ("permitted_calls_in_half_open", &[W]),
@@ -296,31 +317,40 @@ const MODEL_KEYS: [(&str, &[ModelName]); 22] = {
         ("minimum_requests", &[R]),
         ("breaker_duration", &[R]),
         ("recovery", &[R]),
+        ("rolling_window", &[O]),
+        ("buckets", &[O]),
+        ("volume_threshold", &[O]),
+        ("warm_up", &[O]),
     ]
 };
 
 /// The schema's form of [`MODEL_KEYS`]: for each model, the keys of the
 /// others are not allowed (`window` also when `model` is left out).
 fn model_rules() -> serde_json::Value {
-    [ModelName::Window, ModelName::Consecutive, ModelName::Ratio]
-        .into_iter()
-        .map(|model| {
-            let foreign: serde_json::Map<String, serde_json::Value> = MODEL_KEYS
-                .iter()
-                .filter(|(_, models)| !models.contains(&model))
-                .map(|(key, _)| (key.to_string(), serde_json::Value::Bool(false)))
-                .collect();
-            let chosen = serde_json::json!({ "properties": { "model": { "const": model.key() } } });
-            let condition = if model == ModelName::Window {
-                serde_json::json!({ "anyOf": [chosen, { "not": { "required": ["model"] } }] })
-            } else {
-                let mut chosen = chosen;
-                chosen["required"] = serde_json::json!(["model"]);
-                chosen
-            };
-            serde_json::json!({ "if": condition, "then": { "properties": foreign } })
-        })
-        .collect()
+    [
+        ModelName::Window,
+        ModelName::Consecutive,
+        ModelName::Ratio,
+        ModelName::Opossum,
+    ]
+    .into_iter()
+    .map(|model| {
+        let foreign: serde_json::Map<String, serde_json::Value> = MODEL_KEYS
+            .iter()
+            .filter(|(_, models)| !models.contains(&model))
+            .map(|(key, _)| (key.to_string(), serde_json::Value::Bool(false)))
+            .collect();
+        let chosen = serde_json::json!({ "properties": { "model": { "const": model.key() } } });
+        let condition = if model == ModelName::Window {
+            serde_json::json!({ "anyOf": [chosen, { "not": { "required": ["model"] } }] })
+        } else {
+            let mut chosen = chosen;
+            chosen["required"] = serde_json::json!(["model"]);
+            chosen
+        };
+        serde_json::json!({ "if": condition, "then": { "properties": foreign } })
+    })
+    .collect()
 }
 
 /// Collects every problem, each prefixed with its key.
@@ -386,6 +416,10 @@ impl RawBreaker {
             "minimum_requests" => self.minimum_requests.is_some(),
             "breaker_duration" => self.breaker_duration.is_some(),
             "recovery" => self.recovery.is_some(),
+            "rolling_window" => self.rolling_window.is_some(),
+            "buckets" => self.buckets.is_some(),
+            "volume_threshold" => self.volume_threshold.is_some(),
+            "warm_up" => self.warm_up.is_some(),
             _ => false,
         }
     }
@@ -537,6 +571,35 @@ impl RawBreaker {
     }
 }
 
+impl RawBreaker {
+    fn opossum(&self, p: &mut Problems) -> OpossumConfig {
+        let d = OpossumConfig::default();
+        let buckets = p.positive("buckets", self.buckets, d.buckets);
+        let rolling_window = self.rolling_window.map_or(d.rolling_window, Dur::get);
+        let ms = Duration::from_millis(1);
+        if rolling_window < ms * buckets || !rolling_window.as_nanos().is_multiple_of(ms.as_nanos())
+        {
+            p.add(
+                "rolling_window",
+                format!(
+                    "must be whole milliseconds, at least 1ms per bucket ({buckets} buckets), got {}",
+                    Dur(rolling_window)
+                ),
+            );
+        }
+        OpossumConfig {
+            failure_rate_threshold: self
+                .failure_rate_threshold
+                .unwrap_or(d.failure_rate_threshold),
+            wait_in_open: self.wait_in_open.map_or(d.wait_in_open, Dur::get),
+            rolling_window,
+            buckets,
+            volume_threshold: self.volume_threshold.unwrap_or(d.volume_threshold),
+            warm_up: self.warm_up.unwrap_or(d.warm_up),
+        }
+    }
+}
+
 impl TryFrom<RawBreaker> for BreakerConfig {
     type Error = String;
 
@@ -552,6 +615,7 @@ impl TryFrom<RawBreaker> for BreakerConfig {
             ModelName::Window => ModelConfig::Window(raw.window(&mut p)),
             ModelName::Consecutive => ModelConfig::Consecutive(raw.consecutive(&mut p)),
             ModelName::Ratio => ModelConfig::Ratio(raw.ratio(&mut p)),
+            ModelName::Opossum => ModelConfig::Opossum(raw.opossum(&mut p)),
         };
         if !p.0.is_empty() {
             return Err(p.0.join("; "));

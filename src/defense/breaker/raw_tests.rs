@@ -12,14 +12,19 @@ fn every_model_key_is_a_breaker_field_and_counts_as_set_when_given() {
             "{key} is not a breaker key"
         );
         // Set it under a model it does not belong to: it must be named.
-        let other = [ModelName::Window, ModelName::Consecutive, ModelName::Ratio]
-            .into_iter()
-            .find(|m| !models.contains(m))
-            .unwrap();
+        let other = [
+            ModelName::Window,
+            ModelName::Consecutive,
+            ModelName::Ratio,
+            ModelName::Opossum,
+        ]
+        .into_iter()
+        .find(|m| !models.contains(m))
+        .unwrap();
         let value = match key {
             "sliding_window_type" => "count",
             "threshold_type" => "error_ratio",
-            "automatic_half_open" => "true",
+            "automatic_half_open" | "warm_up" => "true",
             "recovery" => "single_probe",
             "stat_window_shape" => "sliding",
             "wait_in_open_backoff" => "{ multiplier: 2, max: 1m }",
@@ -28,7 +33,8 @@ fn every_model_key_is_a_breaker_field_and_counts_as_set_when_given() {
                 || k.starts_with("wait")
                 || k.starts_with("max_")
                 || k == "stat_window"
-                || k == "window_offset" =>
+                || k == "window_offset"
+                || k == "rolling_window" =>
             {
                 "1s"
             }

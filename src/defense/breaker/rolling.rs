@@ -1,5 +1,6 @@
-//! Rolling call statistics: a ring of the last N calls and per-second
-//! buckets of the last N seconds. The `window` and `ratio` models share them.
+//! Rolling call statistics: a ring of the last N calls and fixed-width
+//! buckets of the last N widths (one second for `window` and `ratio`, the
+//! configured bucket for `opossum`). The models share them.
 
 use std::collections::VecDeque;
 
@@ -155,14 +156,17 @@ impl TumblingWindow {
 
 /// Calls of the last `seconds` whole seconds (resilience4j's epoch-second
 /// buckets): a call 12.7 s past the first edge lands in bucket 12, which
-/// expires once the current bucket is 12 + `seconds`.
+/// expires once the current bucket is 12 + `seconds`. With another width
+/// ([`SecondBuckets::of_width`]) the same holds of buckets of that width.
 #[derive(Debug, Clone)]
 pub(crate) struct SecondBuckets {
-    /// Width of the window in buckets (seconds).
+    /// Width of the window in buckets.
     seconds: u64,
-    /// Where the one-second edges fall.
+    /// Width of one bucket (one second unless built `of_width`).
+    width: Duration,
+    /// Where the edges fall.
     edges: Edges,
-    /// Non-empty buckets, oldest first: (second index, counts).
+    /// Non-empty buckets, oldest first: (bucket index, counts).
     buckets: VecDeque<(u64, Tally)>,
     /// Sum of `buckets`.
     total: Tally,
@@ -170,8 +174,14 @@ pub(crate) struct SecondBuckets {
 
 impl SecondBuckets {
     pub(crate) fn new(seconds: u64, edges: Edges) -> Self {
+        Self::of_width(seconds, Duration::from_secs(1), edges)
+    }
+
+    /// `count` buckets of `width` each.
+    pub(crate) fn of_width(count: u64, width: Duration, edges: Edges) -> Self {
         SecondBuckets {
-            seconds,
+            seconds: count,
+            width,
             edges,
             buckets: VecDeque::new(),
             total: Tally::default(),
@@ -179,7 +189,7 @@ impl SecondBuckets {
     }
 
     fn second(&self, now: Instant) -> u64 {
-        self.edges.index(now, Duration::from_secs(1))
+        self.edges.index(now, self.width)
     }
 
     /// Drops buckets that left the window at `now`; returns what remains.

@@ -6,6 +6,7 @@ mod config;
 mod consecutive;
 mod fidelity;
 mod journal;
+mod opossum;
 mod props;
 mod ratio;
 mod shared;

@@ -92,7 +92,27 @@ fn config() -> impl Strategy<Value = BreakerConfig> {
                 }
             })
         });
-    prop_oneof![window, consecutive, ratio]
+    let opossum = (
+        0u32..=100,
+        1u64..=3,
+        1u32..=5,
+        0u32..4,
+        any::<bool>(),
+        secs(1..=5),
+    )
+        .prop_map(|(pct, window, buckets, volume, warm_up, wait)| {
+            let model = ModelConfig::Opossum(OpossumConfig {
+                failure_rate_threshold: crate::schema::units::Percent::new(f64::from(pct))
+                    .unwrap_or(crate::schema::units::Percent::ALL),
+                wait_in_open: wait,
+                rolling_window: Duration::from_secs(window),
+                buckets,
+                volume_threshold: volume,
+                warm_up,
+            });
+            BreakerConfig::new("dep", model)
+        });
+    prop_oneof![window, consecutive, ratio, opossum]
 }
 
 /// (concurrent limit, admissions-per-episode limit) of half-open; `None`
@@ -103,7 +123,9 @@ fn half_open_limits(config: &BreakerConfig) -> (Option<u32>, Option<u32>) {
             Some(w.permitted_calls_in_half_open),
             Some(w.permitted_calls_in_half_open),
         ),
-        ModelConfig::Consecutive(_) => (Some(1), None),
+        // A cancelled probe gives the probe back (opossum has no
+        // cancellation), so only the concurrent limit holds.
+        ModelConfig::Consecutive(_) | ModelConfig::Opossum(_) => (Some(1), None),
         ModelConfig::Ratio(r) => match r.recovery {
             Recovery::SingleProbe => (Some(1), Some(1)),
             Recovery::Progressive { .. } => (None, None),

@@ -10,7 +10,7 @@ use End::{Failure as F, Success as S};
 use Ev::{Acquire, Finish};
 
 /// Steps at absolute times (µs since time zero).
-fn at(steps: &[(u64, Ev)]) -> Vec<Step> {
+pub(super) fn at(steps: &[(u64, Ev)]) -> Vec<Step> {
     let mut now = 0;
     steps
         .iter()
@@ -23,7 +23,7 @@ fn at(steps: &[(u64, Ev)]) -> Vec<Step> {
 }
 
 /// The model alone: (state, admission) after each step.
-fn model_only(model: &mut dyn Reference, steps: &[Step]) -> Vec<(St, Option<bool>)> {
+pub(super) fn model_only(model: &mut dyn Reference, steps: &[Step]) -> Vec<(St, Option<bool>)> {
     let mut now = 0;
     let mut outstanding = Vec::new();
     let mut out = Vec::new();
@@ -60,7 +60,7 @@ fn model_only(model: &mut dyn Reference, steps: &[Step]) -> Vec<(St, Option<bool
     out
 }
 
-fn agree(seen: &[Seen], steps: usize) {
+pub(super) fn agree(seen: &[Seen], steps: usize) {
     assert!(
         seen.len() == steps && seen.iter().all(Seen::agrees),
         "firedrill and the reference model disagree:\n{}",

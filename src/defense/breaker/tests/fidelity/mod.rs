@@ -1,6 +1,7 @@
-//! Fidelity: firedrill's `window` and `ratio` breakers against reference
-//! models of resilience4j and Sentinel written from their source
-//! ([`resilience4j`], [`sentinel`]).
+//! Fidelity: firedrill's `window`, `ratio` and `opossum` breakers against
+//! reference models of resilience4j, Sentinel and opossum written from
+//! their source ([`resilience4j`], [`sentinel`], [`opossum`]; the opossum
+//! properties and examples are in `opossum_tests`).
 //!
 //! The differential properties run seeded random call sequences (sequential
 //! and overlapping calls, successes, failures, 4xx, slow calls, cancellations
@@ -18,7 +19,10 @@
 
 mod examples;
 mod import;
+mod import_opossum;
 mod import_sentinel;
+mod opossum;
+mod opossum_tests;
 mod resilience4j;
 mod sentinel;
 
