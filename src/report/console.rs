@@ -129,13 +129,18 @@ fn ending(out: &mut String, ending: &Ending) {
     }
 }
 
-/// The expectations, each failed one with what was expected and seen, and
-/// the run's verdict.
+/// The expectations, each failed one with what was expected and seen, one
+/// not judged with why, and the run's verdict.
 fn verdicts(out: &mut String, report: &RunReport) {
     if !report.verdicts.is_empty() {
         let _ = writeln!(out, "\n  expectations:");
     }
     for v in &report.verdicts {
+        if let Some(why) = &v.not_judged {
+            let _ = writeln!(out, "  skip {}", v.expectation);
+            let _ = writeln!(out, "         not judged: {why}");
+            continue;
+        }
         let mark = if v.passed { "ok  " } else { "FAIL" };
         let _ = writeln!(out, "  {mark} {}", v.expectation);
         if !v.passed {
@@ -146,19 +151,44 @@ fn verdicts(out: &mut String, report: &RunReport) {
             }
         }
     }
-    let held = report.verdicts.iter().filter(|v| v.passed).count();
-    let _ = writeln!(
-        out,
-        "\n  {}: {held} of {} expectations held",
-        match (&report.ending, report.passed) {
-            (Ending::Halted { .. }, _) => "FAILED (halted)",
-            (Ending::Interrupted, _) => "INTERRUPTED",
-            (Ending::NotHealthy { .. }, _) => "NOT HEALTHY BEFORE INJECTION",
-            (Ending::Completed, true) => "PASSED",
-            (Ending::Completed, false) => "FAILED",
-        },
-        report.verdicts.len()
-    );
+    let _ = writeln!(out, "\n  {}", verdict_line(report));
+}
+
+/// The run's verdict with what decided it: `PASSED: 9 of 9 expectations
+/// held`, `HALTED at 4.0s by ...: ...`, `NOT HEALTHY BEFORE INJECTION: ...`.
+pub fn verdict_line(report: &RunReport) -> String {
+    let judged: Vec<_> = report
+        .verdicts
+        .iter()
+        .filter(|v| v.not_judged.is_none())
+        .collect();
+    let held = judged.iter().filter(|v| v.passed).count();
+    let of = format!("{held} of {} held", plural(judged.len(), "expectation"));
+    let ran = format!("{:.1}s", report.duration_ms / 1000.0);
+    match &report.ending {
+        Ending::Completed => format!("{}: {of}", report.verdict.label()),
+        Ending::Halted { condition, .. } => format!(
+            "HALTED at {ran} by `{condition}`, so the run fails; {of} over the {ran} it ran"
+        ),
+        Ending::Interrupted => format!("INTERRUPTED at {ran}, so the run fails; {of} over the {ran} it ran"),
+        Ending::NotHealthy { .. } => {
+            let skipped = report.verdicts.len() - judged.len();
+            format!(
+                "NOT HEALTHY BEFORE INJECTION: {held} of {} held; {} not judged",
+                plural(judged.len(), "steady-state check"),
+                plural(skipped, "expectation")
+            )
+        }
+    }
+}
+
+/// `1 expectation`, `4 expectations`.
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// One line per transition: time, edge, reason.
