@@ -285,7 +285,7 @@ impl CorrelationReport {
 }
 
 /// One transition, for reports.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TransitionReport {
     /// Milliseconds since the start.
     pub at_ms: f64,
