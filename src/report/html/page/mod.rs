@@ -12,6 +12,8 @@ mod lines;
 mod palette;
 mod pools;
 mod sections;
+#[cfg(test)]
+mod tests;
 
 use self::chart::timeline;
 pub(super) use self::format::esc;
