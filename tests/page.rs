@@ -29,6 +29,21 @@ fn pct(ms: f64, axis_ms: f64) -> f64 {
     (ms / axis_ms * 10_000.0).round() / 100.0
 }
 
+/// `firedrill run` of `experiment` in virtual time with its console
+/// summary: the report directory, the exit code and stdout.
+fn console_run(experiment: &str) -> (tempfile::TempDir, Option<i32>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .arg("run")
+        .arg(root().join(experiment))
+        .args(["--clock", "virtual", "--report-dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    (dir, out.status.code(), stdout)
+}
+
 /// Server `name`'s health changes in report.json: (at_ms, healthy).
 fn changes(report: &Value, name: &str) -> Vec<(f64, bool)> {
     report["pools"][0]["servers"]
@@ -178,16 +193,8 @@ fn a_run_not_healthy_before_injection_reads_not_healthy_with_its_expectations_no
 
 #[test]
 fn a_run_not_healthy_before_injection_is_skipped_in_junit_and_says_so_on_the_console() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_firedrill"))
-        .arg("run")
-        .arg(root().join("fixtures/steady/unhealthy_before.yaml"))
-        .args(["--clock", "virtual", "--report-dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(4));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (dir, code, stdout) = console_run("fixtures/steady/unhealthy_before.yaml");
+    assert_eq!(code, Some(4));
     assert!(
         stdout.contains(
             "NOT HEALTHY BEFORE INJECTION: 0 of 1 steady-state check held; 1 expectation not judged"
@@ -218,7 +225,7 @@ fn a_halted_run_draws_nothing_past_the_halt_line_and_says_what_halted_it() {
     assert!(text.contains("duration: 2h"));
     let file = dir.path().join("halted_long.yaml");
     std::fs::write(&file, text).unwrap();
-    let (html, report) = renders_in_chromium(file.to_str().unwrap(), "halted");
+    let (html, report) = renders_in_chromium(file.to_str().unwrap(), "halted-long");
     if report.is_null() {
         return;
     }
@@ -245,16 +252,8 @@ fn a_halted_run_draws_nothing_past_the_halt_line_and_says_what_halted_it() {
 
 #[test]
 fn a_halted_runs_console_verdict_says_what_halted_it_without_contradiction() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_firedrill"))
-        .arg("run")
-        .arg(root().join("fixtures/experiments/halt_on_errors.yaml"))
-        .args(["--clock", "virtual", "--report-dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let (_dir, code, stdout) = console_run("fixtures/experiments/halt_on_errors.yaml");
+    assert_eq!(code, Some(1));
     assert!(!stdout.contains("FAILED (halted)"), "{stdout}");
     assert!(
         stdout.contains(
