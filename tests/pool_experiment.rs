@@ -68,6 +68,7 @@ fn pool_checks_eject_and_return_servers_at_check_times_of_the_virtual_clock() {
             name: "catalogue".into(),
             servers: vec![("one".into(), false), ("spare".into(), true)],
             starts_out: true,
+            slow_start: firedrill::clock::Duration::ZERO,
         }]
     );
     let summary: Vec<(u128, &str, bool)> = health

@@ -31,6 +31,10 @@ pub enum CallError {
     Timeout,
     /// The connection could not be made.
     Connect,
+    /// Every server of the route's pool was out of rotation: no
+    /// connection was tried (before the first health check passes, or
+    /// while every server is ejected).
+    NoServer,
     /// The connection broke (reset, closed early, protocol error).
     Broken,
     /// The request's outer deadline (`request_timeout`) passed.

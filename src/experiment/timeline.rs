@@ -190,6 +190,9 @@ pub struct PoolInfo {
     /// Its servers start out of rotation until they pass an active health
     /// check (the pool has one).
     pub starts_out: bool,
+    /// How long a server that comes back ramps up to its full share
+    /// (`slow_start`; zero: no ramp).
+    pub slow_start: Duration,
 }
 
 /// A named span of the run (`phases:` in the experiment).

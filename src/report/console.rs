@@ -129,13 +129,18 @@ fn ending(out: &mut String, ending: &Ending) {
     }
 }
 
-/// The expectations, each failed one with what was expected and seen, and
-/// the run's verdict.
+/// The expectations, each failed one with what was expected and seen, one
+/// not judged with why, and the run's verdict.
 fn verdicts(out: &mut String, report: &RunReport) {
     if !report.verdicts.is_empty() {
         let _ = writeln!(out, "\n  expectations:");
     }
     for v in &report.verdicts {
+        if let Some(why) = &v.not_judged {
+            let _ = writeln!(out, "  skip {}", v.expectation);
+            let _ = writeln!(out, "         not judged: {why}");
+            continue;
+        }
         let mark = if v.passed { "ok  " } else { "FAIL" };
         let _ = writeln!(out, "  {mark} {}", v.expectation);
         if !v.passed {
@@ -146,36 +151,222 @@ fn verdicts(out: &mut String, report: &RunReport) {
             }
         }
     }
-    let held = report.verdicts.iter().filter(|v| v.passed).count();
-    let _ = writeln!(
-        out,
-        "\n  {}: {held} of {} expectations held",
-        match (&report.ending, report.passed) {
-            (Ending::Halted { .. }, _) => "FAILED (halted)",
-            (Ending::Interrupted, _) => "INTERRUPTED",
-            (Ending::NotHealthy { .. }, _) => "NOT HEALTHY BEFORE INJECTION",
-            (Ending::Completed, true) => "PASSED",
-            (Ending::Completed, false) => "FAILED",
-        },
-        report.verdicts.len()
-    );
+    let _ = writeln!(out, "\n  {}", verdict_line(report));
 }
 
-/// One line per transition: time, edge, reason.
+/// The run's verdict with what decided it: `PASSED: 9 of 9 expectations
+/// held`, `HALTED at 4.0s by ...: ...`, `NOT HEALTHY BEFORE INJECTION: ...`.
+pub fn verdict_line(report: &RunReport) -> String {
+    let judged: Vec<_> = report
+        .verdicts
+        .iter()
+        .filter(|v| v.not_judged.is_none())
+        .collect();
+    let held = judged.iter().filter(|v| v.passed).count();
+    let of = format!("{held} of {} held", plural(judged.len(), "expectation"));
+    let ran = format!("{:.1}s", report.duration_ms / 1000.0);
+    match &report.ending {
+        Ending::Completed => format!("{}: {of}", report.verdict.label()),
+        Ending::Halted { condition, .. } => format!(
+            "HALTED at {ran} by `{condition}`, so the run fails; {of} over the {ran} it ran"
+        ),
+        Ending::Interrupted => {
+            format!("INTERRUPTED at {ran}, so the run fails; {of} over the {ran} it ran")
+        }
+        Ending::NotHealthy { .. } => {
+            let skipped = report.verdicts.len() - judged.len();
+            format!(
+                "NOT HEALTHY BEFORE INJECTION: {held} of {} held; {} not judged",
+                plural(judged.len(), "steady-state check"),
+                plural(skipped, "expectation")
+            )
+        }
+    }
+}
+
+/// `1 expectation`, `4 expectations`.
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("{n} {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// One line per transition: time, edge, reason; a cycle that repeats
+/// (a flapping breaker's open -> half_open -> open) is shown once, then
+/// counted. The journal and the page keep every transition.
 fn transitions(out: &mut String, list: &[super::TransitionReport]) {
-    for t in list {
-        let _ = writeln!(
-            out,
-            "    {:>9.3}s  {} -> {}  ({}){}",
-            t.at_ms / 1000.0,
-            t.from,
-            t.to,
-            t.reason,
-            if t.after_end {
-                "  [after the end: not judged]"
-            } else {
-                ""
+    for line in collapse(list) {
+        match line {
+            Line::One(t) => {
+                let _ = writeln!(
+                    out,
+                    "    {:>9.3}s  {} -> {}  ({}){}",
+                    t.at_ms / 1000.0,
+                    t.from,
+                    t.to,
+                    t.reason,
+                    if t.after_end {
+                        "  [after the end: not judged]"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            Line::Again {
+                period,
+                times,
+                last,
+            } => {
+                let _ = writeln!(
+                    out,
+                    "                ... the {} above again {}, up to {:.3}s ({} more transitions, all in journal.jsonl and report.html)",
+                    if period == 1 {
+                        "transition".to_string()
+                    } else {
+                        format!("{period} transitions")
+                    },
+                    if times == 1 {
+                        "once".to_string()
+                    } else {
+                        format!("{times} times")
+                    },
+                    last / 1000.0,
+                    times * period
+                );
+            }
+        }
+    }
+}
+
+/// A line of a breaker's transitions on the console.
+#[derive(Debug, PartialEq)]
+enum Line<'a> {
+    /// A transition as it is.
+    One(&'a super::TransitionReport),
+    /// The `period` transitions above, `times` more times, the last at
+    /// `last` milliseconds.
+    Again {
+        /// How many transitions a cycle has.
+        period: usize,
+        /// How many more cycles.
+        times: usize,
+        /// When the last one was.
+        last: f64,
+    },
+}
+
+/// The fewest repeats of a cycle worth counting instead of listing.
+const COLLAPSE_AFTER: usize = 2;
+
+/// `list` with each run of a repeating cycle of one or two transitions
+/// (the same edges in the same order) shown once and then counted.
+fn collapse(list: &[super::TransitionReport]) -> Vec<Line<'_>> {
+    let key = |t: &super::TransitionReport| (t.from.clone(), t.to.clone(), t.after_end);
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < list.len() {
+        let cycle = (1..=2).find_map(|period| {
+            // How many transitions from i on repeat the cycle list[i..i+period].
+            let start = i + period;
+            let repeats = list[start.min(list.len())..]
+                .iter()
+                .enumerate()
+                .take_while(|(k, t)| key(t) == key(&list[i + k % period]))
+                .count();
+            let times = repeats / period;
+            (times >= COLLAPSE_AFTER).then_some((period, times))
+        });
+        match cycle {
+            Some((period, times)) => {
+                out.extend(list[i..i + period].iter().map(Line::One));
+                let end = i + period + times * period;
+                out.push(Line::Again {
+                    period,
+                    times,
+                    last: list[end - 1].at_ms,
+                });
+                i = end;
+            }
+            None => {
+                out.push(Line::One(&list[i]));
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::TransitionReport;
+    use super::*;
+
+    fn t(at_ms: f64, from: &str, to: &str) -> TransitionReport {
+        TransitionReport {
+            at_ms,
+            from: from.to_string(),
+            to: to.to_string(),
+            reason: String::new(),
+            after_end: false,
+        }
+    }
+
+    /// A breaker that opens, then flaps `n` times, then closes.
+    fn flapping(n: usize) -> Vec<TransitionReport> {
+        let mut list = vec![t(1000.0, "closed", "open")];
+        for k in 0..n {
+            let at = 4000.0 + 3000.0 * k as f64;
+            list.push(t(at, "open", "half_open"));
+            list.push(t(at, "half_open", "open"));
+        }
+        list.push(t(90_000.0, "open", "half_open"));
+        list.push(t(90_500.0, "half_open", "closed"));
+        list
+    }
+
+    #[test]
+    fn a_flapping_breaker_shows_one_cycle_and_counts_the_rest() {
+        let list = flapping(27);
+        let mut out = String::new();
+        transitions(&mut out, &list);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 6, "{out}");
+        assert_eq!(
+            lines[3],
+            "                ... the 2 transitions above again 26 times, up to 82.000s \
+             (52 more transitions, all in journal.jsonl and report.html)"
+        );
+        assert!(lines[4].contains("open -> half_open") && lines[5].contains("half_open -> closed"));
+    }
+
+    #[test]
+    fn transitions_that_do_not_repeat_are_each_shown() {
+        // One cycle, and a second: not yet a repeat worth counting.
+        for list in [flapping(1), flapping(2)] {
+            let mut out = String::new();
+            transitions(&mut out, &list);
+            assert_eq!(out.lines().count(), list.len(), "{out}");
+        }
+        // Three: the first shown, the next two counted.
+        assert_eq!(
+            collapse(&flapping(3))[3],
+            Line::Again {
+                period: 2,
+                times: 2,
+                last: 10_000.0
             }
         );
+    }
+
+    #[test]
+    fn a_transition_after_the_end_is_never_counted_into_a_cycle() {
+        let mut list = flapping(3);
+        for x in list.iter_mut().skip(3) {
+            x.after_end = true;
+        }
+        let lines = collapse(&list);
+        assert!(lines.iter().all(|l| matches!(l, Line::One(_))), "{lines:?}");
     }
 }

@@ -18,7 +18,11 @@ impl Exporter for Junit {
     fn render(&self, report: &RunReport) -> std::io::Result<Vec<u8>> {
         let mut suite = TestSuite::new(report.experiment.as_str());
         for v in &report.verdicts {
-            let status = if v.passed {
+            let status = if let Some(why) = &v.not_judged {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(format!("not judged: {why}"));
+                s
+            } else if v.passed {
                 TestCaseStatus::success()
             } else {
                 let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
@@ -33,17 +37,22 @@ impl Exporter for Junit {
             case.set_classname(format!("firedrill.{}", report.experiment));
             suite.add_test_case(case);
         }
-        if report.ending != Ending::Completed {
+        // A run not healthy before injection says so in its steady-state
+        // cases, first in the suite; a run cut short gets a case of its own.
+        let cut = match &report.ending {
+            Ending::Halted { condition, seen } => Some(format!(
+                "halted: {condition} ({seen}), at {:.3}s",
+                report.duration_ms / 1000.0
+            )),
+            Ending::Interrupted => Some(format!(
+                "interrupted at {:.3}s",
+                report.duration_ms / 1000.0
+            )),
+            Ending::NotHealthy { .. } | Ending::Completed => None,
+        };
+        if let Some(message) = cut {
             let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
-            s.set_message(match &report.ending {
-                Ending::Halted { condition, seen } => format!("halted: {condition} ({seen})"),
-                Ending::Interrupted => "interrupted".to_string(),
-                Ending::NotHealthy { failed } => format!(
-                    "not healthy before injection, no fault injected: {}",
-                    failed.join("; ")
-                ),
-                Ending::Completed => unreachable!("checked above"),
-            });
+            s.set_message(message);
             let mut case = TestCase::new("run completes", s);
             case.set_classname(format!("firedrill.{}", report.experiment));
             suite.add_test_case(case);

@@ -67,6 +67,9 @@ pub struct RunReport {
     pub ending: Ending,
     /// Whether every expectation held and the run completed.
     pub passed: bool,
+    /// The run's verdict in one word, as the console, the page and JUnit
+    /// say it.
+    pub verdict: RunVerdict,
     /// One per expectation.
     pub verdicts: Vec<Verdict>,
     /// Figures per load route.
@@ -104,11 +107,59 @@ pub struct RunReport {
     pub fold: html::picture::Fold,
 }
 
+/// A run's verdict in one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunVerdict {
+    /// It completed and every expectation held.
+    Passed,
+    /// It completed and an expectation failed.
+    Failed,
+    /// The steady state failed over the warm-up: no fault was injected and
+    /// the expectations were not judged.
+    NotHealthy,
+    /// A halt condition stopped it.
+    Halted,
+    /// A person stopped it.
+    Interrupted,
+}
+
+impl RunVerdict {
+    /// The verdict of a run that ended so and `passed` or not.
+    pub fn of(ending: &Ending, passed: bool) -> RunVerdict {
+        match ending {
+            Ending::Completed if passed => RunVerdict::Passed,
+            Ending::Completed => RunVerdict::Failed,
+            Ending::NotHealthy { .. } => RunVerdict::NotHealthy,
+            Ending::Halted { .. } => RunVerdict::Halted,
+            Ending::Interrupted => RunVerdict::Interrupted,
+        }
+    }
+
+    /// As the console and the page show it: `NOT HEALTHY`.
+    pub fn label(self) -> &'static str {
+        match self {
+            RunVerdict::Passed => "PASSED",
+            RunVerdict::Failed => "FAILED",
+            RunVerdict::NotHealthy => "NOT HEALTHY",
+            RunVerdict::Halted => "HALTED",
+            RunVerdict::Interrupted => "INTERRUPTED",
+        }
+    }
+}
+
 /// One pool's story: its servers and when each left and rejoined rotation.
 #[derive(Debug, Clone, Serialize)]
 pub struct PoolReport {
     /// Its name.
     pub name: String,
+    /// Its servers start out of rotation until they pass an active health
+    /// check.
+    pub starts_out: bool,
+    /// How long a server that comes back ramps up to its full share
+    /// (omitted without slow start).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slow_start_ms: Option<f64>,
     /// Its servers, in the order configured.
     pub servers: Vec<PoolServerReport>,
 }
@@ -144,6 +195,8 @@ fn pools(t: &crate::experiment::timeline::Timeline) -> Vec<PoolReport> {
         .iter()
         .map(|p| PoolReport {
             name: p.name.clone(),
+            starts_out: p.starts_out,
+            slow_start_ms: (!p.slow_start.is_zero()).then(|| ms(p.slow_start)),
             servers: p
                 .servers
                 .iter()
@@ -232,7 +285,7 @@ impl CorrelationReport {
 }
 
 /// One transition, for reports.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TransitionReport {
     /// Milliseconds since the start.
     pub at_ms: f64,
@@ -259,6 +312,29 @@ pub struct FaultReport {
     pub windows_ms: Vec<(f64, f64)>,
     /// How many times it was injected (requests it hit).
     pub injected: u64,
+    /// The instance of the built-in target whose proxy applies it (omitted:
+    /// every instance's, or the only one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instance: Option<String>,
+    /// Started and stopped by people (`at: manual`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub manual: bool,
+    /// A `replay` fault: what the recording does, bucket by bucket, from
+    /// the start of its window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<RecordedReport>,
+}
+
+/// What a replayed recording does over time: per bucket, the share of its
+/// recorded answers that failed (an error status, a reset, a hang).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RecordedReport {
+    /// One bucket's width, milliseconds.
+    pub bucket_ms: f64,
+    /// Per bucket, from the window's start: failed answers in percent;
+    /// `null` for a bucket with no recorded answer (the replay repeats
+    /// the last bucket that had one).
+    pub failing_pct: Vec<Option<f64>>,
 }
 
 /// Milliseconds with microsecond precision.
@@ -317,11 +393,17 @@ impl RunReport {
         let faults = t
             .faults
             .iter()
-            .map(|f| FaultReport {
-                name: f.name.clone(),
-                kind: f.kind.clone(),
-                windows_ms: f.windows.iter().map(|(a, b)| (ms(*a), ms(*b))).collect(),
-                injected: result.injected.get(&f.name).copied().unwrap_or(0),
+            .map(|f| {
+                let spec = experiment.faults.iter().find(|s| s.name == f.name);
+                FaultReport {
+                    name: f.name.clone(),
+                    kind: f.kind.clone(),
+                    windows_ms: f.windows.iter().map(|(a, b)| (ms(*a), ms(*b))).collect(),
+                    injected: result.injected.get(&f.name).copied().unwrap_or(0),
+                    instance: spec.and_then(|s| s.instance.clone()),
+                    manual: spec.is_some_and(|s| s.manual),
+                    recorded: spec.and_then(recorded),
+                }
             })
             .collect();
         let passed = result.ending == Ending::Completed && verdicts.iter().all(|v| v.passed);
@@ -341,6 +423,7 @@ impl RunReport {
                 .then(|| ms(experiment.duration)),
             ending: result.ending.clone(),
             passed,
+            verdict: RunVerdict::of(&result.ending, passed),
             verdicts,
             routes: summary::routes(&result.counted.routes),
             breakers,
@@ -356,6 +439,23 @@ impl RunReport {
         }
     }
 }
+
+/// A `replay` fault's recording as the report draws it: at most
+/// [`RECORDED_BUCKETS`] buckets (wider ones for a long recording).
+fn recorded(fault: &crate::fault::Fault) -> Option<RecordedReport> {
+    let crate::fault::FaultKind::Replay(replay) = &fault.kind else {
+        return None;
+    };
+    let model = replay.model.as_ref()?;
+    let (width, failing) = model.failing_shares(RECORDED_BUCKETS);
+    Some(RecordedReport {
+        bucket_ms: ms(width),
+        failing_pct: failing,
+    })
+}
+
+/// The most buckets a recording is drawn in.
+const RECORDED_BUCKETS: usize = 600;
 
 /// The hits each instance of the built-in target received, by name: every
 /// declared instance, none reached shown as 0 (empty without instances).

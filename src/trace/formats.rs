@@ -130,7 +130,7 @@ struct RequestsLine {
 fn failure(kind: &str) -> Option<Answer> {
     match kind {
         "timeout" | "deadline" => Some(Answer::Hang),
-        "connect" | "broken" => Some(Answer::Reset),
+        "connect" | "no_server" | "broken" => Some(Answer::Reset),
         _ => None,
     }
 }

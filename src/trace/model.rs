@@ -13,7 +13,7 @@
 //! far uses the other one. Buckets with no request at all are reported as
 //! gaps.
 
-use super::{Outcome, Trace};
+use super::{Answer, Outcome, Trace};
 use crate::clock::Duration;
 
 /// A span of the recording with no request in it.
@@ -108,6 +108,27 @@ impl Model {
         &self.gaps
     }
 
+    /// What the recording does over time, in at most `max` buckets (whole
+    /// buckets of the model merged when it has more): the merged width and,
+    /// per bucket, the share of its recorded answers that failed (not a
+    /// 2xx or 3xx) in percent; `None` for a bucket without any.
+    pub fn failing_shares(&self, max: usize) -> (Duration, Vec<Option<f64>>) {
+        let merge = self.recorded.len().div_ceil(max.max(1)).max(1);
+        let shares = self
+            .recorded
+            .chunks(merge)
+            .map(|chunk| {
+                let answers = chunk.iter().flat_map(|strata| strata.iter().flatten());
+                let (failed, all) = answers.fold((0u32, 0u32), |(f, n), o| {
+                    let ok = matches!(o.answer, Answer::Status(200..=399));
+                    (f + u32::from(!ok), n + 1)
+                });
+                (all > 0).then(|| f64::from(failed) / f64::from(all) * 100.0)
+            })
+            .collect();
+        (self.width * merge as u32, shares)
+    }
+
     /// The answer for a request `at` into the replay, cold or not, with a
     /// uniform draw `u` in `[0, 1)`; `None` past the end of the recording.
     pub fn draw(&self, at: Duration, cold: bool, u: f64) -> Option<Outcome> {
@@ -174,6 +195,33 @@ mod tests {
         );
         assert_eq!(m.span(), 2 * SECOND);
         assert_eq!(m.draw(2 * SECOND, false, 0.0), None, "past the recording");
+    }
+
+    #[test]
+    fn failing_shares_say_per_bucket_how_much_of_the_recording_failed() {
+        // 0 s: one 503 of four; 1 s: all 503; 2 s: nothing; 3 s: a 200.
+        let m = Model::new(
+            &trace(&[
+                (0, 200),
+                (100, 302),
+                (200, 503),
+                (300, 200),
+                (1_100, 503),
+                (3_100, 200),
+            ]),
+            SECOND,
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            m.failing_shares(600),
+            (SECOND, vec![Some(25.0), Some(100.0), None, Some(0.0)])
+        );
+        // At most two buckets: two seconds each, merged.
+        assert_eq!(
+            m.failing_shares(2),
+            (2 * SECOND, vec![Some(40.0), Some(0.0)])
+        );
     }
 
     #[test]

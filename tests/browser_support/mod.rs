@@ -1,12 +1,16 @@
-//! Headless Chromium for the page tests (`html_report.rs`, `sweep.rs`):
-//! the DOM a page ends with after its script ran, its console messages,
-//! and screenshots. `FIREDRILL_SCREENSHOTS=DIR` keeps the screenshots in
-//! DIR.
-#![allow(dead_code, unreachable_pub, clippy::disallowed_methods)] // real processes, bounded by a deadline
+//! Headless Chromium on a report page (the tests of `report.html`
+//! share it): a run into a report directory, the DOM after the page's
+//! script ran with every console message, and screenshots at 1400 and 800
+//! px, kept in `FIREDRILL_SCREENSHOTS=DIR` when set.
+#![allow(dead_code, unreachable_pub, clippy::disallowed_methods)] // each test file uses its own part; real processes, bounded by a deadline
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
+
+use serde_json::Value;
+
+use super::client_support;
 
 /// Chromium, when installed.
 pub(crate) fn chromium() -> Option<PathBuf> {
@@ -112,4 +116,124 @@ pub(crate) fn colours(pixels: &[u8]) -> usize {
     seen.sort_unstable();
     seen.dedup();
     seen.len()
+}
+
+/// Runs `experiment` in virtual time into `dir`; returns report.json.
+pub(crate) fn run(experiment: &Path, dir: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .arg("run")
+        .arg(experiment)
+        .args(["--clock", "virtual", "--quiet", "--report-dir"])
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        // 0 passed, 1 failed, 4 not healthy before injection.
+        matches!(out.status.code(), Some(0 | 1 | 4)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap()
+}
+
+pub(crate) fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub(crate) fn count(haystack: &str, needle: &str) -> usize {
+    haystack.matches(needle).count()
+}
+
+/// State bands a list of transitions makes over `[0, duration)`: one to
+/// start, one more per transition that moves time on.
+pub(crate) fn bands(transitions: &[Value], duration: f64) -> usize {
+    let mut last = 0.0;
+    let mut bands = 0;
+    for t in transitions {
+        let at = t["at_ms"].as_f64().unwrap().min(duration);
+        if at > last {
+            bands += 1;
+            last = at;
+        }
+    }
+    bands + usize::from(duration > last)
+}
+
+/// Every band the page must draw: each breaker's, and the service's own
+/// where it reported one.
+pub(crate) fn expected_bands(report: &Value) -> usize {
+    let duration = report["duration_ms"].as_f64().unwrap();
+    report["breakers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            let own = bands(b["transitions"].as_array().unwrap(), duration);
+            own + b["reported"].as_array().map_or(0, |r| bands(r, duration))
+        })
+        .sum()
+}
+
+/// The page of `experiment` opened in Chromium: no console message, one
+/// state band per breaker state and one shaded band per fault window in
+/// the DOM, the chosen expectation's judged window marked, and screenshots
+/// that are not blank at either width.
+pub(crate) fn renders_in_chromium(experiment: &str, keep_as: &str) -> (String, Value) {
+    let Some(browser) = chromium() else {
+        client_support::missing("chromium (apt-get install chromium)")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let report = run(&root().join(experiment), dir.path());
+    let page = dir.path().join("report.html");
+    // The last expectation, chosen in the address.
+    let chosen = report["verdicts"].as_array().unwrap().len();
+    let (html, messages) = dom(&browser, &page, &format!("#expect-{chosen}"));
+    assert_eq!(messages, Vec::<String>::new(), "console messages");
+    assert_eq!(
+        count(&html, "<rect class=\"state st-"),
+        expected_bands(&report),
+        "state bands"
+    );
+    let windows: usize = report["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["windows_ms"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(
+        count(&html, "<rect class=\"fault\""),
+        windows,
+        "fault windows"
+    );
+    let selected = format!("<li id=\"expect-{chosen}\" class=\"");
+    let class = html.split(&selected).nth(1).unwrap_or_default();
+    assert!(
+        ["pass", "fail", "skip"]
+            .iter()
+            .any(|c| class.starts_with(&format!("{c} selected\""))),
+        "the expectation in the address is selected"
+    );
+    let judged = &report["verdicts"][chosen - 1]["judged_ms"];
+    let marks = html
+        .split("<div id=\"judged\">")
+        .nth(1)
+        .unwrap()
+        .split("</div></div>")
+        .next()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        count(&marks, "class=\"span\""),
+        judged.as_array().unwrap().len(),
+        "one mark per judged interval: {marks}"
+    );
+    for (width, name) in [(1400, "1400"), (800, "800")] {
+        let pixels = screenshot(&browser, &page, width, &format!("{keep_as}-{name}.png"));
+        assert!(
+            colours(&pixels) > 50,
+            "the {width}px screenshot is blank ({} colours)",
+            colours(&pixels)
+        );
+    }
+    (html, report)
 }

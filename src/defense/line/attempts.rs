@@ -138,10 +138,11 @@ impl DefenseLine {
             let Some(body) = body.next() else { return last };
             let request = Request::from_parts(parts.clone(), body);
             let Ok(lease) = pick_server(route, &tried) else {
-                // Every server is out: as an unreachable upstream.
+                // Every server is out: the breaker counts it as an
+                // unreachable upstream; the report says which it was.
                 let connect = Outcome::Failure(FailureKind::Connect);
                 record(route, self, guard, connect, Duration::ZERO);
-                report.error = Some(CallError::Connect);
+                report.error = Some(CallError::NoServer);
                 report.served_by = None;
                 last = Failed::NoServer;
                 if route.next_upstream.is_some() {

@@ -1,8 +1,10 @@
 //! The fourth stage, judge: every expectation on the run, from the tallies
 //! the stream counted as requests finished, then the steady state's
 //! before and after checks (not judged as injected when the run never
-//! injected a fault); a run with nothing to judge fails every one. Hands
-//! [`Judged`] to the report stage.
+//! injected a fault); a run with nothing to judge fails every one. A run
+//! not healthy before injection puts the steady state's verdicts first and
+//! leaves the experiment's own expectations not judged: no fault ran, so
+//! none of them was exercised. Hands [`Judged`] to the report stage.
 
 use super::outcome::{Ending, RunResult};
 use crate::experiment::Verdict;
@@ -13,9 +15,13 @@ use crate::experiment::file::Loaded;
 pub struct Judged {
     /// The run.
     pub run: RunResult,
-    /// One per expectation, then the steady state's.
+    /// One per expectation, then the steady state's (the steady state's
+    /// first for a run not healthy before injection).
     pub verdicts: Vec<Verdict>,
 }
+
+/// Why an expectation of a run not healthy before injection is not judged.
+pub const NOT_INJECTED: &str = "not healthy before injection, no fault was injected";
 
 /// Judges `run` against the expectations and the steady state of `loaded`.
 pub fn judge(loaded: &Loaded, run: RunResult) -> Judged {
@@ -31,7 +37,15 @@ pub fn judge(loaded: &Loaded, run: RunResult) -> Judged {
         .collect();
     if let Some(steady) = &loaded.steady {
         let injected = !matches!(run.ending, Ending::NotHealthy { .. });
-        verdicts.extend(steady.judge(&run.timeline, injected, steady_tallies));
+        let steady = steady.judge(&run.timeline, injected, steady_tallies);
+        if injected {
+            verdicts.extend(steady);
+        } else {
+            for verdict in &mut verdicts {
+                verdict.set_not_judged(NOT_INJECTED);
+            }
+            verdicts.splice(0..0, steady);
+        }
     }
     if let Some(seen) = &run.nothing_to_judge {
         for verdict in &mut verdicts {

@@ -112,6 +112,7 @@ pub fn evaluate_tallied(expectation: &Expectation, timeline: &Timeline, tally: &
         seen,
         at,
         judged: judged(&expectation.rule, timeline),
+        not_judged: None,
     }
 }
 

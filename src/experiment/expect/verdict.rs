@@ -34,6 +34,11 @@ pub struct Verdict {
     /// The `[start, end)` intervals it judged, in milliseconds.
     #[serde(rename = "judged_ms", serialize_with = "as_ms")]
     pub judged: Vec<(Duration, Duration)>,
+    /// Why the run could not judge it (a run not healthy before injection
+    /// never exercised what the expectation is about); `None` for a
+    /// verdict that was judged. A verdict not judged never passes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_judged: Option<String>,
 }
 
 fn as_ms<S: Serializer>(spans: &[(Duration, Duration)], s: S) -> Result<S::Ok, S::Error> {
@@ -45,8 +50,21 @@ fn as_at_ms<S: Serializer>(at: &Option<Duration>, s: S) -> Result<S::Ok, S::Erro
     at.map(crate::defense::breaker::millis).serialize(s)
 }
 
+impl Verdict {
+    /// Marks it not judged, for `why`: it neither passed nor failed.
+    pub fn set_not_judged(&mut self, why: &str) {
+        self.passed = false;
+        self.not_judged = Some(why.to_string());
+        self.at = None;
+        self.judged.clear();
+    }
+}
+
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(why) = &self.not_judged {
+            return write!(f, "not judged: {} ({why})", self.expectation);
+        }
         let mark = if self.passed { "ok" } else { "FAILED" };
         write!(f, "{mark}: {}", self.expectation)?;
         if !self.passed {

@@ -72,6 +72,7 @@ fn by_service(r: &RequestRecord) -> bool {
             Some(
                 CallError::Timeout
                     | CallError::Connect
+                    | CallError::NoServer
                     | CallError::Broken
                     | CallError::Deadline
                     | CallError::Cancelled

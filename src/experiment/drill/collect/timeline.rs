@@ -143,6 +143,7 @@ fn pools(config: &crate::defense::DefenseConfig) -> Vec<PoolInfo> {
                 .map(|s| (s.name.clone(), s.backup))
                 .collect(),
             starts_out: pool.health_check.is_some(),
+            slow_start: pool.slow_start,
         })
         .collect()
 }

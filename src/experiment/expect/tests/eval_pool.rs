@@ -26,6 +26,7 @@ fn pool_run() -> Timeline {
             ("d".into(), true),
         ],
         starts_out: false,
+        slow_start: crate::clock::Duration::ZERO,
     }];
     t.health = vec![change(21.0, "b", false), change(42.0, "b", true)];
     t

@@ -5,8 +5,13 @@
 
 use std::fmt::Write;
 
-use super::super::picture::{Outcome, Picture, TransitionFacts, segments};
+use super::super::picture::{
+    FaultFacts, HealthState, Outcome, Picture, RouteTrack, TransitionFacts, health_segments,
+    no_server_spans, segments,
+};
 use super::format::{Axis, esc, tick_step, time};
+use super::lines::{latency_row, nice_top, yticks};
+use super::pools::{pool_rows, server_class};
 
 /// The timeline section: the legend, then the chart with its overlays,
 /// the axis, and a row per fault, breaker, route and dependency.
@@ -18,42 +23,107 @@ pub(super) fn timeline(h: &mut String, p: &Picture, axis: &Axis) {
     axis_row(h, p, axis);
     fault_rows(h, p, axis);
     breaker_rows(h, p, axis);
+    pool_rows(h, p, axis);
     for r in &p.routes {
-        route_rows(h, p, r, axis);
+        route_rows(h, p, r);
+        latency_row(h, p, r);
     }
     dependency_rows(h, p, axis);
     h.push_str("</div>\n</section>\n");
 }
 
-/// A row per fault: its windows as bands, each named.
+/// What the page calls a fault: its name, the instance it acts on and
+/// whether people start it (`b-down on instance b`, `maint (manual)`).
+pub(super) fn fault_title(fault: &FaultFacts) -> String {
+    let mut title = fault.name.clone();
+    if let Some(instance) = &fault.instance {
+        let _ = write!(title, " on instance {instance}");
+    }
+    if fault.manual {
+        title.push_str(" (manual)");
+    }
+    title
+}
+
+/// A row per fault: its windows as bands, each named; a replay's band
+/// shaded per bucket by how much of the recording failed there.
 fn fault_rows(h: &mut String, p: &Picture, axis: &Axis) {
     for fault in &p.facts.faults {
+        let title = fault_title(fault);
+        let class = if fault.manual {
+            "fault manual"
+        } else {
+            "fault"
+        };
         let mut bands = String::new();
         for (a, b) in &fault.windows_ms {
             let _ = write!(
                 bands,
-                "<rect class=\"fault\" x=\"{}\" width=\"{}\" y=\"0\" height=\"100%\">\
+                "<rect class=\"{class}\" x=\"{}\" width=\"{}\" y=\"0\" height=\"100%\">\
                  <title>{} ({}) {}–{}</title></rect>\
                  <text class=\"seg\" x=\"{}\" dx=\"4\" y=\"15\">{}</text>",
                 axis.pct(*a),
                 axis.width(*a, *b),
-                esc(&fault.name),
+                esc(&title),
                 esc(&fault.kind),
                 time(*a),
                 time(*b),
                 axis.pct(*a),
-                esc(&fault.name)
+                esc(&title)
             );
+        }
+        for (a, b, failing) in recorded_buckets(fault) {
+            let _ = write!(
+                bands,
+                "<rect class=\"recorded\" x=\"{}\" width=\"{}\" y=\"0\" height=\"100%\" \
+                 fill-opacity=\"{:.2}\"><title>{} {}–{}: {failing:.0}% of the recorded answers failed</title></rect>",
+                axis.pct(a),
+                axis.width(a, b),
+                failing / 100.0 * 0.85,
+                esc(&fault.name),
+                time(a),
+                time(b),
+            );
+        }
+        let mut note = fault.kind.clone();
+        if fault.windows_ms.is_empty() {
+            note.push_str(", never injected");
+        }
+        if fault.recorded.is_some() {
+            note.push_str(", shaded by the recording's failures");
+        }
+        if fault.manual {
+            note.push_str(", started by people");
         }
         row(
             h,
             "fault-row",
             &format!("fault {}", fault.name),
-            &fault.kind,
+            &note,
             22,
             &bands,
         );
     }
+}
+
+/// A replay's buckets within its windows, each with the share of its
+/// recorded answers that failed (buckets without any recorded answer are
+/// left out; the replay repeats the last one that had some).
+fn recorded_buckets(fault: &FaultFacts) -> Vec<(f64, f64, f64)> {
+    let Some(rec) = &fault.recorded else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for (start, end) in &fault.windows_ms {
+        for (i, failing) in rec.failing_pct.iter().enumerate() {
+            let a = start + i as f64 * rec.bucket_ms;
+            let b = (a + rec.bucket_ms).min(*end);
+            if let (Some(f), true) = (failing, b > a) {
+                out.push((a, b, *f));
+            }
+        }
+    }
+    out
 }
 
 /// A row per breaker with its states, and one more for the states the
@@ -82,26 +152,22 @@ fn breaker_rows(h: &mut String, p: &Picture, axis: &Axis) {
 /// A row per dependency: per bucket, the arrivals that reached it and the
 /// ones a fault answered, stacked.
 fn dependency_rows(h: &mut String, p: &Picture, axis: &Axis) {
+    let _ = axis;
     for d in &p.dependencies {
-        let max = d
-            .buckets
-            .iter()
-            .map(|(a, b)| a + b)
-            .max()
-            .unwrap_or(0)
-            .max(1);
+        let (top, step) = bar_top(p, d.buckets.iter().map(|(a, b)| a + b));
         let stacks = d
             .buckets
             .iter()
             .map(|(reached, faulted)| vec![(*reached, "reached"), (*faulted, "faulted")]);
-        let bars = stacked(stacks, p.bucket_ms, max, axis);
-        row(
+        let bars = stacked(p, stacks, top);
+        row_with(
             h,
             "dependency-row",
             &d.name,
-            &format!("arrivals at the dependency, max {max}/bucket"),
+            &format!("arrivals at the dependency per {}", time(p.bucket_ms)),
             60,
             &bars,
+            &yticks(top, step, count),
         );
     }
 }
@@ -152,7 +218,54 @@ fn legend(h: &mut String, p: &Picture) {
         h.push_str("<li><span class=\"swatch reached\"></span>reached the dependency</li>");
         h.push_str("<li><span class=\"swatch faulted\"></span>answered by a fault</li>");
     }
+    pool_legend(h, p);
+    if f.faults.iter().any(|f| f.recorded.is_some()) {
+        h.push_str("<li><span class=\"swatch recorded\"></span>replay: darker where the recording failed more</li>");
+    }
+    if f.faults.iter().any(|f| f.manual) {
+        h.push_str(
+            "<li><span class=\"swatch manual\"></span>manual fault (started by people)</li>",
+        );
+    }
     h.push_str("</ul>\n");
+}
+
+/// The pools' colours: the health states the run has, the span with no
+/// server in rotation, and each server's share.
+fn pool_legend(h: &mut String, p: &Picture) {
+    let end = p.facts.duration_ms;
+    let pools = &p.facts.pools;
+    for state in HealthState::ALL {
+        let seen = pools.iter().any(|pool| {
+            pool.servers
+                .iter()
+                .any(|s| health_segments(pool, s, end).iter().any(|x| x.2 == state))
+        });
+        if seen {
+            let _ = write!(
+                h,
+                "<li><span class=\"swatch {}\"></span>{}</li>",
+                state.class(),
+                state.label()
+            );
+        }
+    }
+    if pools
+        .iter()
+        .any(|pool| !no_server_spans(pool, end).is_empty())
+    {
+        h.push_str("<li><span class=\"swatch no-server-span\"></span>no server of the pool in rotation</li>");
+    }
+    for pool in pools {
+        for (i, s) in pool.servers.iter().enumerate() {
+            let _ = write!(
+                h,
+                "<li><span class=\"swatch {}\"></span>share of {}</li>",
+                server_class(i),
+                esc(&s.name)
+            );
+        }
+    }
 }
 
 /// Fault shading across every track, the cut of a partial run, and the
@@ -160,6 +273,19 @@ fn legend(h: &mut String, p: &Picture) {
 fn overlays(h: &mut String, p: &Picture, axis: &Axis) {
     h.push_str("<div class=\"overlay\" aria-hidden=\"true\">");
     for f in &p.facts.faults {
+        if f.recorded.is_some() {
+            // A replay shades where its recording failed, bucket by bucket.
+            for (a, b, failing) in recorded_buckets(f).into_iter().filter(|x| x.2 > 0.0) {
+                let _ = write!(
+                    h,
+                    "<div class=\"shade recorded-shade\" style=\"left:{};width:{};opacity:{:.2}\"></div>",
+                    axis.pct(a),
+                    axis.width(a, b),
+                    failing / 100.0
+                );
+            }
+            continue;
+        }
         for (a, b) in &f.windows_ms {
             let _ = write!(
                 h,
@@ -178,7 +304,7 @@ fn overlays(h: &mut String, p: &Picture, axis: &Axis) {
             axis.pct(at),
             axis.width(at, p.axis_ms),
             axis.pct(at),
-            esc(&p.facts.ending.kind),
+            esc(&p.facts.ending.kind.replace('_', " ")),
             time(at)
         );
     }
@@ -205,11 +331,24 @@ fn axis_row(h: &mut String, p: &Picture, axis: &Axis) {
 }
 
 /// One labelled track: a name, a note under it, and an SVG of `height`.
-fn row(h: &mut String, class: &str, name: &str, note: &str, height: u32, svg: &str) {
+pub(super) fn row(h: &mut String, class: &str, name: &str, note: &str, height: u32, svg: &str) {
+    row_with(h, class, name, note, height, svg, "");
+}
+
+/// [`row`] with `extra` HTML over the SVG (the y-axis ticks).
+pub(super) fn row_with(
+    h: &mut String,
+    class: &str,
+    name: &str,
+    note: &str,
+    height: u32,
+    svg: &str,
+    extra: &str,
+) {
     let _ = writeln!(
         h,
         "<div class=\"row {class}\"><div class=\"label\"><b>{}</b><small>{}</small></div>\
-         <div class=\"track\"><svg width=\"100%\" height=\"{height}\" role=\"img\" aria-label=\"{} {}\">{svg}</svg></div></div>",
+         <div class=\"track\"><svg width=\"100%\" height=\"{height}\" role=\"img\" aria-label=\"{} {}\">{svg}</svg>{extra}</div></div>",
         esc(name),
         esc(note),
         esc(name),
@@ -266,18 +405,23 @@ fn state_band(transitions: &[TransitionFacts], end: f64, axis: &Axis) -> String 
 
 /// One stack of bars per bucket: each (count, name) from the bottom up,
 /// its height the count's share of `max`, its class the name with dashes.
+/// A bucket the run stopped in is drawn up to the stop only, its counts
+/// scaled to a whole bucket's (its hover text has the counts as they are).
 fn stacked(
+    p: &Picture,
     stacks: impl Iterator<Item = Vec<(u32, &'static str)>>,
-    bucket_ms: f64,
-    max: u32,
-    axis: &Axis,
+    max: f64,
 ) -> String {
+    let axis = Axis(p.axis_ms);
     let mut bars = String::new();
     for (i, stack) in stacks.enumerate() {
-        let at = i as f64 * bucket_ms;
+        let Some((at, end)) = p.bucket_span(i) else {
+            continue;
+        };
+        let scale = p.bucket_ms / (end - at);
         let mut y = 100.0;
         for (n, name) in stack.into_iter().filter(|(n, _)| *n > 0) {
-            let height = f64::from(n) / f64::from(max) * 100.0;
+            let height = f64::from(n) * scale / max * 100.0;
             y -= height;
             let _ = write!(
                 bars,
@@ -285,24 +429,37 @@ fn stacked(
                  <title>{}–{}: {n} {name}</title></rect>",
                 name.replace(' ', "-"),
                 axis.pct(at),
-                axis.width(at, at + bucket_ms),
+                axis.width(at, end),
                 time(at),
-                time(at + bucket_ms),
+                time(end),
             );
         }
     }
     bars
 }
 
-/// Per route: stacked outcomes per bucket, then p50 and p99 latency lines.
-fn route_rows(h: &mut String, p: &Picture, r: &super::super::picture::RouteTrack, axis: &Axis) {
-    let max = r
-        .buckets
-        .iter()
-        .map(|b| b.total())
-        .max()
-        .unwrap_or(0)
-        .max(1);
+/// The top of a bar track: the largest stack, a partial bucket's scaled
+/// to a whole one, rounded up.
+fn bar_top(p: &Picture, totals: impl Iterator<Item = u32>) -> (f64, f64) {
+    let max = totals
+        .enumerate()
+        .filter_map(|(i, n)| {
+            let (at, end) = p.bucket_span(i)?;
+            Some(f64::from(n) * p.bucket_ms / (end - at))
+        })
+        .fold(0.0, f64::max);
+    nice_top(max.max(1.0))
+}
+
+/// A count on a y axis: `40`, `2.5`.
+fn count(v: f64) -> String {
+    let text = format!("{v:.1}");
+    text.trim_end_matches(".0").to_string()
+}
+
+/// Per route: stacked outcomes per bucket, with y-axis ticks.
+fn route_rows(h: &mut String, p: &Picture, r: &RouteTrack) {
+    let (top, step) = bar_top(p, r.buckets.iter().map(|b| b.total()));
     let stacks = r.buckets.iter().map(|b| {
         Outcome::ALL
             .iter()
@@ -310,53 +467,14 @@ fn route_rows(h: &mut String, p: &Picture, r: &super::super::picture::RouteTrack
             .map(|(o, n)| (n, o.name()))
             .collect()
     });
-    let bars = stacked(stacks, p.bucket_ms, max, axis);
-    row(
+    let bars = stacked(p, stacks, top);
+    row_with(
         h,
         "route-row",
         &r.name,
-        &format!("outcomes per {}, max {max}", time(p.bucket_ms)),
+        &format!("outcomes per {}", time(p.bucket_ms)),
         90,
         &bars,
-    );
-    let top = r
-        .buckets
-        .iter()
-        .filter_map(|b| b.p99)
-        .fold(0.0_f64, f64::max)
-        .max(1.0);
-    let mut lines = String::from(
-        "<svg viewBox=\"0 0 1000 100\" preserveAspectRatio=\"none\" width=\"100%\" height=\"100%\">",
-    );
-    for (class, pick) in [
-        (
-            "line-p50",
-            (|b| b.p50) as fn(&super::super::picture::Bucket) -> Option<f64>,
-        ),
-        ("line-p99", |b| b.p99),
-    ] {
-        let points: Vec<String> = r
-            .buckets
-            .iter()
-            .enumerate()
-            .filter_map(|(i, b)| {
-                let mid = (i as f64 + 0.5) * p.bucket_ms / p.axis_ms * 1000.0;
-                pick(b).map(|v| format!("{mid:.1},{:.1}", 100.0 - v / top * 96.0))
-            })
-            .collect();
-        let _ = write!(
-            lines,
-            "<polyline class=\"{class}\" vector-effect=\"non-scaling-stroke\" points=\"{}\"/>",
-            points.join(" ")
-        );
-    }
-    lines.push_str("</svg>");
-    row(
-        h,
-        "latency-row",
-        &r.name,
-        &format!("latency p50/p99, top {}", time(top)),
-        60,
-        &lines,
+        &yticks(top, step, count),
     );
 }

@@ -33,6 +33,15 @@ pub(super) fn time(ms: f64) -> String {
     }
 }
 
+/// A latency: `4.5ms` below 10 ms, else as [`time`] writes it (`96ms`).
+pub(super) fn latency(ms: f64) -> String {
+    if ms > 0.0 && ms < 10.0 {
+        format!("{}ms", format!("{ms:.1}").trim_end_matches(".0"))
+    } else {
+        time(ms)
+    }
+}
+
 /// A Unix epoch time in milliseconds as `2026-11-30 23:04:07 UTC`.
 pub(super) fn utc(unix_ms: u64) -> String {
     let secs = unix_ms / 1000;
@@ -102,6 +111,9 @@ mod tests {
         assert_eq!(time(3680.0), "3.68s");
         assert_eq!(time(3000.0), "3s");
         assert_eq!(time(125_000.0), "2m05s");
+        assert_eq!(latency(4.5), "4.5ms");
+        assert_eq!(latency(2.0), "2ms");
+        assert_eq!(latency(96.0), "96ms");
     }
 
     #[test]

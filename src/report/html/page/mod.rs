@@ -7,7 +7,13 @@ use std::fmt::Write;
 
 mod chart;
 mod format;
+mod lines;
+#[cfg(test)]
+mod palette;
+mod pools;
 mod sections;
+#[cfg(test)]
+mod tests;
 
 use self::chart::timeline;
 pub(super) use self::format::esc;
@@ -25,11 +31,14 @@ pub fn render(p: &Picture) -> String {
     let f = &p.facts;
     let axis = Axis(p.axis_ms);
     let mut h = String::with_capacity(64 * 1024);
-    let verdict = match f.ending.kind.as_str() {
-        "halted" => "halted",
-        "interrupted" => "interrupted",
-        _ if f.passed => "passed",
-        _ => "failed",
+    // Reports of older versions have no `verdict`: told from the ending.
+    let verdict = match (f.verdict.as_deref(), f.ending.kind.as_str()) {
+        (Some(v), _) => v,
+        (None, "halted") => "halted",
+        (None, "interrupted") => "interrupted",
+        (None, "not_healthy") => "not_healthy",
+        (None, _) if f.passed => "passed",
+        (None, _) => "failed",
     };
     let _ = write!(
         h,
@@ -37,9 +46,10 @@ pub fn render(p: &Picture) -> String {
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
          style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{} — {verdict}</title>\n<style>\n{CSS}</style>\n</head>\n\
+         <title>{} — {}</title>\n<style>\n{CSS}</style>\n</head>\n\
          <body data-axis-ms=\"{}\">\n",
         esc(&f.experiment),
+        esc(&verdict.replace('_', " ")),
         p.axis_ms
     );
     header(&mut h, p, verdict);

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::super::picture::{Picture, TransitionFacts};
+use super::super::picture::Picture;
 use super::format::{esc, time, utc};
 
 /// The page's head: the name, the verdict, the run's facts, links to
@@ -14,8 +14,9 @@ pub(super) fn header(h: &mut String, p: &Picture, verdict: &str) {
         h,
         "<header>\n<h1>{}</h1>\n<p class=\"verdict {verdict}\" id=\"verdict\">{}</p>\n",
         esc(&f.experiment),
-        verdict.to_uppercase()
+        esc(&verdict.replace('_', " ").to_uppercase())
     );
+    lead(h, p);
     if let Some(d) = &f.description {
         let _ = writeln!(h, "<p class=\"description\">{}</p>", esc(d.trim()));
     }
@@ -62,6 +63,46 @@ pub(super) fn header(h: &mut String, p: &Picture, verdict: &str) {
     h.push_str("</header>\n");
 }
 
+/// What stopped a run that did not complete, in a sentence under the
+/// verdict (nothing for one that completed).
+fn lead(h: &mut String, p: &Picture) {
+    let f = &p.facts;
+    let at = time(f.duration_ms);
+    match f.ending.kind.as_str() {
+        "not_healthy" => {
+            let _ = write!(
+                h,
+                "<div class=\"lead\" id=\"lead\">Not healthy before injection: the steady state \
+                 failed over the warm-up, so no fault was injected and the run stopped at {at}; \
+                 the experiment's expectations were not judged.<ul>"
+            );
+            for failed in &f.ending.failed {
+                let _ = write!(h, "<li>{}</li>", esc(failed));
+            }
+            h.push_str("</ul></div>\n");
+        }
+        "halted" => {
+            let seen = f.ending.seen.as_deref().map(|s| format!(" ({})", esc(s)));
+            let _ = writeln!(
+                h,
+                "<p class=\"lead\" id=\"lead\">Halted at {at} by <code>{}</code>{}: every fault was \
+                 removed and the load stopped. The expectations were judged on the {at} it ran; \
+                 the run fails because it was halted.</p>",
+                esc(f.ending.condition.as_deref().unwrap_or("a halt condition")),
+                seen.unwrap_or_default()
+            );
+        }
+        "interrupted" => {
+            let _ = writeln!(
+                h,
+                "<p class=\"lead\" id=\"lead\">Interrupted at {at}: every fault was removed and the \
+                 load stopped. The expectations were judged on the {at} it ran.</p>"
+            );
+        }
+        _ => {}
+    }
+}
+
 /// The expectations, each marked pass or fail, with the window it judged
 /// for the page's script to mark on the timeline.
 pub(super) fn verdicts(h: &mut String, p: &Picture) {
@@ -72,65 +113,108 @@ pub(super) fn verdicts(h: &mut String, p: &Picture) {
             .iter()
             .map(|(a, b)| format!("[{a},{b}]"))
             .collect();
-        let (class, mark) = if v.passed {
-            ("pass", "✓ pass")
-        } else {
-            ("fail", "✗ FAIL")
+        let (class, mark) = match (&v.not_judged, v.passed) {
+            (Some(_), _) => ("skip", "– not judged"),
+            (None, true) => ("pass", "✓ pass"),
+            (None, false) => ("fail", "✗ FAIL"),
+        };
+        let detail = match &v.not_judged {
+            Some(why) => format!("<span>not judged: {}</span>", esc(why)),
+            None => format!(
+                "<span>expected: {}</span><span>seen: {}</span>",
+                esc(&v.expected),
+                esc(&v.seen)
+            ),
         };
         let _ = writeln!(
             h,
             "<li id=\"expect-{}\" class=\"{class}\" tabindex=\"0\" data-judged=\"[{}]\">\
              <span class=\"mark\">{mark}</span> <code>{}</code>\
-             <div class=\"detail\"><span>expected: {}</span><span>seen: {}</span></div></li>",
+             <div class=\"detail\">{detail}</div></li>",
             i + 1,
             judged.join(","),
             esc(&v.expectation),
-            esc(&v.expected),
-            esc(&v.seen)
         );
     }
     h.push_str("</ol>\n</section>\n");
 }
 
-/// Every breaker transition in time order: firedrill's, inferred, and
-/// reported by the service.
+/// One line of the journal: when, what changed, from and to, who says so,
+/// why.
+struct Entry<'a> {
+    at: f64,
+    subject: String,
+    from: &'a str,
+    to: &'a str,
+    source: &'static str,
+    reason: &'a str,
+}
+
+/// Every breaker transition (firedrill's, inferred, and reported by the
+/// service) and every pool server's health change, in time order.
 pub(super) fn journal(h: &mut String, p: &Picture) {
-    let mut rows: Vec<(f64, &str, &TransitionFacts, &str)> = Vec::new();
+    let mut rows: Vec<Entry> = Vec::new();
     for b in &p.facts.breakers {
         let source = if b.source.is_some() {
             "inferred"
         } else {
             "firedrill"
         };
-        rows.extend(
-            b.transitions
-                .iter()
-                .map(|t| (t.at_ms, b.name.as_str(), t, source)),
-        );
-        if let Some(reported) = &b.reported {
-            rows.extend(
-                reported
-                    .iter()
-                    .map(|t| (t.at_ms, b.name.as_str(), t, "reported")),
-            );
+        let reported = b.reported.iter().flatten().map(|t| (t, "reported"));
+        for (t, source) in b.transitions.iter().map(|t| (t, source)).chain(reported) {
+            rows.push(Entry {
+                at: t.at_ms,
+                subject: format!("breaker {}", b.name),
+                from: &t.from,
+                to: &t.to,
+                source,
+                reason: &t.reason,
+            });
         }
     }
-    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for pool in &p.facts.pools {
+        for server in &pool.servers {
+            let mut from = if pool.starts_out {
+                "not in rotation yet"
+            } else {
+                "in rotation"
+            };
+            for c in &server.changes {
+                let to = if c.healthy { "in rotation" } else { "ejected" };
+                rows.push(Entry {
+                    at: c.at_ms,
+                    subject: format!("pool {} instance {}", pool.name, server.name),
+                    from,
+                    to,
+                    source: "health",
+                    reason: &c.by,
+                });
+                from = to;
+            }
+        }
+    }
+    rows.sort_by(|a, b| a.at.total_cmp(&b.at));
     h.push_str("<section id=\"journal\">\n<h2>Transition journal</h2>\n");
     if rows.is_empty() {
-        h.push_str("<p>No breaker changed state.</p>\n</section>\n");
+        let what = if p.facts.pools.is_empty() {
+            "No breaker changed state."
+        } else {
+            "No breaker changed state and no pool server changed health."
+        };
+        let _ = writeln!(h, "<p>{what}</p>\n</section>");
         return;
     }
-    h.push_str("<table>\n<thead><tr><th>at</th><th>breaker</th><th>from → to</th><th>source</th><th>reason</th></tr></thead>\n<tbody>\n");
-    for (at, name, t, source) in rows {
+    h.push_str("<table>\n<thead><tr><th>at</th><th>what</th><th>from → to</th><th>source</th><th>reason</th></tr></thead>\n<tbody>\n");
+    for e in rows {
         let _ = writeln!(
             h,
-            "<tr><td>{}</td><td>{}</td><td>{} → {}</td><td>{source}</td><td>{}</td></tr>",
-            time(at),
-            esc(name),
-            esc(&t.from),
-            esc(&t.to),
-            esc(&t.reason)
+            "<tr><td>{}</td><td>{}</td><td>{} → {}</td><td>{}</td><td>{}</td></tr>",
+            time(e.at),
+            esc(&e.subject),
+            esc(e.from),
+            esc(e.to),
+            e.source,
+            esc(e.reason)
         );
     }
     h.push_str("</tbody>\n</table>\n</section>\n");

@@ -8,114 +8,17 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
+mod bands;
+mod facts;
+
+pub use bands::{HealthState, health_segments, no_server_spans, segments};
+pub use facts::*;
+
 use crate::clock::Duration;
+use crate::defense::report::CallError;
 use crate::experiment::expect::latencies::Latencies;
 use crate::experiment::timeline::RequestRecord;
 use crate::http::headers::FallbackKind;
-
-/// The fields of `report.json` the page shows.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Facts {
-    /// The experiment's name.
-    pub experiment: String,
-    /// Its description.
-    #[serde(default)]
-    pub description: Option<String>,
-    /// The firedrill version that ran it (absent in reports of older ones).
-    #[serde(default)]
-    pub version: Option<String>,
-    /// The seed.
-    pub seed: u64,
-    /// `virtual` or `real`.
-    pub clock: String,
-    /// Real clock: the start, Unix epoch milliseconds.
-    #[serde(default)]
-    pub started_at_unix_ms: Option<u64>,
-    /// How long it ran.
-    pub duration_ms: f64,
-    /// How long it was to run, when it was cut short.
-    #[serde(default)]
-    pub planned_duration_ms: Option<f64>,
-    /// How it ended.
-    pub ending: EndingFacts,
-    /// Whether it passed.
-    pub passed: bool,
-    /// One per expectation.
-    pub verdicts: Vec<VerdictFacts>,
-    /// Breakers and their transitions.
-    pub breakers: Vec<BreakerFacts>,
-    /// Fault windows.
-    pub faults: Vec<FaultFacts>,
-    /// What could not be read after the run.
-    #[serde(default)]
-    pub warnings: Vec<String>,
-}
-
-/// `ending` in report.json.
-#[derive(Debug, Clone, Deserialize)]
-pub struct EndingFacts {
-    /// `completed`, `halted` or `interrupted`.
-    pub kind: String,
-    /// A halt's condition.
-    #[serde(default)]
-    pub condition: Option<String>,
-}
-
-/// One verdict.
-#[derive(Debug, Clone, Deserialize)]
-pub struct VerdictFacts {
-    /// The sentence.
-    pub expectation: String,
-    /// Whether it held.
-    pub passed: bool,
-    /// What it required.
-    pub expected: String,
-    /// What the run showed.
-    pub seen: String,
-    /// The intervals it judged, milliseconds.
-    #[serde(default)]
-    pub judged_ms: Vec<(f64, f64)>,
-}
-
-/// One breaker.
-#[derive(Debug, Clone, Deserialize)]
-pub struct BreakerFacts {
-    /// Its name.
-    pub name: String,
-    /// `inferred` for a user's service's breaker.
-    #[serde(default)]
-    pub source: Option<String>,
-    /// Its transitions.
-    pub transitions: Vec<TransitionFacts>,
-    /// What the service reported itself, when it did.
-    #[serde(default)]
-    pub reported: Option<Vec<TransitionFacts>>,
-}
-
-/// One transition.
-#[derive(Debug, Clone, Deserialize)]
-pub struct TransitionFacts {
-    /// When, milliseconds.
-    pub at_ms: f64,
-    /// From.
-    pub from: String,
-    /// To.
-    pub to: String,
-    /// Why.
-    #[serde(default)]
-    pub reason: String,
-}
-
-/// One fault.
-#[derive(Debug, Clone, Deserialize)]
-pub struct FaultFacts {
-    /// Its name.
-    pub name: String,
-    /// Its kind.
-    pub kind: String,
-    /// `[start, end)` windows, milliseconds.
-    pub windows_ms: Vec<(f64, f64)>,
-}
 
 /// What a client got, as the page colours it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -128,13 +31,15 @@ pub enum Outcome {
     Rejected,
     /// It timed out (client or defense line).
     Timeout,
+    /// No server of the route's pool was in rotation: nothing was called.
+    NoServer,
     /// Anything else: an error status, a broken connection.
     Error,
 }
 
 impl Outcome {
     /// Every outcome, bottom of the stack first.
-    pub const ALL: [Outcome; 8] = [
+    pub const ALL: [Outcome; 9] = [
         Outcome::Success,
         Outcome::Fallback(FallbackKind::Stale),
         Outcome::Fallback(FallbackKind::Backup),
@@ -142,6 +47,7 @@ impl Outcome {
         Outcome::Fallback(FallbackKind::Service),
         Outcome::Rejected,
         Outcome::Timeout,
+        Outcome::NoServer,
         Outcome::Error,
     ];
 
@@ -153,6 +59,8 @@ impl Outcome {
             Outcome::Rejected
         } else if record.timed_out() {
             Outcome::Timeout
+        } else if record.defense_error == Some(CallError::NoServer) {
+            Outcome::NoServer
         } else if record.succeeded() {
             Outcome::Success
         } else {
@@ -170,6 +78,7 @@ impl Outcome {
             Outcome::Fallback(FallbackKind::Service) => "fallback service",
             Outcome::Rejected => "rejected",
             Outcome::Timeout => "timeout",
+            Outcome::NoServer => "no server in rotation",
             Outcome::Error => "error",
         }
     }
@@ -183,7 +92,7 @@ impl Outcome {
 #[derive(Debug, Clone, Default)]
 pub struct Bucket {
     /// Requests per outcome, in [`Outcome::ALL`] order.
-    pub counts: [u32; 8],
+    pub counts: [u32; 9],
     /// Latencies of answered requests, with how many had each (within
     /// [`BUCKET_LATENCIES`] distinct values); dropped once the percentiles
     /// are taken.
@@ -218,6 +127,17 @@ pub struct ArrivalTrack {
     /// Per bucket: requests forwarded to the upstream, and answered by a
     /// fault without reaching it.
     pub buckets: Vec<(u32, u32)>,
+}
+
+/// The calls one pool server answered over the run.
+#[derive(Debug, Clone)]
+pub struct ServerTrack {
+    /// The pool.
+    pub pool: String,
+    /// The server.
+    pub server: String,
+    /// Per bucket: requests whose last attempt it answered.
+    pub buckets: Vec<u32>,
 }
 
 /// One request as `requests.jsonl` has it.
@@ -257,6 +177,8 @@ pub struct Picture {
     pub routes: Vec<RouteTrack>,
     /// Dependency proxies, by name.
     pub dependencies: Vec<ArrivalTrack>,
+    /// Pool servers that answered, in the order they first did.
+    pub servers: Vec<ServerTrack>,
 }
 
 /// At most this many buckets across the axis.
@@ -280,6 +202,8 @@ pub struct Fold {
     routes: Vec<RouteTrack>,
     /// Dependency proxies, by name.
     dependencies: BTreeMap<String, Vec<(u32, u32)>>,
+    /// Pool servers that answered, in the order they first did.
+    servers: Vec<ServerTrack>,
     /// Buckets before this one have their percentiles, their latencies
     /// dropped.
     settled: usize,
@@ -296,6 +220,7 @@ impl Fold {
             n: (axis_ms / bucket_ms).ceil() as usize,
             routes: Vec::new(),
             dependencies: BTreeMap::new(),
+            servers: Vec::new(),
             settled: 0,
         }
     }
@@ -339,6 +264,9 @@ impl Fold {
                 self.routes.len() - 1
             }
         };
+        if let Some(by) = &record.served_by {
+            self.served(slot, &by.pool, &by.server);
+        }
         let bucket = &mut self.routes[i].buckets[slot];
         bucket.counts[Outcome::of(record).index()] += 1;
         if let (Some(l), Some(_), true) = (latency_ms, record.status, slot >= self.settled) {
@@ -348,6 +276,23 @@ impl Fold {
                 .latencies
                 .add(Duration::from_nanos((l * 1e6).round() as u64));
         }
+    }
+
+    /// Counts a request a pool server answered in bucket `slot`.
+    fn served(&mut self, slot: usize, pool: &str, server: &str) {
+        let found = self
+            .servers
+            .iter()
+            .position(|t| t.pool == pool && t.server == server);
+        let i = found.unwrap_or_else(|| {
+            self.servers.push(ServerTrack {
+                pool: pool.to_string(),
+                server: server.to_string(),
+                buckets: vec![0; self.n],
+            });
+            self.servers.len() - 1
+        });
+        self.servers[i].buckets[slot] += 1;
     }
 
     /// Adds one arrival at a dependency proxy.
@@ -379,11 +324,21 @@ impl Fold {
                 .into_iter()
                 .map(|(name, buckets)| ArrivalTrack { name, buckets })
                 .collect(),
+            servers: self.servers,
         }
     }
 }
 
 impl Picture {
+    /// Bucket `i`'s `[start, end)`, its end cut where the run stopped
+    /// (a halted run's last bucket is partial); `None` for a bucket that
+    /// starts after the run stopped.
+    pub fn bucket_span(&self, i: usize) -> Option<(f64, f64)> {
+        let at = i as f64 * self.bucket_ms;
+        let end = (at + self.bucket_ms).min(self.facts.duration_ms);
+        (end > at).then_some((at, end))
+    }
+
     /// The time axis of a run with these facts, milliseconds: its planned
     /// duration (a run cut short included).
     pub fn axis_ms(facts: &Facts) -> f64 {
@@ -410,38 +365,9 @@ impl Picture {
     }
 }
 
-/// A breaker's states as `[from, to)` segments over `[0, end)`, starting
-/// closed.
-pub fn segments(transitions: &[TransitionFacts], end: f64) -> Vec<(f64, f64, String)> {
-    let mut out = Vec::new();
-    let mut from = 0.0;
-    let mut state = "closed".to_string();
-    for t in transitions {
-        let at = t.at_ms.min(end);
-        if at > from {
-            out.push((from, at, state.clone()));
-        }
-        from = from.max(at);
-        state.clone_from(&t.to);
-    }
-    if end > from {
-        out.push((from, end, state));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn t(at_ms: f64, to: &str) -> TransitionFacts {
-        TransitionFacts {
-            at_ms,
-            from: String::new(),
-            to: to.to_string(),
-            reason: String::new(),
-        }
-    }
 
     #[test]
     fn a_bucket_of_distinct_latencies_keeps_a_bounded_number_of_them() {
@@ -480,21 +406,5 @@ mod tests {
         assert!(kept <= 2 * BUCKET_LATENCIES, "{kept} latencies kept");
         let first = &fold.routes[0].buckets[0];
         assert_eq!((first.p50, first.p99), (Some(2.099), Some(2.197)));
-    }
-
-    #[test]
-    fn segments_start_closed_and_cover_the_run_up_to_the_cut() {
-        let s = segments(&[t(1000.0, "open"), t(3000.0, "half_open")], 4000.0);
-        assert_eq!(
-            s,
-            [
-                (0.0, 1000.0, "closed".to_string()),
-                (1000.0, 3000.0, "open".to_string()),
-                (3000.0, 4000.0, "half_open".to_string()),
-            ]
-        );
-        // A transition at the very end and one past a cut add no segment.
-        let s = segments(&[t(0.0, "open"), t(5000.0, "closed")], 2000.0);
-        assert_eq!(s, [(0.0, 2000.0, "open".to_string())]);
     }
 }
