@@ -98,8 +98,13 @@ pub(super) fn outlier(r: &mut Reader, od: &At, hosts: usize, panic: Node) -> Nod
         r.refuse(&at, format!("max_ejection_percent {pct}: expected at most 100"));
     }
     node.set("max_ejection_percent", Node::leaf(format!("{pct}%"), from));
-    if let Some(at) = od.get("always_eject_one_host") {
-        node.set("always_eject_one_host", Node::leaf(at.text(), r.from(&at)));
+    let one = od.get("always_eject_one_host");
+    if let Some(at) = &one {
+        node.set("always_eject_one_host", Node::leaf(at.text(), r.from(at)));
+    }
+    let one = one.is_some_and(|at| at.text() == "true");
+    if !one && 100 * 1 > pct * hosts as u64 {
+        node.note(format!("no host can be ejected: one of {hosts} is more than {pct}%"));
     }
     node.set("panic_threshold", panic);
     others(r, od, hosts, &mut node);
