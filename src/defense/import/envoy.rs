@@ -141,7 +141,11 @@ pub(super) fn import(file: &str, text: &str) -> Result<Imported, Vec<SchemaError
         .map(|c| c.items())
         .unwrap_or_default();
     let mut routes_found = Vec::new();
-    find_routes(&root, &mut routes_found);
+    let mut policies = Vec::new();
+    find_routes(&root, &mut routes_found, &mut policies);
+    for policy in &policies {
+        r.refuse(policy, RETRY_REFUSED);
+    }
     let mut pools = Vec::new();
     let mut limits = Vec::new();
     for cluster in &clusters {
@@ -194,12 +198,16 @@ pub(super) fn import(file: &str, text: &str) -> Result<Imported, Vec<SchemaError
     })
 }
 
-/// Every route of every `virtual_hosts` in the file.
-fn find_routes<'v>(at: &At<'v>, out: &mut Vec<At<'v>>) {
+/// Every route of every `virtual_hosts` in the file, and the virtual
+/// hosts' `retry_policy`.
+fn find_routes<'v>(at: &At<'v>, out: &mut Vec<At<'v>>, policies: &mut Vec<At<'v>>) {
     match at.value {
         Value::Mapping(_) => {
             if let Some(hosts) = at.get("virtual_hosts") {
                 for host in hosts.items() {
+                    if let Some(policy) = host.get("retry_policy") {
+                        policies.push(policy);
+                    }
                     if let Some(routes) = host.get("routes") {
                         out.extend(routes.items());
                     }
@@ -208,11 +216,14 @@ fn find_routes<'v>(at: &At<'v>, out: &mut Vec<At<'v>>) {
             }
             for key in at.keys() {
                 if let Some(child) = at.get(&key) {
-                    find_routes(&child, out);
+                    find_routes(&child, out, policies);
                 }
             }
         }
-        Value::Sequence(_) => at.items().iter().for_each(|i| find_routes(i, out)),
+        Value::Sequence(_) => at
+            .items()
+            .iter()
+            .for_each(|i| find_routes(i, out, policies)),
         _ => {}
     }
 }
@@ -295,10 +306,7 @@ fn cluster(r: &mut Reader, c: &At) -> Option<(String, Node, Limit)> {
                 Node::leaf("0", "outlier_detection: Envoy's ejection, not NGINX's"),
             );
             let panic = panic_threshold(r, c);
-            pool.set(
-                "outlier_detection",
-                outlier::outlier(r, &od, hosts, panic),
-            );
+            pool.set("outlier_detection", outlier::outlier(r, &od, hosts, panic));
         }
         None => {
             pool.set(
@@ -470,6 +478,9 @@ fn circuit_breakers(r: &mut Reader, c: &At) -> Option<(u64, String)> {
     )))
 }
 
+/// Why `retry_policy`, of a route or a virtual host, is refused.
+const RETRY_REFUSED: &str = "Envoy's retries are not modelled: its backoff draws each wait uniformly in whole milliseconds below base_interval x 2^n (25 ms, at most max_interval), which firedrill's jitter (a share off the wait) does not draw alike; circuit_breakers.max_retries (3 by default) caps the retries in flight per cluster, with no counter in firedrill's retry; and the route timeout spans every try; leave retry_policy out, or give the route firedrill's retry";
+
 /// A route of a virtual host → the route of its cluster's name.
 fn route(
     r: &mut Reader,
@@ -526,7 +537,7 @@ fn route(
         ),
     }
     if let Some(policy) = target.get("retry_policy") {
-        r.refuse(&policy, "Envoy's retries are not modelled: at most max_retries (3 by default) in flight per cluster, a jittered backoff from 25 ms, and per-try timeouts; leave retry_policy out, or give the route firedrill's retry");
+        r.refuse(&policy, RETRY_REFUSED);
     }
     for key in target.keys() {
         if !["cluster", "timeout", "retry_policy"].contains(&key.as_str()) {

@@ -53,7 +53,10 @@ fn duration(r: &mut Reader, od: &At, key: &str, default: &str) -> (String, Strin
                 .map_or(default.to_string(), |d| Dur(d).to_string()),
             r.from(&at),
         ),
-        None => (default.to_string(), format!("Envoy default: {key} {default}")),
+        None => (
+            default.to_string(),
+            format!("Envoy default: {key} {default}"),
+        ),
     }
 }
 
@@ -76,10 +79,7 @@ pub(super) fn outlier(r: &mut Reader, od: &At, hosts: usize, panic: Node) -> Nod
         "consecutive_gateway_failure",
         match ongw {
             true => Node::leaf(cgw.to_string(), fromgw),
-            false => Node::leaf(
-                "0",
-                format!("off: {whygw} (detected, never enforced)"),
-            ),
+            false => Node::leaf("0", format!("off: {whygw} (detected, never enforced)")),
         },
     );
     let (interval, from) = duration(r, od, "interval", "10s");
@@ -95,7 +95,10 @@ pub(super) fn outlier(r: &mut Reader, od: &At, hosts: usize, panic: Node) -> Nod
     let (pct, from) = number(r, od, "max_ejection_percent", 10);
     if pct > 100 {
         let at = od.get("max_ejection_percent").expect("not a default");
-        r.refuse(&at, format!("max_ejection_percent {pct}: expected at most 100"));
+        r.refuse(
+            &at,
+            format!("max_ejection_percent {pct}: expected at most 100"),
+        );
     }
     node.set("max_ejection_percent", Node::leaf(format!("{pct}%"), from));
     let one = od.get("always_eject_one_host");
@@ -104,7 +107,9 @@ pub(super) fn outlier(r: &mut Reader, od: &At, hosts: usize, panic: Node) -> Nod
     }
     let one = one.is_some_and(|at| at.text() == "true");
     if !one && 100 * 1 > pct * hosts as u64 {
-        node.note(format!("no host can be ejected: one of {hosts} is more than {pct}%"));
+        node.note(format!(
+            "no host can be ejected: one of {hosts} is more than {pct}%"
+        ));
     }
     node.set("panic_threshold", panic);
     others(r, od, hosts, &mut node);
@@ -121,7 +126,14 @@ fn others(r: &mut Reader, od: &At, hosts: usize, node: &mut Node) {
     if success_rate > 0 && hosts as u64 >= minimum {
         r.refuse(od, format!("success-rate ejection (enforcing_success_rate {success_rate}, on by default) is not modelled and can act here: {hosts} hosts, success_rate_minimum_hosts {minimum}; set enforcing_success_rate: 0 to drill the consecutive-error ejection alone"));
     } else {
-        node.note(format!("success-rate ejection cannot act: {}", if success_rate == 0 { "enforcing_success_rate 0".to_string() } else { format!("{hosts} hosts, fewer than success_rate_minimum_hosts {minimum}") }));
+        node.note(format!(
+            "success-rate ejection cannot act: {}",
+            if success_rate == 0 {
+                "enforcing_success_rate 0".to_string()
+            } else {
+                format!("{hosts} hosts, fewer than success_rate_minimum_hosts {minimum}")
+            }
+        ));
     }
     for key in od.keys() {
         let at = od.get(&key).expect("a key");

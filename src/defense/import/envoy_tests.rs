@@ -64,7 +64,7 @@ fn every_refused_key_says_where_and_what_is_not_modelled() {
         (config("      circuit_breakers: { thresholds: [{ max_requests: 50, max_connections: 10 }] }", ""), "max_connections below max_requests queues requests for a connection"),
         (config("      circuit_breakers: { thresholds: [{ retry_budget: { budget_percent: { value: 20 } } }] }", ""), "a retry budget is not modelled"),
         (config("      circuit_breakers: { thresholds: [{ max_connection_pools: 3 }] }", ""), "`max_connection_pools` of circuit_breakers is not modelled"),
-        (config("", "                            retry_policy: { retry_on: 5xx, num_retries: 2 }"), "Envoy's retries are not modelled"),
+        (config("", "                            retry_policy: { retry_on: 5xx, num_retries: 2 }"), "Envoy's retries are not modelled: its backoff draws each wait uniformly in whole milliseconds"),
         (config("", "                            timeout: soon"), "invalid duration `soon`"),
         (config("      circuit_breakers: { thresholds: [{ max_requests: many }] }", ""), "invalid number `many`"),
         ("clusters:\n  - name: s\n    load_assignment: { endpoints: [{ priority: 1, lb_endpoints: [] }] }\n".to_string(), "a priority above 0 takes traffic as the higher priority's hosts become unhealthy"),
@@ -72,6 +72,7 @@ fn every_refused_key_says_where_and_what_is_not_modelled() {
         ("clusters:\n  - name: s\n".to_string(), "a cluster without load_assignment.endpoints"),
         ("clusters:\n  - type: STATIC\n".to_string(), "a cluster without a name"),
         ("admin: {}\n".to_string(), "no cluster"),
+        (config("", "").replace("                    - routes:", "                    - retry_policy: { num_retries: 2 }\n                      routes:"), "envoy.yaml:8:37: static_resources.listeners[0].filter_chains[0].filters[0].typed_config.route_config.virtual_hosts[0].retry_policy: Envoy's retries are not modelled"),
     ];
     test_support::assert_refused(Format::Envoy, "envoy.yaml", &cases);
 }

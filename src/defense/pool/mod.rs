@@ -91,7 +91,8 @@ impl PoolState {
     /// Whether server `index` takes calls: in rotation as last reported
     /// and not ejected by the outlier detection.
     fn up(&self, index: usize) -> bool {
-        self.health[index].reported_up() && !self.outlier.as_ref().is_some_and(|d| d.is_ejected(index))
+        self.health[index].reported_up()
+            && !self.outlier.as_ref().is_some_and(|d| d.is_ejected(index))
     }
 }
 
@@ -478,7 +479,8 @@ impl Lease {
     /// The attempt ended, `failed` (as the route judged it) or not, with
     /// `answer` (what the outlier detection counts).
     pub fn record_answer(&self, failed: bool, answer: Answer) {
-        self.pool.attempted(self.index, failed, answer, clock::now());
+        self.pool
+            .attempted(self.index, failed, answer, clock::now());
     }
 }
 

@@ -123,7 +123,10 @@ mod envoy {
                     self.config.enforcing_consecutive_gateway_failure
                 }
             };
-            assert!(percent == 0 || percent == 100, "only 0 and 100 are modelled");
+            assert!(
+                percent == 0 || percent == 100,
+                "only 0 and 100 are modelled"
+            );
             percent == 100
         }
 
@@ -230,7 +233,15 @@ fn configs() -> impl Strategy<Value = (OutlierConfig, envoy::Config, usize)> {
         1u64..20,
         1u64..40,
         0u64..200,
-        prop_oneof![Just(0u64), Just(10), Just(20), Just(33), Just(50), Just(100), 0u64..=100],
+        prop_oneof![
+            Just(0u64),
+            Just(10),
+            Just(20),
+            Just(33),
+            Just(50),
+            Just(100),
+            0u64..=100
+        ],
         any::<bool>(),
         1usize..12,
     )
@@ -265,7 +276,13 @@ fn configs() -> impl Strategy<Value = (OutlierConfig, envoy::Config, usize)> {
 }
 
 fn steps(hosts: usize) -> impl Strategy<Value = Vec<Step>> {
-    let gap = prop_oneof![Just(0u64), 1u64..300, Just(100), Just(1000), 1000u64..40_000];
+    let gap = prop_oneof![
+        Just(0u64),
+        1u64..300,
+        Just(100),
+        Just(1000),
+        1000u64..40_000
+    ];
     prop::collection::vec(
         (0..hosts, answer(), gap).prop_map(|(h, a, g)| Step::Answer(h, a, g)),
         1..200,
@@ -345,7 +362,10 @@ fn the_default_10_percent_cap_ejects_nobody_below_ten_servers() {
     assert_eq!(answers(&mut nine, 0, 500, 50, t0), None);
     assert_eq!(nine.ejected(), 0, "1 of 9 is 11 % > 10 %");
     let mut ten = Detector::new(OutlierConfig::default(), 10, t0);
-    assert!(answers(&mut ten, 0, 500, 5, t0).is_some(), "1 of 10 is 10 %");
+    assert!(
+        answers(&mut ten, 0, 500, 5, t0).is_some(),
+        "1 of 10 is 10 %"
+    );
     assert_eq!(answers(&mut ten, 1, 500, 50, t0), None, "2 of 10 is 20 %");
     assert_eq!(ten.ejected(), 1);
     let mut one = Detector::new(config("always_eject_one_host: true"), 3, t0);
@@ -366,7 +386,11 @@ fn a_server_returns_only_at_a_sweep_and_its_time_out_grows_with_each_ejection() 
     assert!(d.is_ejected(0));
     assert_eq!(d.advance(t0 + s(20)), [(0, t0 + s(20))]);
     // Ejected again at once: 2 x 15 s = 30 s, from 20 s to 50 s.
-    assert!(answers(&mut d, 0, 500, 5, t0 + s(20)).unwrap().ends_with("30s"));
+    assert!(
+        answers(&mut d, 0, 500, 5, t0 + s(20))
+            .unwrap()
+            .ends_with("30s")
+    );
     assert!(d.advance(t0 + s(49)).is_empty());
     assert_eq!(d.advance(t0 + s(50)), [(0, t0 + s(50))]);
 }
@@ -419,9 +443,14 @@ fn the_ejection_time_stops_at_max_ejection_time() {
 fn gateway_failures_eject_only_when_enforced_and_other_5xx_break_their_run() {
     let t0 = Instant::now();
     // Envoy's default: gateway failures are detected, never enforced.
-    let mut off = Detector::new(config("max_ejection_percent: 100%\nconsecutive_5xx: 0"), 1, t0);
+    let mut off = Detector::new(
+        config("max_ejection_percent: 100%\nconsecutive_5xx: 0"),
+        1,
+        t0,
+    );
     assert_eq!(answers(&mut off, 0, 502, 50, t0), None);
-    let c = config("max_ejection_percent: 100%\nconsecutive_5xx: 0\nconsecutive_gateway_failure: 3");
+    let c =
+        config("max_ejection_percent: 100%\nconsecutive_5xx: 0\nconsecutive_gateway_failure: 3");
     let mut on = Detector::new(c, 1, t0);
     answers(&mut on, 0, 502, 2, t0);
     answers(&mut on, 0, 500, 1, t0); // a 500 is no gateway failure
@@ -439,7 +468,10 @@ fn gateway_failures_eject_only_when_enforced_and_other_5xx_break_their_run() {
     }
     answers(&mut resets, 0, 500, 4, t0);
     resets.on_answer(0, Answer::Reset, t0);
-    assert!(answers(&mut resets, 0, 500, 1, t0).is_some(), "a reset does not end a run");
+    assert!(
+        answers(&mut resets, 0, 500, 1, t0).is_some(),
+        "a reset does not end a run"
+    );
 }
 
 #[test]
@@ -452,7 +484,10 @@ fn a_run_refused_by_the_cap_starts_again() {
     answers(&mut d, 1, 500, 5, t0);
     d.advance(t0 + Duration::from_secs(30));
     assert!(!d.is_ejected(0));
-    assert_eq!(answers(&mut d, 1, 500, 4, t0 + Duration::from_secs(30)), None);
+    assert_eq!(
+        answers(&mut d, 1, 500, 4, t0 + Duration::from_secs(30)),
+        None
+    );
     assert!(answers(&mut d, 1, 500, 1, t0 + Duration::from_secs(30)).is_some());
 }
 
@@ -469,7 +504,10 @@ fn panic_starts_below_the_threshold_share_in_rotation() {
 fn bad_settings_are_refused_with_the_key() {
     for (yaml, message) in [
         ("interval: 0s", "interval: must be longer than 0s"),
-        ("base_ejection_time: 0s", "base_ejection_time: must be longer"),
+        (
+            "base_ejection_time: 0s",
+            "base_ejection_time: must be longer",
+        ),
         (
             "base_ejection_time: 60s\nmax_ejection_time: 30s",
             "max_ejection_time: 30s is shorter than base_ejection_time 60s",
@@ -485,6 +523,9 @@ fn bad_settings_are_refused_with_the_key() {
         assert!(err.contains(message), "{yaml}: {err}");
     }
     // max_ejection_time defaults to 300 s, or base_ejection_time if longer.
-    assert_eq!(config("base_ejection_time: 400s").max_ejection_time, Duration::from_secs(400));
+    assert_eq!(
+        config("base_ejection_time: 400s").max_ejection_time,
+        Duration::from_secs(400)
+    );
     assert_eq!(OutlierConfig::default(), config("{}"));
 }
