@@ -2,11 +2,15 @@
 //! of `clusters`): each cluster with its endpoints becomes a pool, and each
 //! route of a virtual host that sends to a cluster a route of the
 //! cluster's name calling it, with its `timeout` and the cluster's
-//! `circuit_breakers` limit as its bulkhead. Outlier detection, active
-//! health checks and retry policies are refused: their rules are not
-//! modelled (docs/import.md).
+//! `circuit_breakers` limit as its bulkhead. Outlier detection becomes the
+//! pool's `outlier_detection` (its consecutive-error part; the rest is
+//! refused where it could act). Active health checks and retry policies
+//! are refused: their rules are not modelled (docs/import.md).
 
 use serde_yaml_ng::Value;
+
+#[path = "envoy_outlier.rs"]
+mod outlier;
 
 use super::Imported;
 use super::tree::Node;
@@ -137,7 +141,11 @@ pub(super) fn import(file: &str, text: &str) -> Result<Imported, Vec<SchemaError
         .map(|c| c.items())
         .unwrap_or_default();
     let mut routes_found = Vec::new();
-    find_routes(&root, &mut routes_found);
+    let mut policies = Vec::new();
+    find_routes(&root, &mut routes_found, &mut policies);
+    for policy in &policies {
+        r.refuse(policy, RETRY_REFUSED);
+    }
     let mut pools = Vec::new();
     let mut limits = Vec::new();
     for cluster in &clusters {
@@ -190,12 +198,16 @@ pub(super) fn import(file: &str, text: &str) -> Result<Imported, Vec<SchemaError
     })
 }
 
-/// Every route of every `virtual_hosts` in the file.
-fn find_routes<'v>(at: &At<'v>, out: &mut Vec<At<'v>>) {
+/// Every route of every `virtual_hosts` in the file, and the virtual
+/// hosts' `retry_policy`.
+fn find_routes<'v>(at: &At<'v>, out: &mut Vec<At<'v>>, policies: &mut Vec<At<'v>>) {
     match at.value {
         Value::Mapping(_) => {
             if let Some(hosts) = at.get("virtual_hosts") {
                 for host in hosts.items() {
+                    if let Some(policy) = host.get("retry_policy") {
+                        policies.push(policy);
+                    }
                     if let Some(routes) = host.get("routes") {
                         out.extend(routes.items());
                     }
@@ -204,11 +216,14 @@ fn find_routes<'v>(at: &At<'v>, out: &mut Vec<At<'v>>) {
             }
             for key in at.keys() {
                 if let Some(child) = at.get(&key) {
-                    find_routes(&child, out);
+                    find_routes(&child, out, policies);
                 }
             }
         }
-        Value::Sequence(_) => at.items().iter().for_each(|i| find_routes(i, out)),
+        Value::Sequence(_) => at
+            .items()
+            .iter()
+            .for_each(|i| find_routes(i, out, policies)),
         _ => {}
     }
 }
@@ -256,10 +271,15 @@ fn cluster(r: &mut Reader, c: &At) -> Option<(String, Node, Limit)> {
     for key in c.keys() {
         let at = c.get(&key).expect("a key");
         match key.as_str() {
-            "name" | "load_assignment" | "lb_policy" | "circuit_breakers" => {}
-            "outlier_detection" => r.refuse(&at, "Envoy's outlier detection is not modelled: it ejects a host after consecutive_5xx (or gateway failures, or by success rate) for base_ejection_time times its ejections, returns it on the interval's sweep and caps the ejected share by max_ejection_percent, where firedrill's pool takes a server out after max_fails failures within fail_timeout for fail_timeout (NGINX); leave it out to drill the cluster without passive ejection"),
+            "name" | "load_assignment" | "lb_policy" | "circuit_breakers" | "outlier_detection" => {}
+            "common_lb_config" => {
+                for k in at.keys().into_iter().filter(|k| k != "healthy_panic_threshold") {
+                    let inner = at.get(&k).expect("a key");
+                    r.refuse(&inner, format!("`{k}` of common_lb_config (locality weighting, update merging, ...) is not modelled"));
+                }
+            }
             "health_checks" => r.refuse(&at, "Envoy's active health checks are not modelled (their start state, jitter and thresholds differ from firedrill's NGINX Plus checks); leave them out, or write the pool's health_check by hand"),
-            "round_robin_lb_config" | "least_request_lb_config" | "common_lb_config" => r.refuse(&at, format!("`{key}` (slow start, panic threshold, locality weighting) is not modelled")),
+            "round_robin_lb_config" | "least_request_lb_config" => r.refuse(&at, format!("`{key}` (slow start, the choice of two) is not modelled")),
             "eds_cluster_config" => r.refuse(&at, "EDS endpoints come from a management server, not the file: not modelled (write load_assignment)"),
             other => match IGNORED_CLUSTER_KEYS.iter().find(|(k, _)| *k == other) {
                 Some((_, why)) => pool.note(format!("ignored: {}: {why}", r.from(&at))),
@@ -276,20 +296,64 @@ fn cluster(r: &mut Reader, c: &At) -> Option<(String, Node, Limit)> {
         }
     };
     let servers = endpoints(r, c)?;
+    let hosts = servers.len();
     pool.set("servers", Node::List(servers));
     pool.set("balance", balance);
-    pool.set(
-        "max_fails",
-        Node::leaf(
-            "0",
-            "no outlier_detection: Envoy never ejects a host for its answers",
-        ),
-    );
+    match c.get("outlier_detection") {
+        Some(od) => {
+            pool.set(
+                "max_fails",
+                Node::leaf("0", "outlier_detection: Envoy's ejection, not NGINX's"),
+            );
+            let panic = panic_threshold(r, c);
+            pool.set("outlier_detection", outlier::outlier(r, &od, hosts, panic));
+        }
+        None => {
+            pool.set(
+                "max_fails",
+                Node::leaf(
+                    "0",
+                    "no outlier_detection: Envoy never ejects a host for its answers",
+                ),
+            );
+            if let Some(p) = c
+                .get("common_lb_config")
+                .and_then(|l| l.get("healthy_panic_threshold"))
+            {
+                let note = format!("ignored: {}: no host is ever ejected", r.from(&p));
+                pool.note(note);
+            }
+        }
+    }
     let limit = circuit_breakers(r, c);
     for note in std::mem::take(&mut r.notes) {
         pool.note(note);
     }
     Some((name, pool, limit))
+}
+
+/// `common_lb_config.healthy_panic_threshold` (a `Percent`, default 50).
+fn panic_threshold(r: &mut Reader, c: &At) -> Node {
+    let Some(at) = c
+        .get("common_lb_config")
+        .and_then(|l| l.get("healthy_panic_threshold"))
+    else {
+        return Node::leaf("50%", "Envoy default: healthy_panic_threshold 50%");
+    };
+    let value = at.get("value").unwrap_or_else(|| at.clone());
+    match value.text().parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) => Node::leaf(format!("{p}%"), r.from(&value)),
+        _ => {
+            r.refuse(
+                &value,
+                format!(
+                    "invalid percentage `{}`: expected {{ value: 0 to 100 }}",
+                    value.text()
+                ),
+            );
+            Node::leaf("50%", "Envoy default")
+        }
+    }
 }
 
 fn endpoints(r: &mut Reader, c: &At) -> Option<Vec<Node>> {
@@ -414,6 +478,9 @@ fn circuit_breakers(r: &mut Reader, c: &At) -> Option<(u64, String)> {
     )))
 }
 
+/// Why `retry_policy`, of a route or a virtual host, is refused.
+const RETRY_REFUSED: &str = "Envoy's retries are not modelled: its backoff draws each wait uniformly in whole milliseconds below base_interval x 2^n (25 ms, at most max_interval), which firedrill's jitter (a share off the wait) does not draw alike; circuit_breakers.max_retries (3 by default) caps the retries in flight per cluster, with no counter in firedrill's retry; and the route timeout spans every try; leave retry_policy out, or give the route firedrill's retry";
+
 /// A route of a virtual host → the route of its cluster's name.
 fn route(
     r: &mut Reader,
@@ -470,7 +537,7 @@ fn route(
         ),
     }
     if let Some(policy) = target.get("retry_policy") {
-        r.refuse(&policy, "Envoy's retries are not modelled: at most max_retries (3 by default) in flight per cluster, a jittered backoff from 25 ms, and per-try timeouts; leave retry_policy out, or give the route firedrill's retry");
+        r.refuse(&policy, RETRY_REFUSED);
     }
     for key in target.keys() {
         if !["cluster", "timeout", "retry_policy"].contains(&key.as_str()) {

@@ -16,6 +16,7 @@ use crate::clock::{self, Duration};
 use crate::defense::breaker::{CallGuard, FailureKind, Outcome, Rejected, State};
 use crate::defense::config::{NextUpstream, RetryConfig};
 use crate::defense::fallback::MAX_CACHED_BODY;
+use crate::defense::pool::outlier::Answer;
 use crate::defense::pool::{Lease, POOL_BACKUP_HEADER, POOL_SERVER_HEADER};
 use crate::defense::report::{CallError, CallReport};
 use crate::defense::retry;
@@ -166,7 +167,7 @@ impl DefenseLine {
                 passes_on(n, &judged, &parts.method, more)
             });
             if let Some(lease) = &lease {
-                lease.record(failed_attempt(&judged, passes));
+                lease.record_answer(failed_attempt(&judged, passes), answer_of(&judged));
             }
             match (judged, passes) {
                 (Judged::Good(resp, verdict), None | Some(Pass::Answer)) => {
@@ -295,6 +296,19 @@ fn failed_attempt(judged: &Judged, passes: Option<Pass>) -> bool {
         None => true,
         Some(403 | 404) => false,
         Some(_) => pass == Pass::On,
+    }
+}
+
+/// What the attempt came to, for the pool's outlier detection.
+fn answer_of(judged: &Judged) -> Answer {
+    match judged {
+        Judged::Good(resp, _) => Answer::Status(resp.status().as_u16()),
+        Judged::Bad(_, Failed::Status(resp) | Failed::Answered(resp), _) => {
+            Answer::Status(resp.status().as_u16())
+        }
+        Judged::Bad(_, Failed::Connect | Failed::NoServer, _) => Answer::ConnectFailed,
+        Judged::Bad(_, Failed::Timeout | Failed::Deadline, _) => Answer::Timeout,
+        Judged::Bad(_, Failed::Broken | Failed::Rejected { .. }, _) => Answer::Reset,
     }
 }
 

@@ -10,7 +10,9 @@ use serde::{Deserialize, Deserializer};
 use crate::clock::Duration;
 use crate::fault::matcher::regex_problem;
 use crate::schema::deserialize_checked;
-use crate::schema::units::Dur;
+use crate::schema::units::{Dur, Percent};
+
+pub use super::outlier::OutlierConfig;
 
 /// One pool: several servers of the same dependency.
 #[derive(Debug, Clone)]
@@ -29,6 +31,8 @@ pub struct PoolConfig {
     /// How long a returning server's weight takes to ramp to full (zero:
     /// at once).
     pub slow_start: Duration,
+    /// Envoy's outlier detection instead of NGINX's `max_fails`, if set.
+    pub outlier_detection: Option<OutlierConfig>,
 }
 
 /// How a server is chosen.
@@ -141,9 +145,10 @@ struct RawPool {
     #[serde(default)]
     balance: Balance,
     /// Failed attempts within `fail_timeout` that take a server out for
-    /// `fail_timeout` (default 1; 0 = passive tracking off).
-    #[serde(default = "one")]
-    max_fails: u32,
+    /// `fail_timeout` (default 1, or 0 with `outlier_detection`; 0 =
+    /// passive tracking off).
+    #[serde(default)]
+    max_fails: Option<u32>,
     /// Window of `max_fails` and time out of rotation (default `10s`).
     #[serde(default = "ten_seconds")]
     fail_timeout: Dur,
@@ -155,6 +160,11 @@ struct RawPool {
     /// (default `0`: at once).
     #[serde(default)]
     slow_start: Dur,
+    /// Envoy's passive ejection (consecutive 5xx or gateway failures, out
+    /// for a growing time, returned by interval sweeps) instead of
+    /// `max_fails`.
+    #[serde(default)]
+    outlier_detection: Option<OutlierConfig>,
 }
 
 fn one() -> u32 {
@@ -186,16 +196,27 @@ impl TryFrom<RawPool> for PoolConfig {
                 ));
             }
         }
-        if raw.fail_timeout.get() == Duration::ZERO && raw.max_fails > 0 {
+        let max_fails = match (raw.max_fails, &raw.outlier_detection) {
+            (Some(n), Some(_)) if n > 0 => {
+                return Err("max_fails: NGINX's max_fails and Envoy's outlier_detection are two passive ejections: give one (max_fails: 0 with outlier_detection)".to_string());
+            }
+            (_, Some(_)) if raw.health_check.is_some() => {
+                return Err("outlier_detection: with health_check it is not modelled (Envoy returns an ejected host on a passed active check): give one of them".to_string());
+            }
+            (n, Some(_)) => n.unwrap_or(0),
+            (n, None) => n.unwrap_or(1),
+        };
+        if raw.fail_timeout.get() == Duration::ZERO && max_fails > 0 {
             return Err("fail_timeout: must be longer than 0s".to_string());
         }
         Ok(PoolConfig {
             servers: raw.servers,
             balance: raw.balance,
-            max_fails: raw.max_fails,
+            max_fails,
             fail_timeout: raw.fail_timeout.get(),
             health_check: raw.health_check,
             slow_start: raw.slow_start.get(),
+            outlier_detection: raw.outlier_detection,
         })
     }
 }
@@ -263,6 +284,93 @@ impl TryFrom<RawServer> for ServerConfig {
             target,
             weight: raw.weight,
             backup: raw.backup,
+        })
+    }
+}
+
+/// Envoy's `outlier_detection` of a cluster, its consecutive-error
+/// ejection, with Envoy's defaults.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RawOutlier {
+    /// 5xx answers in a row that eject a server (default 5; 0 = off).
+    #[serde(default = "five")]
+    consecutive_5xx: u32,
+    /// 502, 503 or 504 answers in a row that eject a server (default 0 =
+    /// off, as Envoy enforces none by default).
+    #[serde(default)]
+    consecutive_gateway_failure: u32,
+    /// Time between two sweeps that return servers (default `10s`).
+    #[serde(default = "ten_seconds")]
+    interval: Dur,
+    /// Time out for a first ejection, times the ejections not yet worn off
+    /// (default `30s`).
+    #[serde(default = "thirty_seconds")]
+    base_ejection_time: Dur,
+    /// The longest time out (default `300s`, or `base_ejection_time` if
+    /// longer).
+    #[serde(default)]
+    max_ejection_time: Option<Dur>,
+    /// The largest share of servers out at once (default `10%`).
+    #[serde(default = "ten_percent")]
+    max_ejection_percent: Percent,
+    /// Eject one server even when the share forbids it, if none is out
+    /// (default false).
+    #[serde(default)]
+    always_eject_one_host: bool,
+    /// Below this share of servers in rotation, calls go to every server
+    /// (Envoy's `healthy_panic_threshold`, default `50%`; `0%` = never).
+    #[serde(default = "fifty_percent")]
+    panic_threshold: Percent,
+}
+
+fn five() -> u32 {
+    5
+}
+
+fn thirty_seconds() -> Dur {
+    Dur(Duration::from_secs(30))
+}
+
+fn ten_percent() -> Percent {
+    Percent::new(10.0).expect("in range")
+}
+
+fn fifty_percent() -> Percent {
+    Percent::new(50.0).expect("in range")
+}
+
+impl TryFrom<RawOutlier> for OutlierConfig {
+    type Error = String;
+
+    fn try_from(raw: RawOutlier) -> Result<Self, String> {
+        let interval = raw.interval.get();
+        if interval == Duration::ZERO {
+            return Err("interval: must be longer than 0s".to_string());
+        }
+        let base = raw.base_ejection_time.get();
+        if base == Duration::ZERO {
+            return Err("base_ejection_time: must be longer than 0s".to_string());
+        }
+        let max = raw
+            .max_ejection_time
+            .map_or(base.max(Duration::from_secs(300)), Dur::get);
+        if max < base {
+            return Err(format!(
+                "max_ejection_time: {} is shorter than base_ejection_time {}",
+                Dur(max),
+                Dur(base)
+            ));
+        }
+        Ok(OutlierConfig {
+            consecutive_5xx: raw.consecutive_5xx,
+            consecutive_gateway_failure: raw.consecutive_gateway_failure,
+            interval,
+            base_ejection_time: base,
+            max_ejection_time: max,
+            max_ejection_percent: raw.max_ejection_percent,
+            always_eject_one_host: raw.always_eject_one_host,
+            panic_threshold: raw.panic_threshold,
         })
     }
 }
@@ -468,6 +576,12 @@ impl<'de> Deserialize<'de> for ServerConfig {
     }
 }
 
+impl<'de> Deserialize<'de> for OutlierConfig {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        deserialize_checked::<D, RawOutlier, OutlierConfig>(d)
+    }
+}
+
 impl<'de> Deserialize<'de> for HealthCheckConfig {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         deserialize_checked::<D, RawHealthCheck, HealthCheckConfig>(d)
@@ -477,6 +591,7 @@ impl<'de> Deserialize<'de> for HealthCheckConfig {
 crate::schema_via!(PoolConfig, RawPool, "Pool");
 crate::schema_via!(ServerConfig, RawServer, "PoolServer");
 crate::schema_via!(HealthCheckConfig, RawHealthCheck, "HealthCheck");
+crate::schema_via!(OutlierConfig, RawOutlier, "OutlierDetection");
 
 #[cfg(test)]
 #[path = "config_tests.rs"]

@@ -6,6 +6,7 @@
 //! * [`config`] — the `pools:` YAML section, validated.
 //! * [`balancer`] — smooth weighted round robin and least connections.
 //! * [`health`] — one server's health, passive and active, a pure machine.
+//! * [`outlier`] — Envoy's outlier detection over the pool, a pure machine.
 //! * [`slow_start`] — the weight ramp of a returning server.
 //! * [`probe`] — the active check task, on the run's clock.
 
@@ -21,12 +22,14 @@ use crate::http::client::Upstream;
 pub mod balancer;
 pub mod config;
 pub mod health;
+pub mod outlier;
 pub mod probe;
 pub mod slow_start;
 
 use self::balancer::{Candidate, RoundRobin};
 use self::config::{Balance, PoolConfig};
 use self::health::{Limits, ServerHealth};
+use self::outlier::{Answer, Detector};
 
 /// The header naming the pool server that answered a call.
 pub const POOL_SERVER_HEADER: &str = "x-firedrill-pool-server";
@@ -80,6 +83,17 @@ struct PoolState {
     health: Vec<ServerHealth>,
     /// Round-robin state.
     rr: RoundRobin,
+    /// Envoy's outlier detection, when the pool has it.
+    outlier: Option<Detector>,
+}
+
+impl PoolState {
+    /// Whether server `index` takes calls: in rotation as last reported
+    /// and not ejected by the outlier detection.
+    fn up(&self, index: usize) -> bool {
+        self.health[index].reported_up()
+            && !self.outlier.as_ref().is_some_and(|d| d.is_ejected(index))
+    }
 }
 
 /// A running pool, shared by the routes that use it.
@@ -136,6 +150,10 @@ impl Pool {
             state: Mutex::new(PoolState {
                 health: servers.iter().map(|_| ServerHealth::new(checked)).collect(),
                 rr: RoundRobin::new(servers.len()),
+                outlier: config
+                    .outlier_detection
+                    .clone()
+                    .map(|c| Detector::new(c, servers.len(), clock::now())),
             }),
             servers,
             config: config.clone(),
@@ -161,6 +179,9 @@ impl Pool {
         if self.config.max_fails > 0 {
             tokio::spawn(passive_returns(Arc::downgrade(self)));
         }
+        if self.config.outlier_detection.is_some() {
+            tokio::spawn(outlier_sweeps(Arc::downgrade(self)));
+        }
     }
 
     /// Its name.
@@ -175,11 +196,8 @@ impl Pool {
 
     /// Whether each server is in rotation (as last reported), by index.
     pub fn healthy(&self) -> Vec<bool> {
-        self.lock()
-            .health
-            .iter()
-            .map(ServerHealth::reported_up)
-            .collect()
+        let state = self.lock();
+        (0..self.servers.len()).map(|i| state.up(i)).collect()
     }
 
     fn limits(&self) -> Limits {
@@ -211,12 +229,16 @@ impl Pool {
         let chosen = {
             let mut state = self.lock();
             self.settle_all(&mut state, now, &mut changes);
+            self.sweep(&mut state, now, &mut changes);
+            let up = (0..self.servers.len()).filter(|&i| state.up(i)).count();
+            // Envoy's panic: too few in rotation, every server takes calls.
+            let panic = state.outlier.as_ref().is_some_and(|d| d.in_panic(up));
             let candidates = |backup: bool| -> Vec<Candidate> {
                 self.servers
                     .iter()
                     .enumerate()
                     .filter(|(i, s)| {
-                        s.backup == backup && state.health[*i].reported_up() && !tried.contains(i)
+                        s.backup == backup && (panic || state.up(*i)) && !tried.contains(i)
                     })
                     .map(|(index, s)| Candidate {
                         index,
@@ -269,8 +291,9 @@ impl Pool {
         self.publish(changes);
     }
 
-    /// An attempt on server `index` ended at `now`.
-    fn attempted(&self, index: usize, failed: bool, now: Instant) {
+    /// An attempt on server `index` ended at `now`, `failed` as the
+    /// route judged it, with `answer` for the outlier detection.
+    fn attempted(&self, index: usize, failed: bool, answer: Answer, now: Instant) {
         let limits = self.limits();
         let mut changes = Vec::new();
         {
@@ -279,8 +302,38 @@ impl Pool {
                 self.settle(&mut state, index, now, by, &mut changes);
                 self.ejected.notify_one();
             }
+            self.sweep(&mut state, now, &mut changes);
+            let ejected = state
+                .outlier
+                .as_mut()
+                .and_then(|d| d.on_answer(index, answer, now));
+            if let Some(by) = ejected {
+                changes.push(self.change(index, now, false, by));
+            }
         }
         self.publish(changes);
+    }
+
+    /// Runs the outlier detection's sweeps due by `now`, reporting the
+    /// servers they bring back.
+    fn sweep(&self, state: &mut PoolState, now: Instant, changes: &mut Vec<HealthChange>) {
+        let Some(detector) = state.outlier.as_mut() else {
+            return;
+        };
+        for (index, at) in detector.advance(now) {
+            let by = "outlier: back at the interval's sweep".to_string();
+            changes.push(self.change(index, at, true, by));
+        }
+    }
+
+    fn change(&self, index: usize, at: Instant, healthy: bool, by: String) -> HealthChange {
+        HealthChange {
+            at: at - self.run_start,
+            pool: self.name.clone(),
+            server: self.servers[index].name.clone(),
+            healthy,
+            by,
+        }
     }
 
     /// Reports server `index`'s change at `now`, if its state changed.
@@ -293,13 +346,7 @@ impl Pool {
         changes: &mut Vec<HealthChange>,
     ) {
         if let Some(healthy) = state.health[index].settle(now) {
-            changes.push(HealthChange {
-                at: now - self.run_start,
-                pool: self.name.clone(),
-                server: self.servers[index].name.clone(),
-                healthy,
-                by,
-            });
+            changes.push(self.change(index, now, healthy, by));
         }
     }
 
@@ -360,6 +407,28 @@ async fn passive_returns(pool: std::sync::Weak<Pool>) {
     }
 }
 
+/// Runs the outlier detection's sweeps on time, even when no call comes.
+async fn outlier_sweeps(pool: std::sync::Weak<Pool>) {
+    loop {
+        let next = {
+            let Some(pool) = pool.upgrade() else { return };
+            let state = pool.lock();
+            let Some(detector) = state.outlier.as_ref() else {
+                return;
+            };
+            detector.next_sweep()
+        };
+        clock::sleep_until(next).await;
+        let Some(pool) = pool.upgrade() else { return };
+        let mut changes = Vec::new();
+        {
+            let mut state = pool.lock();
+            pool.sweep(&mut state, clock::now(), &mut changes);
+        }
+        pool.publish(changes);
+    }
+}
+
 /// One attempt's hold on a server: counts it in flight until dropped.
 #[derive(Debug)]
 pub struct Lease {
@@ -400,9 +469,18 @@ impl Lease {
         }
     }
 
-    /// The attempt ended, `failed` (as the breaker classifies it) or not.
+    /// The attempt ended, `failed` (as the breaker classifies it) or not;
+    /// for the outlier detection, a failure is a 500 and a success a 200.
     pub fn record(&self, failed: bool) {
-        self.pool.attempted(self.index, failed, clock::now());
+        let answer = Answer::Status(if failed { 500 } else { 200 });
+        self.record_answer(failed, answer);
+    }
+
+    /// The attempt ended, `failed` (as the route judged it) or not, with
+    /// `answer` (what the outlier detection counts).
+    pub fn record_answer(&self, failed: bool, answer: Answer) {
+        self.pool
+            .attempted(self.index, failed, answer, clock::now());
     }
 }
 

@@ -362,3 +362,111 @@ fn a_health_change_is_one_journal_line_time_first_with_what_decided() {
         r#"{"at_ms":6000.0,"pool":"inventory","server":"b","healthy":false,"by":"active check GET /health: status 500 (2nd failure in a row)"}"#
     );
 }
+
+const ENVOY_THREE: &str = "
+servers:
+  - { address: a:1, name: a }
+  - { address: b:1, name: b }
+  - { address: c:1, name: c }
+outlier_detection: { consecutive_5xx: 2, interval: 10s, base_ejection_time: 10s, max_ejection_percent: 100% }
+";
+
+/// `n` picks at `now`, each answered `status`.
+fn answered(pool: &Arc<Pool>, n: usize, status: u16) -> Vec<String> {
+    (0..n)
+        .map(|_| {
+            let lease = pool.pick(clock::now()).expect("a server");
+            lease.record_answer(status >= 500, outlier::Answer::Status(status));
+            lease.server().to_string()
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_outlier_ejected_server_gets_no_call_until_the_sweep_brings_it_back() {
+    let (pool, recorder) = pool(ENVOY_THREE, vec![unused(), unused(), unused()]);
+    pool.start();
+    tokio::time::advance(Duration::from_secs(1)).await;
+    // a's two 503s in a row (b and c answer 200 between: a's own run).
+    assert_eq!(answered(&pool, 1, 503), ["a"]);
+    assert_eq!(answered(&pool, 2, 200), ["b", "c"]);
+    assert_eq!(answered(&pool, 1, 503), ["a"]);
+    assert_eq!(pool.healthy(), [false, true, true]);
+    assert_eq!(answered(&pool, 4, 200), ["b", "c", "b", "c"]);
+    // Due at 11 s, back at the 20 s sweep, by the sweep task alone.
+    tokio::time::advance(Duration::from_secs(18)).await;
+    assert_eq!(
+        pool.healthy(),
+        [false, true, true],
+        "19 s: before the sweep"
+    );
+    tokio::time::advance(Duration::from_secs(1)).await;
+    tokio::task::yield_now().await;
+    assert_eq!(pool.healthy(), [true, true, true]);
+    let changes: Vec<(String, bool, Duration)> = recorder
+        .health_changes()
+        .into_iter()
+        .map(|c| (c.server, c.healthy, c.at))
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            ("a".into(), false, Duration::from_secs(1)),
+            ("a".into(), true, Duration::from_secs(20))
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn below_the_panic_threshold_every_server_takes_calls_again() {
+    let (pool, _) = pool(ENVOY_THREE, vec![unused(), unused(), unused()]);
+    // a and b out: 1 of 3 in rotation is 33 % < 50 %: panic, all three.
+    answered(&pool, 3, 503);
+    answered(&pool, 2, 503); // a and b again: their second 503
+    assert_eq!(pool.healthy(), [false, false, true]);
+    let mut got = answered(&pool, 6, 200);
+    got.sort();
+    got.dedup();
+    assert_eq!(got, ["a", "b", "c"], "panic: the ejected take calls too");
+    let strict = ENVOY_THREE.replace(
+        "max_ejection_percent: 100%",
+        "max_ejection_percent: 100%, panic_threshold: 0%",
+    );
+    let (pool, _) = pool_of(&strict);
+    answered(&pool, 5, 503);
+    assert_eq!(answered(&pool, 3, 200), ["c", "c", "c"], "no panic: only c");
+}
+
+fn pool_of(yaml: &str) -> (Arc<Pool>, Arc<Recorder>) {
+    pool(yaml, vec![unused(), unused(), unused()])
+}
+
+#[test]
+fn outlier_detection_excludes_max_fails_and_health_checks() {
+    let err = |yaml: &str| {
+        crate::schema::from_yaml_str::<PoolConfig>("pool.yaml", yaml)
+            .err()
+            .expect("refused")
+            .to_string()
+    };
+    let both = format!("{ENVOY_THREE}max_fails: 2\n");
+    assert!(
+        err(&both).contains(
+            "max_fails: NGINX's max_fails and Envoy's outlier_detection are two passive ejections"
+        ),
+        "{}",
+        err(&both)
+    );
+    let checked = format!("{ENVOY_THREE}health_check: {{ uri: /health }}\n");
+    assert!(
+        err(&checked).contains("outlier_detection: with health_check it is not modelled"),
+        "{}",
+        err(&checked)
+    );
+    assert_eq!(
+        config(ENVOY_THREE).max_fails,
+        0,
+        "off beside outlier_detection"
+    );
+    assert_eq!(config(&format!("{ENVOY_THREE}max_fails: 0\n")).max_fails, 0);
+}
