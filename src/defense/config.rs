@@ -107,13 +107,30 @@ pub struct BulkheadConfig {
     pub max_wait: Dur,
 }
 
-/// Token bucket: `rate` tokens per second, up to `burst` saved.
+/// A rate limit: `per_second` requests, counted by `model`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateLimitConfig {
     /// Requests per second.
     pub per_second: f64,
-    /// Bucket size.
-    pub burst: u32,
+    /// How passes are counted.
+    pub model: RateModel,
+}
+
+/// How a rate limit counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateModel {
+    /// A token bucket refilled at the rate, holding at most this many.
+    TokenBucket {
+        /// Bucket size.
+        burst: u32,
+    },
+    /// Sentinel's QPS flow rule: the passes of the last second, counted
+    /// in this many equal buckets of the run's clock; a request passes
+    /// while they stay below the rate.
+    Buckets {
+        /// Buckets per second (divides 1000).
+        buckets: u32,
+    },
 }
 
 /// Retries with exponential backoff and seeded jitter.
@@ -463,16 +480,35 @@ impl<'de> Deserialize<'de> for DefenseConfig {
     }
 }
 
-/// A token bucket.
+/// A rate limit: a token bucket, or Sentinel's buckets of the last second.
 #[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RawRateLimit {
     /// Requests per second, e.g. `100/s`.
     #[schemars(schema_with = "crate::schema::json::request_rate")]
     rate: String,
-    /// Bucket size (default: one second's worth).
+    /// `token_bucket` (default): tokens refilled at the rate, up to
+    /// `burst` saved. `buckets`: Sentinel's QPS flow rule, the passes of
+    /// the last second counted in `buckets` buckets.
+    #[serde(default)]
+    model: Option<RawRateModel>,
+    /// Bucket size of a token bucket (default: one second's worth).
     #[serde(default)]
     burst: Option<u32>,
+    /// Buckets per second of the `buckets` model (default 2, Sentinel's;
+    /// must divide 1000).
+    #[serde(default)]
+    buckets: Option<u32>,
+}
+
+/// The counting model of a rate limit.
+#[derive(Deserialize, schemars::JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum RawRateModel {
+    /// Tokens refilled continuously at the rate.
+    TokenBucket,
+    /// The passes of the last second, in equal buckets (Sentinel).
+    Buckets,
 }
 
 impl TryFrom<RawRateLimit> for RateLimitConfig {
@@ -495,8 +531,29 @@ impl TryFrom<RawRateLimit> for RateLimitConfig {
                     raw.rate
                 )
             })?;
-        let burst = raw.burst.unwrap_or(per_second.ceil() as u32).max(1);
-        Ok(RateLimitConfig { per_second, burst })
+        let model = match raw.model.unwrap_or(RawRateModel::TokenBucket) {
+            RawRateModel::TokenBucket => {
+                if raw.buckets.is_some() {
+                    return Err("buckets: only the `buckets` model counts in buckets; a token bucket takes `burst`".to_string());
+                }
+                RateModel::TokenBucket {
+                    burst: raw.burst.unwrap_or(per_second.ceil() as u32).max(1),
+                }
+            }
+            RawRateModel::Buckets => {
+                if raw.burst.is_some() {
+                    return Err("burst: the `buckets` model saves nothing up (a request passes while the passes of the last second stay below the rate); leave burst out".to_string());
+                }
+                let buckets = raw.buckets.unwrap_or(2);
+                if buckets == 0 || 1000 % buckets != 0 {
+                    return Err(format!(
+                        "buckets: {buckets} does not divide a second into whole milliseconds: expected a divisor of 1000 such as 2 (Sentinel's default), 4, 5 or 10"
+                    ));
+                }
+                RateModel::Buckets { buckets }
+            }
+        };
+        Ok(RateLimitConfig { per_second, model })
     }
 }
 

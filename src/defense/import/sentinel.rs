@@ -64,6 +64,8 @@ pub(super) fn import(source: &Source) -> Result<Imported, Vec<SchemaError>> {
     let mut problems = Vec::new();
     let rules = group(source, &mut problems);
     let mut routes: Vec<(String, Node)> = Vec::new();
+    // The QPS rules read: the route of each, and where the rule starts.
+    let mut qps_rules: Vec<(usize, &Entry)> = Vec::new();
     for rule in &rules {
         let degrade = rule.get("timewindow").is_some();
         let fields = if degrade { DEGRADE_FIELDS } else { FLOW_FIELDS };
@@ -98,12 +100,32 @@ pub(super) fn import(source: &Source) -> Result<Imported, Vec<SchemaError>> {
             } else if let Some(node) = degrade_rule(&mut r) {
                 route.set("breaker", node);
             }
-        } else if has_key(route, "bulkhead") {
-            r.refuse(rule.first, format!("a second thread-count flow rule for resource `{resource}`: firedrill has one bulkhead per route; keep one rule per resource"));
-        } else if let Some(node) = flow_rule(&mut r) {
-            route.set("bulkhead", node);
+        } else if let Some((key, node)) = flow_rule(&mut r) {
+            if has_key(route, key) {
+                let what = if key == "bulkhead" {
+                    "thread-count flow rule for resource `{resource}`: firedrill has one bulkhead per route"
+                } else {
+                    "QPS flow rule for resource `{resource}`: firedrill has one rate limit per route"
+                };
+                let what = what.replace("{resource}", &resource);
+                r.refuse(
+                    rule.first,
+                    format!("a second {what}; keep one rule per resource"),
+                );
+            } else {
+                if key == "rate_limit" {
+                    qps_rules.push((index, rule.first));
+                }
+                route.set(key, node);
+            }
         }
         problems.append(&mut r.problems);
+    }
+    for &(index, first) in &qps_rules {
+        let (resource, route) = &routes[index];
+        if has_key(route, "breaker") || has_key(route, "bulkhead") {
+            problems.push(source.error(first, format!("a QPS flow rule for resource `{resource}` beside its degrade or thread-count rule: Sentinel counts a pass only for a request every rule let through (StatisticSlot, after the whole slot chain), firedrill's rate limit counts the requests it lets on to the bulkhead and the breaker: not modelled; import the QPS rule alone, or drill the other rules without it")));
+        }
     }
     let imported = Imported {
         routes,
@@ -453,7 +475,7 @@ fn window_and_wait(r: &mut Reader, b: &mut Node) {
 }
 
 /// A flow rule → a bulkhead (thread count); QPS is refused.
-fn flow_rule(r: &mut Reader) -> Option<Node> {
+fn flow_rule(r: &mut Reader) -> Option<(&'static str, Node)> {
     let grade = r.value("grade", integer);
     let (grade_value, grade_from) = match grade {
         Some((g, e)) => (g, Some(e)),
@@ -473,13 +495,7 @@ fn flow_rule(r: &mut Reader) -> Option<Node> {
     r.origin(true);
     match grade_value {
         0 => {}
-        1 => {
-            let at = grade_from
-                .or_else(|| r.rule.get("count"))
-                .unwrap_or(r.rule.first);
-            r.refuse(at, "a QPS flow rule (grade 1, Sentinel's default) passes a request while the passes of the last second, counted in two 500 ms buckets, stay within count: not modelled (firedrill's rate limit is a token bucket, which lets a different burst through); use firedrill's rate_limit on the route, or a thread-count rule (grade 0)");
-            return None;
-        }
+        1 => return qps_rule(r, grade_from).map(|node| ("rate_limit", node)),
         other => {
             let e = grade_from.expect("set");
             r.refuse(e, format!("grade {other} is no flow grade: Sentinel drops the rule (expected 0 thread count, 1 QPS)"));
@@ -539,6 +555,13 @@ fn flow_rule(r: &mut Reader) -> Option<Node> {
             ));
         }
     }
+    note_identity(r, &mut node);
+    Some(("bulkhead", node))
+}
+
+/// The notes of a flow rule's `id` and `limitApp` (a `default` one: an
+/// other is refused by [`Reader::origin`]).
+fn note_identity(r: &Reader, node: &mut Node) {
     for field in ["id", "limitapp"] {
         if let Some(e) = r.rule.get(field) {
             node.note(format!(
@@ -552,5 +575,73 @@ fn flow_rule(r: &mut Reader) -> Option<Node> {
             ));
         }
     }
+}
+
+/// A QPS flow rule → a `buckets` rate limit: Sentinel's one-second
+/// `LeapArray` of two 500 ms buckets (`SampleCountProperty`,
+/// `IntervalProperty`), read by `DefaultController.canPass`.
+fn qps_rule(r: &mut Reader, grade_from: Option<&Entry>) -> Option<Node> {
+    let grade = grade_from.map_or_else(|| default_of("grade", "1 (FLOW_GRADE_QPS)"), from);
+    if let Some((behavior, e)) = r.value("controlbehavior", integer)
+        && behavior != 0
+    {
+        let what = match behavior {
+            1 => "1 (warm up) raises the limit from a third of count over warmUpPeriodSec",
+            2 => {
+                "2 (rate limiter) queues each request for its turn at count per second, up to maxQueueingTimeMs"
+            }
+            3 => "3 (warm up with rate limiter) queues the requests of a rising limit",
+            _ => "is no control behaviour: Sentinel takes it as 0 only where it defaults it",
+        };
+        r.refuse(e, format!("controlBehavior {what}: not modelled (firedrill's `buckets` rate limit rejects at once, Sentinel's default 0); use 0"));
+        return None;
+    }
+    let count = r.value("count", |t| {
+        let c = number(t)?;
+        if c < 0.0 {
+            Err(format!("count {t} is negative: Sentinel drops the rule (isValidRule)"))
+        } else if c < 1.0 {
+            Err(format!("count {t} admits no request (a request passes while the passes of the last second + 1 <= count): not modelled (firedrill's rate is above 0)"))
+        } else {
+            Ok(t.trim().to_string())
+        }
+    });
+    let Some((count, e)) = count else {
+        if r.rule.get("count").is_none() {
+            r.refuse(
+                r.rule.first,
+                "a QPS rule without count (0) admits no request: not modelled",
+            );
+        }
+        return None;
+    };
+    let mut node = Node::map();
+    node.set(
+        "rate",
+        Node::leaf(
+            format!("{count}/s"),
+            format!(
+                "{}: a request passes while the passes of the last second + 1 <= count",
+                from(e)
+            ),
+        ),
+    );
+    node.set("model", Node::leaf("buckets", grade));
+    node.set(
+        "buckets",
+        Node::leaf(
+            "2",
+            "Sentinel's one second in two 500 ms buckets (csp.sentinel.metric.sample.count 2)",
+        ),
+    );
+    for field in ["warmupperiodsec", "maxqueueingtimems", "refresource"] {
+        if let Some(e) = r.rule.get(field) {
+            node.note(format!(
+                "ignored: {}: a QPS rule with controlBehavior 0 and strategy 0 reads only its count",
+                from(e)
+            ));
+        }
+    }
+    note_identity(r, &mut node);
     Some(node)
 }

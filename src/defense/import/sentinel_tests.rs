@@ -25,6 +25,22 @@ fn a_ratio_count_becomes_its_exact_decimal_percentage() {
 }
 
 #[test]
+fn a_qps_rule_becomes_a_rate_limit_of_two_buckets_at_its_count() {
+    let doc = imported(
+        r#"[{"resource": "a", "count": 12.5, "limitApp": "default", "controlBehavior": 0}, {"resource": "b", "grade": 1, "count": 40}]"#,
+    );
+    let a = &doc["routes"]["a"]["rate_limit"];
+    assert_eq!(a["rate"], Value::from("12.5/s"));
+    assert_eq!(a["model"], Value::from("buckets"));
+    assert_eq!(a["buckets"], Value::from(2));
+    assert_eq!(
+        doc["routes"]["b"]["rate_limit"]["rate"],
+        Value::from("40/s")
+    );
+    assert!(doc["routes"]["a"].get("bulkhead").is_none());
+}
+
+#[test]
 fn a_slow_count_rounds_half_up_to_whole_milliseconds_and_time_window_is_seconds() {
     let doc = imported(r#"[{"resource": "a", "count": 1.5, "timeWindow": 7}]"#);
     let b = &doc["routes"]["a"]["breaker"];
@@ -118,8 +134,32 @@ const REFUSED: &[(&str, &str)] = &[
         "`halfOpen` is not a field of a Sentinel degrade rule",
     ),
     (
-        r#"[{"resource": "a", "count": 50}]"#,
-        "a QPS flow rule (grade 1, Sentinel's default) passes a request while the passes of the last second",
+        r#"[{"resource": "a", "count": 50, "controlBehavior": 2, "maxQueueingTimeMs": 500}]"#,
+        "controlBehavior 2 (rate limiter) queues each request for its turn",
+    ),
+    (
+        r#"[{"resource": "a", "count": 50, "controlBehavior": 1, "warmUpPeriodSec": 10}]"#,
+        "controlBehavior 1 (warm up) raises the limit",
+    ),
+    (
+        r#"[{"resource": "a", "count": 0.5}]"#,
+        "count 0.5 admits no request",
+    ),
+    (
+        r#"[{"resource": "a"}]"#,
+        "a QPS rule without count (0) admits no request: not modelled",
+    ),
+    (
+        r#"[{"resource": "a", "count": 50}, {"resource": "a", "count": 9}]"#,
+        "a second QPS flow rule for resource `a`: firedrill has one rate limit per route",
+    ),
+    (
+        r#"[{"resource": "a", "count": 50}, {"resource": "a", "grade": 1, "count": 0.5, "timeWindow": 10}]"#,
+        "a QPS flow rule for resource `a` beside its degrade or thread-count rule",
+    ),
+    (
+        r#"[{"resource": "a", "grade": 0, "count": 5}, {"resource": "a", "count": 50}]"#,
+        "a QPS flow rule for resource `a` beside its degrade or thread-count rule",
     ),
     (
         r#"[{"resource": "a", "grade": 3, "count": 50}]"#,

@@ -17,7 +17,7 @@ use crate::defense::config::{DefenseConfig, RouteConfig};
 use crate::defense::fallback::StaleCache;
 use crate::defense::pool::Pool;
 use crate::defense::pool::config::ServerTarget;
-use crate::defense::rate_limit::TokenBucket;
+use crate::defense::rate_limit::RateLimit;
 use crate::defense::report::Observer;
 use crate::fault::HttpMatch;
 use crate::http::client::Upstream;
@@ -49,7 +49,7 @@ impl DefenseLine {
             workers: config
                 .max_concurrent
                 .map(|n| Bulkhead::new(n, Duration::ZERO)),
-            rate_limit: config.rate_limit.map(|c| TokenBucket::new(c, now)),
+            rate_limit: config.rate_limit.map(|c| RateLimit::new(c, now)),
             request_timeout: config.request_timeout,
             upstream,
             pools,
@@ -139,7 +139,7 @@ impl Route {
                 .as_ref()
                 .and_then(|f| f.backup.as_deref())
                 .map(backup),
-            rate_limit: r.rate_limit.map(|c| TokenBucket::new(c, now)),
+            rate_limit: r.rate_limit.map(|c| RateLimit::new(c, now)),
             pool: r
                 .pool
                 .as_ref()

@@ -15,7 +15,7 @@ use super::bulkhead::Bulkhead;
 use super::config::{FallbackConfig, NextUpstream, RetryConfig};
 use super::fallback::{FALLBACK_HEADER, FallbackKind, StaleCache};
 use super::pool::Pool;
-use super::rate_limit::TokenBucket;
+use super::rate_limit::RateLimit;
 use super::report::{CallError, CallReport, Observer};
 use crate::clock::{self, Duration, RunRng};
 use crate::fault::HttpMatch;
@@ -53,7 +53,7 @@ struct Route {
     /// The backup upstream, when `fallback.backup` is set.
     backup: Option<Arc<dyn Upstream>>,
     /// The route's token bucket.
-    rate_limit: Option<TokenBucket>,
+    rate_limit: Option<RateLimit>,
     /// The pool the route's calls go to instead of the line's upstream.
     pool: Option<Arc<Pool>>,
     /// Passing a failed attempt on to an untried pool server (NGINX).
@@ -67,7 +67,7 @@ pub struct DefenseLine {
     /// All calls in flight (`max_concurrent`).
     workers: Option<Bulkhead>,
     /// The line's token bucket.
-    rate_limit: Option<TokenBucket>,
+    rate_limit: Option<RateLimit>,
     /// Outer deadline per client request.
     request_timeout: Option<Duration>,
     /// The dependency.
