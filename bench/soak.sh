@@ -256,7 +256,7 @@ machine="$(nproc) cores, $(awk -F': ' '/^model name/{print $2; exit}' /proc/cpui
     printf '| variant | requests | opens | RSS at %s s MB | RSS at the end of the load MB | max RSS during the load MB | slope KB/min (least squares) | slope KB/min (Theil-Sen) | largest step between samples MB | samples fitted | load average 1 min | max RSS after the load MB | verdicts |\n' "$WARMUP"
     printf '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n'
     for v in $VARIANTS; do
-        awk -F'\t' '{printf "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $13, $12}' "$OUT/$v.result"
+        awk -F'\t' '{printf "| %s | %d | %d | %s | %s | %s | %s | %s | %s | %d | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13}' "$OUT/$v.result"
     done
 } | tee "$OUT/results.md"
 if ((APPEND)); then
