@@ -106,7 +106,7 @@ pub(super) fn outlier(r: &mut Reader, od: &At, hosts: usize, panic: Node) -> Nod
         node.set("always_eject_one_host", Node::leaf(at.text(), r.from(at)));
     }
     let one = one.is_some_and(|at| at.text() == "true");
-    if !one && 100 * 1 > pct * hosts as u64 {
+    if !one && 100 > pct * hosts as u64 {
         node.note(format!(
             "no host can be ejected: one of {hosts} is more than {pct}%"
         ));

@@ -206,9 +206,7 @@ impl Detector {
     /// first); returns why it was ejected, when this ejected it.
     pub fn on_answer(&mut self, index: usize, answer: Answer, now: Instant) -> Option<String> {
         let host = &mut self.hosts[index];
-        let Some(status) = answer.status() else {
-            return None;
-        };
+        let status = answer.status()?;
         if !(500..600).contains(&status) {
             host.run_5xx = 0;
             host.run_gateway = 0;

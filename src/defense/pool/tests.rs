@@ -445,8 +445,7 @@ fn pool_of(yaml: &str) -> (Arc<Pool>, Arc<Recorder>) {
 fn outlier_detection_excludes_max_fails_and_health_checks() {
     let err = |yaml: &str| {
         crate::schema::from_yaml_str::<PoolConfig>("pool.yaml", yaml)
-            .err()
-            .expect("refused")
+            .expect_err("refused")
             .to_string()
     };
     let both = format!("{ENVOY_THREE}max_fails: 2\n");

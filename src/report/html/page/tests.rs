@@ -36,7 +36,7 @@ fn fold(until_ms: f64, latency: impl Fn(f64) -> f64) -> Fold {
 }
 
 /// Every `x` and `width` percentage pair of the rects of one class.
-fn rects<'a>(html: &'a str, class: &str) -> Vec<(f64, f64)> {
+fn rects(html: &str, class: &str) -> Vec<(f64, f64)> {
     let start = format!("<rect class=\"{class}\" x=\"");
     html.split(&start)
         .skip(1)
