@@ -335,7 +335,8 @@ pools:
     let last = rig.recorder.calls().pop().unwrap();
     assert_eq!(
         last.error,
-        Some(firedrill::defense::report::CallError::Connect)
+        Some(firedrill::defense::report::CallError::NoServer),
+        "no server in rotation is its own error, not a connection error"
     );
     assert_eq!(last.served_by, None);
 }
