@@ -26,17 +26,34 @@ pub(crate) fn chromium() -> Option<PathBuf> {
         .next()
 }
 
-/// Runs a command, killing it if it outlives a minute.
+/// Runs a command, killing it if it outlives a minute. Its output is read
+/// while it runs: a DOM over a pipe's 64 KiB would otherwise block the
+/// browser on its write, and it would never exit.
 pub(crate) fn bounded(mut command: Command) -> Output {
     let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
     // 1,200 polls 50 ms apart: about a minute.
     for _ in 0..1200 {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
+        if let Some(status) = child.try_wait().unwrap() {
+            return Output {
+                status,
+                stdout: stdout.join().unwrap(),
+                stderr: stderr.join().unwrap(),
+            };
         }
         std::thread::sleep(Duration::from_millis(50));
     }
