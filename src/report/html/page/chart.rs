@@ -9,7 +9,7 @@ use super::super::picture::{
     FaultFacts, HealthState, Outcome, Picture, RouteTrack, TransitionFacts, health_segments,
     no_server_spans, segments,
 };
-use super::format::{Axis, esc, tick_step, time};
+use super::format::{Axis, esc, row, row_with, tick_step, time};
 use super::lines::{latency_row, nice_top, yticks};
 use super::pools::{pool_rows, server_class};
 
@@ -328,32 +328,6 @@ fn axis_row(h: &mut String, p: &Picture, axis: &Axis) {
         t += step;
     }
     h.push_str("</div></div>\n");
-}
-
-/// One labelled track: a name, a note under it, and an SVG of `height`.
-pub(super) fn row(h: &mut String, class: &str, name: &str, note: &str, height: u32, svg: &str) {
-    row_with(h, class, name, note, height, svg, "");
-}
-
-/// [`row`] with `extra` HTML over the SVG (the y-axis ticks).
-pub(super) fn row_with(
-    h: &mut String,
-    class: &str,
-    name: &str,
-    note: &str,
-    height: u32,
-    svg: &str,
-    extra: &str,
-) {
-    let _ = writeln!(
-        h,
-        "<div class=\"row {class}\"><div class=\"label\"><b>{}</b><small>{}</small></div>\
-         <div class=\"track\"><svg width=\"100%\" height=\"{height}\" role=\"img\" aria-label=\"{} {}\">{svg}</svg>{extra}</div></div>",
-        esc(name),
-        esc(note),
-        esc(name),
-        esc(note)
-    );
 }
 
 /// A breaker's states as coloured segments with their names, and a mark at

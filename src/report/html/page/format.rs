@@ -2,6 +2,8 @@
 //! `3.68s`-style times, UTC dates, percentages of the time axis and its
 //! tick step.
 
+use std::fmt::Write;
+
 /// Escapes text for HTML content and attribute values.
 pub(in crate::report::html) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -130,4 +132,30 @@ mod tests {
         assert_eq!(tick_step(600_000.0), 60_000.0);
         assert_eq!(tick_step(86_400_000.0), 8_640_000.0);
     }
+}
+
+/// One labelled track: a name, a note under it, and an SVG of `height`.
+pub(super) fn row(h: &mut String, class: &str, name: &str, note: &str, height: u32, svg: &str) {
+    row_with(h, class, name, note, height, svg, "");
+}
+
+/// [`row`] with `extra` HTML over the SVG (the y-axis ticks).
+pub(super) fn row_with(
+    h: &mut String,
+    class: &str,
+    name: &str,
+    note: &str,
+    height: u32,
+    svg: &str,
+    extra: &str,
+) {
+    let _ = writeln!(
+        h,
+        "<div class=\"row {class}\"><div class=\"label\"><b>{}</b><small>{}</small></div>\
+         <div class=\"track\"><svg width=\"100%\" height=\"{height}\" role=\"img\" aria-label=\"{} {}\">{svg}</svg>{extra}</div></div>",
+        esc(name),
+        esc(note),
+        esc(name),
+        esc(note)
+    );
 }

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::super::picture::{Bucket, Picture, RouteTrack};
-use super::chart::row_with;
+use super::format::row_with;
 use super::format::{latency, time};
 
 /// A round top for an axis whose values reach `max`, and its step: 1, 2

@@ -7,7 +7,7 @@
 use std::fmt::Write;
 
 use super::super::picture::{Picture, PoolFacts, health_segments, no_server_spans};
-use super::chart::row;
+use super::format::row;
 use super::format::{Axis, esc, time};
 
 /// The CSS class of the `i`th server's share (six colours, then again).
