@@ -94,6 +94,32 @@ pub(super) fn tick_step(axis_ms: f64) -> f64 {
         .unwrap_or((secs / 10.0).ceil() * 1000.0)
 }
 
+/// One labelled track: a name, a note under it, and an SVG of `height`.
+pub(super) fn row(h: &mut String, class: &str, name: &str, note: &str, height: u32, svg: &str) {
+    row_with(h, class, name, note, height, svg, "");
+}
+
+/// [`row`] with `extra` HTML over the SVG (the y-axis ticks).
+pub(super) fn row_with(
+    h: &mut String,
+    class: &str,
+    name: &str,
+    note: &str,
+    height: u32,
+    svg: &str,
+    extra: &str,
+) {
+    let _ = writeln!(
+        h,
+        "<div class=\"row {class}\"><div class=\"label\"><b>{}</b><small>{}</small></div>\
+         <div class=\"track\"><svg width=\"100%\" height=\"{height}\" role=\"img\" aria-label=\"{} {}\">{svg}</svg>{extra}</div></div>",
+        esc(name),
+        esc(note),
+        esc(name),
+        esc(note)
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,30 +158,4 @@ mod tests {
         assert_eq!(tick_step(600_000.0), 60_000.0);
         assert_eq!(tick_step(86_400_000.0), 8_640_000.0);
     }
-}
-
-/// One labelled track: a name, a note under it, and an SVG of `height`.
-pub(super) fn row(h: &mut String, class: &str, name: &str, note: &str, height: u32, svg: &str) {
-    row_with(h, class, name, note, height, svg, "");
-}
-
-/// [`row`] with `extra` HTML over the SVG (the y-axis ticks).
-pub(super) fn row_with(
-    h: &mut String,
-    class: &str,
-    name: &str,
-    note: &str,
-    height: u32,
-    svg: &str,
-    extra: &str,
-) {
-    let _ = writeln!(
-        h,
-        "<div class=\"row {class}\"><div class=\"label\"><b>{}</b><small>{}</small></div>\
-         <div class=\"track\"><svg width=\"100%\" height=\"{height}\" role=\"img\" aria-label=\"{} {}\">{svg}</svg>{extra}</div></div>",
-        esc(name),
-        esc(note),
-        esc(name),
-        esc(note)
-    );
 }
