@@ -19,8 +19,8 @@ pub struct RateLimit {
 /// A model's count.
 #[derive(Debug)]
 enum Counted {
-    /// Tokens now and when they were counted.
-    Tokens(f64, Instant),
+    /// Tokens now, when they were counted, and the most the bucket holds.
+    Tokens(f64, Instant, u32),
     /// The buckets of the last second.
     Buckets(Buckets),
 }
@@ -29,7 +29,7 @@ impl RateLimit {
     /// A full bucket (or empty buckets) at `now`.
     pub fn new(config: RateLimitConfig, now: Instant) -> RateLimit {
         let state = match config.model {
-            RateModel::TokenBucket { burst } => Counted::Tokens(f64::from(burst), now),
+            RateModel::TokenBucket { burst } => Counted::Tokens(f64::from(burst), now, burst),
             RateModel::Buckets { buckets } => Counted::Buckets(Buckets::new(buckets, now)),
         };
         RateLimit {
@@ -43,13 +43,10 @@ impl RateLimit {
     pub fn try_take(&self, now: Instant) -> bool {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         match &mut *state {
-            Counted::Tokens(tokens, last) => {
-                let RateModel::TokenBucket { burst } = self.config.model else {
-                    unreachable!("tokens are counted for a token bucket")
-                };
+            Counted::Tokens(tokens, last, burst) => {
                 let refill =
                     now.saturating_duration_since(*last).as_secs_f64() * self.config.per_second;
-                let full = (*tokens + refill).min(f64::from(burst));
+                let full = (*tokens + refill).min(f64::from(*burst));
                 *last = now;
                 if full >= 1.0 {
                     *tokens = full - 1.0;
