@@ -502,36 +502,22 @@ fn flow_rule(r: &mut Reader) -> Option<(&'static str, Node)> {
             return None;
         }
     }
-    let count = r.value("count", |t| {
-        let c = number(t)?;
-        if c < 0.0 {
-            Err(format!("count {t} is negative: Sentinel drops the rule (isValidRule)"))
-        } else if c < 1.0 {
-            Err(format!("count {t} admits no call (a thread passes while threads + 1 <= count): not modelled (firedrill's bulkhead admits at least one)"))
-        } else {
-            Ok(c.floor() as u64)
-        }
-    });
+    let (n, e) = flow_count(
+        r,
+        "a thread-count rule without count (0) admits no call: not modelled",
+        "admits no call (a thread passes while threads + 1 <= count): not modelled (firedrill's bulkhead admits at least one)",
+    )?;
     let mut node = Node::map();
-    match count {
-        Some((n, e)) => node.set(
-            "max_concurrent",
-            Node::leaf(
-                n.to_string(),
-                format!(
-                    "{}: a call passes while threads + 1 <= count (whole threads)",
-                    from(e)
-                ),
+    node.set(
+        "max_concurrent",
+        Node::leaf(
+            (n.floor() as u64).to_string(),
+            format!(
+                "{}: a call passes while threads + 1 <= count (whole threads)",
+                from(e)
             ),
         ),
-        None => {
-            r.refuse(
-                r.rule.first,
-                "a thread-count rule without count (0) admits no call: not modelled",
-            );
-            return None;
-        }
-    }
+    );
     node.set(
         "max_wait",
         Node::leaf(
@@ -557,6 +543,32 @@ fn flow_rule(r: &mut Reader) -> Option<(&'static str, Node)> {
     }
     note_identity(r, &mut node);
     Some(("bulkhead", node))
+}
+
+/// A flow rule's `count` (at least 1), or `None` with the refusal:
+/// negative (Sentinel drops the rule), below one (`below_one` says what it
+/// would do), or absent (refused with `absent`).
+fn flow_count<'a>(
+    r: &mut Reader<'_, 'a>,
+    absent: &str,
+    below_one: &str,
+) -> Option<(f64, &'a Entry)> {
+    let count = r.value("count", |t| {
+        let c = number(t)?;
+        if c < 0.0 {
+            Err(format!(
+                "count {t} is negative: Sentinel drops the rule (isValidRule)"
+            ))
+        } else if c < 1.0 {
+            Err(format!("count {t} {below_one}"))
+        } else {
+            Ok(c)
+        }
+    });
+    if count.is_none() && r.rule.get("count").is_none() {
+        r.refuse(r.rule.first, absent);
+    }
+    count
 }
 
 /// The notes of a flow rule's `id` and `limitApp` (a `default` one: an
@@ -596,25 +608,12 @@ fn qps_rule(r: &mut Reader, grade_from: Option<&Entry>) -> Option<Node> {
         r.refuse(e, format!("controlBehavior {what}: not modelled (firedrill's `buckets` rate limit rejects at once, Sentinel's default 0); use 0"));
         return None;
     }
-    let count = r.value("count", |t| {
-        let c = number(t)?;
-        if c < 0.0 {
-            Err(format!("count {t} is negative: Sentinel drops the rule (isValidRule)"))
-        } else if c < 1.0 {
-            Err(format!("count {t} admits no request (a request passes while the passes of the last second + 1 <= count): not modelled (firedrill's rate is above 0)"))
-        } else {
-            Ok(t.trim().to_string())
-        }
-    });
-    let Some((count, e)) = count else {
-        if r.rule.get("count").is_none() {
-            r.refuse(
-                r.rule.first,
-                "a QPS rule without count (0) admits no request: not modelled",
-            );
-        }
-        return None;
-    };
+    let (_, e) = flow_count(
+        r,
+        "a QPS rule without count (0) admits no request: not modelled",
+        "admits no request (a request passes while the passes of the last second + 1 <= count): not modelled (firedrill's rate is above 0)",
+    )?;
+    let count = e.value.trim();
     let mut node = Node::map();
     node.set(
         "rate",
