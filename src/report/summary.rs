@@ -16,6 +16,9 @@ pub struct RouteSummary {
     pub success_pct: f64,
     /// Share answered by a fallback, in percent.
     pub fallback_pct: f64,
+    /// Share the caller got no success for (`100 - success_pct` before
+    /// rounding), in percent.
+    pub errors_pct: f64,
     /// Share turned away by the defense line, in percent.
     pub rejected_pct: f64,
     /// Requests that timed out (client or defense line).
@@ -81,6 +84,7 @@ pub fn routes(counted: &[(String, RouteTally)]) -> Vec<RouteSummary> {
                 requests: n,
                 success_pct: pct(t.succeeded as usize, n),
                 fallback_pct: pct(t.fallback() as usize, n),
+                errors_pct: pct(n.saturating_sub(t.succeeded as usize), n),
                 rejected_pct: pct(t.rejected as usize, n),
                 timeouts: t.timeouts as usize,
                 cancelled: t.cancelled as usize,

@@ -11,6 +11,7 @@ mod lines;
 #[cfg(test)]
 mod palette;
 mod pools;
+mod routes;
 mod sections;
 #[cfg(test)]
 mod tests;
@@ -18,6 +19,7 @@ mod tests;
 use self::chart::timeline;
 pub(super) use self::format::esc;
 use self::format::{Axis, time};
+use self::routes::routes;
 use self::sections::{header, journal, verdicts};
 use super::picture::Picture;
 
@@ -55,6 +57,7 @@ pub fn render(p: &Picture) -> String {
     header(&mut h, p, verdict);
     timeline(&mut h, p, &axis);
     verdicts(&mut h, p);
+    routes(&mut h, p);
     journal(&mut h, p);
     let _ = write!(
         h,

@@ -158,3 +158,53 @@ fn a_pools_health_changes_are_in_the_journal_and_no_breaker_is_not_nothing() {
         render(&Fold::new(10_000.0).picture(facts(10_000.0, r#"{"kind": "completed"}"#, "")));
     assert!(none.contains("<p>No breaker changed state.</p>"));
 }
+
+#[test]
+fn the_routes_table_counts_in_the_vocabulary_and_the_page_defines_every_word() {
+    let routes = r#""routes": [
+        {"route": "shop", "requests": 1000, "success_pct": 97.5, "fallback_pct": 40.8,
+         "errors_pct": 2.5, "rejected_pct": 38.0, "timeouts": 15,
+         "latency_ms": {"p50": 1.31, "p90": 3.0, "p99": 12.5, "max": 20.0}},
+        {"route": "old", "requests": 10, "success_pct": 90.0, "fallback_pct": 0.0,
+         "rejected_pct": 0.0, "timeouts": 0, "latency_ms": {"p50": 1.0, "p99": 2.0}}],"#;
+    let html =
+        render(&Fold::new(10_000.0).picture(facts(10_000.0, r#"{"kind": "completed"}"#, routes)));
+    let section = html
+        .split("<section id=\"routes\">")
+        .nth(1)
+        .expect("a routes section");
+    let section = section.split("</section>").next().unwrap();
+    // The columns, in the vocabulary's order, each with its meaning.
+    let mut at = 0;
+    for term in crate::experiment::vocabulary::TERMS {
+        let th = format!(
+            "<th><abbr title=\"{}\">{}</abbr></th>",
+            super::esc(term.meaning),
+            term.word
+        );
+        let found = section[at..]
+            .find(&th)
+            .unwrap_or_else(|| panic!("no column {}", term.word));
+        at += found + th.len();
+        // And defined below the table, once.
+        assert_eq!(
+            section.matches(&format!("<dt>{}</dt>", term.word)).count(),
+            1,
+            "{}",
+            term.word
+        );
+    }
+    assert!(section.contains(
+        "<tr><td>shop</td><td>1000</td><td>97.5%</td><td>40.8%</td><td>2.5%</td>\
+         <td>38.0%</td><td>15</td><td>1.3ms</td><td>12.5ms</td></tr>"
+    ));
+    // A report of an older version has no errors_pct: 100 - success.
+    assert!(
+        section.contains("<tr><td>old</td><td>10</td><td>90.0%</td><td>0.0%</td><td>10.0%</td>")
+    );
+    assert!(section.contains("<dd>the caller got a success status (2xx or 3xx, or the route&#39;s own <code>success</code> list)"));
+    // No load of its own: no table.
+    let none =
+        render(&Fold::new(10_000.0).picture(facts(10_000.0, r#"{"kind": "completed"}"#, "")));
+    assert!(!none.contains("id=\"routes\""));
+}

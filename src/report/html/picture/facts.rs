@@ -47,6 +47,42 @@ pub struct Facts {
     /// What could not be read after the run.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// Per load route, its figures over the run (none for `load:
+    /// external`).
+    #[serde(default)]
+    pub routes: Vec<RouteFacts>,
+}
+
+/// One load route's figures over the run.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RouteFacts {
+    /// The route.
+    pub route: String,
+    /// Requests sent.
+    pub requests: u64,
+    /// Success, percent.
+    pub success_pct: f64,
+    /// Answered by a fallback, percent.
+    pub fallback_pct: f64,
+    /// No success, percent (reports of older versions lack it: then
+    /// `100 - success_pct`).
+    #[serde(default)]
+    pub errors_pct: Option<f64>,
+    /// Turned away by the defense line, percent.
+    pub rejected_pct: f64,
+    /// Timed out.
+    pub timeouts: u64,
+    /// Latency percentiles, milliseconds.
+    pub latency_ms: LatencyFacts,
+}
+
+/// A route's latency percentiles.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub struct LatencyFacts {
+    /// Median, milliseconds.
+    pub p50: f64,
+    /// 99th percentile, milliseconds.
+    pub p99: f64,
 }
 
 /// `ending` in report.json.
