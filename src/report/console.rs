@@ -4,6 +4,7 @@ use std::fmt::Write;
 
 use super::RunReport;
 use crate::experiment::drill::Ending;
+use crate::experiment::vocabulary::{ERRORS, FALLBACK, REJECTED, REQUESTS, SUCCESS, TIMEOUTS};
 
 /// The summary as text.
 pub fn render(report: &RunReport) -> String {
@@ -46,7 +47,8 @@ pub fn render(report: &RunReport) -> String {
     out
 }
 
-/// The table of routes: requests, outcomes, latency, amplification; a
+/// The table of routes: requests, outcomes (in the words of
+/// [`crate::experiment::vocabulary`]), latency, amplification; a
 /// run that sent no load of its own (`load: external`) says so instead.
 fn routes(out: &mut String, report: &RunReport) {
     if report.routes.is_empty() {
@@ -58,17 +60,27 @@ fn routes(out: &mut String, report: &RunReport) {
     }
     let _ = writeln!(
         out,
-        "\n  {:<12} {:>8} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>7}",
-        "route", "requests", "success", "fallback", "rejected", "timeouts", "p50", "p99", "ampl."
+        "\n  {:<12} {:>8} {:>8} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>6}",
+        "route",
+        REQUESTS.word,
+        SUCCESS.word,
+        FALLBACK.word,
+        ERRORS.word,
+        REJECTED.word,
+        TIMEOUTS.word,
+        "p50",
+        "p99",
+        "ampl."
     );
     for r in &report.routes {
         let _ = writeln!(
             out,
-            "  {:<12} {:>8} {:>8.1}% {:>8.1}% {:>8.1}% {:>9} {:>8.1}ms {:>8.1}ms {:>7.2}",
+            "  {:<12} {:>8} {:>7.1}% {:>8.1}% {:>7.1}% {:>8.1}% {:>9} {:>7.1}ms {:>7.1}ms {:>6.2}",
             r.route,
             r.requests,
             r.success_pct,
             r.fallback_pct,
+            r.errors_pct,
             r.rejected_pct,
             r.timeouts,
             r.latency_ms.p50,
