@@ -1,5 +1,8 @@
 //! `firedrill demo`: the fixture target behind an HTTP fault proxy with a
-//! sample fault timeline, open-loop load through it, a line per second.
+//! sample fault timeline, open-loop load through it, a line per second
+//! counted in the words of [`crate::experiment::vocabulary`] (with no
+//! defense line, no fallbacks and no rejections: `5xx` and `timeouts` are
+//! the errors' kinds).
 
 use std::sync::Arc;
 
@@ -11,6 +14,7 @@ use tokio::sync::mpsc;
 use super::exit::{CliError, EXIT_OK};
 use super::stdout::outln;
 use crate::clock::{self, Duration};
+use crate::experiment::vocabulary::{ERRORS, REQUESTS, SUCCESS, TIMEOUTS};
 use crate::fault::{FaultFile, FaultPlan};
 use crate::http::ShutdownSignal;
 use crate::net::TcpAcceptor;
@@ -42,6 +46,7 @@ pub struct DemoArgs {
 /// What happened to one request.
 #[derive(Debug, Clone, Copy)]
 enum Outcome {
+    /// A success status (2xx or 3xx) after this long.
     Ok(Duration),
     Status(u16),
     Error,
@@ -69,7 +74,10 @@ pub fn demo(args: &DemoArgs) -> Result<u8, CliError> {
         tokio::spawn(proxy.serve(plan.clone(), shutdown, Duration::from_secs(1)));
         outln!("firedrill demo: target {target_addr}, HTTP fault proxy {proxy_addr}, {rate} req/s for {}s", duration.as_secs());
         outln!("fault timeline:\n{DEMO_FAULTS}");
-        outln!("{:>4}  {:>4}  {:>4}  {:>4}  {:>6}  {:>7}  {:>8}  {:>8}  active faults", "t", "sent", "ok", "5xx", "errors", "timeout", "p50", "p99");
+        outln!(
+            "{:>4}  {:>8}  {:>7}  {:>6}  {:>4}  {:>8}  {:>8}  {:>8}  active faults",
+            "t", REQUESTS.word, SUCCESS.word, ERRORS.word, "5xx", TIMEOUTS.word, "p50", "p99"
+        );
         let client: Client<_, Empty<bytes::Bytes>> = Client::builder(TokioExecutor::new()).build_http();
         let (tx, mut rx) = mpsc::unbounded_channel::<(u64, Outcome)>();
         let interval = Duration::from_secs(1) / rate.max(1);
@@ -92,7 +100,7 @@ pub fn demo(args: &DemoArgs) -> Result<u8, CliError> {
                 })
                 .await
                 {
-                    Ok(Ok(200)) => Outcome::Ok(clock::now() - sent),
+                    Ok(Ok(code)) if (200..400).contains(&code) => Outcome::Ok(clock::now() - sent),
                     Ok(Ok(code)) => Outcome::Status(code),
                     Ok(Err(_)) => Outcome::Error,
                     Err(_) => Outcome::Timeout,
@@ -153,12 +161,12 @@ fn print_second(second: u64, outcomes: &[Outcome], plan: &FaultPlan) {
         .map(|f| f.name.as_str())
         .collect();
     outln!(
-        "{:>3}s  {:>4}  {:>4}  {:>4}  {:>6}  {:>7}  {:>8}  {:>8}  {}",
+        "{:>3}s  {:>8}  {:>7}  {:>6}  {:>4}  {:>8}  {:>8}  {:>8}  {}",
         second,
         outcomes.len(),
         latencies.len(),
+        outcomes.len() - latencies.len(),
         count(|o| matches!(o, Outcome::Status(c) if *c >= 500)),
-        count(|o| matches!(o, Outcome::Error)),
         count(|o| matches!(o, Outcome::Timeout)),
         pct(0.5),
         pct(0.99),
