@@ -9,6 +9,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+mod browser_support;
+mod client_support;
+
 const DRILL: &str = "fixtures/live/manual_fault.yaml";
 
 /// A running drill with its control endpoint's base URL.
@@ -161,6 +164,58 @@ fn people_start_and_stop_a_manual_fault_and_halt_the_drill_in_real_time() {
     assert!(
         inside >= 10,
         "50 requests a second for a second: {inside} got 503"
+    );
+    manual_fault_reads_as_manual_in_the_browser(&dir.path().join("report.html"), from, to);
+}
+
+/// The page of a run with a manual fault, opened in Chromium: the window
+/// is drawn where people started and stopped it, marked manual in its
+/// band, its name and the legend.
+fn manual_fault_reads_as_manual_in_the_browser(page: &Path, from: f64, to: f64) {
+    let Some(browser) = browser_support::chromium() else {
+        client_support::missing("chromium (apt-get install chromium)")
+    };
+    let (html, messages) = browser_support::dom(&browser, page, "");
+    assert_eq!(messages, Vec::<String>::new(), "console messages");
+    let band = html
+        .split("<rect class=\"fault manual\"")
+        .nth(1)
+        .expect("the manual fault's band is marked manual");
+    assert!(
+        band.contains("<title>dep-down (manual) (status)"),
+        "{}",
+        &band[..band.len().min(300)]
+    );
+    assert_eq!(
+        browser_support::count(&html, "<rect class=\"fault manual\""),
+        1
+    );
+    assert_eq!(browser_support::count(&html, "<rect class=\"fault\""), 0);
+    assert!(html.contains("<span class=\"swatch manual\"></span>manual fault (started by people)"));
+    assert!(html.contains(", started by people"));
+    let axis: f64 = html
+        .split("data-axis-ms=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the page's axis");
+    let attr = |name: &str| -> f64 {
+        band.split(&format!("{name}=\""))
+            .nth(1)
+            .unwrap()
+            .split('%')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        (attr("x") - from / axis * 100.0).abs() < 0.001,
+        "starts where people started it"
+    );
+    assert!(
+        (attr("width") - (to - from) / axis * 100.0).abs() < 0.001,
+        "ends where they stopped it"
     );
 }
 
