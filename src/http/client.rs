@@ -86,6 +86,7 @@ impl<C: Connector> Upstream for HttpUpstream<C> {
         &self,
         mut req: Request<BoxBody>,
     ) -> BoxFuture<'_, Result<Response<Incoming>, hyper_util::client::legacy::Error>> {
+        super::version::to_http1(&mut req);
         self.rewrite.apply(&mut req);
         let path = req
             .uri()

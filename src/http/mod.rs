@@ -4,8 +4,8 @@
 //!
 //! * [`body`] — the one boxed body type.
 //! * [`shutdown`] — the stop signal servers share.
-//! * [`server`] — the accept loop with graceful shutdown, and the HTTP/1.1
-//!   connection driver.
+//! * [`server`] — the accept loop with graceful shutdown, and the
+//!   connection driver (HTTP/1.1, and HTTP/2 with prior knowledge).
 //! * [`fin`] — telling a client's half-close from its hang-up while a
 //!   request is held.
 //! * [`client`] — the pooled client towards a dependency over any transport.
@@ -13,6 +13,7 @@
 //! * [`endpoint`] — a user's service as a URL (scheme, host, path prefix)
 //!   and what changes in a request sent to it.
 //! * [`upgrade`] — an upgraded connection (WebSocket) tunnelled through.
+//! * [`version`] — an HTTP/2 request sent on over HTTP/1.1.
 
 pub mod body;
 pub mod client;
@@ -22,6 +23,7 @@ pub mod headers;
 pub mod server;
 pub mod shutdown;
 pub mod upgrade;
+pub mod version;
 
 pub use body::{BoxBody, BoxError, boxed, full};
 pub use server::{ClientFin, Fin, Gate, Open, serve, serve_answers, serve_http};

@@ -3,7 +3,7 @@
 //! proxies): a [`Gate`] may close the listener for a while (the proxy's
 //! `refuse` fault), each connection gets its own task, and shutdown is
 //! graceful (in-flight connections get a grace period). Also the HTTP/1.1
-//! connection driver they share.
+//! and HTTP/2 connection driver they share.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -168,9 +168,11 @@ pub struct Fin {
     probe: Option<FinProbe>,
 }
 
-/// Serves HTTP/1.1 on one accepted connection with `service` until the
-/// client closes it or `shutdown` fires (then gracefully: the request in
-/// flight finishes, keep-alive ends). Every HTTP server of firedrill (the
+/// Serves HTTP/1.1 and HTTP/2 (h2c with prior knowledge: a connection
+/// that opens with HTTP/2's preface) on one accepted connection with
+/// `service` until the client closes it or `shutdown` fires (then
+/// gracefully: the requests in flight finish, keep-alive ends, an HTTP/2
+/// client is sent GOAWAY). Every HTTP server of firedrill (the
 /// proxy's HTTP mode, the fixture target, the defense line, /metrics)
 /// serves its connections through this. With a [`Fin`] that probes, a
 /// client that hangs up while its request is held ends the connection at
@@ -206,15 +208,18 @@ where
             _ => std::future::pending().await,
         }
     };
-    let half_close = fin.half_close;
-    let served = hyper::server::conn::http1::Builder::new()
+    let mut builder =
+        hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+    builder
+        .http1()
         .timer(hyper_util::rt::TokioTimer::new())
         .keep_alive(true)
-        .half_close(half_close)
-        .serve_connection(hyper_util::rt::TokioIo::new(io), service)
-        // A 101 hands the connection to whoever took its upgrade
-        // (`upgrade::tunnel`).
-        .with_upgrades();
+        .half_close(fin.half_close);
+    builder.http2().timer(hyper_util::rt::TokioTimer::new());
+    // HTTP/1.1, or HTTP/2 when the client opens with its preface (h2c with
+    // prior knowledge). A 101 hands an HTTP/1.1 connection to whoever took
+    // its upgrade (`upgrade::tunnel`).
+    let served = builder.serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(io), service);
     tokio::pin!(served);
     tokio::pin!(hung_up);
     let mut shutting_down = false;

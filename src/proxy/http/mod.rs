@@ -129,6 +129,7 @@ impl<C: Connector> Conn<C> {
                 None => boxed(b),
             })
         });
+        crate::http::version::to_http1(&mut req);
         self.rewrite.apply(&mut req);
         let response = match self.send(req, bodiless, &mut log.reached_upstream).await {
             Ok(r) => r,
