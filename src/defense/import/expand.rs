@@ -26,7 +26,11 @@ pub enum Holder {
 
 /// `text` (read from `file`) with every `import:` written out, or `None`
 /// when it has none (or does not parse: the usual parser then says why).
+/// The document's limits are checked first ([`schema::check_document`]):
+/// a file nested too deep or aliased too wide is refused before any parser
+/// builds it.
 pub fn expand(file: &str, text: &str, holder: Holder) -> Result<Option<String>, LoadError> {
+    schema::check_document(file, text)?;
     let Ok(mut doc) = serde_yaml_ng::from_str::<Value>(text) else {
         return Ok(None);
     };
@@ -371,5 +375,24 @@ pub fn load_defense(file: &str, text: &str) -> Result<crate::defense::DefenseCon
         None => Ok(schema::from_yaml_str(file, text)?),
         Some(expanded) => schema::from_yaml_str(file, &expanded)
             .map_err(|e| relocate(LoadError::Invalid(e), text)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_nested_too_deep_is_refused_at_its_place_before_any_import_is_looked_for() {
+        // 200 lists deep: past the limit of 64 (serde_yaml_ng's own
+        // recursion limit would give up, after time quadratic in the depth).
+        let text = format!("name: x\nfaults: {}{}\n", "[".repeat(200), "]".repeat(200));
+        for holder in [Holder::Experiment, Holder::Defense] {
+            let Err(LoadError::Invalid(e)) = expand("deep.yaml", &text, holder) else {
+                panic!("{holder:?}: not refused");
+            };
+            assert_eq!((e.line, e.column), (2, 72), "{holder:?}: {e}");
+            assert!(e.message.contains("nested deeper than 64 levels"), "{e}");
+        }
     }
 }
