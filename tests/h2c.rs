@@ -193,3 +193,188 @@ fn defend_answers_h2c_through_its_routes() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// An HTTP/2-only upstream (h2c, prior knowledge) on loopback: answers
+/// each request with `VERSION METHOD URI` in the body and a
+/// `grpc-status: 0` trailer, as a gRPC server ends a call.
+fn h2c_upstream() -> String {
+    use http_body_util::BodyExt;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(
+                        |req: http::Request<hyper::body::Incoming>| async move {
+                            let head =
+                                format!("{:?} {} {}", req.version(), req.method(), req.uri());
+                            let body = req.into_body().collect().await?.to_bytes();
+                            let text = format!("{head} {}", String::from_utf8_lossy(&body));
+                            let mut trailers = http::HeaderMap::new();
+                            trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+                            let frames = futures_util::stream::iter([
+                                Ok::<_, hyper::Error>(hyper::body::Frame::data(
+                                    bytes::Bytes::from(text),
+                                )),
+                                Ok(hyper::body::Frame::trailers(trailers)),
+                            ]);
+                            Ok::<_, hyper::Error>(http::Response::new(
+                                http_body_util::StreamBody::new(frames),
+                            ))
+                        },
+                    );
+                    let _ = hyper::server::conn::http2::Builder::new(
+                        hyper_util::rt::TokioExecutor::new(),
+                    )
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+                });
+            }
+        });
+    });
+    addr
+}
+
+/// `method` `uri` with `body` over one HTTP/2 connection to `addr`
+/// (hyper's client): status, body and trailers.
+fn h2_call(
+    addr: &str,
+    method: &str,
+    uri: &str,
+    body: &str,
+) -> (u16, String, Option<http::HeaderMap>) {
+    use http_body_util::BodyExt;
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+            let (mut sender, connection) = hyper::client::conn::http2::handshake(
+                hyper_util::rt::TokioExecutor::new(),
+                hyper_util::rt::TokioIo::new(stream),
+            )
+            .await
+            .unwrap();
+            tokio::spawn(connection);
+            let req = http::Request::builder()
+                .method(method)
+                .uri(uri)
+                .body(http_body_util::Full::new(bytes::Bytes::from(
+                    body.to_string(),
+                )))
+                .unwrap();
+            let resp = tokio::time::timeout(Duration::from_secs(30), sender.send_request(req))
+                .await
+                .unwrap()
+                .unwrap();
+            let status = resp.status().as_u16();
+            let collected = resp.into_body().collect().await.unwrap();
+            let trailers = collected.trailers().cloned();
+            (
+                status,
+                String::from_utf8_lossy(&collected.to_bytes()).into_owned(),
+                trailers,
+            )
+        })
+}
+
+#[test]
+fn proxy_towards_an_h2c_upstream_sends_http2_and_passes_its_trailers() {
+    let upstream = h2c_upstream();
+    let mut cmd = firedrill();
+    cmd.args(["proxy", "--listen", "127.0.0.1:0", "--mode", "http"])
+        .args(["--upstream", &format!("h2c://{upstream}")]);
+    let (mut child, listen, _log) = spawn_until_ready(cmd, "proxy ready");
+    // HTTP/2 in, HTTP/2 out, the trailers back.
+    let (status, body, trailers) = h2_call(
+        &listen,
+        "POST",
+        &format!("http://{listen}/inventory.Inventory/Get?x=1"),
+        "message",
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        format!("HTTP/2.0 POST http://{upstream}/inventory.Inventory/Get?x=1 message")
+    );
+    let trailers = trailers.expect("the upstream's trailers came through");
+    assert_eq!(trailers["grpc-status"], "0");
+    // HTTP/1.1 in, HTTP/2 out.
+    let (version, status, _, body) = {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let resp = reqwest::Client::new()
+                .get(format!("http://{listen}/a"))
+                .send()
+                .await
+                .unwrap();
+            (
+                resp.version(),
+                resp.status().as_u16(),
+                (),
+                resp.text().await.unwrap(),
+            )
+        })
+    };
+    assert_eq!((version, status), (http::Version::HTTP_11, 200));
+    assert_eq!(body, format!("HTTP/2.0 GET http://{upstream}/a "));
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn defend_towards_an_h2c_upstream_sends_http2() {
+    let upstream = h2c_upstream();
+    let mut cmd = firedrill();
+    cmd.args(["defend", "--listen", "127.0.0.1:0"])
+        .args(["--upstream", &format!("h2c://{upstream}")])
+        .arg("--config")
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/defense/good/inventory.yaml"
+        ));
+    let (mut child, listen, _log) = spawn_until_ready(cmd, "defense line ready");
+    let (status, body, trailers) =
+        h2_call(&listen, "GET", &format!("http://{listen}/inventory/3"), "");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, format!("HTTP/2.0 GET http://{upstream}/inventory/3 "));
+    assert_eq!(trailers.expect("trailers")["grpc-status"], "0");
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
+
+#[test]
+fn an_h2c_upstream_in_tcp_mode_is_refused_naming_the_flag_and_the_mode_it_needs() {
+    let out = firedrill()
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "h2c://127.0.0.1:9",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(
+            "--upstream h2c://127.0.0.1:9: h2c:// (HTTP/2 towards the upstream) needs --mode http"
+        ),
+        "{stderr}"
+    );
+}

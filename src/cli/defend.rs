@@ -24,9 +24,10 @@ pub struct DefendArgs {
     /// Address to listen on.
     #[arg(long, value_parser = super::address::listen)]
     pub listen: String,
-    /// The dependency: `host:port`, `http://host:port` or
-    /// `https://host[:port]`, optionally with a path prefix put before
-    /// every request path (`https://host/api`).
+    /// The dependency: `host:port`, `http://host:port`,
+    /// `https://host[:port]` or `h2c://host:port` (HTTP/2 without TLS, a
+    /// gRPC server's), optionally with a path prefix put before every
+    /// request path (`https://host/api`).
     #[arg(long)]
     pub upstream: String,
     /// TLS towards an `https://` upstream.

@@ -38,8 +38,9 @@ pub struct ProxyArgs {
     pub listen: String,
     /// The dependency: `host:port`, or a URL `http://host:port`,
     /// `https://host[:port]` (the proxy speaks TLS to it; its clients speak
-    /// plain), with an optional path prefix put before every request path
-    /// (`--mode http`).
+    /// plain), `h2c://host:port` (HTTP/2 without TLS, a gRPC server's;
+    /// `--mode http`), with an optional path prefix put before every
+    /// request path (`--mode http`).
     #[arg(long)]
     pub upstream: String,
     /// TLS towards an `https://` upstream.
@@ -94,6 +95,11 @@ pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
     if !endpoint.prefix.is_empty() && *mode != ProxyMode::Http {
         return Err(CliError::invalid(format!(
             "--upstream {upstream}: a path prefix needs --mode http"
+        )));
+    }
+    if endpoint.h2c && *mode != ProxyMode::Http {
+        return Err(CliError::invalid(format!(
+            "--upstream {upstream}: h2c:// (HTTP/2 towards the upstream) needs --mode http; in tcp mode give host:port (HTTP/2 passes as bytes)"
         )));
     }
     let tls = options.tls.client("--upstream", &endpoint)?;

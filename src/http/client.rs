@@ -39,10 +39,13 @@ pub trait Handler: Send + Sync + 'static {
     fn answer(&self, req: Request<BoxBody>) -> BoxFuture<'_, Response<BoxBody>>;
 }
 
-/// A pooled HTTP/1.1 client that always dials through one connector.
+/// A pooled HTTP/1.1 client (HTTP/2 towards an `h2c://` service) that
+/// always dials through one connector.
 pub struct HttpUpstream<C: Connector> {
     /// The pooled client.
     client: Client<Dial<C>, BoxBody>,
+    /// What it dials through.
+    dial: Dial<C>,
     /// `scheme://authority` put in front of each request's path.
     base: String,
     /// The path prefix and `Host` of a user's service (none by default).
@@ -61,21 +64,21 @@ impl<C: Connector> HttpUpstream<C> {
     /// A client for the dependency reached through `connector`; `authority`
     /// is what goes in the `Host` header.
     pub fn new(connector: Arc<C>, authority: &str) -> HttpUpstream<C> {
-        let client = Client::builder(TokioExecutor::new())
-            .timer(TokioTimer::new())
-            .pool_timer(TokioTimer::new())
-            .pool_max_idle_per_host(usize::MAX)
-            .build(Dial(connector));
+        let dial = Dial(connector);
         HttpUpstream {
-            client,
+            client: pooled(dial.clone(), false),
+            dial,
             base: format!("http://{authority}"),
             rewrite: Default::default(),
         }
     }
 
     /// The same client, rewriting every request for a user's service (its
-    /// path prefix, its `Host`).
+    /// path prefix, its `Host`, HTTP/2 for an `h2c://` one).
     pub fn rewriting(mut self, rewrite: super::endpoint::Rewrite) -> HttpUpstream<C> {
+        if rewrite.http2() {
+            self.client = pooled(self.dial.clone(), true);
+        }
         self.rewrite = rewrite;
         self
     }
@@ -86,8 +89,7 @@ impl<C: Connector> Upstream for HttpUpstream<C> {
         &self,
         mut req: Request<BoxBody>,
     ) -> BoxFuture<'_, Result<Response<Incoming>, hyper_util::client::legacy::Error>> {
-        super::version::to_http1(&mut req);
-        self.rewrite.apply(&mut req);
+        self.rewrite.prepare(&mut req);
         let path = req
             .uri()
             .path_and_query()
@@ -98,6 +100,17 @@ impl<C: Connector> Upstream for HttpUpstream<C> {
         }
         Box::pin(self.client.request(req))
     }
+}
+
+/// The pooled client over `dial`: HTTP/1.1, or HTTP/2 from the first
+/// byte (prior knowledge).
+fn pooled<C: Connector>(dial: Dial<C>, http2: bool) -> Client<Dial<C>, BoxBody> {
+    Client::builder(TokioExecutor::new())
+        .timer(TokioTimer::new())
+        .pool_timer(TokioTimer::new())
+        .pool_max_idle_per_host(usize::MAX)
+        .http2_only(http2)
+        .build(dial)
 }
 
 /// The connector as a `tower::Service<Uri>` for hyper-util's client.

@@ -1,6 +1,7 @@
-//! A user's service as a URL: `http://` or `https://`, host and port, and a
-//! path prefix put in front of every request path sent to it
-//! (`https://h/api` + `/stock/1` is `/api/stock/1`).
+//! A user's service as a URL: `http://`, `https://` or `h2c://` (HTTP/2
+//! without TLS, with prior knowledge), host and port, and a path prefix put
+//! in front of every request path sent to it (`https://h/api` +
+//! `/stock/1` is `/api/stock/1`).
 
 use http::{HeaderValue, Request, Uri};
 
@@ -9,6 +10,8 @@ use http::{HeaderValue, Request, Uri};
 pub struct Endpoint {
     /// `https://`: dial TLS.
     pub https: bool,
+    /// `h2c://`: speak HTTP/2 from the first byte.
+    pub h2c: bool,
     /// `host:port` (the port filled in: 80 or 443 when the URL has none).
     pub authority: String,
     /// The host alone: the TLS server name and the certificate's name.
@@ -23,14 +26,15 @@ impl Endpoint {
     pub fn parse(key: &str, url: &str) -> Result<Endpoint, String> {
         let expected = || {
             format!(
-                "{key}: `{url}`: expected http://host:port, https://host[:port], optionally with a path prefix (https://host/api), or host:port"
+                "{key}: `{url}`: expected http://host:port, https://host[:port], h2c://host:port (HTTP/2 without TLS), optionally with a path prefix (https://host/api), or host:port"
             )
         };
-        let (https, rest) = match url.split_once("://") {
-            Some(("http", rest)) => (false, rest),
-            Some(("https", rest)) => (true, rest),
+        let (https, h2c, rest) = match url.split_once("://") {
+            Some(("http", rest)) => (false, false, rest),
+            Some(("https", rest)) => (true, false, rest),
+            Some(("h2c", rest)) => (false, true, rest),
             Some(_) => return Err(expected()),
-            None => (false, url),
+            None => (false, false, url),
         };
         if url.contains(['?', '#']) || url.contains(char::is_whitespace) {
             return Err(expected());
@@ -55,6 +59,7 @@ impl Endpoint {
         }
         Ok(Endpoint {
             https,
+            h2c,
             authority: format!("{host}:{port}"),
             host: host.to_string(),
             prefix: prefix.trim_end_matches('/').to_string(),
@@ -63,7 +68,11 @@ impl Endpoint {
 
     /// The URL, normalised: `https://host:port/prefix`.
     pub fn url(&self) -> String {
-        let scheme = if self.https { "https" } else { "http" };
+        let scheme = match (self.https, self.h2c) {
+            (true, _) => "https",
+            (false, true) => "h2c",
+            (false, false) => "http",
+        };
         format!("{scheme}://{}{}", self.authority, self.prefix)
     }
 
@@ -72,22 +81,43 @@ impl Endpoint {
         Rewrite {
             prefix: self.prefix.clone(),
             host: HeaderValue::from_str(&self.authority).ok(),
+            http2: self.h2c,
         }
     }
 }
 
 /// What changes in a request on its way to a user's service: the path
-/// prefix in front of its path, and the `Host` header (a virtual host
-/// behind TLS answers by name).
+/// prefix in front of its path, the `Host` header (a virtual host behind
+/// TLS answers by name), and the HTTP version it goes in.
 #[derive(Debug, Clone, Default)]
 pub struct Rewrite {
     /// Put in front of every path; empty: none.
     prefix: String,
     /// The `Host` header to send; none: keep the caller's.
     host: Option<HeaderValue>,
+    /// Send it over HTTP/2 (an `h2c://` service); otherwise HTTP/1.1.
+    http2: bool,
 }
 
 impl Rewrite {
+    /// Whether requests go upstream over HTTP/2.
+    pub fn http2(&self) -> bool {
+        self.http2
+    }
+
+    /// Makes `req`, as a client sent it (HTTP/1.1 or HTTP/2), the request
+    /// to send upstream: rewritten ([`Rewrite::apply`]) and in the
+    /// upstream's version ([`super::version`]).
+    pub fn prepare<B>(&self, req: &mut Request<B>) {
+        if self.http2 {
+            self.apply(req);
+            super::version::to_http2(req);
+        } else {
+            super::version::to_http1(req);
+            self.apply(req);
+        }
+    }
+
     /// Rewrites `req` (origin-form URI) in place.
     pub fn apply<B>(&self, req: &mut Request<B>) {
         if let Some(host) = &self.host {

@@ -1,8 +1,7 @@
-//! A request that came in over HTTP/2 (h2c), sent on over HTTP/1.1: the
-//! upstream of the fault proxy and of the defense line speaks HTTP/1.1, and
-//! an HTTP/2 request carries its host as the URI's authority (`:authority`)
-//! where HTTP/1.1 carries it in `Host`, and its target as an absolute URI
-//! where an origin server reads the path.
+//! A request sent on in the upstream's HTTP version, whichever the client
+//! spoke: an HTTP/2 request carries its host as the URI's authority
+//! (`:authority`) where HTTP/1.1 carries it in `Host`, and its target as an
+//! absolute URI where an HTTP/1.1 origin server reads the path.
 
 use http::{HeaderValue, Request, Uri, Version};
 
@@ -25,6 +24,25 @@ pub fn to_http1<B>(req: &mut Request<B>) {
     }
     let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
     if let Ok(uri) = target.parse::<Uri>() {
+        *req.uri_mut() = uri;
+    }
+}
+
+/// Makes `req` an HTTP/2 request with the same meaning: the version
+/// HTTP/2, the target an absolute URI whose authority is the `Host` header
+/// (which goes: HTTP/2 carries it as `:authority`), or the URI's own
+/// authority for a request that came over HTTP/2 already. A request with
+/// neither keeps its URI (hyper refuses to send it: the caller answers
+/// 502).
+pub fn to_http2<B>(req: &mut Request<B>) {
+    *req.version_mut() = Version::HTTP_2;
+    let authority = match req.headers_mut().remove(http::header::HOST) {
+        Some(host) => host.to_str().ok().map(str::to_string),
+        None => req.uri().authority().map(|a| a.as_str().to_string()),
+    };
+    let Some(authority) = authority else { return };
+    let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    if let Ok(uri) = format!("http://{authority}{target}").parse::<Uri>() {
         *req.uri_mut() = uri;
     }
 }
@@ -57,6 +75,26 @@ mod tests {
         to_http1(&mut req);
         assert_eq!(req.uri().to_string(), "/");
         assert_eq!(req.headers()[http::header::HOST], "b.example");
+    }
+
+    #[test]
+    fn an_http1_request_goes_as_http2_to_its_host_and_loses_the_host_header() {
+        let mut req = request(Version::HTTP_11, "/inventory/1?x=2");
+        req.headers_mut().insert(
+            http::header::HOST,
+            HeaderValue::from_static("up.example:50051"),
+        );
+        to_http2(&mut req);
+        assert_eq!(req.version(), Version::HTTP_2);
+        assert_eq!(
+            req.uri().to_string(),
+            "http://up.example:50051/inventory/1?x=2"
+        );
+        assert!(!req.headers().contains_key(http::header::HOST));
+        // An HTTP/2 request keeps its authority.
+        let mut req = request(Version::HTTP_2, "http://a.example:1/x");
+        to_http2(&mut req);
+        assert_eq!(req.uri().to_string(), "http://a.example:1/x");
     }
 
     #[test]

@@ -16,8 +16,7 @@ use std::sync::atomic::AtomicBool;
 use http::{HeaderValue, Request, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 
 use self::body::{Throttled, Truncated};
 use self::io::{CountedIo, ResettableIo};
@@ -49,8 +48,9 @@ struct Conn<C: Connector> {
     /// Logs every request.
     recorder: Recorder,
     /// The upstream connection this client connection uses (HTTP/1: one
-    /// request at a time, so one upstream connection suffices).
-    upstream: std::sync::Mutex<Option<SendRequest<BoxBody>>>,
+    /// request at a time, so one upstream connection suffices; HTTP/2:
+    /// the client's streams share it).
+    upstream: std::sync::Mutex<Option<Sender>>,
     /// Set to make the client connection close with RST.
     reset: Arc<AtomicBool>,
 }
@@ -129,8 +129,7 @@ impl<C: Connector> Conn<C> {
                 None => boxed(b),
             })
         });
-        crate::http::version::to_http1(&mut req);
-        self.rewrite.apply(&mut req);
+        self.rewrite.prepare(&mut req);
         let response = match self.send(req, bodiless, &mut log.reached_upstream).await {
             Ok(r) => r,
             Err(err) => return Ok(log.answered(gateway_error(&err))),
@@ -177,7 +176,14 @@ impl<C: Connector> Conn<C> {
         reached: &mut bool,
     ) -> Result<Response<Incoming>, BoxError> {
         let slot = || self.upstream.lock().unwrap_or_else(|e| e.into_inner());
-        let mut upstream = slot().take();
+        let mut upstream = {
+            let mut slot = slot();
+            match slot.as_ref() {
+                // HTTP/2: every stream of the client's shares it.
+                Some(Sender::H2(s)) if !s.is_closed() => Some(Sender::H2(s.clone())),
+                _ => slot.take(),
+            }
+        };
         let reused = upstream.as_ref().is_some_and(|s| !s.is_closed());
         let repeat = (reused && bodiless && req.method().is_idempotent()).then(|| head_of(&req));
         let result = match self.send_on(&mut upstream, req, reached).await {
@@ -207,7 +213,7 @@ impl<C: Connector> Conn<C> {
 
     async fn send_on(
         &self,
-        slot: &mut Option<SendRequest<BoxBody>>,
+        slot: &mut Option<Sender>,
         req: Request<BoxBody>,
         reached: &mut bool,
     ) -> Result<Response<Incoming>, Unsent> {
@@ -215,19 +221,13 @@ impl<C: Connector> Conn<C> {
             request: None,
             error,
         };
-        if slot.as_ref().is_none_or(|s| s.is_closed()) {
+        if slot.as_ref().is_none_or(Sender::is_closed) {
             let stream = self
                 .connector
                 .connect()
                 .await
                 .map_err(|e| failed(boxed_error(UpstreamError::Connect(e))))?;
-            let (sender, connection) = hyper::client::conn::http1::Builder::new()
-                .handshake(TokioIo::new(CountedIo::upstream(
-                    stream,
-                    self.traffic.clone(),
-                )))
-                .await
-                .map_err(|e| failed(boxed_error(e)))?;
+            let io = TokioIo::new(CountedIo::upstream(stream, self.traffic.clone()));
             // The upstream connection runs as a task of its own: a request
             // written by the client connection's task is sent upstream when
             // that task runs, after the other connections ready at the same
@@ -235,11 +235,31 @@ impl<C: Connector> Conn<C> {
             // core, writing each request at once has the upstream preempt
             // the proxy once per request). It ends when `sender` is dropped
             // with the client connection (after a 101, with the tunnel).
-            tokio::spawn(async move {
-                if let Err(err) = connection.with_upgrades().await {
-                    tracing::trace!(%err, "upstream connection ended with an error");
-                }
-            });
+            let sender = if self.rewrite.http2() {
+                let (sender, connection) =
+                    hyper::client::conn::http2::Builder::new(TokioExecutor::new())
+                        .timer(TokioTimer::new())
+                        .handshake(io)
+                        .await
+                        .map_err(|e| failed(boxed_error(e)))?;
+                tokio::spawn(async move {
+                    if let Err(err) = connection.await {
+                        tracing::trace!(%err, "upstream connection ended with an error");
+                    }
+                });
+                Sender::H2(sender)
+            } else {
+                let (sender, connection) = hyper::client::conn::http1::Builder::new()
+                    .handshake(io)
+                    .await
+                    .map_err(|e| failed(boxed_error(e)))?;
+                tokio::spawn(async move {
+                    if let Err(err) = connection.with_upgrades().await {
+                        tracing::trace!(%err, "upstream connection ended with an error");
+                    }
+                });
+                Sender::H1(sender)
+            };
             *slot = Some(sender);
         }
         let sender = slot.as_mut().expect("set above");
@@ -250,14 +270,47 @@ impl<C: Connector> Conn<C> {
             });
         }
         *reached = true;
-        sender.try_send_request(req).await.map_err(|mut e| {
-            let request = e.take_message();
+        sender.try_send(req).await.map_err(|(request, error)| {
             *reached = request.is_none();
-            Unsent {
-                request,
-                error: boxed_error(e.into_error()),
-            }
+            Unsent { request, error }
         })
+    }
+}
+
+/// An upstream connection's sending side, in the upstream's HTTP version.
+enum Sender {
+    /// HTTP/1.1: one request at a time.
+    H1(hyper::client::conn::http1::SendRequest<BoxBody>),
+    /// HTTP/2 (`h2c://`): many streams at once.
+    H2(hyper::client::conn::http2::SendRequest<BoxBody>),
+}
+
+impl Sender {
+    fn is_closed(&self) -> bool {
+        match self {
+            Sender::H1(s) => s.is_closed(),
+            Sender::H2(s) => s.is_closed(),
+        }
+    }
+
+    async fn ready(&mut self) -> Result<(), hyper::Error> {
+        match self {
+            Sender::H1(s) => s.ready().await,
+            Sender::H2(s) => s.ready().await,
+        }
+    }
+
+    /// Sends `req`; on failure, the error and the request when none of it
+    /// was written.
+    async fn try_send(
+        &mut self,
+        req: Request<BoxBody>,
+    ) -> Result<Response<Incoming>, (Option<Request<BoxBody>>, BoxError)> {
+        let sent = match self {
+            Sender::H1(s) => s.try_send_request(req).await,
+            Sender::H2(s) => s.try_send_request(req).await,
+        };
+        sent.map_err(|mut e| (e.take_message(), boxed_error(e.into_error())))
     }
 }
 
