@@ -253,6 +253,17 @@ fn h2_call(
     uri: &str,
     body: &str,
 ) -> (u16, String, Option<http::HeaderMap>) {
+    let (status, _, body, trailers) = h2_exchange(addr, method, uri, body);
+    (status, body, trailers)
+}
+
+/// As [`h2_call`], with the response's headers too.
+fn h2_exchange(
+    addr: &str,
+    method: &str,
+    uri: &str,
+    body: &str,
+) -> (u16, http::HeaderMap, String, Option<http::HeaderMap>) {
     use http_body_util::BodyExt;
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -279,10 +290,12 @@ fn h2_call(
                 .unwrap()
                 .unwrap();
             let status = resp.status().as_u16();
+            let headers = resp.headers().clone();
             let collected = resp.into_body().collect().await.unwrap();
             let trailers = collected.trailers().cloned();
             (
                 status,
+                headers,
                 String::from_utf8_lossy(&collected.to_bytes()).into_owned(),
                 trailers,
             )
@@ -377,4 +390,51 @@ fn an_h2c_upstream_in_tcp_mode_is_refused_naming_the_flag_and_the_mode_it_needs(
         ),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_grpc_fault_fails_the_matched_method_at_once_with_its_status_and_others_pass() {
+    let upstream = h2c_upstream();
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        faults.path(),
+        "faults:\n  - name: stock-down\n    match: /inventory.Inventory/Get*\n    \
+         grpc: { status: UNAVAILABLE, message: \"stock 100% gone\" }\n",
+    )
+    .unwrap();
+    let mut cmd = firedrill();
+    cmd.args(["proxy", "--listen", "127.0.0.1:0", "--mode", "http"])
+        .args(["--upstream", &format!("h2c://{upstream}")])
+        .arg("--faults")
+        .arg(faults.path());
+    let (mut child, listen, _log) = spawn_until_ready(cmd, "proxy ready");
+    let (status, headers, body, trailers) = h2_exchange(
+        &listen,
+        "POST",
+        &format!("http://{listen}/inventory.Inventory/GetItem"),
+        "m",
+    );
+    assert_eq!(status, 200);
+    assert_eq!(headers["content-type"], "application/grpc");
+    assert_eq!(headers["grpc-status"], "14");
+    assert_eq!(headers["grpc-message"], "stock 100%25 gone");
+    assert_eq!(headers["x-firedrill-fault"], "stock-down");
+    assert_eq!(
+        (body.as_str(), trailers),
+        ("", None),
+        "trailers-only: the headers end the stream"
+    );
+    // Another method reaches the upstream and ends with its trailers.
+    let (status, headers, body, trailers) = h2_exchange(
+        &listen,
+        "POST",
+        &format!("http://{listen}/inventory.Inventory/List"),
+        "m",
+    );
+    assert_eq!(status, 200);
+    assert!(!headers.contains_key("grpc-status"), "{headers:?}");
+    assert!(body.ends_with("/inventory.Inventory/List m"), "{body}");
+    assert_eq!(trailers.expect("trailers")["grpc-status"], "0");
+    child.kill().unwrap();
+    child.wait().unwrap();
 }

@@ -42,6 +42,8 @@ fn fault_keys() -> Vec<&'static str> {
 }
 
 const PARAM_KEYS: &[&str] = &[
+    "status",
+    "message",
     "delay",
     "jitter",
     "direction",
@@ -194,6 +196,10 @@ const KIND_PARAMETERS: &[(&str, &[(&str, &str)])] = &[
     ),
     ("limit_data", &[("bytes", "1MB")]),
     ("replay", &[("file", "trace.log"), ("format", "nginx")]),
+    (
+        "grpc",
+        &[("status", "UNAVAILABLE"), ("message", "inventory down")],
+    ),
 ];
 
 /// The valid parameters of `kind`, from [`KIND_PARAMETERS`].

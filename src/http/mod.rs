@@ -13,12 +13,14 @@
 //! * [`endpoint`] — a user's service as a URL (scheme, host, path prefix)
 //!   and what changes in a request sent to it.
 //! * [`upgrade`] — an upgraded connection (WebSocket) tunnelled through.
-//! * [`version`] — an HTTP/2 request sent on over HTTP/1.1.
+//! * [`version`] — a request sent on in the upstream's HTTP version.
+//! * [`grpc`] — gRPC over HTTP/2: a call failed at once (trailers-only).
 
 pub mod body;
 pub mod client;
 pub mod endpoint;
 pub mod fin;
+pub mod grpc;
 pub mod headers;
 pub mod server;
 pub mod shutdown;

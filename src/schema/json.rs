@@ -6,7 +6,7 @@
 
 use schemars::{Schema, SchemaGenerator, json_schema};
 
-use super::units::{ByteSize, Dur, ErrorStatus, Percent, Rate};
+use super::units::{ByteSize, Dur, ErrorStatus, GrpcError, Percent, Rate};
 
 /// Implements [`JsonSchema`] for a type that deserializes through another
 /// (`deserialize_checked::<_, Raw, Public>`) with the other's schema under
@@ -133,6 +133,17 @@ value_schema!(
         r"^\s*[45]\d\d\s*$",
         serde_json::json!({ "type": "integer", "minimum": 400, "maximum": 599 }),
         &[503.into()],
+    )
+);
+
+value_schema!(
+    GrpcError,
+    "GrpcError",
+    string_or_number(
+        "A gRPC error status: its name (`UNAVAILABLE`, `DEADLINE_EXCEEDED`, ...; any case) or its number from 1 to 16.",
+        r"^\s*([A-Za-z_]+|[1-9]|1[0-6])\s*$",
+        serde_json::json!({ "type": "integer", "minimum": 1, "maximum": 16 }),
+        &["UNAVAILABLE".into(), 14.into()],
     )
 );
 

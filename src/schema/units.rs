@@ -270,6 +270,76 @@ impl FromStr for ErrorStatus {
     }
 }
 
+/// The status codes, by number, as gRPC names them.
+const NAMES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// A gRPC status code other than OK, as a fault answers it: written as
+/// its name (`UNAVAILABLE`, any case) or its number (`14`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GrpcError(u8);
+
+impl GrpcError {
+    /// The code's number.
+    pub fn code(self) -> u8 {
+        self.0
+    }
+
+    /// The code's name, `UNAVAILABLE`.
+    pub fn name(self) -> &'static str {
+        NAMES[usize::from(self.0)]
+    }
+}
+
+impl fmt::Display for GrpcError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.name(), self.0)
+    }
+}
+
+impl FromStr for GrpcError {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim();
+        let code = match text.parse::<i64>() {
+            Ok(n) => u8::try_from(n)
+                .ok()
+                .filter(|n| usize::from(*n) < NAMES.len()),
+            Err(_) => NAMES
+                .iter()
+                .position(|name| name.eq_ignore_ascii_case(text))
+                .and_then(|i| u8::try_from(i).ok()),
+        };
+        match code {
+            Some(0) => Err(format!(
+                "`{text}` is OK, no error: expected a gRPC error status, 1 to 16 or a name such as UNAVAILABLE"
+            )),
+            Some(code) => Ok(GrpcError(code)),
+            None => Err(format!(
+                "invalid gRPC status `{text}`: expected 1 to 16 or one of {}",
+                NAMES[1..].join(", ")
+            )),
+        }
+    }
+}
+
 /// Reads a value from a YAML scalar of any type (string, integer or float)
 /// through `FromStr`, so `3s`, `30%` and `100` all take the same path.
 struct ScalarVisitor<T>(std::marker::PhantomData<T>, &'static str);
@@ -341,6 +411,10 @@ scalar_serde!(Percent, "a percentage such as `30%`");
 scalar_serde!(ByteSize, "a size such as `512`, `64KB` or `1MiB`");
 scalar_serde!(Rate, "a rate such as `100KB/s`");
 scalar_serde!(ErrorStatus, "an HTTP status from 400 to 599");
+scalar_serde!(
+    GrpcError,
+    "a gRPC status: a name such as UNAVAILABLE or a number from 1 to 16"
+);
 
 impl Serialize for Dur {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -357,6 +431,32 @@ impl Serialize for Percent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_status_is_read_by_name_in_any_case_or_by_number_and_ok_is_no_error() {
+        assert_eq!("UNAVAILABLE".parse::<GrpcError>(), Ok(GrpcError(14)));
+        assert_eq!("deadline_exceeded".parse::<GrpcError>(), Ok(GrpcError(4)));
+        assert_eq!("16".parse::<GrpcError>().unwrap().name(), "UNAUTHENTICATED");
+        assert_eq!(
+            "1".parse::<GrpcError>().unwrap().to_string(),
+            "CANCELLED (1)"
+        );
+        let ok = "OK".parse::<GrpcError>().unwrap_err();
+        assert!(ok.contains("is OK, no error"), "{ok}");
+        assert!(
+            "0".parse::<GrpcError>()
+                .unwrap_err()
+                .contains("is OK, no error")
+        );
+        for bad in ["17", "-1", "UNAVAILABLE_", ""] {
+            let e = bad.parse::<GrpcError>().unwrap_err();
+            assert!(
+                e.starts_with(&format!("invalid gRPC status `{bad}`")),
+                "{e}"
+            );
+            assert!(e.contains("CANCELLED, UNKNOWN"), "{e}");
+        }
+    }
 
     #[test]
     fn durations_parse_with_units_and_combinations() {

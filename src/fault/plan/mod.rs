@@ -428,7 +428,10 @@ impl FaultPlan {
             .entries()
             .enumerate()
             .map(|(index, entry)| {
-                if matches!(entry.fault.kind, FaultKind::Refuse | FaultKind::Status(_)) {
+                if matches!(
+                    entry.fault.kind,
+                    FaultKind::Refuse | FaultKind::Status(_) | FaultKind::Grpc(_)
+                ) {
                     return (false, now);
                 }
                 let kept = earlier.as_mut().and_then(|e| e.roll_of(index, entry));

@@ -1,7 +1,9 @@
 //! The fault kinds: what each does, and the one table of their YAML keys
 //! and the proxy modes they act in.
 
-use super::params::{Bandwidth, Cut, Latency, LimitData, Slicer, SlowClose, StatusFault};
+use super::params::{
+    Bandwidth, Cut, GrpcFault, Latency, LimitData, Slicer, SlowClose, StatusFault,
+};
 use super::raw::RawFault;
 use crate::fault::replay::Replay;
 
@@ -12,6 +14,8 @@ pub enum FaultKind {
     Latency(Latency),
     /// Answer with this status instead of calling the target (HTTP only).
     Status(StatusFault),
+    /// Fail a gRPC call at once with this status (HTTP only).
+    Grpc(GrpcFault),
     /// Close with RST.
     Reset(Cut),
     /// Close cleanly with FIN (before the response, or truncating it).
@@ -162,6 +166,12 @@ pub const KINDS: &[KindInfo] = &[
         modes: Modes::HttpOnly,
         is: |k| matches!(k, FaultKind::Replay(_)),
         take: |r| r.replay.take().map(FaultKind::Replay),
+    },
+    KindInfo {
+        key: "grpc",
+        modes: Modes::HttpOnly,
+        is: |k| matches!(k, FaultKind::Grpc(_)),
+        take: |r| r.grpc.take().map(FaultKind::Grpc),
     },
 ];
 

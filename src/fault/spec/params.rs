@@ -9,7 +9,7 @@ use serde::{Deserialize, Deserializer};
 
 use super::Direction;
 use crate::schema::deserialize_checked;
-use crate::schema::units::{ByteSize, Dur, ErrorStatus, Rate};
+use crate::schema::units::{ByteSize, Dur, ErrorStatus, GrpcError, Rate};
 
 /// Parameters of `latency`.
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
@@ -43,6 +43,22 @@ pub struct StatusFault {
     /// Extra response headers, in order.
     #[serde(default)]
     pub headers: indexmap::IndexMap<String, String>,
+}
+
+/// Parameters of `grpc`: fail a gRPC call at once with this status, as a
+/// server does (HTTP 200, `grpc-status` and `grpc-message` in the headers,
+/// no body).
+#[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping with status, message, e.g. `{ status: UNAVAILABLE }`"
+)]
+pub struct GrpcFault {
+    /// The gRPC status: a name (`UNAVAILABLE`) or a number (1 to 16).
+    pub status: GrpcError,
+    /// The `grpc-message` (percent-encoded on the wire).
+    #[serde(default)]
+    pub message: String,
 }
 
 /// Where `reset` and `close` cut the connection.

@@ -6,7 +6,7 @@ use serde::{Deserialize, Deserializer};
 use super::Fault;
 use super::kinds::{FaultKind, KINDS, kind_keys};
 use super::params::{
-    Bandwidth, Cut, Latency, LimitData, NoParameters, Slicer, SlowClose, StatusFault,
+    Bandwidth, Cut, GrpcFault, Latency, LimitData, NoParameters, Slicer, SlowClose, StatusFault,
 };
 use crate::fault::matcher::HttpMatch;
 use crate::fault::replay::Replay;
@@ -21,9 +21,8 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
 
 /// A fault entry as written, before the one-kind check: exactly one of the
 /// kind keys (`latency`, `status`, `reset`, `close`, `blackhole`, `refuse`,
-/// `bandwidth`, `slow_close`, `slicer`, `limit_data`, `replay`) with its
-/// parameters,
-/// plus when, where and how often.
+/// `bandwidth`, `slow_close`, `slicer`, `limit_data`, `replay`, `grpc`)
+/// with its parameters, plus when, where and how often.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(extend("oneOf" = kind_one_of()))]
@@ -108,6 +107,11 @@ pub struct RawFault {
     #[serde(default, deserialize_with = "crate::schema::file_or_mapping")]
     #[schemars(schema_with = "crate::schema::json::file_or::<crate::fault::replay::Replay>")]
     pub(super) replay: Option<Replay>,
+    /// Kind (HTTP only): fail a gRPC call at once with this status
+    /// (trailers-only, as a server does).
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "GrpcFault")]
+    pub(super) grpc: Option<GrpcFault>,
 }
 
 /// `oneOf` with one `required: [kind]` per kind: exactly one kind key.

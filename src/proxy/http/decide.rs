@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use http::{Request, Response};
 use hyper::body::Incoming;
 
-use super::{Conn, body, status_response};
+use super::{Conn, body, mark_fault, status_response};
 use crate::clock::{self, Instant};
 use crate::fault::replay::Replay;
 use crate::fault::spec::Cut;
@@ -86,6 +86,16 @@ impl<C: Connector> Conn<C> {
                         clock::sleep_until_precise(at).await;
                     }
                     let resp = status_response(s.code.0, &s.body, &s.headers, hit);
+                    return ControlFlow::Break(Ok(resp));
+                }
+                FaultKind::Grpc(g) => {
+                    plan.record_hit(hit, path);
+                    log.decided_by(hit);
+                    if let Some(at) = decision.request_at {
+                        clock::sleep_until_precise(at).await;
+                    }
+                    let mut resp = crate::http::grpc::failed_call(g.status, &g.message);
+                    mark_fault(&mut resp, hit);
                     return ControlFlow::Break(Ok(resp));
                 }
                 FaultKind::Blackhole => {

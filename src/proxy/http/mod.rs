@@ -350,10 +350,15 @@ fn status_response(
             resp.headers_mut().append(k, v);
         }
     }
+    mark_fault(&mut resp, hit);
+    resp
+}
+
+/// Marks `resp` as made by `hit`'s fault ([`FAULT_HEADER`]).
+fn mark_fault(resp: &mut Response<BoxBody>, hit: &Hit) {
     if let Ok(v) = HeaderValue::from_str(&hit.fault().name) {
         resp.headers_mut().insert(FAULT_HEADER, v);
     }
-    resp
 }
 
 fn boxed_error<E: std::error::Error + Send + Sync + 'static>(err: E) -> BoxError {

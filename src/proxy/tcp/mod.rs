@@ -205,6 +205,8 @@ fn acts_in(kind: &FaultKind, dir: Direction) -> bool {
             None => c.after_bytes.is_none() || dir == Direction::Downstream,
         },
         FaultKind::Blackhole => true,
-        FaultKind::Status(_) | FaultKind::Refuse | FaultKind::Replay(_) => false,
+        FaultKind::Status(_) | FaultKind::Grpc(_) | FaultKind::Refuse | FaultKind::Replay(_) => {
+            false
+        }
     }
 }
