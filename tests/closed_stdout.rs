@@ -54,3 +54,67 @@ fn every_command_that_prints_ends_quietly_when_its_reader_has_gone() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// A proxy whose log reader went away (a supervisor's pipe closed) still
+/// answers: the log lines are dropped, and no request's task panics on
+/// them (tracing's own report of a failed write used to panic on the
+/// closed stderr in the task that logged, closing the client's
+/// connection without an answer).
+#[test]
+fn a_proxy_whose_stderr_reader_has_gone_still_answers_its_faulted_requests() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        faults.path(),
+        "faults:\n  - { name: down, match: /fail/*, status: { code: 503, body: down } }\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .args([
+            "proxy",
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "127.0.0.1:9",
+        ])
+        .args(["--mode", "http", "--faults"])
+        .arg(faults.path())
+        .env("RUST_LOG", "info")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let listen = loop {
+        let line = lines
+            .next()
+            .expect("the proxy logged that it is ready")
+            .unwrap();
+        if let Some(at) = line
+            .split_whitespace()
+            .find_map(|f| f.strip_prefix("listen="))
+        {
+            break at.to_string();
+        }
+    };
+    // The reader goes: every later log line meets a broken pipe.
+    drop(lines);
+    let mut answers = Vec::new();
+    for _ in 0..3 {
+        let mut stream = std::net::TcpStream::connect(&listen).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+            .unwrap();
+        stream
+            .write_all(b"GET /fail/1 HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        answers.push(answer);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    for answer in answers {
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer:?}");
+        assert!(answer.ends_with("down"), "{answer:?}");
+    }
+}

@@ -26,10 +26,15 @@ pub fn init_logging(default: &str) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     // Colours only on a terminal: logs piped to a file stay plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    // A log that cannot be written (stderr closed: a supervisor's pipe gone,
+    // `2>&-`) is dropped: tracing-subscriber would report it with
+    // `eprintln!`, which panics on the same closed stderr, in whichever task
+    // logged (a request's, whose stream the panic then resets).
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(|| MaskedStderr)
         .with_ansi(ansi)
+        .log_internal_errors(false)
         .try_init();
 }
 
