@@ -154,10 +154,10 @@ impl Detector {
     }
 
     /// Whether calls go to every server: fewer than `panic_threshold` of
-    /// them are in rotation (`up` of them).
+    /// them are in rotation (`up` of them; a pool without servers never
+    /// panics).
     pub fn in_panic(&self, up: usize) -> bool {
-        let n = self.hosts.len();
-        n > 0 && 100.0 * up as f64 / (n as f64) < self.config.panic_threshold.percent()
+        100.0 * (up as f64) < self.config.panic_threshold.percent() * self.hosts.len() as f64
     }
 
     /// Runs every sweep due by `now`, in order; returns the servers each
