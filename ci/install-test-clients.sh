@@ -9,6 +9,8 @@
 #   * Python: pybreaker into tests/services/pybreaker/.venv
 #   * Node:   opossum into tests/services/opossum/node_modules (npm ci), also
 #             driven call by call on a fake clock by tests/opossum_fidelity.rs
+# and a real gRPC stack, grpcio, into tests/services/grpc/.venv: the server
+# and client tests/grpc.rs drives through firedrill
 # and from Debian's packages (installed with apt-get when missing): headless
 # Chromium, which tests/html_report.rs opens report.html in, and tmux, the
 # terminal tests/live_view.rs watches the live panel in.
@@ -35,6 +37,7 @@ node_env() {
 python_env tests/clients/python 'toxiproxy, prometheus_client.parser'
 node_env tests/clients/node toxiproxy-node-client
 python_env tests/services/pybreaker pybreaker
+python_env tests/services/grpc grpc
 node_env tests/services/opossum opossum
 # Debian packages the tests need, installed when their command is missing.
 missing=()

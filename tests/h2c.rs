@@ -13,7 +13,7 @@ use std::net::TcpListener;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use cli_support::{firedrill, spawn_until_ready};
+use cli_support::{Killed, firedrill, spawn_until_ready};
 
 /// An HTTP/1.1 upstream on loopback that answers `ok` to every request
 /// and sends the head (and body) of each on the channel.
@@ -125,7 +125,8 @@ fn proxy_in_http_mode_answers_h2c_and_sends_the_request_on_as_http1_with_its_hos
     ])
     .arg("--faults")
     .arg(faults.path());
-    let (mut child, listen, _log) = spawn_until_ready(cmd, "proxy ready");
+    let (child, listen, _log) = spawn_until_ready(cmd, "proxy ready");
+    let _child = Killed(child);
 
     let (version, status, fault, body) =
         call("GET", &format!("http://{listen}/inventory/1?x=2"), "");
@@ -163,8 +164,6 @@ fn proxy_in_http_mode_answers_h2c_and_sends_the_request_on_as_http1_with_its_hos
         rx.recv_timeout(Duration::from_millis(300)).is_err(),
         "a faulted request stays away"
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
 
 #[test]
@@ -177,7 +176,8 @@ fn defend_answers_h2c_through_its_routes() {
             env!("CARGO_MANIFEST_DIR"),
             "/fixtures/defense/good/inventory.yaml"
         ));
-    let (mut child, listen, _log) = spawn_until_ready(cmd, "defense line ready");
+    let (child, listen, _log) = spawn_until_ready(cmd, "defense line ready");
+    let _child = Killed(child);
     let (version, status, _, body) = call("GET", &format!("http://{listen}/inventory/7"), "");
     assert_eq!(
         (version, status, body.as_str()),
@@ -190,8 +190,6 @@ fn defend_answers_h2c_through_its_routes() {
             .contains(&format!("host: {upstream}\r\n")),
         "{head}"
     );
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
 
 /// An HTTP/2-only upstream (h2c, prior knowledge) on loopback: answers
@@ -308,7 +306,8 @@ fn proxy_towards_an_h2c_upstream_sends_http2_and_passes_its_trailers() {
     let mut cmd = firedrill();
     cmd.args(["proxy", "--listen", "127.0.0.1:0", "--mode", "http"])
         .args(["--upstream", &format!("h2c://{upstream}")]);
-    let (mut child, listen, _log) = spawn_until_ready(cmd, "proxy ready");
+    let (child, listen, _log) = spawn_until_ready(cmd, "proxy ready");
+    let _child = Killed(child);
     // HTTP/2 in, HTTP/2 out, the trailers back.
     let (status, body, trailers) = h2_call(
         &listen,
@@ -345,8 +344,6 @@ fn proxy_towards_an_h2c_upstream_sends_http2_and_passes_its_trailers() {
     };
     assert_eq!((version, status), (http::Version::HTTP_11, 200));
     assert_eq!(body, format!("HTTP/2.0 GET http://{upstream}/a "));
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
 
 #[test]
@@ -360,14 +357,13 @@ fn defend_towards_an_h2c_upstream_sends_http2() {
             env!("CARGO_MANIFEST_DIR"),
             "/fixtures/defense/good/inventory.yaml"
         ));
-    let (mut child, listen, _log) = spawn_until_ready(cmd, "defense line ready");
+    let (child, listen, _log) = spawn_until_ready(cmd, "defense line ready");
+    let _child = Killed(child);
     let (status, body, trailers) =
         h2_call(&listen, "GET", &format!("http://{listen}/inventory/3"), "");
     assert_eq!(status, 200, "{body}");
     assert_eq!(body, format!("HTTP/2.0 GET http://{upstream}/inventory/3 "));
     assert_eq!(trailers.expect("trailers")["grpc-status"], "0");
-    child.kill().unwrap();
-    child.wait().unwrap();
 }
 
 #[test]
@@ -407,7 +403,8 @@ fn a_grpc_fault_fails_the_matched_method_at_once_with_its_status_and_others_pass
         .args(["--upstream", &format!("h2c://{upstream}")])
         .arg("--faults")
         .arg(faults.path());
-    let (mut child, listen, _log) = spawn_until_ready(cmd, "proxy ready");
+    let (child, listen, _log) = spawn_until_ready(cmd, "proxy ready");
+    let _child = Killed(child);
     let (status, headers, body, trailers) = h2_exchange(
         &listen,
         "POST",
@@ -435,6 +432,4 @@ fn a_grpc_fault_fails_the_matched_method_at_once_with_its_status_and_others_pass
     assert!(!headers.contains_key("grpc-status"), "{headers:?}");
     assert!(body.ends_with("/inventory.Inventory/List m"), "{body}");
     assert_eq!(trailers.expect("trailers")["grpc-status"], "0");
-    child.kill().unwrap();
-    child.wait().unwrap();
 }

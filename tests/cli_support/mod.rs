@@ -68,3 +68,15 @@ pub fn spawn_until_ready(
         seen.push(line);
     }
 }
+
+/// A child process killed when dropped: a test that fails half-way leaves
+/// no process behind (one would hold the test's output open, and the test
+/// run would wait for it).
+pub struct Killed(pub Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
