@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+mod cli_support;
+
 /// Runs firedrill with `args` and a stdout whose reading end was closed
 /// before it started, so its first write meets a broken pipe: the exit
 /// code and stderr.
@@ -62,40 +64,25 @@ fn every_command_that_prints_ends_quietly_when_its_reader_has_gone() {
 /// connection without an answer).
 #[test]
 fn a_proxy_whose_stderr_reader_has_gone_still_answers_its_faulted_requests() {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{Read, Write};
     let faults = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(
         faults.path(),
         "faults:\n  - { name: down, match: /fail/*, status: { code: 503, body: down } }\n",
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_firedrill"))
-        .args([
-            "proxy",
-            "--listen",
-            "127.0.0.1:0",
-            "--upstream",
-            "127.0.0.1:9",
-        ])
-        .args(["--mode", "http", "--faults"])
-        .arg(faults.path())
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let listen = loop {
-        let line = lines
-            .next()
-            .expect("the proxy logged that it is ready")
-            .unwrap();
-        if let Some(at) = line
-            .split_whitespace()
-            .find_map(|f| f.strip_prefix("listen="))
-        {
-            break at.to_string();
-        }
-    };
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_firedrill"));
+    cmd.args([
+        "proxy",
+        "--listen",
+        "127.0.0.1:0",
+        "--upstream",
+        "127.0.0.1:9",
+    ])
+    .args(["--mode", "http", "--faults"])
+    .arg(faults.path());
+    let (child, listen, lines) = cli_support::spawn_until_ready(cmd, "proxy ready");
+    let _child = cli_support::Killed(child);
     // The reader goes: every later log line meets a broken pipe.
     drop(lines);
     let mut answers = Vec::new();
@@ -111,8 +98,6 @@ fn a_proxy_whose_stderr_reader_has_gone_still_answers_its_faulted_requests() {
         let _ = stream.read_to_string(&mut answer);
         answers.push(answer);
     }
-    let _ = child.kill();
-    let _ = child.wait();
     for answer in answers {
         assert!(answer.starts_with("HTTP/1.1 503"), "{answer:?}");
         assert!(answer.ends_with("down"), "{answer:?}");

@@ -166,18 +166,24 @@ fn proxy_in_http_mode_answers_h2c_and_sends_the_request_on_as_http1_with_its_hos
     );
 }
 
-#[test]
-fn defend_answers_h2c_through_its_routes() {
-    let (upstream, rx) = capturing_upstream();
+/// `firedrill defend` with the inventory defense line in front of
+/// `upstream`: the process and its address.
+fn defend(upstream: &str) -> (Killed, String) {
     let mut cmd = firedrill();
-    cmd.args(["defend", "--listen", "127.0.0.1:0", "--upstream", &upstream])
+    cmd.args(["defend", "--listen", "127.0.0.1:0", "--upstream", upstream])
         .arg("--config")
         .arg(concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/fixtures/defense/good/inventory.yaml"
         ));
     let (child, listen, _log) = spawn_until_ready(cmd, "defense line ready");
-    let _child = Killed(child);
+    (Killed(child), listen)
+}
+
+#[test]
+fn defend_answers_h2c_through_its_routes() {
+    let (upstream, rx) = capturing_upstream();
+    let (_defend, listen) = defend(&upstream);
     let (version, status, _, body) = call("GET", &format!("http://{listen}/inventory/7"), "");
     assert_eq!(
         (version, status, body.as_str()),
@@ -349,16 +355,7 @@ fn proxy_towards_an_h2c_upstream_sends_http2_and_passes_its_trailers() {
 #[test]
 fn defend_towards_an_h2c_upstream_sends_http2() {
     let upstream = h2c_upstream();
-    let mut cmd = firedrill();
-    cmd.args(["defend", "--listen", "127.0.0.1:0"])
-        .args(["--upstream", &format!("h2c://{upstream}")])
-        .arg("--config")
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/fixtures/defense/good/inventory.yaml"
-        ));
-    let (child, listen, _log) = spawn_until_ready(cmd, "defense line ready");
-    let _child = Killed(child);
+    let (_defend, listen) = defend(&format!("h2c://{upstream}"));
     let (status, body, trailers) =
         h2_call(&listen, "GET", &format!("http://{listen}/inventory/3"), "");
     assert_eq!(status, 200, "{body}");
