@@ -529,3 +529,30 @@ fn bad_settings_are_refused_with_the_key() {
     );
     assert_eq!(OutlierConfig::default(), config("{}"));
 }
+
+#[test]
+fn the_backoff_stops_growing_once_the_time_out_reaches_max_plus_base() {
+    // Envoy grows the backoff while base x backoff < max + base: with a
+    // 10 s base and a 20 s max it stops at 3 (30 s is not below 30 s), so
+    // three sweeps in rotation wear it off and the next time out is 10 s
+    // again (one step more, 4, would leave it at 1 and give 20 s).
+    let t0 = Instant::now();
+    let c = config(
+        "max_ejection_percent: 100%\ninterval: 1s\nbase_ejection_time: 10s\nmax_ejection_time: 20s",
+    );
+    let mut d = Detector::new(c, 1, t0);
+    let mut outs = Vec::new();
+    let mut now = t0;
+    for _ in 0..4 {
+        let why = answers(&mut d, 0, 500, 5, now).unwrap();
+        outs.push(why.rsplit(' ').next().unwrap().to_string());
+        while d.is_ejected(0) {
+            now += Duration::from_secs(1);
+            d.advance(now);
+        }
+    }
+    assert_eq!(outs, ["10s", "20s", "20s", "20s"]);
+    now += Duration::from_secs(3);
+    let why = answers(&mut d, 0, 500, 5, now).unwrap();
+    assert!(why.ends_with("out for at least 10s"), "{why}");
+}
