@@ -430,3 +430,97 @@ fn a_grpc_fault_fails_the_matched_method_at_once_with_its_status_and_others_pass
     assert!(body.ends_with("/inventory.Inventory/List m"), "{body}");
     assert_eq!(trailers.expect("trailers")["grpc-status"], "0");
 }
+
+/// An HTTP/2 upstream whose every call waits forever; each call's end
+/// (its stream reset, its connection gone) is sent on the channel.
+fn hanging_h2c_upstream() -> (String, std::sync::mpsc::Receiver<()>) {
+    struct Ended(std::sync::mpsc::Sender<()>);
+    impl Drop for Ended {
+        fn drop(&mut self) {
+            let _ = self.0.send(());
+        }
+    }
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |_req| {
+                        let ended = Ended(tx.clone());
+                        async move {
+                            let _ended = ended;
+                            std::future::pending::<()>().await;
+                            Ok::<_, hyper::Error>(http::Response::new(http_body_util::Empty::<
+                                bytes::Bytes,
+                            >::new(
+                            )))
+                        }
+                    });
+                    let _ = hyper::server::conn::http2::Builder::new(
+                        hyper_util::rt::TokioExecutor::new(),
+                    )
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+                });
+            }
+        });
+    });
+    (addr, rx)
+}
+
+#[test]
+fn a_clients_stream_reset_reaches_the_h2c_upstream_as_its_calls_end() {
+    let (upstream, ended) = hanging_h2c_upstream();
+    let mut cmd = firedrill();
+    cmd.args(["proxy", "--listen", "127.0.0.1:0", "--mode", "http"])
+        .args(["--upstream", &format!("h2c://{upstream}")]);
+    let (child, listen, _log) = spawn_until_ready(cmd, "proxy ready");
+    let _child = Killed(child);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let stream = tokio::net::TcpStream::connect(&listen).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(stream),
+        )
+        .await
+        .unwrap();
+        tokio::spawn(connection);
+        let req = http::Request::post(format!("http://{listen}/inventory.Inventory/Watch"))
+            .body(http_body_util::Full::new(bytes::Bytes::from_static(b"w")))
+            .unwrap();
+        // The call waits; giving up on it resets its stream (RST_STREAM
+        // CANCEL) while the connection stays open.
+        let call = sender.send_request(req);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(500), call)
+                .await
+                .is_err(),
+            "the upstream never answers"
+        );
+        let gone = tokio::task::spawn_blocking(move || ended.recv_timeout(Duration::from_secs(30)));
+        assert!(
+            gone.await.unwrap().is_ok(),
+            "the upstream's call ended with the client's reset"
+        );
+        assert!(
+            !sender.is_closed(),
+            "the connection is still open: the stream was reset, not it"
+        );
+    });
+}
