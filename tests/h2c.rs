@@ -203,6 +203,38 @@ fn defend_answers_h2c_through_its_routes() {
 /// `grpc-status: 0` trailer, as a gRPC server ends a call.
 fn h2c_upstream() -> String {
     use http_body_util::BodyExt;
+    serve_h2c(|| {
+        hyper::service::service_fn(|req: http::Request<hyper::body::Incoming>| async move {
+            let head = format!("{:?} {} {}", req.version(), req.method(), req.uri());
+            let body = req.into_body().collect().await?.to_bytes();
+            let text = format!("{head} {}", String::from_utf8_lossy(&body));
+            let mut trailers = http::HeaderMap::new();
+            trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+            let frames = futures_util::stream::iter([
+                Ok::<_, hyper::Error>(hyper::body::Frame::data(bytes::Bytes::from(text))),
+                Ok(hyper::body::Frame::trailers(trailers)),
+            ]);
+            Ok::<_, hyper::Error>(http::Response::new(http_body_util::StreamBody::new(frames)))
+        })
+    })
+}
+
+/// An HTTP/2-only server (h2c, prior knowledge) on loopback, in a thread
+/// of its own, serving each connection with a service from `service`: its
+/// address.
+fn serve_h2c<S, B>(service: impl Fn() -> S + Send + 'static) -> String
+where
+    S: hyper::service::Service<
+            http::Request<hyper::body::Incoming>,
+            Response = http::Response<B>,
+            Error = hyper::Error,
+        > + Send
+        + 'static,
+    S::Future: Send + 'static,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let addr = listener.local_addr().unwrap().to_string();
@@ -217,26 +249,8 @@ fn h2c_upstream() -> String {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
+                let service = service();
                 tokio::spawn(async move {
-                    let service = hyper::service::service_fn(
-                        |req: http::Request<hyper::body::Incoming>| async move {
-                            let head =
-                                format!("{:?} {} {}", req.version(), req.method(), req.uri());
-                            let body = req.into_body().collect().await?.to_bytes();
-                            let text = format!("{head} {}", String::from_utf8_lossy(&body));
-                            let mut trailers = http::HeaderMap::new();
-                            trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
-                            let frames = futures_util::stream::iter([
-                                Ok::<_, hyper::Error>(hyper::body::Frame::data(
-                                    bytes::Bytes::from(text),
-                                )),
-                                Ok(hyper::body::Frame::trailers(trailers)),
-                            ]);
-                            Ok::<_, hyper::Error>(http::Response::new(
-                                http_body_util::StreamBody::new(frames),
-                            ))
-                        },
-                    );
                     let _ = hyper::server::conn::http2::Builder::new(
                         hyper_util::rt::TokioExecutor::new(),
                     )
@@ -440,42 +454,19 @@ fn hanging_h2c_upstream() -> (String, std::sync::mpsc::Receiver<()>) {
             let _ = self.0.send(());
         }
     }
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
     let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    return;
-                };
-                let tx = tx.clone();
-                tokio::spawn(async move {
-                    let service = hyper::service::service_fn(move |_req| {
-                        let ended = Ended(tx.clone());
-                        async move {
-                            let _ended = ended;
-                            std::future::pending::<()>().await;
-                            Ok::<_, hyper::Error>(http::Response::new(http_body_util::Empty::<
-                                bytes::Bytes,
-                            >::new(
-                            )))
-                        }
-                    });
-                    let _ = hyper::server::conn::http2::Builder::new(
-                        hyper_util::rt::TokioExecutor::new(),
-                    )
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                    .await;
-                });
+    let addr = serve_h2c(move || {
+        let tx = tx.clone();
+        hyper::service::service_fn(move |_req: http::Request<hyper::body::Incoming>| {
+            let ended = Ended(tx.clone());
+            async move {
+                let _ended = ended;
+                std::future::pending::<()>().await;
+                Ok::<_, hyper::Error>(http::Response::new(
+                    http_body_util::Empty::<bytes::Bytes>::new(),
+                ))
             }
-        });
+        })
     });
     (addr, rx)
 }

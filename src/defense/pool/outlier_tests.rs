@@ -331,6 +331,27 @@ fn config(yaml: &str) -> OutlierConfig {
     crate::schema::from_yaml_str("outlier.yaml", yaml).unwrap()
 }
 
+/// Server 0 ejected `times` times from `start`, each time again as soon as
+/// a sweep (every second) brings it back: how long each ejection was for,
+/// and when it came back the last time.
+fn ejected_again_and_again(
+    d: &mut Detector,
+    times: usize,
+    start: Instant,
+) -> (Vec<String>, Instant) {
+    let mut outs = Vec::new();
+    let mut now = start;
+    for _ in 0..times {
+        let why = answers(d, 0, 500, 5, now).unwrap();
+        outs.push(why.rsplit(' ').next().unwrap().to_string());
+        while d.is_ejected(0) {
+            now += Duration::from_secs(1);
+            d.advance(now);
+        }
+    }
+    (outs, now)
+}
+
 /// Server `host` answers `status` `n` times at `now`; the last reason.
 fn answers(d: &mut Detector, host: usize, status: u16, n: usize, now: Instant) -> Option<String> {
     let mut why = None;
@@ -426,16 +447,7 @@ fn the_ejection_time_stops_at_max_ejection_time() {
         "max_ejection_percent: 100%\ninterval: 1s\nbase_ejection_time: 10s\nmax_ejection_time: 25s",
     );
     let mut d = Detector::new(c, 1, t0);
-    let mut outs = Vec::new();
-    let mut now = t0;
-    for _ in 0..4 {
-        let why = answers(&mut d, 0, 500, 5, now).unwrap();
-        outs.push(why.rsplit(' ').next().unwrap().to_string());
-        while d.is_ejected(0) {
-            now += Duration::from_secs(1);
-            d.advance(now);
-        }
-    }
+    let (outs, _) = ejected_again_and_again(&mut d, 4, t0);
     assert_eq!(outs, ["10s", "20s", "25s", "25s"]);
 }
 
@@ -541,18 +553,9 @@ fn the_backoff_stops_growing_once_the_time_out_reaches_max_plus_base() {
         "max_ejection_percent: 100%\ninterval: 1s\nbase_ejection_time: 10s\nmax_ejection_time: 20s",
     );
     let mut d = Detector::new(c, 1, t0);
-    let mut outs = Vec::new();
-    let mut now = t0;
-    for _ in 0..4 {
-        let why = answers(&mut d, 0, 500, 5, now).unwrap();
-        outs.push(why.rsplit(' ').next().unwrap().to_string());
-        while d.is_ejected(0) {
-            now += Duration::from_secs(1);
-            d.advance(now);
-        }
-    }
+    let (outs, now) = ejected_again_and_again(&mut d, 4, t0);
     assert_eq!(outs, ["10s", "20s", "20s", "20s"]);
-    now += Duration::from_secs(3);
+    let now = now + Duration::from_secs(3);
     let why = answers(&mut d, 0, 500, 5, now).unwrap();
     assert!(why.ends_with("out for at least 10s"), "{why}");
 }
