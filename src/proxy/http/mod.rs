@@ -242,22 +242,14 @@ impl<C: Connector> Conn<C> {
                         .handshake(io)
                         .await
                         .map_err(|e| failed(boxed_error(e)))?;
-                tokio::spawn(async move {
-                    if let Err(err) = connection.await {
-                        tracing::trace!(%err, "upstream connection ended with an error");
-                    }
-                });
+                drive(connection);
                 Sender::H2(sender)
             } else {
                 let (sender, connection) = hyper::client::conn::http1::Builder::new()
                     .handshake(io)
                     .await
                     .map_err(|e| failed(boxed_error(e)))?;
-                tokio::spawn(async move {
-                    if let Err(err) = connection.with_upgrades().await {
-                        tracing::trace!(%err, "upstream connection ended with an error");
-                    }
-                });
+                drive(connection.with_upgrades());
                 Sender::H1(sender)
             };
             *slot = Some(sender);
@@ -275,6 +267,15 @@ impl<C: Connector> Conn<C> {
             Unsent { request, error }
         })
     }
+}
+
+/// Runs an upstream connection as a task of its own until it ends.
+fn drive(connection: impl Future<Output = Result<(), hyper::Error>> + Send + 'static) {
+    tokio::spawn(async move {
+        if let Err(err) = connection.await {
+            tracing::trace!(%err, "upstream connection ended with an error");
+        }
+    });
 }
 
 /// An upstream connection's sending side, in the upstream's HTTP version.
