@@ -79,6 +79,12 @@ pub struct ServedBy {
     /// The server is a backup (used only when every primary is out).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub backup: bool,
+    /// When the pool chose the server, from the run's start: a pool's share
+    /// sentences count a call by this time, so a call sent just before a
+    /// server came back and routed just after is not counted in the
+    /// ejection (`picked_ms`, exact to the nanosecond).
+    #[serde(rename = "picked_ms", with = "crate::clock::exact_ms")]
+    pub picked: Duration,
 }
 
 /// A pool server was taken out of rotation or brought back.

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use super::report::{HealthChange, Observer, ServedBy};
-use crate::clock::{self, Instant};
+use crate::clock::{self, Duration, Instant};
 use crate::http::client::Upstream;
 
 pub mod balancer;
@@ -268,6 +268,7 @@ impl Pool {
         Some(Lease {
             pool: self.clone(),
             index,
+            picked: now - self.run_start,
         })
     }
 
@@ -436,6 +437,9 @@ pub struct Lease {
     pool: Arc<Pool>,
     /// The server's index.
     index: usize,
+    /// When the pool chose it, from the run's start (the clock its health
+    /// changes are stamped on).
+    picked: Duration,
 }
 
 impl Lease {
@@ -466,6 +470,7 @@ impl Lease {
             pool: self.pool.name.clone(),
             server: server.name.clone(),
             backup: server.backup,
+            picked: self.picked,
         }
     }
 

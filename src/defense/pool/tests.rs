@@ -74,6 +74,14 @@ fail_timeout: 10s
 ";
 
 #[tokio::test(start_paused = true)]
+async fn a_lease_says_when_the_pool_chose_its_server_on_the_clock_of_its_health_changes() {
+    let (pool, _) = pool(TWO_AND_A_BACKUP, vec![unused(), unused(), unused()]);
+    tokio::time::advance(Duration::from_millis(3_250)).await;
+    let lease = pool.pick(clock::now()).unwrap();
+    assert_eq!(lease.served_by().picked, Duration::from_millis(3_250));
+}
+
+#[tokio::test(start_paused = true)]
 async fn the_backup_serves_only_while_every_primary_is_out() {
     let (pool, recorder) = pool(TWO_AND_A_BACKUP, vec![unused(), unused(), unused()]);
     assert_eq!(picks(&pool, 4, |_| false), ["a", "b", "a", "b"]);
@@ -88,7 +96,8 @@ async fn the_backup_serves_only_while_every_primary_is_out() {
         ServedBy {
             pool: "inventory".into(),
             server: "c".into(),
-            backup: true
+            backup: true,
+            picked: Duration::ZERO,
         }
     );
     drop(lease);

@@ -52,14 +52,17 @@ pub(crate) fn judge(timeline: &Timeline, rule: &PoolRule, tally: &ShareTally) ->
     }
 }
 
-/// The calls `PoolRule::Share` / `Backup` count: the requests sent in
-/// `intervals` that a pool server answered, from the whole timeline.
+/// The calls `PoolRule::Share` / `Backup` count: the requests a pool
+/// server answered that the pool routed in `intervals` (by the time it
+/// chose the server, the clock its health changes are stamped on: a
+/// request sent just before a server came back may be routed to it just
+/// after), from the whole timeline.
 pub(crate) fn tally_shares(timeline: &Timeline, intervals: &Intervals) -> ShareTally {
     let mut tally = ShareTally::default();
     for r in timeline
         .requests
         .iter()
-        .filter(|r| contains(intervals, r.sent))
+        .filter(|r| r.served_by.as_ref().is_some_and(|by| contains(intervals, by.picked)))
     {
         tally.add(r);
     }

@@ -46,13 +46,25 @@ fn change(at: f64, server: &str, healthy: bool) -> HealthChange {
     }
 }
 
-/// A request of route A sent at `sent` seconds and answered by `server`.
+/// A request of route A sent at `sent` seconds and answered by `server`,
+/// which the pool chose as it was sent.
 fn served(id: u64, sent: f64, server: &str) -> crate::experiment::timeline::RequestRecord {
+    routed(id, sent, sent, server)
+}
+
+/// As [`served`], the pool choosing `server` at `picked` seconds.
+fn routed(
+    id: u64,
+    sent: f64,
+    picked: f64,
+    server: &str,
+) -> crate::experiment::timeline::RequestRecord {
     let mut r = req(id, "A", sent, 200, 5);
     r.served_by = Some(ServedBy {
         pool: "inventory".into(),
         server: server.into(),
         backup: server == "d",
+        picked: s(picked),
     });
     r
 }
@@ -184,6 +196,29 @@ fn a_share_counts_the_calls_the_pool_answered_in_the_window() {
     );
     assert!(!judge("instance b share between 45s and 60s < 10%", &t).passed);
     assert!(judge("instance b share within 5% of 55%", &t).passed);
+}
+
+#[test]
+fn a_share_counts_a_call_by_when_the_pool_routed_it_not_when_it_was_sent() {
+    let mut t = pool_run();
+    // b is ejected 21-42 s. Sent at 41.999 s, routed at 42.001 s, after b
+    // came back: not a call b answered while ejected.
+    t.requests = vec![
+        served(0, 30.0, "a"),
+        served(1, 35.0, "c"),
+        routed(2, 41.999, 42.001, "b"),
+    ];
+    let v = judge("instance b share while instance b is ejected == 0%", &t);
+    assert!(v.passed, "{v}");
+    // Sent at 20.999 s, routed at 21.001 s, after b's ejection: counted,
+    // so a pool that routes to an ejected server fails.
+    t.requests.push(routed(3, 20.999, 21.001, "b"));
+    let v = judge("instance b share while instance b is ejected == 0%", &t);
+    assert!(!v.passed, "{v}");
+    assert_eq!(
+        v.seen,
+        "instance b answered 33.3% (1 of 3) of the pool's calls while instance b is ejected"
+    );
 }
 
 #[test]

@@ -60,8 +60,8 @@ impl Counter {
             tally.add(r);
         }
         if let Counter::Share(window, tally) = self
-            && r.served_by.is_some()
-            && interval_start(window, scene, r.sent).is_some()
+            && let Some(by) = &r.served_by
+            && interval_start(window, scene, by.picked).is_some()
         {
             tally.add(r);
         }

@@ -132,7 +132,12 @@ fn paused() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-fn report(id: u64, g: &Gen) -> CallReport {
+/// The defense line's report of call `id`; its pool picked the server half
+/// a grid step after the call was sent (so a call sent just before a
+/// window's edge is routed inside it).
+fn report(id: u64, gens: &[Gen]) -> CallReport {
+    let g = &gens[id as usize];
+    let sent: u64 = gens[..=id as usize].iter().map(|g| g.gap_ms).sum();
     let (_, rejected, timed_out) = g.report.unwrap_or_default();
     CallReport {
         route: "r".to_string(),
@@ -148,6 +153,7 @@ fn report(id: u64, g: &Gen) -> CallReport {
             pool: "inventory".to_string(),
             server: server_of(id).to_string(),
             backup: server_of(id) == "d",
+            picked: ms(sent + 25),
         }),
     }
 }
@@ -221,7 +227,7 @@ fn whole_timeline(
                 .filter(|h: &&TargetHit| h.request_id == Some(id as u64))
                 .count() as u32;
             if g.report.is_some() {
-                let c = report(id as u64, g);
+                let c = report(id as u64, gens);
                 r.rejected_by = c.rejected_by;
                 r.defense_error = c.error;
                 r.breaker_state = c.breaker_state;
@@ -310,7 +316,7 @@ impl Played {
                 self.joined[id as usize] = Some(r.clone());
                 stream.finished(r);
             }
-            Event::Report(id) => stream.call(&report(id, &gens[id as usize])),
+            Event::Report(id) => stream.call(&report(id, &gens)),
             Event::Hit(id) => {
                 let g = &gens[id as usize];
                 let path = if g.route_b { "/b/x" } else { "/a/x" };
@@ -505,7 +511,7 @@ fn a_request_waits_for_its_report_and_no_longer_than_report_wait() {
         }
         // Request 0's report comes a second later; request 1's never does.
         tokio::time::advance(Duration::from_secs(1)).await;
-        stream.call(&report(0, &g));
+        stream.call(&report(0, std::slice::from_ref(&g)));
         tokio::time::advance(Duration::from_millis(1)).await;
         stream.sent(record(2, &g, Duration::from_millis(1001)));
         assert_eq!(sunk.lock().unwrap().len(), 1, "request 0, joined, is final");
