@@ -175,7 +175,14 @@ pub mod exact_ms {
 
         #[test]
         fn a_duration_written_as_milliseconds_reads_back_to_the_nanosecond() {
-            for ns in [0, 1, 999, 12_004_123_457, 86_400_000_000_007, 864_000_000_000_003] {
+            for ns in [
+                0,
+                1,
+                999,
+                12_004_123_457,
+                86_400_000_000_007,
+                864_000_000_000_003,
+            ] {
                 let at = At(Duration::from_nanos(ns));
                 let text = serde_json::to_string(&at).unwrap();
                 assert_eq!(serde_json::from_str::<At>(&text).unwrap(), at, "{text}");
@@ -185,7 +192,10 @@ pub mod exact_ms {
         #[test]
         fn a_negative_or_missing_figure_is_refused_with_what_was_expected() {
             let e = serde_json::from_str::<At>("-1.5").unwrap_err().to_string();
-            assert!(e.contains("expected a duration in milliseconds, not -1.5"), "{e}");
+            assert!(
+                e.contains("expected a duration in milliseconds, not -1.5"),
+                "{e}"
+            );
             assert!(serde_json::from_str::<At>("\"soon\"").is_err());
         }
     }

@@ -321,7 +321,7 @@ fn pick_server(route: &Route, tried: &[usize]) -> Result<Option<Lease>, ()> {
         &[]
     };
     match &route.pool {
-        Some(pool) => pool.pick_untried(clock::now(), untried).map(Some).ok_or(()),
+        Some(pool) => pool.pick_untried(untried).map(Some).ok_or(()),
         None => Ok(None),
     }
 }

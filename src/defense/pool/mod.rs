@@ -214,20 +214,26 @@ impl Pool {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Chooses a server for one attempt at `now`: among the primaries in
+    /// Chooses a server for one attempt now: among the primaries in
     /// rotation, else among the backups in rotation; `None` when every
     /// server is out.
-    pub fn pick(self: &Arc<Self>, now: Instant) -> Option<Lease> {
-        self.pick_untried(now, &[])
+    ///
+    /// Every decision of the pool (a pick, a check's result, an attempt's
+    /// answer) reads the clock under its lock, so the times of picks and
+    /// health changes are in the order the pool made them: a call picked
+    /// after an ejection is stamped after it.
+    pub fn pick(self: &Arc<Self>) -> Option<Lease> {
+        self.pick_untried(&[])
     }
 
     /// As [`Pool::pick`], leaving out the servers at `tried` (a request
     /// passed on to the next server, as NGINX's `proxy_next_upstream`
     /// does: the primaries not yet tried, then the backups).
-    pub fn pick_untried(self: &Arc<Self>, now: Instant, tried: &[usize]) -> Option<Lease> {
+    pub fn pick_untried(self: &Arc<Self>, tried: &[usize]) -> Option<Lease> {
         let mut changes = Vec::new();
-        let chosen = {
+        let (chosen, now) = {
             let mut state = self.lock();
+            let now = clock::now();
             self.settle_all(&mut state, now, &mut changes);
             self.sweep(&mut state, now, &mut changes);
             let up = (0..self.servers.len()).filter(|&i| state.up(i)).count();
@@ -255,10 +261,11 @@ impl Pool {
             if eligible.is_empty() {
                 eligible = candidates(true);
             }
-            match self.config.balance {
+            let chosen = match self.config.balance {
                 Balance::RoundRobin => state.rr.pick(&eligible),
                 Balance::LeastConn => state.rr.least_conn(&eligible),
-            }
+            };
+            (chosen, now)
         };
         self.publish(changes);
         let index = chosen?;
@@ -272,9 +279,9 @@ impl Pool {
         })
     }
 
-    /// An active check of server `index` ended at `now`; `failure` says
-    /// why it failed (`None`: passed).
-    pub fn checked(&self, index: usize, failure: Option<&str>, now: Instant) {
+    /// An active check of server `index` ended; `failure` says why it
+    /// failed (`None`: passed).
+    pub fn checked(&self, index: usize, failure: Option<&str>) {
         let what = self
             .config
             .health_check
@@ -284,6 +291,7 @@ impl Pool {
         let mut changes = Vec::new();
         {
             let mut state = self.lock();
+            let now = clock::now();
             let by = state.health[index].on_check(&what, failure, &limits);
             if let Some(by) = by {
                 self.settle(&mut state, index, now, by, &mut changes);
@@ -292,13 +300,14 @@ impl Pool {
         self.publish(changes);
     }
 
-    /// An attempt on server `index` ended at `now`, `failed` as the
-    /// route judged it, with `answer` for the outlier detection.
-    fn attempted(&self, index: usize, failed: bool, answer: Answer, now: Instant) {
+    /// An attempt on server `index` ended, `failed` as the route judged
+    /// it, with `answer` for the outlier detection.
+    fn attempted(&self, index: usize, failed: bool, answer: Answer) {
         let limits = self.limits();
         let mut changes = Vec::new();
         {
             let mut state = self.lock();
+            let now = clock::now();
             if let Some(by) = state.health[index].on_attempt(failed, now, &limits) {
                 self.settle(&mut state, index, now, by, &mut changes);
                 self.ejected.notify_one();
@@ -484,8 +493,7 @@ impl Lease {
     /// The attempt ended, `failed` (as the route judged it) or not, with
     /// `answer` (what the outlier detection counts).
     pub fn record_answer(&self, failed: bool, answer: Answer) {
-        self.pool
-            .attempted(self.index, failed, answer, clock::now());
+        self.pool.attempted(self.index, failed, answer);
     }
 }
 

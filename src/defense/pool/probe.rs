@@ -33,7 +33,7 @@ pub async fn run(
         clock::sleep_until(next).await;
         let failure = check_once(upstream.as_ref(), &check).await;
         let Some(pool) = pool.upgrade() else { return };
-        pool.checked(index, failure.as_deref(), clock::now());
+        pool.checked(index, failure.as_deref());
         drop(pool);
         next += check.interval;
     }

@@ -56,7 +56,7 @@ fn pool(yaml: &str, upstreams: Vec<Arc<dyn Upstream>>) -> (Arc<Pool>, Arc<Record
 fn picks(pool: &Arc<Pool>, n: usize, failed: impl Fn(&str) -> bool) -> Vec<String> {
     (0..n)
         .map(|_| {
-            let lease = pool.pick(clock::now()).expect("a server");
+            let lease = pool.pick().expect("a server");
             let name = lease.server().to_string();
             lease.record(failed(&name));
             name
@@ -77,7 +77,7 @@ fail_timeout: 10s
 async fn a_lease_says_when_the_pool_chose_its_server_on_the_clock_of_its_health_changes() {
     let (pool, _) = pool(TWO_AND_A_BACKUP, vec![unused(), unused(), unused()]);
     tokio::time::advance(Duration::from_millis(3_250)).await;
-    let lease = pool.pick(clock::now()).unwrap();
+    let lease = pool.pick().unwrap();
     assert_eq!(lease.served_by().picked, Duration::from_millis(3_250));
 }
 
@@ -90,7 +90,7 @@ async fn the_backup_serves_only_while_every_primary_is_out() {
     assert_eq!(picks(&pool, 3, |_| false), ["b", "b", "b"]);
     // b fails too: the backup, marked as one.
     assert_eq!(picks(&pool, 1, |_| true), ["b"]);
-    let lease = pool.pick(clock::now()).unwrap();
+    let lease = pool.pick().unwrap();
     assert_eq!(
         lease.served_by(),
         ServedBy {
@@ -126,7 +126,7 @@ async fn the_backup_serves_only_while_every_primary_is_out() {
 async fn every_server_out_gives_no_server() {
     let (pool, _) = pool(TWO_AND_A_BACKUP, vec![unused(), unused(), unused()]);
     assert_eq!(picks(&pool, 3, |_| true), ["a", "b", "c"]);
-    assert!(pool.pick(clock::now()).is_none());
+    assert!(pool.pick().is_none());
 }
 
 #[tokio::test(start_paused = true)]
@@ -151,9 +151,9 @@ async fn a_passive_return_is_reported_at_its_time_without_any_call() {
 #[tokio::test(start_paused = true)]
 async fn in_flight_and_requests_count_each_attempt_until_it_ends() {
     let (pool, _) = pool(TWO_AND_A_BACKUP, vec![unused(), unused(), unused()]);
-    let first = pool.pick(clock::now()).unwrap();
-    let second = pool.pick(clock::now()).unwrap();
-    let third = pool.pick(clock::now()).unwrap();
+    let first = pool.pick().unwrap();
+    let second = pool.pick().unwrap();
+    let third = pool.pick().unwrap();
     let counts = |p: &Pool| -> Vec<(u64, u64)> {
         p.servers()
             .iter()
@@ -174,10 +174,10 @@ servers: [{ address: a:1, name: a }, { address: b:1, name: b }]
 balance: least_conn
 ";
     let (pool, _) = pool(yaml, vec![unused(), unused()]);
-    let busy = pool.pick(clock::now()).unwrap();
+    let busy = pool.pick().unwrap();
     assert_eq!(busy.server(), "a");
     for _ in 0..3 {
-        assert_eq!(pool.pick(clock::now()).unwrap().server(), "b");
+        assert_eq!(pool.pick().unwrap().server(), "b");
     }
 }
 
@@ -220,7 +220,7 @@ async fn share_of(pool: &Arc<Pool>, server: &str, n: usize) -> f64 {
 }
 
 fn pool_pick_name(pool: &Arc<Pool>) -> String {
-    pool.pick(clock::now()).unwrap().server().to_string()
+    pool.pick().unwrap().server().to_string()
 }
 
 #[tokio::test(start_paused = true)]
@@ -233,7 +233,7 @@ health_check: { interval: 5s }
     let (failing, _stop_b) = target("[{ path: /health, status: 500 }]");
     let (pool, recorder) = pool(yaml, vec![healthy, failing]);
     assert!(
-        pool.pick(clock::now()).is_none(),
+        pool.pick().is_none(),
         "nothing is in rotation before a check"
     );
     pool.start();
@@ -384,7 +384,7 @@ outlier_detection: { consecutive_5xx: 2, interval: 10s, base_ejection_time: 10s,
 fn answered(pool: &Arc<Pool>, n: usize, status: u16) -> Vec<String> {
     (0..n)
         .map(|_| {
-            let lease = pool.pick(clock::now()).expect("a server");
+            let lease = pool.pick().expect("a server");
             lease.record_answer(status >= 500, outlier::Answer::Status(status));
             lease.server().to_string()
         })

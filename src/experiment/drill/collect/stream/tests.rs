@@ -316,7 +316,7 @@ impl Played {
                 self.joined[id as usize] = Some(r.clone());
                 stream.finished(r);
             }
-            Event::Report(id) => stream.call(&report(id, &gens)),
+            Event::Report(id) => stream.call(&report(id, gens)),
             Event::Hit(id) => {
                 let g = &gens[id as usize];
                 let path = if g.route_b { "/b/x" } else { "/a/x" };
