@@ -152,6 +152,97 @@ async fn status_400s_open_the_breaker_when_configured_to_count() {
     );
 }
 
+/// A gRPC call (as HTTP carries it) to `/inventory.Inventory/Get`; its
+/// gRPC status as the answer's head gives it (`None`: none there).
+async fn grpc_call(rig: &DefenseRig) -> (u16, Option<String>) {
+    let resp = http_client()
+        .post(rig.url("/inventory.Inventory/Get"))
+        .header("content-type", "application/grpc")
+        .body(vec![0, 0, 0, 0, 0])
+        .send()
+        .await
+        .unwrap();
+    let status = resp
+        .headers()
+        .get("grpc-status")
+        .map(|v| v.to_str().unwrap().to_string());
+    (resp.status().as_u16(), status)
+}
+
+const GRPC_BREAKER: &str = "
+routes:
+  inventory:
+    match: /inventory.Inventory/*
+    breaker:
+      sliding_window_size: 10
+      minimum_calls: 5
+      failure_rate_threshold: 50%
+      wait_in_open: 60s
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_unavailable_answers_open_the_breaker_though_their_http_status_is_200() {
+    let rig = defense_rig(
+        "faults:\n  - { name: down, match: /inventory.Inventory/*, grpc: { status: UNAVAILABLE, message: down } }\n",
+        GRPC_BREAKER,
+    )
+    .await;
+    for _ in 0..5 {
+        assert_eq!(grpc_call(&rig).await, (200, Some("14".to_string())));
+    }
+    assert_eq!(rig.breaker_state("inventory"), State::Open);
+    let t = &rig.recorder.transitions()[0];
+    assert!(
+        t.reason.to_string().contains("failure_rate"),
+        "{}",
+        t.reason
+    );
+    // Open: turned away at once as a gRPC client understands it.
+    let before = rig.rig.stats.requests();
+    let (http, grpc) = grpc_call(&rig).await;
+    assert_eq!((http, grpc.as_deref()), (200, Some("14")));
+    assert_eq!(
+        rig.rig.stats.requests(),
+        before,
+        "an open breaker let a call through"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_invalid_argument_answers_are_the_caller_s_and_never_open_the_breaker() {
+    let rig = defense_rig(
+        "faults:\n  - { name: bad, match: /inventory.Inventory/*, grpc: { status: INVALID_ARGUMENT } }\n",
+        GRPC_BREAKER,
+    )
+    .await;
+    for _ in 0..30 {
+        assert_eq!(grpc_call(&rig).await, (200, Some("3".to_string())));
+    }
+    assert_eq!(rig.breaker_state("inventory"), State::Closed);
+    assert!(rig.recorder.transitions().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grpc_failure_statuses_choose_which_grpc_statuses_open_the_breaker() {
+    let config = GRPC_BREAKER.replace(
+        "wait_in_open: 60s",
+        "wait_in_open: 60s\n      grpc_failure_statuses: [UNAVAILABLE]",
+    );
+    let rig = defense_rig(
+        "faults:\n  - { name: bug, match: /inventory.Inventory/*, grpc: { status: INTERNAL } }\n",
+        &config,
+    )
+    .await;
+    for _ in 0..30 {
+        assert_eq!(grpc_call(&rig).await, (200, Some("13".to_string())));
+    }
+    assert_eq!(
+        rig.breaker_state("inventory"),
+        State::Closed,
+        "INTERNAL is not listed"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_hanging_up_on_a_half_open_probe_does_not_leave_the_breaker_stuck() {
     let config = INVENTORY_BREAKER

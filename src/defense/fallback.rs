@@ -135,9 +135,73 @@ pub fn error_response(
     resp
 }
 
+/// The line's own answer to a gRPC call, as a gRPC server would give it:
+/// an [`error_response`] becomes a trailers-only answer whose status says
+/// the same (a timeout DEADLINE_EXCEEDED, a rate limit RESOURCE_EXHAUSTED,
+/// any other refusal UNAVAILABLE, which gRPC clients may retry), keeping
+/// the reason header; any other response passes as it is.
+pub fn for_grpc_caller(resp: Response<BoxBody>) -> Response<BoxBody> {
+    let Some(reason) = resp
+        .headers()
+        .get(REASON_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+    else {
+        return resp;
+    };
+    let status = match reason.as_str() {
+        "timeout" | "request-timeout" => "DEADLINE_EXCEEDED",
+        "rate-limited" => "RESOURCE_EXHAUSTED",
+        _ => "UNAVAILABLE",
+    };
+    let status = status.parse().expect("a gRPC status name");
+    let mut answer =
+        crate::http::grpc::failed_call(status, &format!("firedrill defense: {reason}"));
+    for name in [REASON_HEADER, http::header::RETRY_AFTER.as_str()] {
+        if let Some(v) = resp.headers().get(name) {
+            answer.headers_mut().insert(name, v.clone());
+        }
+    }
+    answer
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_line_answers_a_grpc_caller_with_the_grpc_status_its_reason_means() {
+        let cases = [
+            ("breaker-open", "14"),
+            ("bulkhead-full", "14"),
+            ("upstream-connect", "14"),
+            ("timeout", "4"),
+            ("request-timeout", "4"),
+            ("rate-limited", "8"),
+        ];
+        for (reason, code) in cases {
+            let resp = for_grpc_caller(error_response(
+                StatusCode::SERVICE_UNAVAILABLE,
+                reason,
+                Some(Duration::from_secs(3)),
+            ));
+            assert_eq!(resp.status(), 200, "{reason}");
+            assert_eq!(resp.headers()["grpc-status"], code, "{reason}");
+            assert_eq!(
+                resp.headers()["grpc-message"],
+                format!("firedrill defense: {reason}")
+            );
+            assert_eq!(resp.headers()[REASON_HEADER], reason);
+            assert_eq!(resp.headers()[http::header::RETRY_AFTER], "3");
+        }
+        let upstream = Response::new(full("from the dependency"));
+        assert!(
+            !for_grpc_caller(upstream)
+                .headers()
+                .contains_key("grpc-status"),
+            "an answer that is not the line's own passes as it is"
+        );
+    }
 
     #[test]
     fn stale_serves_the_last_good_response_until_it_is_too_old() {

@@ -4,10 +4,40 @@
 //! of the headers alone when the server answers without a body
 //! ("trailers-only", as servers fail a call at once).
 
-use http::{HeaderValue, Response, StatusCode};
+use http::{HeaderMap, HeaderValue, Response, StatusCode};
 
 use super::body::{BoxBody, full};
 use crate::schema::units::GrpcError;
+
+/// Whether `headers` are a gRPC message's (`content-type:
+/// application/grpc`, `application/grpc+proto`, ...).
+pub fn is_grpc(headers: &HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|ct| {
+            ct.strip_prefix("application/grpc")
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['+', ';']))
+        })
+}
+
+/// The `grpc-status` in `headers` (a response head that ends the call,
+/// trailers-only, or the trailers), if they carry one: the code as sent
+/// (a code past 16 is read as gRPC does, as UNKNOWN: 2).
+pub fn status_in(headers: &HeaderMap) -> Option<u8> {
+    let text = headers.get("grpc-status")?.to_str().ok()?;
+    let code: u32 = text.trim().parse().ok()?;
+    Some(u8::try_from(code).ok().filter(|c| *c <= 16).unwrap_or(2))
+}
+
+/// The status a gRPC answer's head already gives: an HTTP 200 gRPC
+/// response with `grpc-status` in its headers (a trailers-only answer);
+/// `None` for any other response (the status, if any, comes in trailers).
+pub fn answered_status<B>(resp: &Response<B>) -> Option<u8> {
+    (resp.status() == StatusCode::OK && is_grpc(resp.headers()))
+        .then(|| status_in(resp.headers()))
+        .flatten()
+}
 
 /// A gRPC call failed at once, as a server does it: HTTP 200 with
 /// `content-type: application/grpc`, the status and message in the
@@ -47,6 +77,53 @@ fn percent_encode(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grpc_content_types_are_told_from_lookalikes() {
+        let with = |ct: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_str(ct).unwrap(),
+            );
+            is_grpc(&h)
+        };
+        for yes in [
+            "application/grpc",
+            "application/grpc+proto",
+            "application/grpc; x=1",
+        ] {
+            assert!(with(yes), "{yes}");
+        }
+        for no in [
+            "application/grpc-web",
+            "application/grpcx",
+            "application/json",
+        ] {
+            assert!(!with(no), "{no}");
+        }
+        assert!(!is_grpc(&HeaderMap::new()));
+    }
+
+    #[test]
+    fn a_trailers_only_answer_gives_its_status_and_a_code_past_16_reads_as_unknown() {
+        let failed = failed_call("UNAVAILABLE".parse().unwrap(), "down");
+        assert_eq!(answered_status(&failed), Some(14));
+        let mut odd = failed_call("INTERNAL".parse().unwrap(), "");
+        odd.headers_mut()
+            .insert("grpc-status", HeaderValue::from_static("99"));
+        assert_eq!(answered_status(&odd), Some(2));
+        let mut not_200 = failed_call("INTERNAL".parse().unwrap(), "");
+        *not_200.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        assert_eq!(
+            answered_status(&not_200),
+            None,
+            "an HTTP failure, not a gRPC one"
+        );
+        let mut streaming = failed_call("INTERNAL".parse().unwrap(), "");
+        streaming.headers_mut().remove("grpc-status");
+        assert_eq!(answered_status(&streaming), None);
+    }
 
     #[test]
     fn a_failed_call_is_a_trailers_only_answer_with_its_message_percent_encoded() {

@@ -6,6 +6,8 @@ use std::str::FromStr;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 
+use crate::schema::units::GrpcError;
+
 /// Why a call failed, as the breaker sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -13,6 +15,10 @@ pub enum FailureKind {
     /// The dependency answered with a status the classifier counts as a
     /// failure (every 5xx by default).
     Status(u16),
+    /// A gRPC call ended with a status the classifier counts as a failure
+    /// (UNKNOWN, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, INTERNAL,
+    /// UNAVAILABLE and DATA_LOSS by default).
+    Grpc(u8),
     /// No answer within the caller's timeout.
     Timeout,
     /// The connection could not be established (refused, unreachable).
@@ -141,6 +147,11 @@ pub struct Classifier {
     /// Count a call its caller abandoned before an answer as a failure (off
     /// by default: it is neither, and the breaker frees its slot).
     pub count_cancelled: bool,
+    /// gRPC statuses that count against the dependency (default
+    /// [`Classifier::GRPC_FAILURES`]); OK is a success and every other
+    /// status the caller's error (INVALID_ARGUMENT, NOT_FOUND, ...), which
+    /// moves the breaker neither way, as a 4xx.
+    pub grpc_failure_statuses: Vec<GrpcError>,
 }
 
 impl Default for Classifier {
@@ -150,11 +161,39 @@ impl Default for Classifier {
             ignore_statuses: Vec::new(),
             count_4xx: false,
             count_cancelled: false,
+            grpc_failure_statuses: Classifier::GRPC_FAILURES
+                .iter()
+                .map(|name| name.parse().expect("a gRPC status name"))
+                .collect(),
         }
     }
 }
 
 impl Classifier {
+    /// The gRPC statuses that say the server failed, not the caller: the
+    /// ones gRPC's own guide has a server return for its own trouble
+    /// (UNKNOWN is what a handler that throws answers).
+    pub const GRPC_FAILURES: [&'static str; 6] = [
+        "UNKNOWN",
+        "DEADLINE_EXCEEDED",
+        "RESOURCE_EXHAUSTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+    ];
+
+    /// The outcome of a gRPC call that ended with status `code`: OK is a
+    /// success, a listed status a failure, any other the caller's error.
+    pub fn classify_grpc(&self, code: u8) -> Outcome {
+        if code == 0 {
+            Outcome::Success
+        } else if self.grpc_failure_statuses.iter().any(|s| s.code() == code) {
+            Outcome::Failure(FailureKind::Grpc(code))
+        } else {
+            Outcome::Ignored
+        }
+    }
+
     /// The outcome of a call that got an HTTP answer with `status`.
     pub fn classify_status(&self, status: u16) -> Outcome {
         let any = |list: &[StatusPattern]| list.iter().any(|p| p.matches(status));
@@ -203,6 +242,7 @@ mod tests {
             ignore_statuses: vec![StatusPattern::Exact(503), StatusPattern::Exact(404)],
             count_4xx: true,
             count_cancelled: false,
+            ..Classifier::default()
         };
         assert_eq!(c.classify_status(503), Outcome::Ignored);
         assert_eq!(c.classify_status(404), Outcome::Ignored);
@@ -213,6 +253,31 @@ mod tests {
         assert_eq!(
             c.classify_status(400),
             Outcome::Failure(FailureKind::Status(400))
+        );
+    }
+
+    #[test]
+    fn default_classifier_fails_the_server_s_grpc_statuses_and_ignores_the_caller_s() {
+        let c = Classifier::default();
+        assert_eq!(c.classify_grpc(0), Outcome::Success);
+        for failure in [2, 4, 8, 13, 14, 15] {
+            assert_eq!(
+                c.classify_grpc(failure),
+                Outcome::Failure(FailureKind::Grpc(failure)),
+                "{failure}"
+            );
+        }
+        for caller in [1, 3, 5, 6, 7, 9, 10, 11, 12, 16, 17] {
+            assert_eq!(c.classify_grpc(caller), Outcome::Ignored, "{caller}");
+        }
+        let only_unavailable = Classifier {
+            grpc_failure_statuses: vec!["UNAVAILABLE".parse().unwrap()],
+            ..Classifier::default()
+        };
+        assert_eq!(only_unavailable.classify_grpc(13), Outcome::Ignored);
+        assert_eq!(
+            only_unavailable.classify_grpc(14),
+            Outcome::Failure(FailureKind::Grpc(14))
         );
     }
 

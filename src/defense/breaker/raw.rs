@@ -210,6 +210,11 @@ pub(crate) struct RawBreaker {
     /// Count 4xx not listed elsewhere as failures (default false).
     #[serde(default)]
     count_4xx: bool,
+    /// gRPC statuses that count as failures (names or numbers; default
+    /// UNKNOWN, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, INTERNAL,
+    /// UNAVAILABLE, DATA_LOSS); OK is a success, any other status the
+    /// caller's error (neither).
+    grpc_failure_statuses: Option<Vec<crate::schema::units::GrpcError>>,
     /// Count a call the caller abandoned before an answer (its own timeout
     /// shorter than the defense line's) as a failure (default false:
     /// neither success nor failure).
@@ -628,6 +633,9 @@ impl TryFrom<RawBreaker> for BreakerConfig {
         };
         if let Some(failure_statuses) = raw.failure_statuses {
             classifier.failure_statuses = failure_statuses;
+        }
+        if let Some(grpc) = raw.grpc_failure_statuses {
+            classifier.grpc_failure_statuses = grpc;
         }
         let stragglers = match raw.stragglers {
             None => Stragglers::default_for(&model),

@@ -13,7 +13,7 @@ use rand::Rng;
 
 use super::{DefenseLine, Route};
 use crate::clock::{self, Duration};
-use crate::defense::breaker::{CallGuard, FailureKind, Outcome, Rejected, State};
+use crate::defense::breaker::{CallGuard, Classifier, FailureKind, Outcome, Rejected, State};
 use crate::defense::config::{NextUpstream, RetryConfig};
 use crate::defense::fallback::MAX_CACHED_BODY;
 use crate::defense::pool::outlier::Answer;
@@ -22,6 +22,7 @@ use crate::defense::report::{CallError, CallReport};
 use crate::defense::retry;
 use crate::http::body::{BoxBody, boxed, full};
 use crate::http::client::Upstream;
+use crate::http::grpc;
 
 /// How the attempts ended.
 pub(super) enum Failed {
@@ -364,12 +365,7 @@ fn judge(
             CallError::Broken,
         ),
         Some(Ok(resp)) => {
-            let status = resp.status().as_u16();
-            let verdict = match &route.breaker {
-                Some(b) => b.lock().classifier().classify_status(status),
-                None if status >= 500 => Outcome::Failure(FailureKind::Status(status)),
-                None => Outcome::Success,
-            };
+            let verdict = verdict_of(route, &resp);
             if let Outcome::Failure(_) = verdict {
                 let mut resp = resp.map(boxed);
                 mark_server(&mut resp, lease);
@@ -380,6 +376,24 @@ fn judge(
         }
     }
 }
+
+/// The breaker's verdict on an answer: a gRPC call that ended in its
+/// head by its gRPC status, any other by its HTTP status; classified as
+/// the route's breaker does (no breaker: the default classifier).
+fn verdict_of<B>(route: &Route, resp: &Response<B>) -> Outcome {
+    let classify = |c: &Classifier| match grpc::answered_status(resp) {
+        Some(code) => c.classify_grpc(code),
+        None => c.classify_status(resp.status().as_u16()),
+    };
+    match &route.breaker {
+        Some(b) => classify(b.lock().classifier()),
+        None => classify(&DEFAULT_CLASSIFIER),
+    }
+}
+
+/// The classifier of a route without a breaker.
+static DEFAULT_CLASSIFIER: std::sync::LazyLock<Classifier> =
+    std::sync::LazyLock::new(Classifier::default);
 
 /// Marks an answer from a pool server with the server's name (and, from a
 /// backup, the backup header).

@@ -165,7 +165,11 @@ impl DefenseLine {
             arrival,
         };
         let report = pending.report.as_mut().expect("set above");
-        let response = self.protect(route, req, report).await;
+        let grpc = crate::http::grpc::is_grpc(req.headers());
+        let mut response = self.protect(route, req, report).await;
+        if grpc {
+            response = super::fallback::for_grpc_caller(response);
+        }
         let mut report = pending.report.take().expect("taken once");
         report.status = response.status().as_u16();
         report.latency = clock::now() - arrival;

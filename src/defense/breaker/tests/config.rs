@@ -74,6 +74,7 @@ count_4xx: true
             ignore_statuses: vec![StatusPattern::Exact(503)],
             count_4xx: true,
             count_cancelled: false,
+            ..Classifier::default()
         }
     );
 }
