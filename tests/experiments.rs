@@ -1,5 +1,5 @@
 //! Every experiment in `experiments/` runs in virtual time and holds; the
-//! quickstart and a pool's dying instance also run once in real time; a run is reproducible byte for
+//! quickstart, a pool's dying instance and a gRPC dependency also run once in real time; a run is reproducible byte for
 //! byte; a wrong expectation fails with exit 1 and says expected vs seen;
 //! the JUnit report matches the verdicts.
 
@@ -81,6 +81,43 @@ fn quickstart_holds_in_real_time_on_loopback() {
 fn a_pool_instance_dying_holds_in_real_time_on_loopback() {
     // 45 s of wall time: health checks, ejection, slow start on real sockets.
     holds_in_real_time("pool_instance_dies.yaml");
+}
+
+#[test]
+fn a_grpc_dependency_behind_the_breaker_holds_in_real_time_on_loopback() {
+    holds_in_real_time("grpc_dependency.yaml");
+}
+
+/// The gRPC breaker drill's expectations on a line with no breaker: every
+/// UNAVAILABLE rides on HTTP 200, and each verdict still fails, saying
+/// what it saw.
+#[test]
+fn a_grpc_drill_fails_without_a_breaker_though_every_failed_call_is_an_http_200() {
+    let (dir, out, stdout) = run_with_report_dir("fixtures/experiments/grpc_breaker_missing.yaml");
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    for seen in [
+        "seen:     route shop success 66.5% (163 of 245) over the run",
+        "seen:     route shop fallback 0.0% (0 of 82) during inventory-down",
+        "seen:     82 calls to /inventory.Inventory/* during inventory-down",
+    ] {
+        assert!(stdout.contains(seen), "{seen}\n{stdout}");
+    }
+    let requests = std::fs::read_to_string(dir.path().join("requests.jsonl")).unwrap();
+    let statuses: Vec<(u64, u64)> = requests
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .map(|r| {
+            (
+                r["status"].as_u64().unwrap(),
+                r["grpc_status"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(statuses.len(), 245);
+    assert!(statuses.iter().all(|(http, _)| *http == 200), "{requests}");
+    let unavailable = statuses.iter().filter(|(_, g)| *g == 14).count();
+    let ok = statuses.iter().filter(|(_, g)| *g == 0).count();
+    assert_eq!((unavailable, ok), (82, 163), "grpc_status of every call");
 }
 
 #[test]

@@ -172,9 +172,14 @@ pub struct StaticResponse {
     /// Headers, in order.
     #[serde(default)]
     pub headers: IndexMap<String, String>,
-    /// Body.
+    /// Body; to a gRPC caller, the message of an answer with status OK.
     #[serde(default)]
     pub body: String,
+    /// Fail a gRPC call with this status instead (a name such as
+    /// `NOT_FOUND`, or a number; `body` is its `grpc-message`), as a server
+    /// does at once (trailers-only).
+    #[serde(default)]
+    pub grpc_status: Option<crate::schema::units::GrpcError>,
 }
 
 fn ok_status() -> u16 {

@@ -6,6 +6,7 @@ use std::sync::Mutex;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
+use http_body_util::BodyExt;
 
 use super::config::StaticResponse;
 use crate::clock::{Duration, Instant};
@@ -101,8 +102,14 @@ impl StaleCache {
 
 /// The configured static response, marked.
 pub fn static_response(config: &StaticResponse) -> Response<BoxBody> {
-    let mut resp = Response::new(full(config.body.clone()));
-    *resp.status_mut() = StatusCode::from_u16(config.status).unwrap_or(StatusCode::OK);
+    let mut resp = match config.grpc_status {
+        Some(status) => crate::http::grpc::failed_call(status, &config.body),
+        None => {
+            let mut resp = Response::new(full(config.body.clone()));
+            *resp.status_mut() = StatusCode::from_u16(config.status).unwrap_or(StatusCode::OK);
+            resp
+        }
+    };
     for (k, v) in &config.headers {
         if let (Ok(k), Ok(v)) = (
             http::HeaderName::from_bytes(k.as_bytes()),
@@ -139,8 +146,32 @@ pub fn error_response(
 /// an [`error_response`] becomes a trailers-only answer whose status says
 /// the same (a timeout DEADLINE_EXCEEDED, a rate limit RESOURCE_EXHAUSTED,
 /// any other refusal UNAVAILABLE, which gRPC clients may retry), keeping
-/// the reason header; any other response passes as it is.
-pub fn for_grpc_caller(resp: Response<BoxBody>) -> Response<BoxBody> {
+/// the reason header; a static fallback's body becomes the message of an
+/// answer with status OK, keeping its headers; any other response (a gRPC
+/// answer already, or a stale or backup one) passes as it is.
+pub async fn for_grpc_caller(resp: Response<BoxBody>) -> Response<BoxBody> {
+    if crate::http::grpc::is_grpc(resp.headers()) {
+        return resp;
+    }
+    if resp
+        .headers()
+        .get(FALLBACK_HEADER)
+        .is_some_and(|v| v == "static")
+    {
+        let (head, body) = resp.into_parts();
+        let message = body
+            .collect()
+            .await
+            .map(http_body_util::Collected::to_bytes)
+            .unwrap_or_default();
+        let mut answer = crate::http::grpc::answered_call(&message);
+        for (name, value) in &head.headers {
+            if name != http::header::CONTENT_TYPE && name != http::header::CONTENT_LENGTH {
+                answer.headers_mut().append(name, value.clone());
+            }
+        }
+        return answer;
+    }
     let Some(reason) = resp
         .headers()
         .get(REASON_HEADER)
@@ -169,8 +200,8 @@ pub fn for_grpc_caller(resp: Response<BoxBody>) -> Response<BoxBody> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn the_line_answers_a_grpc_caller_with_the_grpc_status_its_reason_means() {
+    #[tokio::test]
+    async fn the_line_answers_a_grpc_caller_with_the_grpc_status_its_reason_means() {
         let cases = [
             ("breaker-open", "14"),
             ("bulkhead-full", "14"),
@@ -184,7 +215,8 @@ mod tests {
                 StatusCode::SERVICE_UNAVAILABLE,
                 reason,
                 Some(Duration::from_secs(3)),
-            ));
+            ))
+            .await;
             assert_eq!(resp.status(), 200, "{reason}");
             assert_eq!(resp.headers()["grpc-status"], code, "{reason}");
             assert_eq!(
@@ -197,10 +229,38 @@ mod tests {
         let upstream = Response::new(full("from the dependency"));
         assert!(
             !for_grpc_caller(upstream)
+                .await
                 .headers()
                 .contains_key("grpc-status"),
             "an answer that is not the line's own passes as it is"
         );
+    }
+
+    #[tokio::test]
+    async fn a_static_fallback_reaches_a_grpc_caller_as_its_message_or_as_its_grpc_status() {
+        let mut config = StaticResponse {
+            status: 200,
+            headers: [("x-degraded".to_string(), "1".to_string())].into(),
+            body: "empty".to_string(),
+            grpc_status: None,
+        };
+        let answer = for_grpc_caller(static_response(&config)).await;
+        assert!(crate::http::grpc::is_grpc(answer.headers()));
+        assert_eq!(answer.headers()[FALLBACK_HEADER], "static");
+        assert_eq!(answer.headers()["x-degraded"], "1");
+        assert_eq!(crate::http::grpc::answered_status(&answer), None);
+        let got = answer.into_body().collect().await.unwrap();
+        assert_eq!(
+            got.trailers().and_then(crate::http::grpc::status_in),
+            Some(0)
+        );
+        assert_eq!(&got.to_bytes()[..], b"\0\0\0\0\x05empty");
+
+        config.grpc_status = Some("NOT_FOUND".parse().unwrap());
+        let failed = for_grpc_caller(static_response(&config)).await;
+        assert_eq!(crate::http::grpc::answered_status(&failed), Some(5));
+        assert_eq!(failed.headers()["grpc-message"], "empty");
+        assert_eq!(failed.headers()[FALLBACK_HEADER], "static");
     }
 
     #[test]

@@ -81,6 +81,10 @@ pub struct RequestRecord {
     /// The pool server that answered, when the dependency is a pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served_by: Option<ServedBy>,
+    /// A gRPC answer's `grpc-status` (0 is OK), from its head or its
+    /// trailers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_status: Option<u8>,
 }
 
 impl RequestRecord {
@@ -103,13 +107,17 @@ impl RequestRecord {
             reached_dependency: 0,
             success: None,
             served_by: None,
+            grpc_status: None,
         }
     }
 
-    /// The client got a 2xx or 3xx answer (a fallback answer included).
+    /// The client got a 2xx or 3xx answer (a fallback answer included)
+    /// and, for a gRPC call, status OK: a gRPC failure rides on HTTP 200.
     pub fn succeeded(&self) -> bool {
-        self.success
-            .unwrap_or_else(|| self.status.is_some_and(|s| (200..400).contains(&s)))
+        self.success.unwrap_or_else(|| {
+            self.status.is_some_and(|s| (200..400).contains(&s))
+                && self.grpc_status.is_none_or(|g| g == 0)
+        })
     }
 
     /// The request timed out somewhere: at the client or at the defense line.
@@ -224,5 +232,28 @@ impl Timeline {
             out.push((since, self.duration));
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grpc_call_succeeds_only_with_status_ok_though_every_answer_is_an_http_200() {
+        let mut r = RequestRecord::sent(1, "shop", "/inventory.Inventory/Get", Duration::ZERO);
+        r.status = Some(200);
+        assert!(r.succeeded(), "an HTTP call answered 200");
+        r.grpc_status = Some(0);
+        assert!(r.succeeded(), "gRPC OK");
+        for failed in [1, 5, 14] {
+            r.grpc_status = Some(failed);
+            assert!(!r.succeeded(), "gRPC status {failed}");
+        }
+        r.status = Some(503);
+        r.grpc_status = None;
+        assert!(!r.succeeded());
+        r.success = Some(true);
+        assert!(r.succeeded(), "the route's own success statuses decide");
     }
 }

@@ -4,9 +4,10 @@
 //! of the headers alone when the server answers without a body
 //! ("trailers-only", as servers fail a call at once).
 
+use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Response, StatusCode};
 
-use super::body::{BoxBody, full};
+use super::body::{BoxBody, boxed, full};
 use crate::schema::units::GrpcError;
 
 /// Whether `headers` are a gRPC message's (`content-type:
@@ -44,7 +45,7 @@ pub fn answered_status<B>(resp: &Response<B>) -> Option<u8> {
 /// headers, no body (HTTP/2 ends the stream with these headers: a
 /// trailers-only answer).
 pub fn failed_call(status: GrpcError, message: &str) -> Response<BoxBody> {
-    let mut resp = Response::new(full(bytes::Bytes::new()));
+    let mut resp = Response::new(full(Bytes::new()));
     *resp.status_mut() = StatusCode::OK;
     let headers = resp.headers_mut();
     headers.insert(
@@ -58,6 +59,68 @@ pub fn failed_call(status: GrpcError, message: &str) -> Response<BoxBody> {
         headers.insert("grpc-message", v);
     }
     resp
+}
+
+/// One gRPC message on the wire: a flag byte (0, not compressed), the
+/// message's length as 4 big-endian bytes, then the message.
+pub fn frame(message: &[u8]) -> Bytes {
+    let len = u32::try_from(message.len()).unwrap_or(u32::MAX);
+    let mut out = Vec::with_capacity(5 + message.len());
+    out.push(0);
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(message);
+    Bytes::from(out)
+}
+
+/// A gRPC call answered with one message, as a server answers a unary
+/// call: HTTP 200 with `content-type: application/grpc`, the framed
+/// `message`, then trailers with `grpc-status: 0`.
+pub fn answered_call(message: &[u8]) -> Response<BoxBody> {
+    let mut trailers = HeaderMap::new();
+    trailers.insert("grpc-status", HeaderValue::from_static("0"));
+    let body = Unary {
+        message: Some(frame(message)),
+        trailers: Some(trailers),
+    };
+    let mut resp = Response::new(boxed(body));
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/grpc"),
+    );
+    // HTTP/1.1 sends only the trailers a response announces.
+    resp.headers_mut().insert(
+        http::header::TRAILER,
+        HeaderValue::from_static("grpc-status, grpc-message"),
+    );
+    resp
+}
+
+/// One framed message, then the trailers. Its length is not announced
+/// (the size hint stays open), so that HTTP/1.1 sends it chunked, the
+/// only framing that carries trailers, as it does for a streamed answer.
+struct Unary {
+    message: Option<Bytes>,
+    trailers: Option<HeaderMap>,
+}
+
+impl http_body::Body for Unary {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, Self::Error>>> {
+        let frame = match self.message.take() {
+            Some(data) => Some(http_body::Frame::data(data)),
+            None => self.trailers.take().map(http_body::Frame::trailers),
+        };
+        std::task::Poll::Ready(frame.map(Ok))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.message.is_none() && self.trailers.is_none()
+    }
 }
 
 /// `grpc-message` as the gRPC protocol writes it: UTF-8, every byte
@@ -77,6 +140,7 @@ fn percent_encode(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use http_body_util::BodyExt;
 
     #[test]
     fn grpc_content_types_are_told_from_lookalikes() {
@@ -123,6 +187,22 @@ mod tests {
         let mut streaming = failed_call("INTERNAL".parse().unwrap(), "");
         streaming.headers_mut().remove("grpc-status");
         assert_eq!(answered_status(&streaming), None);
+    }
+
+    #[tokio::test]
+    async fn an_answered_call_frames_its_message_and_ends_with_status_ok_in_the_trailers() {
+        assert_eq!(&frame(b"")[..], &[0, 0, 0, 0, 0]);
+        let resp = answered_call(b"sku-1");
+        assert_eq!(resp.status(), 200);
+        assert!(is_grpc(resp.headers()));
+        assert_eq!(
+            answered_status(&resp),
+            None,
+            "the status is in the trailers"
+        );
+        let got = resp.into_body().collect().await.unwrap();
+        assert_eq!(got.trailers().and_then(status_in), Some(0));
+        assert_eq!(&got.to_bytes()[..], b"\0\0\0\0\x05sku-1");
     }
 
     #[test]

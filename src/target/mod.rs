@@ -5,7 +5,9 @@
 //! Routes: `GET /health` → 200; `/status/{code}` → that status;
 //! `/bytes/{n}` → `n` bytes, streamed; `/delay/{duration}` → 200 after the
 //! delay (`150ms`, `2s`); `/echo` → the request body, streamed back; any
-//! other path → 200 `ok`.
+//! other path → 200 `ok`. A gRPC call (`content-type: application/grpc`)
+//! to any path but a configured route's is answered with the message `ok`
+//! and status OK.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,8 +19,9 @@ use hyper::body::Incoming;
 use crate::clock;
 use crate::http::ShutdownSignal;
 use crate::http::body::{BoxBody, boxed, full};
+use crate::http::grpc;
 use crate::net::Acceptor;
-use crate::schema::units::Dur;
+use crate::schema::units::{Dur, GrpcError};
 
 /// Counters and configured routes of the fixture server, shared with
 /// whoever started it.
@@ -46,9 +49,15 @@ pub struct TargetRoute {
     #[serde(default = "ok_status")]
     #[schemars(range(min = 100, max = 599))]
     pub status: u16,
-    /// Body of the answer (default `ok`).
+    /// Body of the answer (default `ok`); to a gRPC call, the message of
+    /// its answer.
     #[serde(default = "ok_body")]
     pub body: String,
+    /// Fail a gRPC call to this route with this status (a name such as
+    /// `NOT_FOUND`, or a number), as a server does at once (trailers-only);
+    /// default: answer it with `body` as its message and status OK.
+    #[serde(default)]
+    pub grpc_status: Option<GrpcError>,
 }
 
 fn ok_status() -> u16 {
@@ -116,7 +125,16 @@ async fn respond(
     if let Some(route) = route {
         clock::sleep(route.latency.get()).await;
         let status = StatusCode::from_u16(route.status).unwrap_or(StatusCode::OK);
+        if grpc::is_grpc(req.headers()) && status == StatusCode::OK {
+            return Ok(match route.grpc_status {
+                Some(failed) => grpc::failed_call(failed, ""),
+                None => grpc::answered_call(route.body.as_bytes()),
+            });
+        }
         return Ok(text(status, &route.body));
+    }
+    if grpc::is_grpc(req.headers()) {
+        return Ok(grpc::answered_call(b"ok"));
     }
     let mut parts = path.trim_start_matches('/').splitn(2, '/');
     let (head, arg) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));

@@ -168,7 +168,7 @@ impl DefenseLine {
         let grpc = crate::http::grpc::is_grpc(req.headers());
         let mut response = self.protect(route, req, report).await;
         if grpc {
-            response = super::fallback::for_grpc_caller(response);
+            response = super::fallback::for_grpc_caller(response).await;
         }
         let mut report = pending.report.take().expect("taken once");
         report.status = response.status().as_u16();

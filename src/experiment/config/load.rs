@@ -18,10 +18,13 @@ pub struct LoadRoute {
     pub method: http::Method,
     /// Path with query.
     pub path: String,
-    /// Extra headers.
+    /// Extra headers (a gRPC route's `content-type` and `te` included).
     pub headers: IndexMap<String, String>,
-    /// Body.
-    pub body: String,
+    /// Body (a gRPC route's: its message, framed).
+    pub body: bytes::Bytes,
+    /// A gRPC call (`request: grpc /package.Service/Method`): its outcome
+    /// is the answer's `grpc-status`.
+    pub grpc: bool,
     /// Requests per second (unused when `recorded` sends).
     pub rate: f64,
     /// `replay:` as written: send at a recording's arrival times.
@@ -95,6 +98,57 @@ pub enum Arrivals {
 /// A load route as read, checked.
 pub(super) struct RawLoad(pub(super) LoadRoute);
 
+/// A gRPC request message as bytes, written in hex or base64.
+#[derive(Deserialize, schemars::JsonSchema)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a mapping with hex or base64, e.g. `{ hex: 0a05736b752d31 }`"
+)]
+#[schemars(extend("oneOf" = [{ "required": ["hex"] }, { "required": ["base64"] }]))]
+struct GrpcMessage {
+    /// The bytes in hex, e.g. `0a05736b752d31`.
+    #[serde(default)]
+    hex: Option<String>,
+    /// The bytes in base64 (standard alphabet, padded).
+    #[serde(default)]
+    base64: Option<String>,
+}
+
+impl GrpcMessage {
+    fn bytes(&self) -> Result<Vec<u8>, String> {
+        match (&self.hex, &self.base64) {
+            (Some(text), None) => {
+                let text: String = text.split_whitespace().collect();
+                if !text.len().is_multiple_of(2) {
+                    return Err(format!(
+                        "message.hex: `{text}`: expected pairs of hex digits, an even count"
+                    ));
+                }
+                (0..text.len())
+                    .step_by(2)
+                    .map(|i| {
+                        text.get(i..i + 2)
+                            .and_then(|pair| u8::from_str_radix(pair, 16).ok())
+                            .ok_or_else(|| {
+                                format!("message.hex: `{text}`: expected hex digits 0-9, a-f")
+                            })
+                    })
+                    .collect()
+            }
+            (None, Some(text)) => {
+                use base64::Engine as _;
+                base64::engine::general_purpose::STANDARD
+                    .decode(text.trim())
+                    .map_err(|e| format!("message.base64: `{text}`: expected standard base64 (A-Z a-z 0-9 + /, padded with =): {e}"))
+            }
+            _ => Err(
+                "message: give either `hex` or `base64`, e.g. `{ hex: 0a05736b752d31 }`"
+                    .to_string(),
+            ),
+        }
+    }
+}
+
 /// A load route: one request sent open-loop at a rate (arrivals never wait
 /// for responses).
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -104,9 +158,15 @@ struct LoadFields {
     /// Name in expectations (`route NAME ...`), halt conditions and reports;
     /// unique.
     name: String,
-    /// `METHOD /path[?query]`, e.g. `GET /inventory/sku-1`.
+    /// `METHOD /path[?query]`, e.g. `GET /inventory/sku-1`, or `grpc
+    /// /package.Service/Method` for a gRPC call.
     #[schemars(schema_with = "crate::schema::json::request_line")]
     request: String,
+    /// A gRPC route's request message, its bytes as protobuf encodes
+    /// them: `{ hex: 0a05736b752d31 }` or `{ base64: CgVza3UtMQ== }`
+    /// (default: empty, every field at its default).
+    #[serde(default)]
+    message: Option<GrpcMessage>,
     /// Requests per second, e.g. `50/s` (give `rate` or `replay`).
     #[serde(default)]
     #[schemars(schema_with = "crate::schema::json::request_rate")]
@@ -159,9 +219,43 @@ impl TryFrom<LoadFields> for RawLoad {
                 raw.request
             )
         })?;
-        let method = http::Method::from_bytes(method.as_bytes())
-            .map_err(|_| format!("request: invalid method `{method}`"))?;
+        let grpc = method == "grpc";
+        let method = if grpc {
+            http::Method::POST
+        } else {
+            http::Method::from_bytes(method.as_bytes())
+                .map_err(|_| format!("request: invalid method `{method}`"))?
+        };
         let path = path.trim();
+        if grpc && (path.contains('?') || path.trim_start_matches('/').split('/').count() != 2) {
+            return Err(format!(
+                "request: `grpc {path}`: expected /package.Service/Method, e.g. `grpc /inventory.Inventory/Get`"
+            ));
+        }
+        let (body, headers) = if grpc {
+            if !raw.body.is_empty() {
+                return Err(
+                    "body: a gRPC route sends `message:` (its bytes in hex or base64), not a body"
+                        .to_string(),
+                );
+            }
+            let message = raw.message.as_ref().map(GrpcMessage::bytes).transpose()?;
+            let mut headers = raw.headers.clone();
+            for (name, value) in [("content-type", "application/grpc"), ("te", "trailers")] {
+                if !headers.keys().any(|k| k.eq_ignore_ascii_case(name)) {
+                    headers.insert(name.to_string(), value.to_string());
+                }
+            }
+            (
+                crate::http::grpc::frame(&message.unwrap_or_default()),
+                headers,
+            )
+        } else {
+            if raw.message.is_some() {
+                return Err("message: only a gRPC route (`request: grpc /package.Service/Method`) sends a message; use `body:`".to_string());
+            }
+            (bytes::Bytes::from(raw.body.clone()), raw.headers.clone())
+        };
         if !path.starts_with('/') || path.parse::<http::uri::PathAndQuery>().is_err() {
             return Err(format!(
                 "request: invalid path `{path}`: expected /path[?query]"
@@ -205,8 +299,9 @@ impl TryFrom<LoadFields> for RawLoad {
             name: raw.name,
             method,
             path: path.to_string(),
-            headers: raw.headers,
-            body: raw.body,
+            headers,
+            body,
+            grpc,
             rate,
             replay: raw.replay,
             recorded: None,

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bytes::Bytes;
 use http::Request;
 use http_body_util::BodyExt;
 use rand::Rng;
@@ -19,6 +18,7 @@ use crate::experiment::drill::stand_up::entry::{Entry, hops};
 use crate::experiment::timeline::{ClientError, RequestRecord};
 use crate::http::ShutdownSignal;
 use crate::http::body::full;
+use crate::http::grpc;
 use crate::http::headers::{Correlation, FALLBACK_HEADER, FallbackKind, REQUEST_ID_HEADER};
 
 /// The generator's shared state.
@@ -153,7 +153,7 @@ impl Load {
         }
         let mut request = builder
             .header(REQUEST_ID_HEADER, id.to_string())
-            .body(full(Bytes::from(route.body.clone())))
+            .body(full(route.body.clone()))
             .expect("method, path and headers were validated");
         if let Some(correlation) = &self.correlation {
             // Replacing a route's own header of the same name.
@@ -178,6 +178,14 @@ impl Load {
                 // Read the body through; a body cut short still leaves the
                 // status the client saw.
                 let body = body.collect().await.ok();
+                // A gRPC answer's status: in its head (trailers-only) or in
+                // the trailers after its messages.
+                let grpc_status = grpc::is_grpc(&head.headers)
+                    .then(|| {
+                        grpc::status_in(&head.headers)
+                            .or_else(|| body.as_ref()?.trailers().and_then(grpc::status_in))
+                    })
+                    .flatten();
                 let fallback = match &rule {
                     Some(rule) => {
                         let bytes = body.map(|b| b.to_bytes()).unwrap_or_default();
@@ -190,15 +198,16 @@ impl Load {
                         .and_then(|v| v.to_str().ok())
                         .and_then(FallbackKind::from_header),
                 };
-                Ok::<_, ClientError>((head_at, status, fallback))
+                Ok::<_, ClientError>((head_at, status, grpc_status, fallback))
             };
             let mut exchange = std::pin::pin!(exchange);
             let answer = tokio::time::timeout(timeout, exchange.as_mut()).await;
             let timed_out = answer.is_err();
             match answer {
-                Ok(Ok((head_at, status, fallback))) => {
+                Ok(Ok((head_at, status, grpc_status, fallback))) => {
                     record.latency = Some(head_at - sent_at);
                     record.status = Some(status);
+                    record.grpc_status = grpc_status;
                     record.fallback = fallback;
                     record.success = success
                         .as_ref()

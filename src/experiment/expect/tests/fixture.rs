@@ -89,6 +89,7 @@ pub(super) fn req(id: u64, route: &str, sent: f64, status: u16, latency_ms: u64)
         reached_dependency: 1,
         success: None,
         served_by: None,
+        grpc_status: None,
     }
 }
 
