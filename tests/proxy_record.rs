@@ -316,6 +316,7 @@ fn a_record_is_one_json_line_with_the_documented_fields_and_millisecond_decimals
         bytes_in: 0,
         bytes_out: 0,
         reached_upstream: false,
+        grpc_status: None,
     });
     let text = String::from_utf8(sink.into_inner().unwrap()).unwrap();
     assert_eq!(

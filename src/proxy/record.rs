@@ -24,6 +24,7 @@ use super::requests::RequestCounters;
 use crate::clock::{self, Duration, Instant};
 use crate::fault::Hit;
 use crate::http::body::{BoxBody, BoxError};
+use crate::http::grpc;
 use crate::http::headers::REQUEST_ID_HEADER;
 use crate::spill::Spill;
 
@@ -68,6 +69,10 @@ pub struct Record {
     pub bytes_out: u64,
     /// Whether the request was forwarded to the upstream.
     pub reached_upstream: bool,
+    /// A gRPC answer's `grpc-status` (0 is OK), from its head or its
+    /// trailers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_status: Option<u8>,
 }
 
 fn as_str<S: serde::Serializer, T: AsRef<str>>(value: &T, s: S) -> Result<S::Ok, S::Error> {
@@ -190,6 +195,7 @@ pub struct Spilled {
     bytes_in: u64,
     bytes_out: u64,
     reached_upstream: bool,
+    grpc_status: Option<u8>,
 }
 
 impl From<&Record> for Spilled {
@@ -207,6 +213,7 @@ impl From<&Record> for Spilled {
             bytes_in: r.bytes_in,
             bytes_out: r.bytes_out,
             reached_upstream: r.reached_upstream,
+            grpc_status: r.grpc_status,
         }
     }
 }
@@ -227,6 +234,7 @@ impl From<Spilled> for Record {
             bytes_in: s.bytes_in,
             bytes_out: s.bytes_out,
             reached_upstream: s.reached_upstream,
+            grpc_status: s.grpc_status,
         }
     }
 }
@@ -287,6 +295,7 @@ impl Recorder {
                 bytes_in: 0,
                 bytes_out: 0,
                 reached_upstream: false,
+                grpc_status: None,
             })
         });
         RequestLog {
@@ -365,13 +374,19 @@ impl RequestLog<'_> {
     /// record is written once its body has passed.
     pub(crate) fn answered(mut self, resp: Response<BoxBody>) -> Response<BoxBody> {
         match self.finish(Some(resp.status().as_u16())) {
-            Some(pending) => resp.map(|inner| {
-                Tapped {
-                    inner,
-                    tap: pending,
+            Some(mut pending) => {
+                pending.grpc = grpc::is_grpc(resp.headers());
+                if let Some(record) = pending.record.as_mut().filter(|_| pending.grpc) {
+                    record.grpc_status = grpc::status_in(resp.headers());
                 }
-                .boxed_unsync()
-            }),
+                resp.map(|inner| {
+                    Tapped {
+                        inner,
+                        tap: pending,
+                    }
+                    .boxed_unsync()
+                })
+            }
             None => resp,
         }
     }
@@ -394,6 +409,7 @@ impl RequestLog<'_> {
             record: Some(record),
             bytes_in: self.bytes_in.take(),
             sink: shared.sink.clone()?,
+            grpc: false,
         })
     }
 }
@@ -417,6 +433,8 @@ struct Pending {
     bytes_in: Option<Arc<AtomicU64>>,
     /// Where it goes.
     sink: Arc<dyn RecordSink>,
+    /// A gRPC answer: its trailers may carry its status.
+    grpc: bool,
 }
 
 impl Pending {
@@ -464,6 +482,9 @@ impl Tap for Pending {
             Some(Ok(f)) => {
                 if let Some(record) = &mut self.record {
                     record.bytes_out += data_len(f);
+                    if let Some(trailers) = f.trailers_ref().filter(|_| self.grpc) {
+                        record.grpc_status = record.grpc_status.or(grpc::status_in(trailers));
+                    }
                 }
             }
             Some(Err(_)) | None => self.write(),
@@ -528,8 +549,30 @@ mod tests {
                 bytes_in: u64::from(i),
                 bytes_out: 2,
                 reached_upstream: i % 3 != 0,
+                grpc_status: (i % 3 == 1).then_some(u8::try_from(i % 17).unwrap()),
             })
             .collect()
+    }
+
+    #[tokio::test]
+    async fn a_grpc_answers_status_is_recorded_from_its_head_or_its_trailers_and_only_for_grpc() {
+        let collected = Arc::new(Collected::default());
+        let recorder = Recorder::new("inventory", clock::now(), Some(collected.clone()));
+        let req = Request::post("/inventory.Inventory/Get").body(()).unwrap();
+        let mut not_grpc = Response::new(crate::http::body::full("x"));
+        not_grpc
+            .headers_mut()
+            .insert("grpc-status", http::HeaderValue::from_static("14"));
+        for resp in [
+            grpc::answered_call(b"sku-1"),
+            grpc::failed_call("UNAVAILABLE".parse().unwrap(), "down"),
+            not_grpc,
+        ] {
+            let passed = recorder.begin(&req, clock::now()).answered(resp);
+            passed.into_body().collect().await.unwrap();
+        }
+        let statuses: Vec<Option<u8>> = collected.records().iter().map(|r| r.grpc_status).collect();
+        assert_eq!(statuses, [Some(0), Some(14), None]);
     }
 
     #[test]

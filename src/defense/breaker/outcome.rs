@@ -169,7 +169,16 @@ impl Default for Classifier {
     }
 }
 
+/// The classifier of a route without a breaker of its own.
+static STANDARD: std::sync::LazyLock<Classifier> = std::sync::LazyLock::new(Classifier::default);
+
 impl Classifier {
+    /// The default classifier, shared: a route without a breaker, and the
+    /// black-box inference of what failed at a dependency.
+    pub fn standard() -> &'static Classifier {
+        &STANDARD
+    }
+
     /// The gRPC statuses that say the server failed, not the caller: the
     /// ones gRPC's own guide has a server return for its own trouble
     /// (UNKNOWN is what a handler that throws answers).

@@ -387,13 +387,9 @@ fn verdict_of<B>(route: &Route, resp: &Response<B>) -> Outcome {
     };
     match &route.breaker {
         Some(b) => classify(b.lock().classifier()),
-        None => classify(&DEFAULT_CLASSIFIER),
+        None => classify(Classifier::standard()),
     }
 }
-
-/// The classifier of a route without a breaker.
-static DEFAULT_CLASSIFIER: std::sync::LazyLock<Classifier> =
-    std::sync::LazyLock::new(Classifier::default);
 
 /// Marks an answer from a pool server with the server's name (and, from a
 /// backup, the backup header).

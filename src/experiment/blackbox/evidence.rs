@@ -10,6 +10,7 @@
 
 use super::caller::{Call, ShortCircuit};
 use crate::clock::Duration;
+use crate::defense::breaker::{Classifier, Outcome};
 use crate::experiment::timeline::RequestRecord;
 use crate::proxy::record::Record;
 
@@ -89,7 +90,8 @@ pub fn gather(records: &[&Record], requests: &[&RequestRecord], duration: Durati
 /// A proxy record as a call: ended at its answer, or when the proxy let it
 /// go without one (before the end of the run: one still held then was let
 /// go by the drill's stop, not by the service, and stays outstanding);
-/// failed on a 5xx or no answer.
+/// failed on a 5xx, a gRPC status that says the server failed
+/// (UNAVAILABLE, INTERNAL, ...) or no answer.
 fn call(record: &Record, duration: Duration) -> Call {
     let ms = |v: f64| Duration::from_secs_f64((v / 1000.0).max(0.0));
     let answered = record.latency_ms.map(|t| ms(record.at_ms + t));
@@ -100,7 +102,10 @@ fn call(record: &Record, duration: Duration) -> Call {
     Call {
         at: ms(record.at_ms),
         ended: answered.or(let_go),
-        failed: record.status.is_none_or(|s| s >= 500),
+        failed: record.status.is_none_or(|s| s >= 500)
+            || record.grpc_status.is_some_and(|g| {
+                matches!(Classifier::standard().classify_grpc(g), Outcome::Failure(_))
+            }),
         path: record.path.clone(),
         request_id: record.request_id.as_deref().and_then(|i| i.parse().ok()),
     }
@@ -130,6 +135,7 @@ mod tests {
             bytes_in: 0,
             bytes_out: 0,
             reached_upstream: status.is_some(),
+            grpc_status: None,
         }
     }
 
@@ -153,6 +159,23 @@ mod tests {
         assert_eq!((five.ended, five.failed), (Some(ms(102)), true));
         let hung = call(&record(100.0, None, 1000.0, None), run);
         assert_eq!((hung.ended, hung.failed), (Some(ms(1100)), true));
+    }
+
+    #[test]
+    fn a_grpc_call_fails_on_a_status_that_says_the_server_failed_not_on_the_callers_error() {
+        let run = ms(10_000);
+        let grpc = |code| {
+            let mut r = record(100.0, Some(200), 5.0, None);
+            r.grpc_status = Some(code);
+            call(&r, run).failed
+        };
+        assert!(!grpc(0), "OK");
+        for code in [2, 4, 8, 13, 14, 15] {
+            assert!(grpc(code), "status {code} on an HTTP 200 failed");
+        }
+        for code in [3, 5, 7, 16] {
+            assert!(!grpc(code), "status {code} is the caller's error");
+        }
     }
 
     #[test]

@@ -144,9 +144,12 @@ impl Service {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSystem {
     /// The service under test (needs `clock: real`): the load is sent
-    /// here. `http://host:port`, `https://host[:port]`, optionally with a
-    /// path prefix put before every request path, or `host:port`.
-    #[schemars(regex(pattern = r"^((https?://[^/:?#]+(:[0-9]+)?(/[^?#]*)?)|([^/:]+:[0-9]+))$"))]
+    /// here. `http://host:port`, `https://host[:port]`, `h2c://host:port`
+    /// (HTTP/2 without TLS: a gRPC server), optionally with a path prefix
+    /// put before every request path, or `host:port`.
+    #[schemars(regex(
+        pattern = r"^(((https?|h2c)://[^/:?#]+(:[0-9]+)?(/[^?#]*)?)|([^/:]+:[0-9]+))$"
+    ))]
     url: String,
     /// TLS towards an `https://` service: `ca_file`, `client_cert` and
     /// `client_key` (PEM, relative to this file), `insecure_skip_verify`.
