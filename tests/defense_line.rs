@@ -492,6 +492,56 @@ routes:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_call_is_retried_on_unavailable_though_it_is_a_post_and_never_on_the_callers_error()
+{
+    let config = "
+routes:
+  inventory:
+    match: /inventory.Inventory/*
+    retry: { attempts: 3, backoff: 10ms }
+";
+    let unavailable = defense_rig(
+        "faults:\n  - { match: /inventory.Inventory/*, grpc: { status: UNAVAILABLE } }\n",
+        config,
+    )
+    .await;
+    for _ in 0..4 {
+        assert_eq!(grpc_call(&unavailable).await, (200, Some("14".to_string())));
+    }
+    assert_eq!(
+        unavailable.dependency_calls(),
+        12,
+        "4 gRPC calls (each a POST) × 3 attempts"
+    );
+    let invalid = defense_rig(
+        "faults:\n  - { match: /inventory.Inventory/*, grpc: { status: INVALID_ARGUMENT } }\n",
+        config,
+    )
+    .await;
+    for _ in 0..4 {
+        assert_eq!(grpc_call(&invalid).await, (200, Some("3".to_string())));
+    }
+    assert_eq!(
+        invalid.dependency_calls(),
+        4,
+        "the caller's error: sent once"
+    );
+    let internal = defense_rig(
+        "faults:\n  - { match: /inventory.Inventory/*, grpc: { status: INTERNAL } }\n",
+        config,
+    )
+    .await;
+    for _ in 0..4 {
+        assert_eq!(grpc_call(&internal).await, (200, Some("13".to_string())));
+    }
+    assert_eq!(
+        internal.dependency_calls(),
+        4,
+        "a failure, but not listed in grpc_statuses: sent once"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bulkhead_rejects_calls_beyond_its_limit_at_once_and_other_routes_keep_working() {
     let config = "
 routes:

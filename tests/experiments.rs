@@ -118,6 +118,22 @@ fn a_grpc_drill_fails_without_a_breaker_though_every_failed_call_is_an_http_200(
     let unavailable = statuses.iter().filter(|(_, g)| *g == 14).count();
     let ok = statuses.iter().filter(|(_, g)| *g == 0).count();
     assert_eq!((unavailable, ok), (82, 163), "grpc_status of every call");
+    // Each format lists the route's gRPC statuses.
+    assert!(
+        stdout.contains("shop         gRPC statuses: OK 163, UNAVAILABLE 82"),
+        "{stdout}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("report.json")).unwrap()).unwrap();
+    assert_eq!(
+        json["routes"][0]["grpc_statuses"],
+        serde_json::json!({ "OK": 163, "UNAVAILABLE": 82 })
+    );
+    let html = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(
+        html.contains("shop: gRPC statuses <code>OK</code> 163, <code>UNAVAILABLE</code> 82"),
+        "{html}"
+    );
 }
 
 #[test]

@@ -146,6 +146,9 @@ pub struct RetryConfig {
     pub jitter: Percent,
     /// Methods that may be retried.
     pub methods: Vec<http::Method>,
+    /// The gRPC statuses a gRPC call is retried on, whatever its method
+    /// (gRPC's `retryableStatusCodes`).
+    pub grpc_statuses: Vec<crate::schema::units::GrpcError>,
 }
 
 /// Fallbacks, tried in order: stale, backup, static; without any, a 503
@@ -593,6 +596,12 @@ struct RawRetry {
     /// deduplicates).
     #[serde(default)]
     allow_non_idempotent: bool,
+    /// The gRPC statuses a gRPC call is retried on, whatever its method
+    /// (gRPC's own `retryableStatusCodes`; default `[UNAVAILABLE]`, which
+    /// a connection error or a reset also is to a gRPC client; `[]`: gRPC
+    /// calls are never retried).
+    #[serde(default)]
+    grpc_statuses: Option<Vec<crate::schema::units::GrpcError>>,
 }
 
 fn three() -> u32 {
@@ -640,6 +649,9 @@ impl TryFrom<RawRetry> for RetryConfig {
             max_backoff,
             jitter: raw.jitter.unwrap_or(Percent::new(50.0).expect("in range")),
             methods,
+            grpc_statuses: raw
+                .grpc_statuses
+                .unwrap_or_else(|| vec!["UNAVAILABLE".parse().expect("a gRPC status name")]),
         })
     }
 }

@@ -1,6 +1,7 @@
 //! Retry: which requests may be retried, and the wait before each retry
 //! (exponential backoff with seeded jitter).
 
+use super::breaker::FailureKind;
 use super::config::RetryConfig;
 use crate::clock::Duration;
 
@@ -16,9 +17,30 @@ pub fn backoff(config: &RetryConfig, attempt: u32, draw: f64) -> Duration {
     base.mul_f64(1.0 - jitter)
 }
 
-/// Whether `method` may be retried under `config`.
-pub fn may_retry(config: &RetryConfig, method: &http::Method) -> bool {
-    config.attempts > 1 && config.methods.contains(method)
+/// Whether a call with `method` (a gRPC call when `grpc`) may be retried
+/// under `config`: a gRPC call whatever its method (always POST) when
+/// gRPC statuses are listed, any other by its method.
+pub fn may_retry(config: &RetryConfig, method: &http::Method, grpc: bool) -> bool {
+    config.attempts > 1
+        && if grpc {
+            !config.grpc_statuses.is_empty()
+        } else {
+            config.methods.contains(method)
+        }
+}
+
+/// Whether a gRPC call that failed so is retried under `config`: its
+/// status is listed, or the failure is one a gRPC client sees as that
+/// status (a connection error, a reset or a 502/503/504 as UNAVAILABLE,
+/// a timeout as DEADLINE_EXCEEDED).
+pub fn retries_grpc(config: &RetryConfig, failure: FailureKind) -> bool {
+    let code = match failure {
+        FailureKind::Grpc(code) => code,
+        FailureKind::Connect | FailureKind::Reset | FailureKind::Status(502..=504) => 14,
+        FailureKind::Timeout => 4,
+        _ => return false,
+    };
+    config.grpc_statuses.iter().any(|s| s.code() == code)
 }
 
 #[cfg(test)]
@@ -33,7 +55,52 @@ mod tests {
             max_backoff: Duration::from_millis(300),
             jitter: Percent::new(jitter).unwrap(),
             methods: vec![http::Method::GET],
+            grpc_statuses: vec!["UNAVAILABLE".parse().unwrap()],
         }
+    }
+
+    #[test]
+    fn a_grpc_call_is_retried_whatever_its_method_while_grpc_statuses_are_listed() {
+        let mut c = config(0.0);
+        assert!(!may_retry(&c, &http::Method::POST, false), "POST over HTTP");
+        assert!(may_retry(&c, &http::Method::POST, true), "a gRPC call");
+        assert!(may_retry(&c, &http::Method::GET, false));
+        c.grpc_statuses.clear();
+        assert!(!may_retry(&c, &http::Method::POST, true), "none listed");
+        c.grpc_statuses = vec!["UNAVAILABLE".parse().unwrap()];
+        c.attempts = 1;
+        assert!(!may_retry(&c, &http::Method::POST, true), "one attempt");
+    }
+
+    #[test]
+    fn a_failed_grpc_call_is_retried_on_a_listed_status_or_a_failure_a_client_sees_as_one() {
+        let mut c = config(0.0);
+        for retried in [
+            FailureKind::Grpc(14),
+            FailureKind::Connect,
+            FailureKind::Reset,
+            FailureKind::Status(502),
+            FailureKind::Status(503),
+            FailureKind::Status(504),
+        ] {
+            assert!(retries_grpc(&c, retried), "{retried:?}");
+        }
+        for not in [
+            FailureKind::Grpc(13),
+            FailureKind::Grpc(4),
+            FailureKind::Timeout,
+            FailureKind::Status(500),
+            FailureKind::Status(501),
+            FailureKind::Status(505),
+            FailureKind::Other,
+            FailureKind::Cancelled,
+        ] {
+            assert!(!retries_grpc(&c, not), "{not:?}");
+        }
+        c.grpc_statuses = vec!["DEADLINE_EXCEEDED".parse().unwrap()];
+        assert!(retries_grpc(&c, FailureKind::Timeout));
+        assert!(retries_grpc(&c, FailureKind::Grpc(4)));
+        assert!(!retries_grpc(&c, FailureKind::Connect));
     }
 
     #[test]
@@ -53,7 +120,7 @@ mod tests {
     #[test]
     fn only_listed_methods_are_retried() {
         let c = config(0.0);
-        assert!(may_retry(&c, &http::Method::GET));
-        assert!(!may_retry(&c, &http::Method::POST));
+        assert!(may_retry(&c, &http::Method::GET, false));
+        assert!(!may_retry(&c, &http::Method::POST, false));
     }
 }

@@ -88,6 +88,19 @@ fn routes(out: &mut String, report: &RunReport) {
             r.amplification
         );
     }
+    for r in report.routes.iter().filter(|r| !r.grpc_statuses.is_empty()) {
+        let statuses: Vec<String> = r
+            .grpc_statuses
+            .iter()
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  {:<12} gRPC statuses: {}",
+            r.route,
+            statuses.join(", ")
+        );
+    }
 }
 
 /// Each pool's servers, their state at the end and their health changes.

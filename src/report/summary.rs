@@ -32,6 +32,10 @@ pub struct RouteSummary {
     pub latency_ms: Percentiles,
     /// Requests that reached the target per request sent.
     pub amplification: f64,
+    /// gRPC answers per status, by name (none for a route without gRPC
+    /// answers).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub grpc_statuses: std::collections::BTreeMap<&'static str, usize>,
 }
 
 /// p50, p90, p99 and max.
@@ -100,6 +104,11 @@ pub fn routes(counted: &[(String, RouteTally)]) -> Vec<RouteSummary> {
                 } else {
                     (t.reached as f64 * 1000.0 / n as f64).round() / 1000.0
                 },
+                grpc_statuses: t
+                    .grpc
+                    .iter()
+                    .map(|(code, n)| (crate::schema::units::grpc_status_name(*code), *n as usize))
+                    .collect(),
             }
         })
         .collect()

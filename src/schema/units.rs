@@ -271,7 +271,7 @@ impl FromStr for ErrorStatus {
 }
 
 /// The status codes, by number, as gRPC names them.
-const NAMES: [&str; 17] = [
+pub const GRPC_STATUS_NAMES: [&str; 17] = [
     "OK",
     "CANCELLED",
     "UNKNOWN",
@@ -291,6 +291,27 @@ const NAMES: [&str; 17] = [
     "UNAUTHENTICATED",
 ];
 
+/// A gRPC status code's name, `OK` to `UNAUTHENTICATED` (a code past 16
+/// is read as gRPC reads it, as `UNKNOWN`).
+pub fn grpc_status_name(code: u8) -> &'static str {
+    GRPC_STATUS_NAMES
+        .get(usize::from(code))
+        .copied()
+        .unwrap_or("UNKNOWN")
+}
+
+/// The gRPC status code a name (any case) or number, `OK` included,
+/// stands for.
+pub fn grpc_status_code(text: &str) -> Option<u8> {
+    match text.parse::<u8>() {
+        Ok(n) => (usize::from(n) < GRPC_STATUS_NAMES.len()).then_some(n),
+        Err(_) => GRPC_STATUS_NAMES
+            .iter()
+            .position(|name| name.eq_ignore_ascii_case(text))
+            .and_then(|i| u8::try_from(i).ok()),
+    }
+}
+
 /// A gRPC status code other than OK, as a fault answers it: written as
 /// its name (`UNAVAILABLE`, any case) or its number (`14`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -304,7 +325,7 @@ impl GrpcError {
 
     /// The code's name, `UNAVAILABLE`.
     pub fn name(self) -> &'static str {
-        NAMES[usize::from(self.0)]
+        GRPC_STATUS_NAMES[usize::from(self.0)]
     }
 }
 
@@ -318,15 +339,7 @@ impl FromStr for GrpcError {
     type Err = String;
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let text = text.trim();
-        let code = match text.parse::<i64>() {
-            Ok(n) => u8::try_from(n)
-                .ok()
-                .filter(|n| usize::from(*n) < NAMES.len()),
-            Err(_) => NAMES
-                .iter()
-                .position(|name| name.eq_ignore_ascii_case(text))
-                .and_then(|i| u8::try_from(i).ok()),
-        };
+        let code = grpc_status_code(text);
         match code {
             Some(0) => Err(format!(
                 "`{text}` is OK, no error: expected a gRPC error status, 1 to 16 or a name such as UNAVAILABLE"
@@ -334,7 +347,7 @@ impl FromStr for GrpcError {
             Some(code) => Ok(GrpcError(code)),
             None => Err(format!(
                 "invalid gRPC status `{text}`: expected 1 to 16 or one of {}",
-                NAMES[1..].join(", ")
+                GRPC_STATUS_NAMES[1..].join(", ")
             )),
         }
     }

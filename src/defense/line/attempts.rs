@@ -113,10 +113,11 @@ impl DefenseLine {
         report: &mut CallReport,
     ) -> Failed {
         let (parts, body) = req.into_parts();
+        let grpc = grpc::is_grpc(&parts.headers);
         let retry = route
             .retry
             .as_ref()
-            .filter(|r| retry::may_retry(r, &parts.method));
+            .filter(|r| retry::may_retry(r, &parts.method, grpc));
         let planned = planned_attempts(route, retry);
         let Some(mut body) = AttemptBody::new(body, planned > 1).await else {
             return Failed::Broken;
@@ -184,7 +185,13 @@ impl DefenseLine {
                 (Judged::Bad(verdict, failed, call_error), passes) => {
                     record(route, self, guard, verdict, took);
                     report.error = Some(call_error);
-                    if passes == Some(Pass::Answer) {
+                    let unlisted = match (verdict, retry) {
+                        (Outcome::Failure(kind), Some(retry)) if grpc => {
+                            !retry::retries_grpc(retry, kind)
+                        }
+                        _ => false,
+                    };
+                    if passes == Some(Pass::Answer) || unlisted {
                         return failed;
                     }
                     last = failed;

@@ -333,6 +333,9 @@ pub enum Metric {
     Latency(LatencyStat),
     /// Target hits carrying the route's request ids, per request.
     Amplification,
+    /// Share of requests whose gRPC answer had this status (`grpc
+    /// UNAVAILABLE`; `grpc OK`).
+    Grpc(u8),
 }
 
 /// Which latency statistic.
@@ -361,9 +364,11 @@ impl Metric {
     /// The kind of value the metric is compared with.
     pub fn kind(self) -> ValueKind {
         match self {
-            Metric::Success | Metric::Fallback(_) | Metric::Rejected | Metric::Errors => {
-                ValueKind::Share
-            }
+            Metric::Success
+            | Metric::Fallback(_)
+            | Metric::Rejected
+            | Metric::Errors
+            | Metric::Grpc(_) => ValueKind::Share,
             Metric::Timeouts | Metric::Requests => ValueKind::Count,
             Metric::Latency(_) => ValueKind::Duration,
             Metric::Amplification => ValueKind::Ratio,
@@ -384,6 +389,9 @@ impl fmt::Display for Metric {
             Metric::Latency(LatencyStat::Percentile(p)) => write!(f, "p{p} latency"),
             Metric::Latency(LatencyStat::Max) => f.write_str("max latency"),
             Metric::Amplification => f.write_str("amplification"),
+            Metric::Grpc(code) => {
+                write!(f, "grpc {}", crate::schema::units::grpc_status_name(*code))
+            }
         }
     }
 }

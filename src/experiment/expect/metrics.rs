@@ -251,6 +251,7 @@ pub(crate) fn route(
         Metric::Requests => count(n, n),
         Metric::Latency(stat) => latency_stat(tally, stat, bound),
         Metric::Amplification => amplification(tally, bound),
+        Metric::Grpc(code) => share(tally.grpc.get(&code).copied().unwrap_or(0), n, bound),
     };
     let at = intervals.first().map(|i| i.0);
     match figure {

@@ -39,6 +39,8 @@ pub struct RouteTally {
     /// virtual clock moves in whole milliseconds), then coarsened to stay
     /// within them (a real clock gives each request its own).
     pub latencies: Latencies<{ RouteTally::LATENCIES }>,
+    /// gRPC answers per status code.
+    pub grpc: BTreeMap<u8, u64>,
 }
 
 impl RouteTally {
@@ -59,6 +61,9 @@ impl RouteTally {
         self.reached += u64::from(r.reached_dependency);
         if let Some(latency) = r.latency {
             self.latencies.add(latency);
+        }
+        if let Some(code) = r.grpc_status {
+            *self.grpc.entry(code).or_default() += 1;
         }
     }
 

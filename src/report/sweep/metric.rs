@@ -101,7 +101,7 @@ impl Metric {
                 Said::Fallback(_) => Some(Metric::Fallback),
                 Said::Rejected => Some(Metric::Rejected),
                 Said::Latency(_) => Some(Metric::P99),
-                Said::Timeouts | Said::Requests | Said::Amplification => None,
+                Said::Timeouts | Said::Requests | Said::Amplification | Said::Grpc(_) => None,
             },
             Rule::Sequence { .. }
             | Rule::Reaches { .. }

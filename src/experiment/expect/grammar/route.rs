@@ -22,7 +22,7 @@ pub(crate) fn route(p: &mut Parser) -> Result<Rule, ParseError> {
 }
 
 /// The metric words, for suggestions.
-const METRICS: [&str; 11] = [
+const METRICS: [&str; 12] = [
     "success",
     "fallback",
     "rejected",
@@ -34,6 +34,7 @@ const METRICS: [&str; 11] = [
     "p99",
     "max",
     "amplification",
+    "grpc",
 ];
 
 /// A percentile word: `p50`, `p99.9`.
@@ -53,13 +54,14 @@ fn metric(p: &mut Parser) -> Result<Metric, ParseError> {
         "timeouts" => Metric::Timeouts,
         "requests" => Metric::Requests,
         "amplification" => Metric::Amplification,
+        "grpc" => Metric::Grpc(0),
         "max" => Metric::Latency(LatencyStat::Max),
         w => match percentile(w) {
             Some(pc) => Metric::Latency(LatencyStat::Percentile(pc)),
             None => {
                 return Err(p.error(
                     "a metric (success, fallback, rejected, errors, timeouts, requests, \
-                     p50, p90, p99, max, amplification)",
+                     p50, p90, p99, max, amplification, grpc STATUS)",
                     &METRICS,
                 ));
             }
@@ -84,6 +86,17 @@ fn metric(p: &mut Parser) -> Result<Metric, ParseError> {
         Metric::Latency(_) => {
             p.eat("latency");
             metric
+        }
+        Metric::Grpc(_) => {
+            let word = p.peek_word().unwrap_or_default();
+            let Some(code) = crate::schema::units::grpc_status_code(word) else {
+                return Err(p.error(
+                    "a gRPC status (OK, CANCELLED, UNKNOWN, ..., UNAVAILABLE, or 0 to 16)",
+                    &crate::schema::units::GRPC_STATUS_NAMES,
+                ));
+            };
+            p.advance();
+            Metric::Grpc(code)
         }
         other => other,
     })

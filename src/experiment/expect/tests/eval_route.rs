@@ -149,6 +149,28 @@ fn a_fallback_answer_is_a_success_and_counts_by_kind() {
 }
 
 #[test]
+fn a_grpc_share_counts_the_calls_answered_with_that_status_and_a_grpc_failure_is_no_success() {
+    let mut t = run();
+    t.requests = (0..4).map(|i| req(i, "A", 12.0, 200, 1)).collect();
+    for (r, code) in t.requests.iter_mut().zip([0, 14, 14, 5]) {
+        r.grpc_status = Some(code);
+    }
+    let v = judge("route A grpc UNAVAILABLE == 50%", &t);
+    assert!(v.passed, "{v}");
+    assert_eq!(
+        v.seen,
+        "route A grpc UNAVAILABLE 50.0% (2 of 4) over the run"
+    );
+    let v = judge("route A grpc ok >= 50%", &t);
+    assert!(!v.passed, "{v}");
+    assert_eq!(v.seen, "route A grpc OK 25.0% (1 of 4) over the run");
+    assert!(judge("route A grpc 5 == 25%", &t).passed);
+    assert!(judge("route A grpc INTERNAL == 0%", &t).passed);
+    let v = judge("route A success >= 50%", &t);
+    assert!(!v.passed, "every answer an HTTP 200, one gRPC OK: {v}");
+}
+
+#[test]
 fn rejected_is_the_share_turned_away_by_the_defense() {
     let mut t = run();
     t.requests = (0..3).map(|i| req(i, "A", 1.0, 503, 1)).collect();

@@ -197,7 +197,7 @@ fn route_metric_and_window_typos_get_suggestions() {
         "route B sucess during inventory-down >= 99%",
         "sucess",
         "expected a metric (success, fallback, rejected, errors, timeouts, requests, p50, \
-         p90, p99, max, amplification) after 'B', found \"sucess\" (did you mean \"success\"?)",
+         p90, p99, max, amplification, grpc STATUS) after 'B', found \"sucess\" (did you mean \"success\"?)",
     );
     fails(
         "route B success durng inventory-down >= 99%",
@@ -253,5 +253,20 @@ fn a_window_must_end_after_it_starts() {
         "route B success between 40s and 10s >= 99%",
         "10s",
         "the window ends at 10s but starts at 40s: write the earlier time first",
+    );
+}
+
+#[test]
+fn an_unknown_grpc_status_lists_the_statuses_and_suggests_the_closest() {
+    fails(
+        "route A grpc UNAVAILBLE >= 1%",
+        "UNAVAILBLE",
+        "expected a gRPC status (OK, CANCELLED, UNKNOWN, ..., UNAVAILABLE, or 0 to 16) after 'grpc', \
+         found \"UNAVAILBLE\" (did you mean \"UNAVAILABLE\"?)",
+    );
+    fails(
+        "route A grpc 17 >= 1%",
+        "17",
+        "expected a gRPC status (OK, CANCELLED, UNKNOWN, ..., UNAVAILABLE, or 0 to 16) after 'grpc', found \"17\"",
     );
 }

@@ -255,6 +255,18 @@ fn every_route_metric_reads_with_its_value_kind() {
             Metric::Amplification,
             Value::Number(2.5),
         ),
+        (
+            "grpc UNAVAILABLE >= 90%",
+            Metric::Grpc(14),
+            Value::Percent(90.0),
+        ),
+        (
+            "grpc deadline_exceeded <= 1%",
+            Metric::Grpc(4),
+            Value::Percent(1.0),
+        ),
+        ("grpc OK == 100%", Metric::Grpc(0), Value::Percent(100.0)),
+        ("grpc 8 < 5%", Metric::Grpc(8), Value::Percent(5.0)),
     ];
     for (tail, metric, value) in cases {
         let text = format!("route A {tail}");

@@ -46,7 +46,21 @@ pub(super) fn routes(h: &mut String, p: &Picture) {
             r.latency_ms.p99
         );
     }
-    h.push_str("</tbody>\n</table>\n<dl class=\"words\" id=\"words\">\n");
+    h.push_str("</tbody>\n</table>\n");
+    for r in routes.iter().filter(|r| !r.grpc_statuses.is_empty()) {
+        let statuses: Vec<String> = r
+            .grpc_statuses
+            .iter()
+            .map(|(name, n)| format!("<code>{}</code> {n}", esc(name)))
+            .collect();
+        let _ = writeln!(
+            h,
+            "<p class=\"grpc-statuses\">{}: gRPC statuses {}</p>",
+            esc(&r.route),
+            statuses.join(", ")
+        );
+    }
+    h.push_str("<dl class=\"words\" id=\"words\">\n");
     for term in TERMS {
         let _ = writeln!(h, "<dt>{}</dt><dd>{}.</dd>", term.word, meaning_html(term));
     }

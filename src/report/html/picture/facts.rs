@@ -74,6 +74,9 @@ pub struct RouteFacts {
     pub timeouts: u64,
     /// Latency percentiles, milliseconds.
     pub latency_ms: LatencyFacts,
+    /// gRPC answers per status name (none without gRPC answers).
+    #[serde(default)]
+    pub grpc_statuses: std::collections::BTreeMap<String, u64>,
 }
 
 /// A route's latency percentiles.
