@@ -371,23 +371,23 @@ impl RequestLog<'_> {
     }
 
     /// Logs the response head going to the client; when recording, the
-    /// record is written once its body has passed.
+    /// record is written once its body has passed. A gRPC answer's status is counted (and recorded) from its head, or
+    /// from its trailers as they pass.
     pub(crate) fn answered(mut self, resp: Response<BoxBody>) -> Response<BoxBody> {
-        match self.finish(Some(resp.status().as_u16())) {
-            Some(mut pending) => {
-                pending.grpc = grpc::is_grpc(resp.headers());
-                if let Some(record) = pending.record.as_mut().filter(|_| pending.grpc) {
-                    record.grpc_status = grpc::status_in(resp.headers());
-                }
-                resp.map(|inner| {
-                    Tapped {
-                        inner,
-                        tap: pending,
-                    }
-                    .boxed_unsync()
-                })
-            }
-            None => resp,
+        let grpc = grpc::is_grpc(resp.headers());
+        let head_status = grpc.then(|| grpc::status_in(resp.headers())).flatten();
+        let counters = self.shared.map(|s| s.counters.clone());
+        let mut pending = self.finish(Some(resp.status().as_u16()));
+        if let Some(record) = pending.as_mut().and_then(|p| p.record.as_mut()) {
+            record.grpc_status = head_status;
+        }
+        if let (Some(counters), Some(code)) = (&counters, head_status) {
+            counters.count_grpc(code);
+        }
+        match (counters.filter(|_| grpc && head_status.is_none()), pending) {
+            (Some(counters), pending) => tapped(resp, GrpcTrailers { counters, pending }),
+            (None, Some(pending)) => tapped(resp, pending),
+            (None, None) => resp,
         }
     }
 
@@ -409,7 +409,6 @@ impl RequestLog<'_> {
             record: Some(record),
             bytes_in: self.bytes_in.take(),
             sink: shared.sink.clone()?,
-            grpc: false,
         })
     }
 }
@@ -433,8 +432,6 @@ struct Pending {
     bytes_in: Option<Arc<AtomicU64>>,
     /// Where it goes.
     sink: Arc<dyn RecordSink>,
-    /// A gRPC answer: its trailers may carry its status.
-    grpc: bool,
 }
 
 impl Pending {
@@ -482,14 +479,40 @@ impl Tap for Pending {
             Some(Ok(f)) => {
                 if let Some(record) = &mut self.record {
                     record.bytes_out += data_len(f);
-                    if let Some(trailers) = f.trailers_ref().filter(|_| self.grpc) {
-                        record.grpc_status = record.grpc_status.or(grpc::status_in(trailers));
-                    }
                 }
             }
             Some(Err(_)) | None => self.write(),
         }
     }
+}
+
+/// A gRPC answer whose status comes in its trailers: counted, and put in
+/// its record (if any), as they pass.
+struct GrpcTrailers {
+    counters: Arc<RequestCounters>,
+    pending: Option<Pending>,
+}
+
+impl Tap for GrpcTrailers {
+    fn frame(&mut self, frame: Option<&Result<Frame<Bytes>, BoxError>>) {
+        let trailers = frame
+            .and_then(|f| f.as_ref().ok())
+            .and_then(Frame::trailers_ref);
+        if let Some(code) = trailers.and_then(grpc::status_in) {
+            self.counters.count_grpc(code);
+            if let Some(record) = self.pending.as_mut().and_then(|p| p.record.as_mut()) {
+                record.grpc_status = Some(code);
+            }
+        }
+        if let Some(pending) = &mut self.pending {
+            pending.frame(frame);
+        }
+    }
+}
+
+/// `resp` with its body's frames shown to `tap`.
+fn tapped<T: Tap + Send + 'static>(resp: Response<BoxBody>, tap: T) -> Response<BoxBody> {
+    resp.map(|inner| Tapped { inner, tap }.boxed_unsync())
 }
 
 pin_project_lite::pin_project! {
@@ -573,6 +596,35 @@ mod tests {
         }
         let statuses: Vec<Option<u8>> = collected.records().iter().map(|r| r.grpc_status).collect();
         assert_eq!(statuses, [Some(0), Some(14), None]);
+        let counters = recorder.counters().unwrap();
+        let counted: Vec<u64> = (0..=16).map(|code| counters.grpc(code)).collect();
+        let mut want = vec![0; 17];
+        (want[0], want[14]) = (1, 1);
+        assert_eq!(
+            counted, want,
+            "one OK, one UNAVAILABLE, the HTTP answer none"
+        );
+        // Counting only (no records): the trailers are still read.
+        let counting = Recorder::new("inventory", clock::now(), None);
+        let passed = counting
+            .begin(&req, clock::now())
+            .answered(grpc::answered_call(b"x"));
+        assert_eq!(
+            counting.counters().unwrap().grpc(0),
+            0,
+            "not before the trailers"
+        );
+        passed.into_body().collect().await.unwrap();
+        assert_eq!(counting.counters().unwrap().grpc(0), 1);
+        let mut page = crate::metrics::Exposition::default();
+        crate::metrics::MetricSource::collect(&**counters, &mut page);
+        let text = page.render();
+        for line in [
+            "firedrill_proxy_grpc_responses_total{proxy=\"inventory\",grpc_status=\"OK\"} 1",
+            "firedrill_proxy_grpc_responses_total{proxy=\"inventory\",grpc_status=\"UNAVAILABLE\"} 1",
+        ] {
+            assert!(text.contains(line), "{line}\n{text}");
+        }
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Requests through one HTTP-mode proxy, counted by the class of the status
 //! returned to the client and the fault that decided the answer:
-//! `firedrill_proxy_http_requests_total{proxy,status_class,fault}`.
+//! `firedrill_proxy_http_requests_total{proxy,status_class,fault}`; gRPC
+//! answers also by their status:
+//! `firedrill_proxy_grpc_responses_total{proxy,grpc_status}`.
 //!
 //! The label sets stay bounded: five status classes (plus `1xx`, which a
 //! proxied HTTP/1.1 response practically never has) and the fault names of
@@ -25,6 +27,13 @@ const NAME: &str = "firedrill_proxy_http_requests_total";
 /// The metric's help text.
 const HELP: &str = "HTTP requests through the proxy, by the class of the status returned to the client (none: cut, reset or blackholed) and the fault that decided the answer";
 
+/// The gRPC metric's name.
+const GRPC_NAME: &str = "firedrill_proxy_grpc_responses_total";
+
+/// The gRPC metric's help text.
+const GRPC_HELP: &str =
+    "gRPC answers through the proxy, by the grpc-status of their head (trailers-only) or trailers";
+
 /// One counter per status class.
 type ByClass = [AtomicU64; CLASSES.len()];
 
@@ -38,6 +47,8 @@ pub struct RequestCounters {
     /// Per fault name, in the order first seen; at most
     /// [`MAX_FAULT_NAMES`] plus `other`.
     faulted: RwLock<Vec<(Box<str>, ByClass)>>,
+    /// gRPC answers per status code, 0 (OK) to 16.
+    grpc: [AtomicU64; 17],
 }
 
 /// The slot of `status` in [`CLASSES`].
@@ -55,7 +66,21 @@ impl RequestCounters {
             proxy: Arc::from(proxy),
             clean: Default::default(),
             faulted: RwLock::new(Vec::new()),
+            grpc: Default::default(),
         }
+    }
+
+    /// Counts one gRPC answer with status `code` (past 16: as UNKNOWN, 2).
+    pub fn count_grpc(&self, code: u8) {
+        let slot = if code <= 16 { code } else { 2 };
+        self.grpc[usize::from(slot)].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// How many gRPC answers had status `code`.
+    pub fn grpc(&self, code: u8) -> u64 {
+        self.grpc
+            .get(usize::from(code))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 
     /// The proxy's name.
@@ -137,6 +162,14 @@ impl MetricSource for RequestCounters {
             .iter()
         {
             add(name, counts);
+        }
+        for (code, count) in (0u8..).zip(&self.grpc) {
+            let n = count.load(Ordering::Relaxed);
+            if n > 0 {
+                let status = crate::schema::units::grpc_status_name(code);
+                let labels = [("proxy", &*self.proxy), ("grpc_status", status)];
+                out.sample(GRPC_NAME, GRPC_HELP, MetricKind::Counter, &labels, n as f64);
+            }
         }
     }
 }
