@@ -73,9 +73,9 @@ for p in $(seq "$PORT_BASE" $((PORT_BASE + 3))); do
     ss -Htln "sport = :$p" | grep -q . && die "port $p is in use (set PORT_BASE)"
 done
 
-# nginx answering h2c with prior knowledge (`http2 on` on a plain listener).
-nginx_conf "$P_NGINX" | sed "s|listen 127.0.0.1:$P_NGINX;|listen 127.0.0.1:$P_NGINX;\n        http2 on;|" \
-    >"$TMP/nginx.conf"
+# nginx answering h2c with prior knowledge (`listen ... http2` without TLS;
+# Debian 12's nginx 1.22 has no `http2 on`).
+nginx_conf "$P_NGINX" | sed "s|listen 127.0.0.1:$P_NGINX;|listen 127.0.0.1:$P_NGINX http2;|" >"$TMP/nginx.conf"
 cat >"$TMP/haproxy.cfg" <<EOF
 global
     nbthread 1
