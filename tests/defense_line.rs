@@ -542,6 +542,33 @@ routes:
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_callers_grpc_timeout_bounds_the_call_and_is_answered_deadline_exceeded() {
+    let rig = defense_rig(
+        "faults:\n  - { match: /inventory.Inventory/*, latency: { delay: 3s } }\n",
+        GRPC_BREAKER,
+    )
+    .await;
+    let resp = http_client()
+        .post(rig.url("/inventory.Inventory/Get"))
+        .header("content-type", "application/grpc")
+        .header("grpc-timeout", "200m")
+        .body(vec![0, 0, 0, 0, 0])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    assert_eq!(
+        resp.headers()
+            .get("grpc-status")
+            .map(|v| v.to_str().unwrap()),
+        Some("4"),
+        "DEADLINE_EXCEEDED, not the dependency's OK 3 s later: {:?}",
+        resp.headers()
+    );
+    assert_eq!(resp.headers()["x-firedrill-reason"], "request-timeout");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bulkhead_rejects_calls_beyond_its_limit_at_once_and_other_routes_keep_working() {
     let config = "
 routes:

@@ -282,6 +282,17 @@ fn h2_exchange(
     uri: &str,
     body: &str,
 ) -> (u16, http::HeaderMap, String, Option<http::HeaderMap>) {
+    h2_exchange_with(addr, method, uri, body, &[])
+}
+
+/// As [`h2_exchange`], the request carrying `headers`.
+fn h2_exchange_with(
+    addr: &str,
+    method: &str,
+    uri: &str,
+    body: &str,
+    headers: &[(&str, &str)],
+) -> (u16, http::HeaderMap, String, Option<http::HeaderMap>) {
     use http_body_util::BodyExt;
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -296,9 +307,11 @@ fn h2_exchange(
             .await
             .unwrap();
             tokio::spawn(connection);
-            let req = http::Request::builder()
-                .method(method)
-                .uri(uri)
+            let mut req = http::Request::builder().method(method).uri(uri);
+            for (name, value) in headers {
+                req = req.header(*name, *value);
+            }
+            let req = req
                 .body(http_body_util::Full::new(bytes::Bytes::from(
                     body.to_string(),
                 )))
@@ -442,6 +455,47 @@ fn a_grpc_fault_fails_the_matched_method_at_once_with_its_status_and_others_pass
     assert_eq!(status, 200);
     assert!(!headers.contains_key("grpc-status"), "{headers:?}");
     assert!(body.ends_with("/inventory.Inventory/List m"), "{body}");
+    assert_eq!(trailers.expect("trailers")["grpc-status"], "0");
+}
+
+#[test]
+fn a_grpc_calls_grpc_timeout_is_honoured_a_delay_past_it_is_answered_deadline_exceeded() {
+    let upstream = h2c_upstream();
+    let faults = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(
+        faults.path(),
+        "faults:\n  - { name: slow, match: /inventory.Inventory/*, latency: { delay: 1s } }\n",
+    )
+    .unwrap();
+    let mut cmd = firedrill();
+    cmd.args(["proxy", "--listen", "127.0.0.1:0", "--mode", "http"])
+        .args(["--upstream", &format!("h2c://{upstream}")])
+        .arg("--faults")
+        .arg(faults.path());
+    let (child, listen, _log) = spawn_until_ready(cmd, "proxy ready");
+    let _child = Killed(child);
+    let call = |timeout: &str| {
+        h2_exchange_with(
+            &listen,
+            "POST",
+            &format!("http://{listen}/inventory.Inventory/Get"),
+            "m",
+            &[
+                ("content-type", "application/grpc"),
+                ("grpc-timeout", timeout),
+            ],
+        )
+    };
+    let (status, headers, body, trailers) = call("100m");
+    assert_eq!(status, 200);
+    assert_eq!(headers["grpc-status"], "4", "{headers:?}");
+    assert_eq!(headers["x-firedrill-error"], "grpc-deadline");
+    assert_eq!((body.as_str(), trailers), ("", None), "trailers-only");
+    // A deadline the delay fits in: the upstream's answer.
+    let (status, headers, body, trailers) = call("20S");
+    assert_eq!(status, 200);
+    assert!(!headers.contains_key("grpc-status"), "{headers:?}");
+    assert!(body.ends_with("/inventory.Inventory/Get m"), "{body}");
     assert_eq!(trailers.expect("trailers")["grpc-status"], "0");
 }
 

@@ -61,6 +61,28 @@ pub fn failed_call(status: GrpcError, message: &str) -> Response<BoxBody> {
     resp
 }
 
+/// The caller's deadline a gRPC request carries in `grpc-timeout` (1 to 8
+/// digits and a unit: `H`, `M`, `S`, `m` milliseconds, `u`, `n`), if it
+/// carries a valid one.
+pub fn timeout_in(headers: &HeaderMap) -> Option<crate::clock::Duration> {
+    use crate::clock::Duration;
+    let text = headers.get("grpc-timeout")?.to_str().ok()?;
+    let (digits, unit) = text.split_at(text.len().checked_sub(1)?);
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n * 3600),
+        "M" => Duration::from_secs(n * 60),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
 /// One gRPC message on the wire: a flag byte (0, not compressed), the
 /// message's length as 4 big-endian bytes, then the message.
 pub fn frame(message: &[u8]) -> Bytes {
@@ -187,6 +209,36 @@ mod tests {
         let mut streaming = failed_call("INTERNAL".parse().unwrap(), "");
         streaming.headers_mut().remove("grpc-status");
         assert_eq!(answered_status(&streaming), None);
+    }
+
+    #[test]
+    fn grpc_timeout_reads_every_unit_and_refuses_what_the_protocol_does_not_allow() {
+        use crate::clock::Duration;
+        let read = |v: &str| {
+            let mut h = HeaderMap::new();
+            h.insert("grpc-timeout", HeaderValue::from_str(v).unwrap());
+            timeout_in(&h)
+        };
+        assert_eq!(read("2H"), Some(Duration::from_secs(7200)));
+        assert_eq!(read("3M"), Some(Duration::from_secs(180)));
+        assert_eq!(read("5S"), Some(Duration::from_secs(5)));
+        assert_eq!(read("250m"), Some(Duration::from_millis(250)));
+        assert_eq!(read("99999999u"), Some(Duration::from_micros(99_999_999)));
+        assert_eq!(read("7n"), Some(Duration::from_nanos(7)));
+        for bad in [
+            "",
+            "S",
+            "100",
+            "123456789m",
+            "1.5S",
+            "-1S",
+            "10s",
+            "10 m",
+            "x5m",
+        ] {
+            assert_eq!(read(bad), None, "{bad:?}");
+        }
+        assert_eq!(timeout_in(&HeaderMap::new()), None);
     }
 
     #[tokio::test]

@@ -53,8 +53,17 @@ impl DefenseLine {
                 .fall_back(route, &key, None, "bulkhead-full", None)
                 .await;
         };
+        // A gRPC caller's own deadline bounds the call too: past it, the
+        // caller has given up (DEADLINE_EXCEEDED).
+        let deadline = [
+            self.request_timeout,
+            crate::http::grpc::timeout_in(req.headers()),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         let attempts = self.try_attempts(route, req, &key, report);
-        let result = match self.request_timeout {
+        let result = match deadline {
             Some(deadline) => match tokio::time::timeout(deadline, attempts).await {
                 Ok(r) => r,
                 Err(_) => {

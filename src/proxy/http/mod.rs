@@ -106,18 +106,44 @@ impl<C: Connector> Conn<C> {
     /// Forwards one request as its faults decide: answered or cut by a
     /// fault, or sent upstream (late, paced) with its response delayed,
     /// truncated or paced.
+    ///
+    /// A gRPC call's `grpc-timeout` is honoured as its server would: when
+    /// the answer's head is not there by the caller's deadline (a latency
+    /// fault, a blackhole, a slow upstream), the proxy fails the call with
+    /// DEADLINE_EXCEEDED itself, marked `x-firedrill-error: grpc-deadline`.
     async fn forward(&self, req: Request<Incoming>) -> Result<Response<BoxBody>, body::Cut> {
         let arrival = clock::now();
         // Logs the request on every path: answered, cut, or dropped.
         let mut log = self.recorder.begin(&req, arrival);
+        let deadline = crate::http::grpc::is_grpc(req.headers())
+            .then(|| crate::http::grpc::timeout_in(req.headers()))
+            .flatten();
+        let exchange = self.exchange(req, arrival, &mut log);
+        let answered = match deadline {
+            Some(d) => match tokio::time::timeout(d, exchange).await {
+                Ok(answered) => answered,
+                Err(_) => Ok(deadline_exceeded()),
+            },
+            None => exchange.await,
+        };
+        answered.map(|resp| log.answered(resp))
+    }
+
+    /// The exchange of [`Conn::forward`], its answer not yet logged.
+    async fn exchange(
+        &self,
+        req: Request<Incoming>,
+        arrival: clock::Instant,
+        log: &mut crate::proxy::record::RequestLog<'_>,
+    ) -> Result<Response<BoxBody>, body::Cut> {
         let request_id = self.plan.note_arrival(req.uri().path(), req.headers());
         log.belongs_to(request_id);
         let hits = self
             .plan
             .pick_request(req.method(), req.uri().path(), req.headers());
-        let decision = match self.decide(&hits, &req, arrival, &mut log).await {
+        let decision = match self.decide(&hits, &req, arrival, log).await {
             ControlFlow::Continue(decision) => decision,
-            ControlFlow::Break(answered) => return answered.map(|resp| log.answered(resp)),
+            ControlFlow::Break(answered) => return answered,
         };
         if let Some(at) = decision.request_at {
             clock::sleep_until_precise(at).await;
@@ -132,13 +158,13 @@ impl<C: Connector> Conn<C> {
         self.rewrite.prepare(&mut req);
         let response = match self.send(req, bodiless, &mut log.reached_upstream).await {
             Ok(r) => r,
-            Err(err) => return Ok(log.answered(gateway_error(&err))),
+            Err(err) => return Ok(gateway_error(&err)),
         };
         let response_arrival = clock::now();
         if let Some(delay) = decision.response_delay {
             clock::sleep_until_precise(response_arrival + delay).await;
         }
-        Ok(log.answered(response.map(|b| {
+        Ok(response.map(|b| {
             let mut body = boxed(b);
             if let Some((limit, reset)) = decision.truncate {
                 body =
@@ -148,7 +174,7 @@ impl<C: Connector> Conn<C> {
                 body = Throttled::new(body, rate).boxed_unsync();
             }
             body
-        })))
+        }))
     }
 
     /// Sends a request on this connection's upstream connection, opening
@@ -386,5 +412,15 @@ fn gateway_error(err: &BoxError) -> Response<BoxBody> {
     *resp.status_mut() = StatusCode::BAD_GATEWAY;
     resp.headers_mut()
         .insert(ERROR_HEADER, HeaderValue::from_static(reason));
+    resp
+}
+
+/// A gRPC call failed at its caller's deadline (`grpc-timeout`), by the
+/// proxy itself: DEADLINE_EXCEEDED, marked as the proxy's own answer.
+fn deadline_exceeded() -> Response<BoxBody> {
+    let status = "DEADLINE_EXCEEDED".parse().expect("a gRPC status name");
+    let mut resp = crate::http::grpc::failed_call(status, "deadline exceeded (grpc-timeout)");
+    resp.headers_mut()
+        .insert(ERROR_HEADER, HeaderValue::from_static("grpc-deadline"));
     resp
 }
