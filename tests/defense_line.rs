@@ -500,45 +500,27 @@ routes:
     match: /inventory.Inventory/*
     retry: { attempts: 3, backoff: 10ms }
 ";
-    let unavailable = defense_rig(
-        "faults:\n  - { match: /inventory.Inventory/*, grpc: { status: UNAVAILABLE } }\n",
-        config,
-    )
-    .await;
-    for _ in 0..4 {
-        assert_eq!(grpc_call(&unavailable).await, (200, Some("14".to_string())));
+    // (status the dependency fails with, its code, calls it sees for 4).
+    let cases = [
+        ("UNAVAILABLE", "14", 12, "each a POST, × 3 attempts"),
+        ("INVALID_ARGUMENT", "3", 4, "the caller's error: sent once"),
+        (
+            "INTERNAL",
+            "13",
+            4,
+            "a failure not listed in grpc_statuses: sent once",
+        ),
+    ];
+    for (status, code, calls, why) in cases {
+        let faults = format!(
+            "faults:\n  - {{ match: /inventory.Inventory/*, grpc: {{ status: {status} }} }}\n"
+        );
+        let rig = defense_rig(&faults, config).await;
+        for _ in 0..4 {
+            assert_eq!(grpc_call(&rig).await, (200, Some(code.to_string())));
+        }
+        assert_eq!(rig.dependency_calls(), calls, "{status}: {why}");
     }
-    assert_eq!(
-        unavailable.dependency_calls(),
-        12,
-        "4 gRPC calls (each a POST) × 3 attempts"
-    );
-    let invalid = defense_rig(
-        "faults:\n  - { match: /inventory.Inventory/*, grpc: { status: INVALID_ARGUMENT } }\n",
-        config,
-    )
-    .await;
-    for _ in 0..4 {
-        assert_eq!(grpc_call(&invalid).await, (200, Some("3".to_string())));
-    }
-    assert_eq!(
-        invalid.dependency_calls(),
-        4,
-        "the caller's error: sent once"
-    );
-    let internal = defense_rig(
-        "faults:\n  - { match: /inventory.Inventory/*, grpc: { status: INTERNAL } }\n",
-        config,
-    )
-    .await;
-    for _ in 0..4 {
-        assert_eq!(grpc_call(&internal).await, (200, Some("13".to_string())));
-    }
-    assert_eq!(
-        internal.dependency_calls(),
-        4,
-        "a failure, but not listed in grpc_statuses: sent once"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

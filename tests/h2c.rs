@@ -412,23 +412,34 @@ fn an_h2c_upstream_in_tcp_mode_is_refused_naming_the_flag_and_the_mode_it_needs(
     );
 }
 
-#[test]
-fn a_grpc_fault_fails_the_matched_method_at_once_with_its_status_and_others_pass() {
+/// `firedrill proxy --mode http` with the fault file `faults_yaml` in front
+/// of a fresh [`h2c_upstream`]: the running proxy with its fault file and
+/// its log, read on (all dropped together: the proxy is killed), and its
+/// address.
+type Running = (
+    Killed,
+    tempfile::NamedTempFile,
+    std::io::Lines<std::io::BufReader<std::process::ChildStderr>>,
+);
+fn proxy_with_faults(faults_yaml: &str) -> (Running, String) {
     let upstream = h2c_upstream();
     let faults = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(
-        faults.path(),
-        "faults:\n  - name: stock-down\n    match: /inventory.Inventory/Get*\n    \
-         grpc: { status: UNAVAILABLE, message: \"stock 100% gone\" }\n",
-    )
-    .unwrap();
+    std::fs::write(faults.path(), faults_yaml).unwrap();
     let mut cmd = firedrill();
     cmd.args(["proxy", "--listen", "127.0.0.1:0", "--mode", "http"])
         .args(["--upstream", &format!("h2c://{upstream}")])
         .arg("--faults")
         .arg(faults.path());
-    let (child, listen, _log) = spawn_until_ready(cmd, "proxy ready");
-    let _child = Killed(child);
+    let (child, listen, log) = spawn_until_ready(cmd, "proxy ready");
+    ((Killed(child), faults, log), listen)
+}
+
+#[test]
+fn a_grpc_fault_fails_the_matched_method_at_once_with_its_status_and_others_pass() {
+    let (_proxy, listen) = proxy_with_faults(
+        "faults:\n  - name: stock-down\n    match: /inventory.Inventory/Get*\n    \
+         grpc: { status: UNAVAILABLE, message: \"stock 100% gone\" }\n",
+    );
     let (status, headers, body, trailers) = h2_exchange(
         &listen,
         "POST",
@@ -460,20 +471,9 @@ fn a_grpc_fault_fails_the_matched_method_at_once_with_its_status_and_others_pass
 
 #[test]
 fn a_grpc_calls_grpc_timeout_is_honoured_a_delay_past_it_is_answered_deadline_exceeded() {
-    let upstream = h2c_upstream();
-    let faults = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(
-        faults.path(),
+    let (_proxy, listen) = proxy_with_faults(
         "faults:\n  - { name: slow, match: /inventory.Inventory/*, latency: { delay: 1s } }\n",
-    )
-    .unwrap();
-    let mut cmd = firedrill();
-    cmd.args(["proxy", "--listen", "127.0.0.1:0", "--mode", "http"])
-        .args(["--upstream", &format!("h2c://{upstream}")])
-        .arg("--faults")
-        .arg(faults.path());
-    let (child, listen, _log) = spawn_until_ready(cmd, "proxy ready");
-    let _child = Killed(child);
+    );
     let call = |timeout: &str| {
         h2_exchange_with(
             &listen,
