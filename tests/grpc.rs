@@ -130,17 +130,25 @@ fn grpcio_sees_unavailable_from_a_grpc_fault_and_deadline_exceeded_from_a_delay_
 }
 
 #[test]
-fn a_reset_before_the_answer_reaches_grpcio_as_a_reset_stream() {
+fn a_reset_before_the_answer_reaches_grpcio_as_a_reset_stream_with_its_chosen_code() {
     let server = Server::start();
-    let faults = "faults:\n  - { name: cut, match: /inventory.Inventory/*, reset: {} }\n";
-    let (_proxy, listen, _faults) = proxy(&server, faults);
-    let cut = call(&listen, "get", "sku-1", 30.0);
-    // hyper resets the stream with INTERNAL_ERROR, which grpcio reports as
-    // INTERNAL (choosing the code, REFUSED_STREAM for UNAVAILABLE, is not
-    // built yet).
-    assert_eq!(cut["code"], "INTERNAL", "{cut}");
-    assert!(
-        cut["details"].as_str().unwrap().contains("RST_STREAM"),
-        "{cut}"
-    );
+    // (the reset's code, the status grpcio reports for it): hyper's
+    // default INTERNAL_ERROR is INTERNAL; gRPC maps REFUSED_STREAM to
+    // UNAVAILABLE (safe to retry) and CANCEL to CANCELLED.
+    for (code, status) in [
+        ("", "INTERNAL"),
+        ("code: REFUSED_STREAM", "UNAVAILABLE"),
+        ("code: CANCEL", "CANCELLED"),
+    ] {
+        let faults = format!(
+            "faults:\n  - {{ name: cut, match: /inventory.Inventory/*, reset: {{ {code} }} }}\n"
+        );
+        let (_proxy, listen, _faults) = proxy(&server, &faults);
+        let cut = call(&listen, "get", "sku-1", 30.0);
+        assert_eq!(cut["code"], status, "{code}: {cut}");
+        assert!(
+            cut["details"].as_str().unwrap().contains("RST_STREAM"),
+            "{code}: {cut}"
+        );
+    }
 }

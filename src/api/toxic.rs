@@ -341,6 +341,7 @@ impl Toxic {
                 let cut = Cut {
                     after_bytes: None,
                     after,
+                    code: None,
                     stream: Some(direction),
                 };
                 vec![if reset {

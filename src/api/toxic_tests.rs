@@ -52,6 +52,7 @@ fn timeout_and_reset_peer_hold_their_stream_in_tcp_and_act_per_request_in_http()
         [FaultKind::Close(Cut {
             after_bytes: None,
             after: half_second,
+            code: None,
             stream: Some(Direction::Upstream)
         })]
     );
@@ -60,6 +61,7 @@ fn timeout_and_reset_peer_hold_their_stream_in_tcp_and_act_per_request_in_http()
         [FaultKind::Reset(Cut {
             after_bytes: None,
             after: None,
+            code: None,
             stream: Some(Direction::Downstream)
         })]
     );

@@ -37,7 +37,12 @@ impl std::fmt::Display for LogName<'_> {
 pub fn fault_path(index: usize, key: Option<&str>) -> Vec<crate::schema::Segment> {
     use crate::schema::Segment;
     let mut path = vec![Segment::Key("faults".to_string()), Segment::Index(index)];
-    path.extend(key.map(|k| Segment::Key(k.to_string())));
+    // A dotted key (`reset.code`) is a parameter under its kind.
+    path.extend(
+        key.into_iter()
+            .flat_map(|k| k.split('.'))
+            .map(|k| Segment::Key(k.to_string())),
+    );
     path
 }
 

@@ -6,7 +6,7 @@
 
 use schemars::{Schema, SchemaGenerator, json_schema};
 
-use super::units::{ByteSize, Dur, ErrorStatus, GrpcError, Percent, Rate};
+use super::units::{ByteSize, Dur, ErrorStatus, GrpcError, H2Error, Percent, Rate};
 
 /// Implements [`JsonSchema`] for a type that deserializes through another
 /// (`deserialize_checked::<_, Raw, Public>`) with the other's schema under
@@ -144,6 +144,17 @@ value_schema!(
         r"^\s*([A-Za-z_]+|[1-9]|1[0-6])\s*$",
         serde_json::json!({ "type": "integer", "minimum": 1, "maximum": 16 }),
         &["UNAVAILABLE".into(), 14.into()],
+    )
+);
+
+value_schema!(
+    H2Error,
+    "H2Error",
+    string_or_number(
+        "An HTTP/2 error code: its name (`REFUSED_STREAM`, `CANCEL`, ...; any case) or its number from 0 to 13.",
+        r"^\s*([A-Za-z_0-9]+|[0-9]|1[0-3])\s*$",
+        serde_json::json!({ "type": "integer", "minimum": 0, "maximum": 13 }),
+        &["REFUSED_STREAM".into(), 7.into()],
     )
 );
 

@@ -353,6 +353,67 @@ impl FromStr for GrpcError {
     }
 }
 
+/// The HTTP/2 error codes, by number (RFC 9113, section 7).
+pub const H2_ERROR_NAMES: [&str; 14] = [
+    "NO_ERROR",
+    "PROTOCOL_ERROR",
+    "INTERNAL_ERROR",
+    "FLOW_CONTROL_ERROR",
+    "SETTINGS_TIMEOUT",
+    "STREAM_CLOSED",
+    "FRAME_SIZE_ERROR",
+    "REFUSED_STREAM",
+    "CANCEL",
+    "COMPRESSION_ERROR",
+    "CONNECT_ERROR",
+    "ENHANCE_YOUR_CALM",
+    "INADEQUATE_SECURITY",
+    "HTTP_1_1_REQUIRED",
+];
+
+/// An HTTP/2 error code, as an RST_STREAM carries it: written as its name
+/// (`REFUSED_STREAM`, any case) or its number (`7`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct H2Error(u32);
+
+impl H2Error {
+    /// The code's number.
+    pub fn code(self) -> u32 {
+        self.0
+    }
+}
+
+impl fmt::Display for H2Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = usize::try_from(self.0)
+            .ok()
+            .and_then(|i| H2_ERROR_NAMES.get(i));
+        write!(f, "{} ({})", name.unwrap_or(&"?"), self.0)
+    }
+}
+
+impl FromStr for H2Error {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let text = text.trim();
+        let index = match text.parse::<usize>() {
+            Ok(n) => (n < H2_ERROR_NAMES.len()).then_some(n),
+            Err(_) => H2_ERROR_NAMES
+                .iter()
+                .position(|name| name.eq_ignore_ascii_case(text)),
+        };
+        index
+            .and_then(|i| u32::try_from(i).ok())
+            .map(H2Error)
+            .ok_or_else(|| {
+                format!(
+                    "invalid HTTP/2 error code `{text}`: expected 0 to 13 or one of {}",
+                    H2_ERROR_NAMES.join(", ")
+                )
+            })
+    }
+}
+
 /// Reads a value from a YAML scalar of any type (string, integer or float)
 /// through `FromStr`, so `3s`, `30%` and `100` all take the same path.
 struct ScalarVisitor<T>(std::marker::PhantomData<T>, &'static str);
@@ -427,6 +488,10 @@ scalar_serde!(ErrorStatus, "an HTTP status from 400 to 599");
 scalar_serde!(
     GrpcError,
     "a gRPC status: a name such as UNAVAILABLE or a number from 1 to 16"
+);
+scalar_serde!(
+    H2Error,
+    "an HTTP/2 error code: a name such as REFUSED_STREAM or a number from 0 to 13"
 );
 
 impl Serialize for Dur {

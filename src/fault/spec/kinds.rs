@@ -52,7 +52,9 @@ impl FaultKind {
 
     /// Whether the kind acts in TCP mode (`status` needs HTTP).
     pub fn works_in_tcp(&self) -> bool {
-        self.info().modes.tcp()
+        // A reset's HTTP/2 error code ends a stream: HTTP mode only.
+        let stream_code = matches!(self, FaultKind::Reset(cut) if cut.code.is_some());
+        self.info().modes.tcp() && !stream_code
     }
 
     /// Whether the kind acts in HTTP mode (the byte-stream faults need TCP).

@@ -68,6 +68,8 @@ pub struct Cut {
     pub after_bytes: Option<ByteSize>,
     /// See [`CutFields::after`].
     pub after: Option<Dur>,
+    /// See [`CutFields::code`].
+    pub code: Option<crate::schema::units::H2Error>,
     /// Set only by the control plane, for Toxiproxy's stream-bound toxics
     /// (never in YAML): the cut holds this stream, so nothing more passes
     /// that way, and the other stream flows. `reset` (`reset_peer`) is armed
@@ -94,6 +96,12 @@ pub struct CutFields {
     /// `reset_peer` timeout).
     #[serde(default)]
     pub after: Option<Dur>,
+    /// `reset` in HTTP mode: the error code of the RST_STREAM that ends an
+    /// HTTP/2 client's stream (`REFUSED_STREAM`, `CANCEL`, ... or 0 to 13;
+    /// default `INTERNAL_ERROR`); an HTTP/1.1 client's connection is reset
+    /// as without it.
+    #[serde(default)]
+    pub code: Option<crate::schema::units::H2Error>,
 }
 
 /// Parameters of `bandwidth`.
@@ -209,6 +217,7 @@ impl TryFrom<CutFields> for Cut {
         Ok(Cut {
             after_bytes: raw.after_bytes,
             after: raw.after,
+            code: raw.code,
             stream: None,
         })
     }

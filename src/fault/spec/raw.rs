@@ -157,6 +157,14 @@ impl TryFrom<RawFault> for Fault {
                 ));
             }
         };
+        if let FaultKind::Close(cut) = &kind
+            && cut.code.is_some()
+        {
+            return Err(
+                "close.code: a close ends an HTTP/2 stream cleanly; give the error code to a reset"
+                    .to_string(),
+            );
+        }
         if kind == FaultKind::Refuse && raw.probability != Percent::ALL {
             return Err(
                 "probability: refuse acts on the listener, so its probability must be 100% (leave it out)"

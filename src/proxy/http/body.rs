@@ -14,32 +14,58 @@ use crate::clock::{self, Instant};
 use crate::http::body::{BoxBody, BoxError};
 use crate::proxy::pace::Pace;
 
-/// The error a cut body ends with; hyper then aborts the connection.
+/// The error a cut body (or request) ends with; hyper then aborts the
+/// HTTP/1.1 connection, or resets the HTTP/2 stream with `code` (none:
+/// INTERNAL_ERROR): hyper finds the code in the error's source.
 #[derive(Debug, thiserror::Error)]
-#[error("body cut by fault after {0} bytes")]
-pub struct Cut(pub u64);
+#[error("body cut by fault after {passed} bytes")]
+pub struct Cut {
+    /// Body bytes passed before the cut.
+    pub passed: u64,
+    /// The HTTP/2 error code to reset the stream with.
+    #[source]
+    pub code: Option<h2::Error>,
+}
+
+impl Cut {
+    /// A cut after `passed` bytes, resetting an HTTP/2 stream with `code`.
+    pub fn new(passed: u64, code: Option<crate::schema::units::H2Error>) -> Cut {
+        Cut {
+            passed,
+            code: code.map(|c| h2::Error::from(h2::Reason::from(c.code()))),
+        }
+    }
+}
 
 pin_project_lite::pin_project! {
     /// Passes `limit` bytes, then fails (so the connection is aborted); when
-    /// `reset` is given, the abort is an RST.
+    /// `reset` is given, the abort is an RST; an HTTP/2 stream is reset
+    /// with `code`.
     pub struct Truncated {
         #[pin]
         inner: BoxBody,
         limit: u64,
         passed: u64,
         reset: Option<Arc<AtomicBool>>,
+        code: Option<crate::schema::units::H2Error>,
         flushed: bool,
     }
 }
 
 impl Truncated {
     /// Cuts `inner` after `limit` bytes.
-    pub fn new(inner: BoxBody, limit: u64, reset: Option<Arc<AtomicBool>>) -> Truncated {
+    pub fn new(
+        inner: BoxBody,
+        limit: u64,
+        reset: Option<Arc<AtomicBool>>,
+        code: Option<crate::schema::units::H2Error>,
+    ) -> Truncated {
         Truncated {
             inner,
             limit,
             passed: 0,
             reset,
+            code,
             flushed: false,
         }
     }
@@ -65,7 +91,7 @@ impl Body for Truncated {
             if let Some(flag) = this.reset {
                 flag.store(true, Ordering::SeqCst);
             }
-            return Poll::Ready(Some(Err(Box::new(Cut(*this.passed)))));
+            return Poll::Ready(Some(Err(Box::new(Cut::new(*this.passed, *this.code)))));
         }
         match ready!(this.inner.poll_frame(cx)) {
             Some(Ok(frame)) => match frame.into_data() {

@@ -26,8 +26,9 @@ pub(super) struct Decision {
     pub(super) request_at: Option<Instant>,
     /// Hold the response this long after it arrived (response latency).
     pub(super) response_delay: Option<clock::Duration>,
-    /// Cut the response body after this many bytes; RST when true.
-    pub(super) truncate: Option<(u64, bool)>,
+    /// Cut the response body after this many bytes; RST when true (an
+    /// HTTP/2 stream: reset with the code).
+    pub(super) truncate: Option<(u64, bool, Option<crate::schema::units::H2Error>)>,
     /// Pace the request body (upstream) and the response body (downstream).
     pub(super) rate: [Option<f64>; 2],
 }
@@ -69,11 +70,14 @@ impl<C: Connector> Conn<C> {
                     *slot = Some(slot.map_or(rate, |r| r.min(rate)));
                 }
                 FaultKind::Reset(cut) | FaultKind::Close(cut) => {
-                    let reset = matches!(hit.fault().kind, FaultKind::Reset(_));
+                    // An HTTP/2 client's stream is reset, not its
+                    // connection, which its other streams share.
+                    let reset = matches!(hit.fault().kind, FaultKind::Reset(_))
+                        && req.version() != http::Version::HTTP_2;
                     plan.record_hit(hit, path);
                     log.decided_by(hit);
                     match cut.after_bytes {
-                        Some(limit) => decision.truncate = Some((limit.0, reset)),
+                        Some(limit) => decision.truncate = Some((limit.0, reset, cut.code)),
                         None => {
                             return ControlFlow::Break(self.cut(&decision, cut, reset).await);
                         }
@@ -135,7 +139,7 @@ impl<C: Connector> Conn<C> {
         if reset {
             self.reset.store(true, Ordering::SeqCst);
         }
-        Err(body::Cut(0))
+        Err(body::Cut::new(0, cut.code))
     }
 
     /// A replayed answer, at the recorded latency: a success goes on to
@@ -171,7 +175,7 @@ impl<C: Connector> Conn<C> {
         clock::sleep_until_precise(answer_at).await;
         let Answer::Status(code) = outcome.answer else {
             self.reset.store(true, Ordering::SeqCst);
-            return Some(Err(body::Cut(0)));
+            return Some(Err(body::Cut::new(0, None)));
         };
         let resp = status_response(code, "", &Default::default(), hit);
         Some(Ok(resp))

@@ -166,9 +166,9 @@ impl<C: Connector> Conn<C> {
         }
         Ok(response.map(|b| {
             let mut body = boxed(b);
-            if let Some((limit, reset)) = decision.truncate {
-                body =
-                    Truncated::new(body, limit, reset.then(|| self.reset.clone())).boxed_unsync();
+            if let Some((limit, reset, code)) = decision.truncate {
+                let reset = reset.then(|| self.reset.clone());
+                body = Truncated::new(body, limit, reset, code).boxed_unsync();
             }
             if let Some(rate) = decision.rate[Direction::Downstream as usize] {
                 body = Throttled::new(body, rate).boxed_unsync();

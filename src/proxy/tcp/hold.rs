@@ -57,6 +57,7 @@ mod tests {
         let cut = Cut {
             after_bytes: None,
             after: Some(Dur(Duration::MAX)),
+            code: None,
             stream: Some(Direction::Upstream),
         };
         let Some(Hold::ResetPeer(at)) =
