@@ -499,6 +499,58 @@ fn a_grpc_calls_grpc_timeout_is_honoured_a_delay_past_it_is_answered_deadline_ex
     assert_eq!(trailers.expect("trailers")["grpc-status"], "0");
 }
 
+#[test]
+fn a_reset_after_some_bytes_resets_the_http2_stream_with_its_code_and_the_connection_goes_on() {
+    let (_proxy, listen) = proxy_with_faults(
+        "faults:\n  - { match: /cut/*, reset: { after_bytes: 5, code: CANCEL } }\n",
+    );
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            use http_body_util::BodyExt;
+            let stream = tokio::net::TcpStream::connect(&listen).await.unwrap();
+            let (mut sender, connection) = hyper::client::conn::http2::handshake(
+                hyper_util::rt::TokioExecutor::new(),
+                hyper_util::rt::TokioIo::new(stream),
+            )
+            .await
+            .unwrap();
+            tokio::spawn(connection);
+            let get = |path: &str| {
+                http::Request::get(format!("http://{listen}{path}"))
+                    .body(http_body_util::Empty::<bytes::Bytes>::new())
+                    .unwrap()
+            };
+            let limit = Duration::from_secs(30);
+            let resp = tokio::time::timeout(limit, sender.send_request(get("/cut/1")))
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(resp.status(), 200, "the head passes before the cut");
+            let err = tokio::time::timeout(limit, resp.into_body().collect())
+                .await
+                .unwrap()
+                .unwrap_err();
+            let reason = std::error::Error::source(&err)
+                .and_then(|e| e.downcast_ref::<h2::Error>())
+                .and_then(h2::Error::reason);
+            assert_eq!(reason, Some(h2::Reason::CANCEL), "{err:?}");
+            // The same connection serves the next stream.
+            let next = tokio::time::timeout(limit, sender.send_request(get("/other")))
+                .await
+                .unwrap()
+                .unwrap();
+            let body = tokio::time::timeout(limit, next.into_body().collect())
+                .await
+                .unwrap()
+                .unwrap();
+            let text = String::from_utf8_lossy(&body.to_bytes()).into_owned();
+            assert!(text.contains("GET") && text.contains("/other"), "{text}");
+        });
+}
+
 /// An HTTP/2 upstream whose every call waits forever; each call's end
 /// (its stream reset, its connection gone) is sent on the channel.
 fn hanging_h2c_upstream() -> (String, std::sync::mpsc::Receiver<()>) {
