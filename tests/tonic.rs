@@ -339,7 +339,7 @@ async fn a_grpc_unavailable_fault_reaches_tonic_as_code_unavailable_with_the_fau
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_delay_past_tonic_s_deadline_fails_the_call_at_the_deadline_as_tonic_s_own_timeout() {
+async fn a_delay_past_tonic_s_deadline_ends_the_call_at_the_deadline_not_after_the_delay() {
     let (server, _inventory) = serve(false).await;
     let faults =
         "faults:\n  - { name: slow, match: /inventory.Inventory/*, latency: { delay: 3s } }\n";
@@ -349,12 +349,18 @@ async fn a_delay_past_tonic_s_deadline_fails_the_call_at_the_deadline_as_tonic_s
         .await
         .unwrap_err();
     let waited = started.elapsed();
-    // The client's own deadline ends the call: tonic's channel (its
-    // grpc-timeout layer) reports an expired deadline as CANCELLED with
-    // "Timeout expired", not DEADLINE_EXCEEDED (tonic 0.12 to 0.14 alike);
-    // nothing came back from the proxy or the server before it.
-    assert_eq!(late.code(), Code::Cancelled, "{late:?}");
-    assert_eq!(late.message(), "Timeout expired", "{late:?}");
+    // The deadline ends the call, whichever side's timer is seen first:
+    // tonic's channel (its grpc-timeout layer) reports its own expired
+    // deadline as CANCELLED with "Timeout expired", not DEADLINE_EXCEEDED
+    // (tonic 0.12 to 0.14 alike); the proxy, honouring the grpc-timeout
+    // tonic sends, answers DEADLINE_EXCEEDED at the same deadline counted
+    // from the call's arrival, which a busy client may read first.
+    let ended = (late.code(), late.message());
+    assert!(
+        ended == (Code::Cancelled, "Timeout expired")
+            || ended == (Code::DeadlineExceeded, "deadline exceeded (grpc-timeout)"),
+        "{late:?}"
+    );
     assert!(
         waited < Duration::from_millis(2500),
         "the deadline, not the 3s delay, ended the call after {waited:?}"
