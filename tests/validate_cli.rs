@@ -211,8 +211,6 @@ fn an_http_only_fault_file_without_mode_is_refused_as_the_default_tcp_proxy_woul
         "error: http_faults_in_http_mode.yaml:8:13: faults[1].status: `status` needs --mode http: \
          without --mode a proxy runs in tcp mode\n\
          error: http_faults_in_http_mode.yaml:20:13: faults[6].replay: `replay` needs --mode http: \
-         without --mode a proxy runs in tcp mode\n\
-         error: http_faults_in_http_mode.yaml:21:68: faults[7].reset.code: `reset.code` needs --mode http: \
          without --mode a proxy runs in tcp mode\n"
     );
 }
