@@ -31,12 +31,21 @@ pub fn status_in(headers: &HeaderMap) -> Option<u8> {
     Some(u8::try_from(code).ok().filter(|c| *c <= 16).unwrap_or(2))
 }
 
+/// A gRPC answer's status: from its head (trailers-only), else from its
+/// `trailers`; `None` for an answer that is not gRPC.
+pub fn status_of(head: &HeaderMap, trailers: Option<&HeaderMap>) -> Option<u8> {
+    if !is_grpc(head) {
+        return None;
+    }
+    status_in(head).or_else(|| trailers.and_then(status_in))
+}
+
 /// The status a gRPC answer's head already gives: an HTTP 200 gRPC
 /// response with `grpc-status` in its headers (a trailers-only answer);
 /// `None` for any other response (the status, if any, comes in trailers).
 pub fn answered_status<B>(resp: &Response<B>) -> Option<u8> {
-    (resp.status() == StatusCode::OK && is_grpc(resp.headers()))
-        .then(|| status_in(resp.headers()))
+    (resp.status() == StatusCode::OK)
+        .then(|| status_of(resp.headers(), None))
         .flatten()
 }
 

@@ -375,16 +375,21 @@ impl RequestLog<'_> {
     /// from its trailers as they pass.
     pub(crate) fn answered(mut self, resp: Response<BoxBody>) -> Response<BoxBody> {
         let grpc = grpc::is_grpc(resp.headers());
-        let head_status = grpc.then(|| grpc::status_in(resp.headers())).flatten();
-        let counters = self.shared.map(|s| s.counters.clone());
+        let head_status = grpc::status_of(resp.headers(), None);
+        if let (Some(shared), Some(code)) = (self.shared, head_status) {
+            shared.counters.count_grpc(code);
+        }
+        // Only a gRPC answer still to end in trailers is watched (no
+        // counter handle taken for any other).
+        let watch = self
+            .shared
+            .filter(|_| grpc && head_status.is_none())
+            .map(|s| s.counters.clone());
         let mut pending = self.finish(Some(resp.status().as_u16()));
         if let Some(record) = pending.as_mut().and_then(|p| p.record.as_mut()) {
             record.grpc_status = head_status;
         }
-        if let (Some(counters), Some(code)) = (&counters, head_status) {
-            counters.count_grpc(code);
-        }
-        match (counters.filter(|_| grpc && head_status.is_none()), pending) {
+        match (watch, pending) {
             (Some(counters), pending) => tapped(resp, GrpcTrailers { counters, pending }),
             (None, Some(pending)) => tapped(resp, pending),
             (None, None) => resp,

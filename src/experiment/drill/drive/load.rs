@@ -178,14 +178,8 @@ impl Load {
                 // Read the body through; a body cut short still leaves the
                 // status the client saw.
                 let body = body.collect().await.ok();
-                // A gRPC answer's status: in its head (trailers-only) or in
-                // the trailers after its messages.
-                let grpc_status = grpc::is_grpc(&head.headers)
-                    .then(|| {
-                        grpc::status_in(&head.headers)
-                            .or_else(|| body.as_ref()?.trailers().and_then(grpc::status_in))
-                    })
-                    .flatten();
+                let trailers = body.as_ref().and_then(|b| b.trailers());
+                let grpc_status = grpc::status_of(&head.headers, trailers);
                 let fallback = match &rule {
                     Some(rule) => {
                         let bytes = body.map(|b| b.to_bytes()).unwrap_or_default();
