@@ -1,6 +1,6 @@
 //! A real gRPC stack (Python grpcio, installed by
-//! `ci/install-test-clients.sh`) through `firedrill proxy --mode http`
-//! towards an `h2c://` upstream: untouched calls arrive byte-exact (unary,
+//! `ci/install-test-clients.sh`) through `firedrill proxy --mode http` and
+//! through an experiment's dependency proxy, towards an `h2c://` upstream: untouched calls arrive byte-exact (unary,
 //! and a server stream of 1,000 messages), and the client sees each fault
 //! as grpcio reports it.
 #![allow(clippy::disallowed_methods)] // real processes, bounded by timeouts
@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-use cli_support::{Killed, firedrill, spawn_until_ready};
+use cli_support::{firedrill, spawn_until_ready};
 use serde_json::Value;
 
 /// tests/services/grpc, where the server, the client and their venv are.
@@ -82,30 +82,168 @@ fn call(addr: &str, method: &str, request: &str, timeout_s: f64) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// `firedrill proxy --mode http` towards the server over HTTP/2, with
-/// `faults` (YAML).
-fn proxy(server: &Server, faults: &str) -> (Killed, String, tempfile::NamedTempFile) {
-    let file = tempfile::NamedTempFile::new().unwrap();
-    std::fs::write(file.path(), faults).unwrap();
-    let mut cmd = firedrill();
-    cmd.args(["proxy", "--listen", "127.0.0.1:0", "--mode", "http"])
-        .args(["--upstream", &format!("h2c://{}", server.addr)])
-        .arg("--faults")
-        .arg(file.path());
-    let (child, listen, _log) = spawn_until_ready(cmd, "proxy ready");
-    (Killed(child), listen, file)
+/// Where the grpcio client's calls cross firedrill on their way to the
+/// server: both carry the same faults.
+#[derive(Clone, Copy, Debug)]
+enum Via {
+    /// `firedrill proxy --mode http --upstream h2c://SERVER`.
+    Proxy,
+    /// The dependency proxy of a running experiment (`firedrill run`,
+    /// `dependencies.inventory.upstream: h2c://SERVER`, `load: external`).
+    Dependency,
+}
+
+const VIAS: [Via; 2] = [Via::Proxy, Via::Dependency];
+
+/// firedrill between the client and the server, stopped when dropped.
+struct Crossing {
+    child: Child,
+    via: Via,
+    listen: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Crossing {
+    /// firedrill `via` towards `server`, with `faults` (the YAML list under
+    /// `faults:`, each entry a line `  - {...}`, or `[]`).
+    fn start(via: Via, server: &Server, faults: &str) -> Crossing {
+        let dir = tempfile::tempdir().unwrap();
+        match via {
+            Via::Proxy => {
+                let file = dir.path().join("faults.yaml");
+                std::fs::write(&file, format!("faults:{faults}\n")).unwrap();
+                let mut cmd = firedrill();
+                cmd.args(["proxy", "--listen", "127.0.0.1:0", "--mode", "http"])
+                    .args(["--upstream", &format!("h2c://{}", server.addr)])
+                    .arg("--faults")
+                    .arg(&file);
+                let (child, listen, _log) = spawn_until_ready(cmd, "proxy ready");
+                Crossing {
+                    child,
+                    via,
+                    listen,
+                    _dir: dir,
+                }
+            }
+            Via::Dependency => {
+                let port = std::net::TcpListener::bind("127.0.0.1:0")
+                    .unwrap()
+                    .local_addr()
+                    .unwrap()
+                    .port();
+                let listen = format!("127.0.0.1:{port}");
+                let file = dir.path().join("experiment.yaml");
+                std::fs::write(
+                    &file,
+                    format!(
+                        "name: grpcio through a dependency proxy\n\
+                         seed: 1\n\
+                         duration: 600s\n\
+                         clock: real\n\
+                         system: {{ url: 'h2c://{server}' }}\n\
+                         dependencies:\n\
+                         \x20 inventory: {{ listen: '{listen}', upstream: 'h2c://{server}' }}\n\
+                         load: external\n\
+                         faults:{faults}\n",
+                        server = server.addr
+                    ),
+                )
+                .unwrap();
+                let child = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+                    .arg("run")
+                    .arg(&file)
+                    .args(["--quiet", "--report-dir"])
+                    .arg(dir.path().join("report"))
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .unwrap();
+                let mut crossing = Crossing {
+                    child,
+                    via,
+                    listen,
+                    _dir: dir,
+                };
+                crossing.wait_listening();
+                crossing
+            }
+        }
+    }
+
+    /// Waits (30 s at most) until the dependency proxy accepts.
+    fn wait_listening(&mut self) {
+        for _ in 0..1200 {
+            if std::net::TcpStream::connect(&self.listen).is_ok() {
+                return;
+            }
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("the drill exited before its dependency listened: {status}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        panic!(
+            "the dependency proxy did not listen on {} within 30 s",
+            self.listen
+        );
+    }
+
+    /// The drill's dependencies.jsonl after an interrupt: one record per
+    /// call the dependency proxy saw. The drill must stop as an interrupted
+    /// run does (exit 130).
+    fn interrupt(mut self) -> Vec<Value> {
+        let sent = Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let status = self.child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "{:?}", self.via);
+        let text =
+            std::fs::read_to_string(self._dir.path().join("report/dependencies.jsonl")).unwrap();
+        text.lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+impl Drop for Crossing {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The gRPC statuses of the dependency proxy's records, in order (the
+/// proxy mode keeps no records here: empty).
+fn recorded(crossing: Crossing) -> Vec<String> {
+    match crossing.via {
+        Via::Proxy => Vec::new(),
+        Via::Dependency => crossing
+            .interrupt()
+            .iter()
+            .map(|r| r["grpc_status"].to_string())
+            .collect(),
+    }
 }
 
 #[test]
 fn untouched_grpc_calls_pass_byte_exact_unary_and_a_stream_of_a_thousand_messages() {
     let server = Server::start();
-    let (_proxy, listen, _faults) = proxy(&server, "faults: []\n");
-    for (method, messages) in [("get", 1), ("watch", 1000)] {
-        let direct = call(&server.addr, method, "sku-42", 30.0);
-        let through = call(&listen, method, "sku-42", 30.0);
-        assert_eq!(direct["code"], "OK", "{direct}");
-        assert_eq!(direct["messages"], messages, "{direct}");
-        assert_eq!(through, direct, "{method} through the proxy");
+    for via in VIAS {
+        let crossing = Crossing::start(via, &server, " []");
+        for (method, messages) in [("get", 1), ("watch", 1000)] {
+            let direct = call(&server.addr, method, "sku-42", 30.0);
+            let through = call(&crossing.listen, method, "sku-42", 30.0);
+            assert_eq!(direct["code"], "OK", "{direct}");
+            assert_eq!(direct["messages"], messages, "{direct}");
+            assert_eq!(through, direct, "{method} through the {via:?}");
+        }
+        if let Via::Dependency = via {
+            assert_eq!(
+                recorded(crossing),
+                ["0", "0"],
+                "the dependency saw both calls end OK"
+            );
+        }
     }
 }
 
@@ -113,20 +251,27 @@ fn untouched_grpc_calls_pass_byte_exact_unary_and_a_stream_of_a_thousand_message
 fn grpcio_sees_unavailable_from_a_grpc_fault_and_deadline_exceeded_from_a_delay_past_its_deadline()
 {
     let server = Server::start();
-    let faults = "faults:\n\
+    let faults = "\n\
         \x20 - { name: get-down, match: /inventory.Inventory/Get, grpc: { status: UNAVAILABLE, message: stock is down } }\n\
-        \x20 - { name: watch-slow, match: /inventory.Inventory/Watch, latency: { delay: 3s } }\n";
-    let (_proxy, listen, _faults) = proxy(&server, faults);
-    let failed = call(&listen, "get", "sku-1", 30.0);
-    assert_eq!(failed["code"], "UNAVAILABLE", "{failed}");
-    assert_eq!(failed["details"], "stock is down", "{failed}");
-    let late = call(&listen, "watch", "w", 0.5);
-    assert_eq!(late["code"], "DEADLINE_EXCEEDED", "{late}");
-    assert_eq!(late["messages"], 0, "{late}");
-    // With a deadline past the delay, the stream comes whole.
-    let waited = call(&listen, "watch", "w", 30.0);
-    assert_eq!(waited["code"], "OK", "{waited}");
-    assert_eq!(waited["messages"], 1000, "{waited}");
+        \x20 - { name: watch-slow, match: /inventory.Inventory/Watch, latency: { delay: 3s } }";
+    for via in VIAS {
+        let crossing = Crossing::start(via, &server, faults);
+        let failed = call(&crossing.listen, "get", "sku-1", 30.0);
+        assert_eq!(failed["code"], "UNAVAILABLE", "{via:?}: {failed}");
+        assert_eq!(failed["details"], "stock is down", "{via:?}: {failed}");
+        let late = call(&crossing.listen, "watch", "w", 0.5);
+        assert_eq!(late["code"], "DEADLINE_EXCEEDED", "{via:?}: {late}");
+        assert_eq!(late["messages"], 0, "{via:?}: {late}");
+        // With a deadline past the delay, the stream comes whole.
+        let waited = call(&crossing.listen, "watch", "w", 30.0);
+        assert_eq!(waited["code"], "OK", "{via:?}: {waited}");
+        assert_eq!(waited["messages"], 1000, "{via:?}: {waited}");
+        if let Via::Dependency = via {
+            // UNAVAILABLE (14), the proxy's own DEADLINE_EXCEEDED (4) at
+            // the caller's deadline, then OK.
+            assert_eq!(recorded(crossing), ["14", "4", "0"]);
+        }
+    }
 }
 
 #[test]
@@ -135,20 +280,25 @@ fn a_reset_before_the_answer_reaches_grpcio_as_a_reset_stream_with_its_chosen_co
     // (the reset's code, the status grpcio reports for it): hyper's
     // default INTERNAL_ERROR is INTERNAL; gRPC maps REFUSED_STREAM to
     // UNAVAILABLE (safe to retry) and CANCEL to CANCELLED.
-    for (code, status) in [
-        ("", "INTERNAL"),
-        ("code: REFUSED_STREAM", "UNAVAILABLE"),
-        ("code: CANCEL", "CANCELLED"),
-    ] {
-        let faults = format!(
-            "faults:\n  - {{ name: cut, match: /inventory.Inventory/*, reset: {{ {code} }} }}\n"
-        );
-        let (_proxy, listen, _faults) = proxy(&server, &faults);
-        let cut = call(&listen, "get", "sku-1", 30.0);
-        assert_eq!(cut["code"], status, "{code}: {cut}");
-        assert!(
-            cut["details"].as_str().unwrap().contains("RST_STREAM"),
-            "{code}: {cut}"
-        );
+    for via in VIAS {
+        for (code, status) in [
+            ("", "INTERNAL"),
+            ("code: REFUSED_STREAM", "UNAVAILABLE"),
+            ("code: CANCEL", "CANCELLED"),
+        ] {
+            let faults = format!(
+                "\n  - {{ name: cut, match: /inventory.Inventory/*, reset: {{ {code} }} }}"
+            );
+            let crossing = Crossing::start(via, &server, &faults);
+            let cut = call(&crossing.listen, "get", "sku-1", 30.0);
+            assert_eq!(cut["code"], status, "{via:?} {code}: {cut}");
+            assert!(
+                cut["details"].as_str().unwrap().contains("RST_STREAM"),
+                "{via:?} {code}: {cut}"
+            );
+            if let Via::Dependency = via {
+                assert_eq!(recorded(crossing), ["null"], "a reset call has no status");
+            }
+        }
     }
 }
