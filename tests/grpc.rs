@@ -69,9 +69,21 @@ impl Drop for Server {
 /// `request`, with a deadline of `timeout_s`: code, details, messages,
 /// their SHA-256.
 fn call(addr: &str, method: &str, request: &str, timeout_s: f64) -> Value {
+    calls(addr, method, request, timeout_s, 1)
+}
+
+/// As [`call`], `n` calls one after the other on one channel: the first
+/// status not OK, every message of every call.
+fn calls(addr: &str, method: &str, request: &str, timeout_s: f64, n: u32) -> Value {
     let out = Command::new(python())
         .arg(dir().join("client.py"))
-        .args([addr, method, request, &timeout_s.to_string()])
+        .args([
+            addr,
+            method,
+            request,
+            &timeout_s.to_string(),
+            &n.to_string(),
+        ])
         .output()
         .unwrap();
     assert!(
@@ -299,6 +311,27 @@ fn a_reset_before_the_answer_reaches_grpcio_as_a_reset_stream_with_its_chosen_co
             if let Via::Dependency = via {
                 assert_eq!(recorded(crossing), ["null"], "a reset call has no status");
             }
+        }
+    }
+}
+
+#[test]
+fn a_goaway_after_each_call_has_grpcio_reconnect_and_every_call_is_answered_byte_exact() {
+    let server = Server::start();
+    let faults = "\n  - { name: drain, match: /inventory.Inventory/*, goaway: {} }";
+    for via in VIAS {
+        let crossing = Crossing::start(via, &server, faults);
+        // Three calls on one channel: each connection goes away after its
+        // call, so the second and third are sent on new connections.
+        for (method, messages) in [("get", 3), ("watch", 3000)] {
+            let direct = calls(&server.addr, method, "sku-7", 30.0, 3);
+            let through = calls(&crossing.listen, method, "sku-7", 30.0, 3);
+            assert_eq!(direct["code"], "OK", "{direct}");
+            assert_eq!(direct["messages"], messages, "{direct}");
+            assert_eq!(through, direct, "{method} through the {via:?}");
+        }
+        if let Via::Dependency = via {
+            assert_eq!(recorded(crossing), ["0"; 6]);
         }
     }
 }

@@ -634,3 +634,102 @@ fn a_clients_stream_reset_reaches_the_h2c_upstream_as_its_calls_end() {
         );
     });
 }
+
+#[test]
+fn a_goaway_fault_ends_the_http2_connection_gracefully_after_its_request_is_answered() {
+    let (_proxy, listen) =
+        proxy_with_faults("faults:\n  - { name: drain, match: /drain/*, goaway: {} }\n");
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(async {
+            use http_body_util::BodyExt;
+            let limit = Duration::from_secs(30);
+            let get = |path: &str| {
+                http::Request::get(format!("http://{listen}{path}"))
+                    .body(http_body_util::Empty::<bytes::Bytes>::new())
+                    .unwrap()
+            };
+            let open = |addr: String| async move {
+                let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+                let (sender, connection) = hyper::client::conn::http2::handshake(
+                    hyper_util::rt::TokioExecutor::new(),
+                    hyper_util::rt::TokioIo::new(stream),
+                )
+                .await
+                .unwrap();
+                (sender, tokio::spawn(connection))
+            };
+            let answered = |resp: http::Response<hyper::body::Incoming>| async move {
+                assert_eq!(resp.status(), 200);
+                let body = tokio::time::timeout(limit, resp.into_body().collect())
+                    .await
+                    .unwrap()
+                    .unwrap();
+                String::from_utf8_lossy(&body.to_bytes()).into_owned()
+            };
+            // Untouched requests keep their connection open.
+            let (mut sender, connection) = open(listen.clone()).await;
+            for _ in 0..2 {
+                let resp = sender.send_request(get("/other")).await.unwrap();
+                assert!(answered(resp).await.contains("/other"));
+            }
+            assert!(!connection.is_finished(), "no GOAWAY without the fault");
+            // The matched request is answered by the upstream, and then the
+            // connection ends cleanly (GOAWAY, no error).
+            let resp = tokio::time::timeout(limit, sender.send_request(get("/drain/1")))
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(
+                answered(resp).await.contains("/drain/1"),
+                "the request passes"
+            );
+            tokio::time::timeout(limit, connection)
+                .await
+                .expect("the connection ends after GOAWAY")
+                .unwrap()
+                .expect("a graceful end, no connection error");
+            assert!(
+                sender.is_closed(),
+                "no new stream on a connection gone away"
+            );
+        });
+}
+
+#[test]
+fn a_goaway_fault_closes_an_http1_connection_after_its_answer_with_connection_close() {
+    let (_proxy, listen) =
+        proxy_with_faults("faults:\n  - { name: drain, match: /drain/*, goaway: {} }\n");
+    // Two requests on one connection: the first untouched (kept alive),
+    // the second matched (answered with `connection: close`, then EOF).
+    let mut stream = std::net::TcpStream::connect(&listen).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    stream
+        .write_all(
+            b"GET /other HTTP/1.1\r\nhost: t\r\n\r\nGET /drain/1 HTTP/1.1\r\nhost: t\r\n\r\n",
+        )
+        .unwrap();
+    let mut text = String::new();
+    stream
+        .read_to_string(&mut text)
+        .expect("the proxy closes the connection after the second answer");
+    let answers: Vec<&str> = text.split("HTTP/1.1 200 OK").skip(1).collect();
+    assert_eq!(answers.len(), 2, "{text}");
+    assert!(
+        !answers[0]
+            .to_ascii_lowercase()
+            .contains("connection: close"),
+        "{text}"
+    );
+    assert!(
+        answers[1]
+            .to_ascii_lowercase()
+            .contains("connection: close"),
+        "{text}"
+    );
+    assert!(answers[1].contains("/drain/1"), "{text}");
+}

@@ -430,7 +430,10 @@ impl FaultPlan {
             .map(|(index, entry)| {
                 if matches!(
                     entry.fault.kind,
-                    FaultKind::Refuse | FaultKind::Status(_) | FaultKind::Grpc(_)
+                    FaultKind::Refuse
+                        | FaultKind::Status(_)
+                        | FaultKind::Grpc(_)
+                        | FaultKind::GoAway
                 ) {
                     return (false, now);
                 }

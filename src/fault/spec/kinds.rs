@@ -34,6 +34,9 @@ pub enum FaultKind {
     LimitData(LimitData),
     /// Answer as a recording did, second by second (HTTP only).
     Replay(Replay),
+    /// End the client connection gracefully after the requests in flight
+    /// (HTTP/2: GOAWAY; HTTP/1.1: `Connection: close`); HTTP only.
+    GoAway,
 }
 
 impl FaultKind {
@@ -174,6 +177,12 @@ pub const KINDS: &[KindInfo] = &[
         modes: Modes::HttpOnly,
         is: |k| matches!(k, FaultKind::Grpc(_)),
         take: |r| r.grpc.take().map(FaultKind::Grpc),
+    },
+    KindInfo {
+        key: "goaway",
+        modes: Modes::HttpOnly,
+        is: |k| matches!(k, FaultKind::GoAway),
+        take: |r| r.goaway.take().map(|_| FaultKind::GoAway),
     },
 ];
 

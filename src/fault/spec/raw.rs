@@ -21,7 +21,8 @@ fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Optio
 
 /// A fault entry as written, before the one-kind check: exactly one of the
 /// kind keys (`latency`, `status`, `reset`, `close`, `blackhole`, `refuse`,
-/// `bandwidth`, `slow_close`, `slicer`, `limit_data`, `replay`, `grpc`)
+/// `bandwidth`, `slow_close`, `slicer`, `limit_data`, `replay`, `grpc`,
+/// `goaway`)
 /// with its parameters, plus when, where and how often.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -112,6 +113,12 @@ pub struct RawFault {
     #[serde(default, deserialize_with = "present")]
     #[schemars(with = "GrpcFault")]
     pub(super) grpc: Option<GrpcFault>,
+    /// Kind (HTTP only): end the client's connection gracefully once the
+    /// requests in flight are answered (HTTP/2: GOAWAY, HTTP/1.1:
+    /// `Connection: close`); the request itself passes.
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(schema_with = "crate::schema::json::no_parameters")]
+    pub(super) goaway: Option<NoParameters>,
 }
 
 /// `oneOf` with one `required: [kind]` per kind: exactly one kind key.

@@ -102,6 +102,13 @@ impl<C: Connector> Conn<C> {
                     mark_fault(&mut resp, hit);
                     return ControlFlow::Break(Ok(resp));
                 }
+                FaultKind::GoAway => {
+                    // The request goes on; its connection ends once the
+                    // requests in flight are answered.
+                    plan.record_hit(hit, path);
+                    log.shaped_by(hit);
+                    self.goaway.send_replace(true);
+                }
                 FaultKind::Blackhole => {
                     // Accepted and never answered, like a hung server: a
                     // request that fell in stays unanswered after the

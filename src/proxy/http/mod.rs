@@ -1,7 +1,8 @@
 //! HTTP mode: a reverse proxy on hyper that applies faults per request
 //! (latency before the request or the response, status injection, reset,
-//! close, truncated bodies, blackhole, bandwidth) and otherwise streams
-//! requests and responses through untouched, keeping connections alive.
+//! close, truncated bodies, blackhole, bandwidth, a graceful GOAWAY) and
+//! otherwise streams requests and responses through untouched, keeping
+//! connections alive.
 //! Every request is logged with the proxy's [`Recorder`] and every byte on
 //! either side counted in its [`Traffic`].
 
@@ -53,6 +54,8 @@ struct Conn<C: Connector> {
     upstream: std::sync::Mutex<Option<Sender>>,
     /// Set to make the client connection close with RST.
     reset: Arc<AtomicBool>,
+    /// Fired to end the client connection gracefully (a `goaway` fault).
+    goaway: tokio::sync::watch::Sender<bool>,
 }
 
 /// Handles one client connection in HTTP mode, counting and recording in
@@ -73,6 +76,9 @@ pub async fn handle<S, C>(
     let reset = Arc::new(AtomicBool::new(false));
     let fin = fin.on(&client);
     let io = ResettableIo::new(CountedIo::client(client, traffic.clone()), reset.clone());
+    // A `goaway` ends this connection as the proxy's stop ends them all; a
+    // tunnel after a 101 ends with the proxy only.
+    let (goaway, connection_shutdown) = shutdown.or_local();
     let conn = Arc::new(Conn {
         connector,
         rewrite,
@@ -81,6 +87,7 @@ pub async fn handle<S, C>(
         recorder,
         upstream: std::sync::Mutex::new(None),
         reset,
+        goaway,
     });
     let tunnel_shutdown = shutdown.clone();
     let service = hyper::service::service_fn(move |mut req| {
@@ -94,10 +101,12 @@ pub async fn handle<S, C>(
         }
     });
     crate::http::serve_http(
-        io, service,
+        io,
+        service,
         // With a hang-up, a client that leaves (a blackholed request it
         // gave up on) ends its request, so that the request is recorded.
-        fin, shutdown,
+        fin,
+        connection_shutdown,
     )
     .await;
 }

@@ -205,8 +205,10 @@ fn acts_in(kind: &FaultKind, dir: Direction) -> bool {
             None => c.after_bytes.is_none() || dir == Direction::Downstream,
         },
         FaultKind::Blackhole => true,
-        FaultKind::Status(_) | FaultKind::Grpc(_) | FaultKind::Refuse | FaultKind::Replay(_) => {
-            false
-        }
+        FaultKind::Status(_)
+        | FaultKind::Grpc(_)
+        | FaultKind::Refuse
+        | FaultKind::Replay(_)
+        | FaultKind::GoAway => false,
     }
 }
