@@ -335,3 +335,24 @@ fn a_goaway_after_each_call_has_grpcio_reconnect_and_every_call_is_answered_byte
         }
     }
 }
+
+#[test]
+fn a_latency_per_message_holds_each_message_of_a_stream_and_not_its_head() {
+    let server = Server::start();
+    // 5 ms per message: a stream of 1,000 takes 5 s, a unary call 5 ms.
+    let faults = "\n  - { name: slow-messages, match: /inventory.Inventory/*, latency: { delay: 5ms, per: message } }";
+    for via in VIAS {
+        let crossing = Crossing::start(via, &server, faults);
+        // The stream's messages start at once and come slowly: the 1 s
+        // deadline ends it half-way (a held head would have ended it with
+        // none).
+        let cut = call(&crossing.listen, "watch", "w", 1.0);
+        assert_eq!(cut["code"], "DEADLINE_EXCEEDED", "{via:?}: {cut}");
+        let messages = cut["messages"].as_u64().unwrap();
+        assert!((1..1000).contains(&messages), "{via:?}: {cut}");
+        // A unary call's one message is held, then passes whole.
+        let direct = call(&server.addr, "get", "sku-3", 30.0);
+        let through = call(&crossing.listen, "get", "sku-3", 30.0);
+        assert_eq!(through, direct, "{via:?}");
+    }
+}

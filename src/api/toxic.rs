@@ -295,6 +295,7 @@ impl Toxic {
                 delay: Dur(ms("latency")?),
                 jitter: Dur(ms("jitter")?),
                 direction,
+                per: Default::default(),
             })],
             "bandwidth" => {
                 let rate = Rate::from_kb_per_second(self.number("rate")? as f64)

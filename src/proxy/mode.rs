@@ -36,11 +36,8 @@ impl ProxyMode {
                 ProxyMode::Tcp => (fault.kind.works_in_tcp(), ProxyMode::Http),
                 ProxyMode::Http => (fault.kind.works_in_http(), ProxyMode::Tcp),
             };
-            // A reset that works in both modes but for its HTTP/2 code.
-            let kind = match &fault.kind {
-                crate::fault::FaultKind::Reset(cut) if cut.code.is_some() => "reset.code",
-                kind => kind.key(),
-            };
+            // A kind that works in both modes but for one parameter.
+            let kind = (fault.kind.http_only_parameter()).unwrap_or(fault.kind.key());
             (!fits).then_some(Misfit {
                 index,
                 kind,
@@ -56,7 +53,7 @@ pub struct Misfit {
     /// Its index in the top-level `faults:` list.
     pub index: usize,
     /// Its kind's key, e.g. `slicer` (or the key of the parameter that
-    /// needs the other mode, `reset.code`).
+    /// needs the other mode, `reset.code`, `latency.per`).
     pub kind: &'static str,
     /// The mode it needs instead.
     pub needed: ProxyMode,

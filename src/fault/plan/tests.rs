@@ -336,6 +336,7 @@ async fn a_delay_and_jitter_beyond_any_duration_saturate_instead_of_panicking() 
         delay: crate::schema::units::Dur(Duration::MAX),
         jitter: crate::schema::units::Dur(Duration::MAX),
         direction: Default::default(),
+        per: Default::default(),
     };
     for _ in 0..100 {
         assert!(p.hit_delay(&hit, &huge) >= Duration::from_secs(365 * 24 * 3600));

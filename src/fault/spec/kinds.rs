@@ -55,9 +55,18 @@ impl FaultKind {
 
     /// Whether the kind acts in TCP mode (`status` needs HTTP).
     pub fn works_in_tcp(&self) -> bool {
-        // A reset's HTTP/2 error code ends a stream: HTTP mode only.
-        let stream_code = matches!(self, FaultKind::Reset(cut) if cut.code.is_some());
-        self.info().modes.tcp() && !stream_code
+        self.info().modes.tcp() && self.http_only_parameter().is_none()
+    }
+
+    /// The parameter that needs HTTP mode in a kind that otherwise works in
+    /// both, as its key path: a reset's HTTP/2 error code ends a stream
+    /// (`reset.code`), a latency per gRPC message (`latency.per`).
+    pub fn http_only_parameter(&self) -> Option<&'static str> {
+        match self {
+            FaultKind::Reset(cut) if cut.code.is_some() => Some("reset.code"),
+            FaultKind::Latency(l) if l.per == super::params::Per::Message => Some("latency.per"),
+            _ => None,
+        }
     }
 
     /// Whether the kind acts in HTTP mode (the byte-stream faults need TCP).

@@ -14,8 +14,8 @@ mod raw;
 
 pub use self::kinds::{FaultKind, KINDS, KindInfo, Modes, kind_keys};
 pub use self::params::{
-    Bandwidth, Cut, CutFields, GrpcFault, Latency, LimitData, NoParameters, Slicer, SlicerFields,
-    SlowClose, StatusFault,
+    Bandwidth, Cut, CutFields, GrpcFault, Latency, LimitData, NoParameters, Per, Slicer,
+    SlicerFields, SlowClose, StatusFault,
 };
 pub use self::raw::RawFault;
 

@@ -15,7 +15,7 @@ use crate::schema::units::{ByteSize, Dur, ErrorStatus, GrpcError, Rate};
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(
     deny_unknown_fields,
-    expecting = "a mapping with delay, jitter, direction, e.g. `{ delay: 100ms }`"
+    expecting = "a mapping with delay, jitter, direction, per, e.g. `{ delay: 100ms }`"
 )]
 pub struct Latency {
     /// The fixed delay.
@@ -26,6 +26,27 @@ pub struct Latency {
     /// `downstream`/`response` (default) or `upstream`/`request`.
     #[serde(default)]
     pub direction: Direction,
+    /// HTTP: what waits: the request or the response as a whole (`call`,
+    /// the default), or each gRPC message of that direction (`message`).
+    #[serde(default)]
+    pub per: Per,
+}
+
+/// What a latency fault holds in HTTP mode.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Per {
+    /// The request (before it is forwarded) or the response (before its
+    /// head is returned).
+    #[default]
+    Call,
+    /// Each message of a gRPC call in that direction: held `delay` after
+    /// it came whole, or after the message before it left, whichever is
+    /// later (a stream of N messages takes at least N delays); the head
+    /// and trailers are not held. Another request is held as a call.
+    Message,
 }
 
 /// Parameters of `status`.

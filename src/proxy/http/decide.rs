@@ -12,7 +12,7 @@ use hyper::body::Incoming;
 use super::{Conn, body, mark_fault, status_response};
 use crate::clock::{self, Instant};
 use crate::fault::replay::Replay;
-use crate::fault::spec::Cut;
+use crate::fault::spec::{Cut, Per};
 use crate::fault::{Direction, FaultKind, Hit};
 use crate::http::BoxBody;
 use crate::net::Connector;
@@ -31,6 +31,9 @@ pub(super) struct Decision {
     pub(super) truncate: Option<(u64, bool, Option<crate::schema::units::H2Error>)>,
     /// Pace the request body (upstream) and the response body (downstream).
     pub(super) rate: [Option<f64>; 2],
+    /// Hold each gRPC message of the request body (upstream) and of the
+    /// response body (downstream), each for a delay of its own.
+    pub(super) per_message: [Option<body::MessageDelay>; 2],
 }
 
 /// How a request a fault dealt with ends: answered (the response not yet
@@ -53,6 +56,17 @@ impl<C: Connector> Conn<C> {
         for hit in hits {
             let plan = &self.plan;
             match &hit.fault().kind {
+                FaultKind::Latency(l)
+                    if l.per == Per::Message && crate::http::grpc::is_grpc(req.headers()) =>
+                {
+                    plan.record_hit(hit, path);
+                    log.shaped_by(hit);
+                    // Each message draws its own delay from the fault's
+                    // seeded stream.
+                    let (plan, hit, latency) = (plan.clone(), hit.clone(), l.clone());
+                    decision.per_message[l.direction as usize] =
+                        Some(Box::new(move || plan.hit_delay(&hit, &latency)));
+                }
                 FaultKind::Latency(l) => {
                     plan.record_hit(hit, path);
                     log.shaped_by(hit);

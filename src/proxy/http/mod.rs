@@ -19,7 +19,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 
-use self::body::{Throttled, Truncated};
+use self::body::{PerMessage, Throttled, Truncated};
 use self::io::{CountedIo, ResettableIo};
 use super::record::Recorder;
 use super::telemetry::Telemetry;
@@ -158,11 +158,16 @@ impl<C: Connector> Conn<C> {
             clock::sleep_until_precise(at).await;
         }
         let bodiless = hyper::body::Body::is_end_stream(req.body());
+        let [per_message_up, per_message_down] = decision.per_message;
         let mut req = req.map(|b| {
-            log.forward_body(match decision.rate[Direction::Upstream as usize] {
-                Some(rate) => Throttled::new(boxed(b), rate).boxed_unsync(),
-                None => boxed(b),
-            })
+            let mut body = boxed(b);
+            if let Some(delay) = per_message_up {
+                body = PerMessage::new(body, delay).boxed_unsync();
+            }
+            if let Some(rate) = decision.rate[Direction::Upstream as usize] {
+                body = Throttled::new(body, rate).boxed_unsync();
+            }
+            log.forward_body(body)
         });
         self.rewrite.prepare(&mut req);
         let response = match self.send(req, bodiless, &mut log.reached_upstream).await {
@@ -175,6 +180,9 @@ impl<C: Connector> Conn<C> {
         }
         Ok(response.map(|b| {
             let mut body = boxed(b);
+            if let Some(delay) = per_message_down {
+                body = PerMessage::new(body, delay).boxed_unsync();
+            }
             if let Some((limit, reset, code)) = decision.truncate {
                 let reset = reset.then(|| self.reset.clone());
                 body = Truncated::new(body, limit, reset, code).boxed_unsync();
