@@ -78,11 +78,14 @@ fn item(sku: &str, seq: u64) -> Item {
 struct Inventory {
     down: bool,
     calls: AtomicU64,
+    /// Every query a call asked, in order.
+    asked: std::sync::Mutex<Vec<Query>>,
 }
 
 impl Inventory {
-    fn answer(&self) -> Result<(), Status> {
+    fn answer(&self, query: &Query) -> Result<(), Status> {
         self.calls.fetch_add(1, Ordering::SeqCst);
+        self.asked.lock().unwrap().push(query.clone());
         if self.down {
             return Err(Status::unavailable("inventory is down"));
         }
@@ -106,7 +109,7 @@ impl tower_service::Service<Request<Query>> for Get {
         let q = req.into_inner();
         std::future::ready(
             self.0
-                .answer()
+                .answer(&q)
                 .map(|()| Response::new(item(&q.sku, u64::from(q.count)))),
         )
     }
@@ -128,7 +131,7 @@ impl tower_service::Service<Request<Query>> for Watch {
 
     fn call(&mut self, req: Request<Query>) -> Self::Future {
         let q = req.into_inner();
-        std::future::ready(self.0.answer().map(|()| {
+        std::future::ready(self.0.answer(&q).map(|()| {
             let items = (0..u64::from(q.count)).map(move |seq| Ok(item(&q.sku, seq)));
             Response::new(Box::pin(futures_util::stream::iter(items)) as ItemStream)
         }))
@@ -424,4 +427,60 @@ async fn unavailable_answers_open_defend_s_breaker_and_tonic_then_gets_unavailab
         reached,
         "an open breaker let a call through"
     );
+}
+
+/// The repository's descriptor set of the inventory service
+/// (fixtures/grpc/inventory.proto, which declares the fields `Query` has).
+fn descriptors() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/grpc/inventory.desc")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_routes_json_message_reaches_the_tonic_server_as_the_query_it_describes() {
+    let (server, inventory) = serve(false).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("experiment.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: a JSON message, encoded with the service's descriptor set\n\
+             seed: 1\n\
+             duration: 2s\n\
+             clock: real\n\
+             system: {{ url: 'h2c://{server}' }}\n\
+             load:\n\
+             \x20 - name: get\n\
+             \x20   request: grpc /inventory.Inventory/Get\n\
+             \x20   message: {{ json: {{ sku: sku-9, count: 3, tags: [a, b] }}, descriptors: '{}' }}\n\
+             \x20   rate: 20/s\n\
+             \x20   arrivals: constant\n\
+             expect:\n\
+             \x20 - route get success == 100%\n",
+            descriptors().display()
+        ),
+    )
+    .unwrap();
+    let out = tokio::task::block_in_place(|| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_firedrill"))
+            .arg("run")
+            .arg(&file)
+            .args(["--quiet", "--report-dir"])
+            .arg(dir.path().join("report"))
+            .output()
+            .unwrap()
+    });
+    let output =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{output}");
+    let asked = inventory.asked.lock().unwrap().clone();
+    assert!(
+        asked.len() >= 30,
+        "{} calls reached the server",
+        asked.len()
+    );
+    let want = Query {
+        sku: "sku-9".to_string(),
+        count: 3,
+    };
+    assert!(asked.iter().all(|q| *q == want), "{asked:?}");
 }

@@ -73,6 +73,7 @@ pub fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
     let mut experiment: Experiment = read_experiment(file, text)?;
     crate::fault::recordings::load_recordings(&mut experiment.faults, file, text, "faults")?;
     load_arrivals(&mut experiment, file, text)?;
+    load_messages(&mut experiment, file, text)?;
     load_tls(&mut experiment, file, text)?;
     let at = |key: &str, i: usize, message: String| {
         SchemaError::at(
@@ -151,6 +152,37 @@ fn load_arrivals(experiment: &mut Experiment, file: &str, text: &str) -> Result<
         ];
         let trace = Trace::read_named(file, text, &at, &replay.file, replay.format)?;
         route.recorded = Some(trace.arrivals().map(|t| t.div_f64(replay.speed)).collect());
+    }
+    Ok(())
+}
+
+/// Encodes the gRPC messages `load[].message.json` gives with their
+/// descriptor sets (relative to the experiment file) into each route's
+/// body; a problem is an error at its key (`request`, `message.json`,
+/// `message.descriptors`).
+fn load_messages(experiment: &mut Experiment, file: &str, text: &str) -> Result<(), LoadError> {
+    use super::config::message::{Place, encode};
+    let base = Path::new(file).parent().unwrap_or(Path::new(""));
+    for (i, route) in experiment.load.iter_mut().enumerate() {
+        let Some((json, descriptors)) = route.json_message.take() else {
+            continue;
+        };
+        let path = base.join(&descriptors);
+        let shown = path.display().to_string();
+        let bytes = encode(&json, &path, &shown, &route.path).map_err(|(place, message)| {
+            let mut at = vec![Segment::Key("load".to_string()), Segment::Index(i)];
+            at.extend(
+                match place {
+                    Place::Request => &["request"][..],
+                    Place::Descriptors => &["message", "descriptors"],
+                    Place::Json => &["message", "json"],
+                }
+                .iter()
+                .map(|k| Segment::Key(k.to_string())),
+            );
+            SchemaError::at(file, text, &at, message)
+        })?;
+        route.body = crate::http::grpc::frame(&bytes);
     }
     Ok(())
 }

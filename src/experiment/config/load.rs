@@ -5,6 +5,7 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer};
 
+use super::message::Message;
 use crate::clock::Duration;
 use crate::schema::deserialize_checked;
 use crate::schema::units::Dur;
@@ -25,6 +26,9 @@ pub struct LoadRoute {
     /// A gRPC call (`request: grpc /package.Service/Method`): its outcome
     /// is the answer's `grpc-status`.
     pub grpc: bool,
+    /// A gRPC message written as JSON, and its descriptor set's path as
+    /// written: encoded into `body` once the file is read.
+    pub json_message: Option<(serde_json::Value, String)>,
     /// Requests per second (unused when `recorded` sends).
     pub rate: f64,
     /// `replay:` as written: send at a recording's arrival times.
@@ -98,57 +102,6 @@ pub enum Arrivals {
 /// A load route as read, checked.
 pub(super) struct RawLoad(pub(super) LoadRoute);
 
-/// A gRPC request message as bytes, written in hex or base64.
-#[derive(Deserialize, schemars::JsonSchema)]
-#[serde(
-    deny_unknown_fields,
-    expecting = "a mapping with hex or base64, e.g. `{ hex: 0a05736b752d31 }`"
-)]
-#[schemars(extend("oneOf" = [{ "required": ["hex"] }, { "required": ["base64"] }]))]
-struct GrpcMessage {
-    /// The bytes in hex, e.g. `0a05736b752d31`.
-    #[serde(default)]
-    hex: Option<String>,
-    /// The bytes in base64 (standard alphabet, padded).
-    #[serde(default)]
-    base64: Option<String>,
-}
-
-impl GrpcMessage {
-    fn bytes(&self) -> Result<Vec<u8>, String> {
-        match (&self.hex, &self.base64) {
-            (Some(text), None) => {
-                let text: String = text.split_whitespace().collect();
-                if !text.len().is_multiple_of(2) {
-                    return Err(format!(
-                        "message.hex: `{text}`: expected pairs of hex digits, an even count"
-                    ));
-                }
-                (0..text.len())
-                    .step_by(2)
-                    .map(|i| {
-                        text.get(i..i + 2)
-                            .and_then(|pair| u8::from_str_radix(pair, 16).ok())
-                            .ok_or_else(|| {
-                                format!("message.hex: `{text}`: expected hex digits 0-9, a-f")
-                            })
-                    })
-                    .collect()
-            }
-            (None, Some(text)) => {
-                use base64::Engine as _;
-                base64::engine::general_purpose::STANDARD
-                    .decode(text.trim())
-                    .map_err(|e| format!("message.base64: `{text}`: expected standard base64 (A-Z a-z 0-9 + /, padded with =): {e}"))
-            }
-            _ => Err(
-                "message: give either `hex` or `base64`, e.g. `{ hex: 0a05736b752d31 }`"
-                    .to_string(),
-            ),
-        }
-    }
-}
-
 /// A load route: one request sent open-loop at a rate (arrivals never wait
 /// for responses).
 #[derive(Deserialize, schemars::JsonSchema)]
@@ -162,11 +115,13 @@ struct LoadFields {
     /// /package.Service/Method` for a gRPC call.
     #[schemars(schema_with = "crate::schema::json::request_line")]
     request: String,
-    /// A gRPC route's request message, its bytes as protobuf encodes
-    /// them: `{ hex: 0a05736b752d31 }` or `{ base64: CgVza3UtMQ== }`
-    /// (default: empty, every field at its default).
+    /// A gRPC route's request message: its bytes as protobuf encodes them
+    /// (`{ hex: 0a05736b752d31 }` or `{ base64: CgVza3UtMQ== }`), or JSON
+    /// with the descriptor set that defines the method's input type (`{
+    /// json: { sku: sku-1 }, descriptors: inventory.desc }`); default:
+    /// empty, every field at its default.
     #[serde(default)]
-    message: Option<GrpcMessage>,
+    message: Option<super::message::GrpcMessage>,
     /// Requests per second, e.g. `50/s` (give `rate` or `replay`).
     #[serde(default)]
     #[schemars(schema_with = "crate::schema::json::request_rate")]
@@ -232,29 +187,17 @@ impl TryFrom<LoadFields> for RawLoad {
                 "request: `grpc {path}`: expected /package.Service/Method, e.g. `grpc /inventory.Inventory/Get`"
             ));
         }
-        let (body, headers) = if grpc {
-            if !raw.body.is_empty() {
-                return Err(
-                    "body: a gRPC route sends `message:` (its bytes in hex or base64), not a body"
-                        .to_string(),
-                );
-            }
-            let message = raw.message.as_ref().map(GrpcMessage::bytes).transpose()?;
-            let mut headers = raw.headers.clone();
-            for (name, value) in [("content-type", "application/grpc"), ("te", "trailers")] {
-                if !headers.keys().any(|k| k.eq_ignore_ascii_case(name)) {
-                    headers.insert(name.to_string(), value.to_string());
-                }
-            }
-            (
-                crate::http::grpc::frame(&message.unwrap_or_default()),
-                headers,
-            )
+        let (body, headers, pending) = if grpc {
+            grpc_request(&raw)?
         } else {
             if raw.message.is_some() {
                 return Err("message: only a gRPC route (`request: grpc /package.Service/Method`) sends a message; use `body:`".to_string());
             }
-            (bytes::Bytes::from(raw.body.clone()), raw.headers.clone())
+            (
+                bytes::Bytes::from(raw.body.clone()),
+                raw.headers.clone(),
+                None,
+            )
         };
         if !path.starts_with('/') || path.parse::<http::uri::PathAndQuery>().is_err() {
             return Err(format!(
@@ -302,6 +245,7 @@ impl TryFrom<LoadFields> for RawLoad {
             headers,
             body,
             grpc,
+            json_message: pending,
             rate,
             replay: raw.replay,
             recorded: None,
@@ -324,6 +268,46 @@ fn parse_rate(text: &str) -> Result<f64, String> {
         .ok()
         .filter(|r: &f64| *r > 0.0 && *r <= 100_000.0)
         .ok_or_else(|| format!("rate: invalid rate `{text}`: expected requests per second from >0 to 100000, e.g. `50/s`"))
+}
+
+/// A gRPC route's body (its message, framed), its headers (`content-type`
+/// and `te` added), and its message still as JSON when it was written so:
+/// JSON is encoded once the descriptor set is read (`file::load_messages`);
+/// until then the message is empty.
+#[allow(clippy::type_complexity)]
+fn grpc_request(
+    raw: &LoadFields,
+) -> Result<
+    (
+        bytes::Bytes,
+        IndexMap<String, String>,
+        Option<(serde_json::Value, String)>,
+    ),
+    String,
+> {
+    if !raw.body.is_empty() {
+        return Err(
+            "body: a gRPC route sends `message:` (its bytes in hex or base64, or JSON), not a body"
+                .to_string(),
+        );
+    }
+    let mut headers = raw.headers.clone();
+    for (name, value) in [("content-type", "application/grpc"), ("te", "trailers")] {
+        if !headers.keys().any(|k| k.eq_ignore_ascii_case(name)) {
+            headers.insert(name.to_string(), value.to_string());
+        }
+    }
+    Ok(
+        match raw.message.as_ref().map(|m| m.checked()).transpose()? {
+            Some(Message::Bytes(bytes)) => (crate::http::grpc::frame(&bytes), headers, None),
+            Some(Message::Json { json, descriptors }) => (
+                crate::http::grpc::frame(&[]),
+                headers,
+                Some((json, descriptors)),
+            ),
+            None => (crate::http::grpc::frame(&[]), headers, None),
+        },
+    )
 }
 
 impl<'de> Deserialize<'de> for RawLoad {

@@ -20,6 +20,7 @@ mod checks;
 pub mod halt;
 pub mod instances;
 mod load;
+pub mod message;
 mod raw;
 pub mod system;
 
