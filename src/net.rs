@@ -22,6 +22,11 @@ pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {
     fn tcp(&self) -> Option<&TcpStream> {
         None
     }
+    /// Whether TLS's ALPN settled on HTTP/2 (`h2`) for this stream: an
+    /// `https://` upstream that chose it is spoken to in HTTP/2.
+    fn alpn_h2(&self) -> bool {
+        false
+    }
 }
 
 impl Transport for TcpStream {

@@ -88,16 +88,27 @@ impl Authority {
     }
 }
 
-/// A local HTTPS server answering 200 to everything; it keeps the path of
-/// every request it served.
+/// A local HTTPS server answering 200 to everything; it keeps the path and
+/// the HTTP version of every request it served.
 struct HttpsServer {
     addr: SocketAddr,
     paths: Arc<Mutex<Vec<String>>>,
+    versions: Arc<Mutex<Vec<http::Version>>>,
 }
 
 /// Serves HTTPS on a free 127.0.0.1 port with `leaf`; with `client_ca`,
-/// only clients holding a certificate that CA signed.
+/// only clients holding a certificate that CA signed. No ALPN: HTTP/1.1.
 async fn https_server(leaf: &Leaf, client_ca: Option<CertificateDer<'static>>) -> HttpsServer {
+    https_server_with(leaf, client_ca, &[]).await
+}
+
+/// As [`https_server`], offering `alpn` (`[b"h2"]`: HTTP/2 only, as a gRPC
+/// server behind TLS does); it serves what the client then speaks.
+async fn https_server_with(
+    leaf: &Leaf,
+    client_ca: Option<CertificateDer<'static>>,
+    alpn: &[&[u8]],
+) -> HttpsServer {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
@@ -113,20 +124,23 @@ async fn https_server(leaf: &Leaf, client_ca: Option<CertificateDer<'static>>) -
             builder.with_client_cert_verifier(verifier)
         }
     };
-    let config = builder
+    let mut config = builder
         .with_single_cert(leaf.chain.clone(), leaf.key.clone_key())
         .unwrap();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let paths = Arc::new(Mutex::new(Vec::new()));
+    let versions = Arc::new(Mutex::new(Vec::new()));
     let seen = paths.clone();
+    let spoken = versions.clone();
     tokio::spawn(async move {
         loop {
             let Ok((tcp, _)) = listener.accept().await else {
                 return;
             };
-            let (acceptor, seen) = (acceptor.clone(), seen.clone());
+            let (acceptor, seen, spoken) = (acceptor.clone(), seen.clone(), spoken.clone());
             tokio::spawn(async move {
                 // A failed handshake is the client's problem to report.
                 let Ok(tls) = acceptor.accept(tcp).await else {
@@ -134,19 +148,28 @@ async fn https_server(leaf: &Leaf, client_ca: Option<CertificateDer<'static>>) -
                 };
                 let service = hyper::service::service_fn(move |req: http::Request<_>| {
                     seen.lock().unwrap().push(req.uri().path().to_string());
+                    spoken.lock().unwrap().push(req.version());
                     async {
                         Ok::<_, std::convert::Infallible>(http::Response::new(Full::new(
                             Bytes::from_static(b"ok"),
                         )))
                     }
                 });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(tls), service)
-                    .await;
+                // HTTP/1.1, or HTTP/2 from a client that opens with its
+                // preface (after ALPN chose it).
+                let _ = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                )
+                .serve_connection(TokioIo::new(tls), service)
+                .await;
             });
         }
     });
-    HttpsServer { addr, paths }
+    HttpsServer {
+        addr,
+        paths,
+        versions,
+    }
 }
 
 /// `firedrill run FILE --clock real --quiet ARGS` (from the file's folder).
@@ -492,4 +515,77 @@ async fn the_load_reaches_a_service_under_test_over_https_with_its_ca_and_prefix
     let paths = server.paths.lock().unwrap().clone();
     assert!(!paths.is_empty());
     assert!(paths.iter().all(|p| p == "/shop/stock/1"), "{paths:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_upstream_without_alpn_is_called_over_http1_by_the_proxy() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Authority::new(dir.path(), "test");
+    let server = https_server(&ca.sign("server", &["127.0.0.1"]), None).await;
+    let args = [
+        "proxy",
+        "--mode",
+        "http",
+        "--upstream",
+        &url(&server),
+        "--ca-file",
+        "test-ca.pem",
+    ];
+    let (child, port) = start(dir.path(), &args);
+    assert_eq!(
+        get_stock_then_stop(port, child).await,
+        Some(reqwest::StatusCode::OK)
+    );
+    assert_eq!(*server.versions.lock().unwrap(), [http::Version::HTTP_11]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_upstream_whose_alpn_chooses_h2_is_called_over_http2_by_proxy_and_defend() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Authority::new(dir.path(), "test");
+    let leaf = ca.sign("server", &["127.0.0.1"]);
+    for command in ["proxy", "defend"] {
+        // HTTP/2 only: a client that stayed on HTTP/1.1 is not served.
+        let server = https_server_with(&leaf, None, &[b"h2"]).await;
+        let upstream = format!("{}/api", url(&server));
+        let (child, port) = match command {
+            "proxy" => start(
+                dir.path(),
+                &[
+                    "proxy",
+                    "--mode",
+                    "http",
+                    "--upstream",
+                    &upstream,
+                    "--ca-file",
+                    "test-ca.pem",
+                ],
+            ),
+            _ => defend(dir.path(), &upstream, &["--ca-file", "test-ca.pem"]),
+        };
+        let answer = get_stock_then_stop(port, child).await;
+        assert_eq!(answer, Some(reqwest::StatusCode::OK), "{command}");
+        assert_eq!(*server.paths.lock().unwrap(), ["/api/stock/1"], "{command}");
+        assert_eq!(
+            *server.versions.lock().unwrap(),
+            [http::Version::HTTP_2],
+            "{command}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drill_reaches_an_https_target_whose_alpn_chooses_h2_over_http2() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Authority::new(dir.path(), "test");
+    let server = https_server_with(&ca.sign("server", &["127.0.0.1"]), None, &[b"h2"]).await;
+    let (code, stderr, report) = run(dir.path(), &url(&server), "{ ca_file: test-ca.pem }").await;
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(report["routes"][0]["requests"].as_u64().unwrap() > 0);
+    let versions = server.versions.lock().unwrap().clone();
+    assert!(!versions.is_empty());
+    assert!(
+        versions.iter().all(|v| *v == http::Version::HTTP_2),
+        "{versions:?}"
+    );
 }

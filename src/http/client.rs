@@ -79,6 +79,10 @@ impl<C: Connector> HttpUpstream<C> {
         if rewrite.http2() {
             self.client = pooled(self.dial.clone(), true);
         }
+        // An HTTP/2 connection ALPN chose carries the scheme as `:scheme`.
+        if rewrite.tls() {
+            self.base = self.base.replacen("http://", "https://", 1);
+        }
         self.rewrite = rewrite;
         self
     }
@@ -148,7 +152,13 @@ struct Pooled<S>(S);
 
 impl<S: Transport> Connection for Pooled<S> {
     fn connected(&self) -> Connected {
-        Connected::new()
+        // An `https://` service whose ALPN chose `h2` is spoken to in
+        // HTTP/2 on that connection.
+        if self.0.alpn_h2() {
+            Connected::new().negotiated_h2()
+        } else {
+            Connected::new()
+        }
     }
 }
 

@@ -82,6 +82,7 @@ impl Endpoint {
             prefix: self.prefix.clone(),
             host: HeaderValue::from_str(&self.authority).ok(),
             http2: self.h2c,
+            tls: self.https,
         }
     }
 }
@@ -95,8 +96,11 @@ pub struct Rewrite {
     prefix: String,
     /// The `Host` header to send; none: keep the caller's.
     host: Option<HeaderValue>,
-    /// Send it over HTTP/2 (an `h2c://` service); otherwise HTTP/1.1.
+    /// Send it over HTTP/2 (an `h2c://` service); otherwise HTTP/1.1,
+    /// unless the connection's ALPN chose HTTP/2.
     http2: bool,
+    /// The service is `https://`: an HTTP/2 request's `:scheme`.
+    tls: bool,
 }
 
 impl Rewrite {
@@ -105,13 +109,25 @@ impl Rewrite {
         self.http2
     }
 
+    /// Whether the service is reached over TLS (`https://`).
+    pub fn tls(&self) -> bool {
+        self.tls
+    }
+
     /// Makes `req`, as a client sent it (HTTP/1.1 or HTTP/2), the request
     /// to send upstream: rewritten ([`Rewrite::apply`]) and in the
     /// upstream's version ([`super::version`]).
     pub fn prepare<B>(&self, req: &mut Request<B>) {
-        if self.http2 {
+        self.prepare_for(req, self.http2);
+    }
+
+    /// As [`Rewrite::prepare`], for a connection that speaks HTTP/2 when
+    /// `http2` (h2c, or ALPN's choice), else HTTP/1.1.
+    pub fn prepare_for<B>(&self, req: &mut Request<B>, http2: bool) {
+        if http2 {
             self.apply(req);
-            super::version::to_http2(req);
+            let scheme = if self.tls { "https" } else { "http" };
+            super::version::to_http2(req, scheme);
         } else {
             super::version::to_http1(req);
             self.apply(req);

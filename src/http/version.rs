@@ -29,12 +29,13 @@ pub fn to_http1<B>(req: &mut Request<B>) {
 }
 
 /// Makes `req` an HTTP/2 request with the same meaning: the version
-/// HTTP/2, the target an absolute URI whose authority is the `Host` header
+/// HTTP/2, the target an absolute URI (`scheme`: `http` or `https`, as
+/// `:scheme`) whose authority is the `Host` header
 /// (which goes: HTTP/2 carries it as `:authority`), or the URI's own
 /// authority for a request that came over HTTP/2 already. A request with
 /// neither keeps its URI (hyper refuses to send it: the caller answers
 /// 502).
-pub fn to_http2<B>(req: &mut Request<B>) {
+pub fn to_http2<B>(req: &mut Request<B>, scheme: &str) {
     *req.version_mut() = Version::HTTP_2;
     let authority = match req.headers_mut().remove(http::header::HOST) {
         Some(host) => host.to_str().ok().map(str::to_string),
@@ -42,7 +43,7 @@ pub fn to_http2<B>(req: &mut Request<B>) {
     };
     let Some(authority) = authority else { return };
     let target = req.uri().path_and_query().map_or("/", |p| p.as_str());
-    if let Ok(uri) = format!("http://{authority}{target}").parse::<Uri>() {
+    if let Ok(uri) = format!("{scheme}://{authority}{target}").parse::<Uri>() {
         *req.uri_mut() = uri;
     }
 }
@@ -84,7 +85,7 @@ mod tests {
             http::header::HOST,
             HeaderValue::from_static("up.example:50051"),
         );
-        to_http2(&mut req);
+        to_http2(&mut req, "http");
         assert_eq!(req.version(), Version::HTTP_2);
         assert_eq!(
             req.uri().to_string(),
@@ -93,7 +94,7 @@ mod tests {
         assert!(!req.headers().contains_key(http::header::HOST));
         // An HTTP/2 request keeps its authority.
         let mut req = request(Version::HTTP_2, "http://a.example:1/x");
-        to_http2(&mut req);
+        to_http2(&mut req, "http");
         assert_eq!(req.uri().to_string(), "http://a.example:1/x");
     }
 

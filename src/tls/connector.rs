@@ -15,6 +15,9 @@ impl<S: Transport> Transport for tokio_rustls::client::TlsStream<S> {
     fn reset_on_close(&self) {
         self.get_ref().0.reset_on_close();
     }
+    fn alpn_h2(&self) -> bool {
+        self.get_ref().1.alpn_protocol() == Some(b"h2")
+    }
 }
 
 /// Dials a user's service: TCP, then TLS when its URL is `https://`.
@@ -116,6 +119,9 @@ impl Transport for ServiceStream {
             ServiceStream::Plain(s) => s.reset_on_close(),
             ServiceStream::Tls(s) => s.reset_on_close(),
         }
+    }
+    fn alpn_h2(&self) -> bool {
+        matches!(self, ServiceStream::Tls(s) if s.alpn_h2())
     }
 }
 

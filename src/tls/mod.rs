@@ -180,6 +180,10 @@ impl TlsClient {
                 return Err(fail("client_cert", "give it with client_key".to_string()));
             }
         };
+        // HTTP/2 or HTTP/1.1, as the server prefers (ALPN): a connection is
+        // then spoken to in the protocol it settled on.
+        let mut config = config;
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
         Ok(TlsClient {
             config: Arc::new(config),
             keys: Arc::new(keys),

@@ -129,6 +129,9 @@ impl<S: Transport> Transport for CountedIo<S> {
     fn reset_on_close(&self) {
         self.inner.reset_on_close();
     }
+    fn alpn_h2(&self) -> bool {
+        self.inner.alpn_h2()
+    }
 }
 
 impl<S: AsyncRead + Unpin> AsyncRead for CountedIo<S> {

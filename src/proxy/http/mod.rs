@@ -159,7 +159,7 @@ impl<C: Connector> Conn<C> {
         }
         let bodiless = hyper::body::Body::is_end_stream(req.body());
         let [per_message_up, per_message_down] = decision.per_message;
-        let mut req = req.map(|b| {
+        let req = req.map(|b| {
             let mut body = boxed(b);
             if let Some(delay) = per_message_up {
                 body = PerMessage::new(body, delay).boxed_unsync();
@@ -169,7 +169,6 @@ impl<C: Connector> Conn<C> {
             }
             log.forward_body(body)
         });
-        self.rewrite.prepare(&mut req);
         let response = match self.send(req, bodiless, &mut log.reached_upstream).await {
             Ok(r) => r,
             Err(err) => return Ok(gateway_error(&err)),
@@ -270,6 +269,9 @@ impl<C: Connector> Conn<C> {
                 .connect()
                 .await
                 .map_err(|e| failed(boxed_error(UpstreamError::Connect(e))))?;
+            // HTTP/2 for an `h2c://` upstream, or an `https://` one whose
+            // ALPN chose it.
+            let http2 = self.rewrite.http2() || stream.alpn_h2();
             let io = TokioIo::new(CountedIo::upstream(stream, self.traffic.clone()));
             // The upstream connection runs as a task of its own: a request
             // written by the client connection's task is sent upstream when
@@ -278,7 +280,7 @@ impl<C: Connector> Conn<C> {
             // core, writing each request at once has the upstream preempt
             // the proxy once per request). It ends when `sender` is dropped
             // with the client connection (after a 101, with the tunnel).
-            let sender = if self.rewrite.http2() {
+            let sender = if http2 {
                 let (sender, connection) =
                     hyper::client::conn::http2::Builder::new(TokioExecutor::new())
                         .timer(TokioTimer::new())
@@ -298,6 +300,9 @@ impl<C: Connector> Conn<C> {
             *slot = Some(sender);
         }
         let sender = slot.as_mut().expect("set above");
+        let mut req = req;
+        self.rewrite
+            .prepare_for(&mut req, matches!(sender, Sender::H2(_)));
         if let Err(e) = sender.ready().await {
             return Err(Unsent {
                 request: Some(req),
