@@ -77,6 +77,9 @@ fn item(sku: &str, seq: u64) -> Item {
 #[derive(Default)]
 struct Inventory {
     down: bool,
+    /// A stream sends its items, then ends with UNAVAILABLE in its
+    /// trailers instead of OK.
+    breaks_streams: bool,
     calls: AtomicU64,
     /// Every query a call asked, in order.
     asked: std::sync::Mutex<Vec<Query>>,
@@ -132,7 +135,13 @@ impl tower_service::Service<Request<Query>> for Watch {
     fn call(&mut self, req: Request<Query>) -> Self::Future {
         let q = req.into_inner();
         std::future::ready(self.0.answer(&q).map(|()| {
-            let items = (0..u64::from(q.count)).map(move |seq| Ok(item(&q.sku, seq)));
+            let broken = self
+                .0
+                .breaks_streams
+                .then(|| Err(Status::unavailable("stream broke")));
+            let items = (0..u64::from(q.count))
+                .map(move |seq| Ok(item(&q.sku, seq)))
+                .chain(broken);
             Response::new(Box::pin(futures_util::stream::iter(items)) as ItemStream)
         }))
     }
@@ -155,10 +164,16 @@ async fn dispatch(
 /// The tonic server on 127.0.0.1 (HTTP/2 only, as gRPC servers are),
 /// serving until the test's runtime ends: its address and its state.
 async fn serve(down: bool) -> (String, Arc<Inventory>) {
-    let inventory = Arc::new(Inventory {
+    serve_inventory(Inventory {
         down,
         ..Inventory::default()
-    });
+    })
+    .await
+}
+
+/// As [`serve`], with the server's state given.
+async fn serve_inventory(inventory: Inventory) -> (String, Arc<Inventory>) {
+    let inventory = Arc::new(inventory);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let state = Arc::clone(&inventory);
@@ -483,4 +498,44 @@ async fn a_load_routes_json_message_reaches_the_tonic_server_as_the_query_it_des
         count: 3,
     };
     assert!(asked.iter().all(|q| *q == want), "{asked:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streams_that_fail_in_their_trailers_open_defend_s_breaker_though_their_messages_came() {
+    // Streams that end OK in their trailers never open it.
+    let (server, inventory) = serve(false).await;
+    let (_defend, listen, _config) = defend(&server);
+    for _ in 0..20 {
+        assert_eq!(watch(&listen, "sku-1", 3).await.unwrap().len(), 3);
+    }
+    assert_eq!(get(&listen, "sku-1", BOUND).await.unwrap().sku, "sku-1");
+    assert_eq!(
+        inventory.calls.load(Ordering::SeqCst),
+        21,
+        "every call reached it"
+    );
+    // Streams whose messages all came but whose trailers say UNAVAILABLE
+    // (each an HTTP 200 with no status in its head) open it.
+    let inventory = Inventory {
+        breaks_streams: true,
+        ..Inventory::default()
+    };
+    let (server, inventory) = serve_inventory(inventory).await;
+    let (_defend, listen, _config) = defend(&server);
+    let mut opened = false;
+    for _ in 0..50 {
+        let failed = watch(&listen, "sku-1", 3).await.unwrap_err();
+        assert_eq!(failed.code(), Code::Unavailable, "{failed:?}");
+        if failed.message() == "firedrill defense: breaker-open" {
+            opened = true;
+            break;
+        }
+        assert_eq!(failed.message(), "stream broke", "{failed:?}");
+    }
+    assert!(opened, "the breaker opened within 50 calls");
+    let reached = inventory.calls.load(Ordering::SeqCst);
+    assert!(
+        (5..=10).contains(&reached),
+        "{reached} calls reached the server before the breaker opened"
+    );
 }

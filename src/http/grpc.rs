@@ -49,6 +49,12 @@ pub fn answered_status<B>(resp: &Response<B>) -> Option<u8> {
         .flatten()
 }
 
+/// Whether a gRPC call's answer leaves its status to its trailers: an
+/// HTTP 200 whose head carries no `grpc-status` (messages come first).
+pub fn status_pending<B>(resp: &Response<B>) -> bool {
+    resp.status() == http::StatusCode::OK && status_in(resp.headers()).is_none()
+}
+
 /// A gRPC call failed at once, as a server does it: HTTP 200 with
 /// `content-type: application/grpc`, the status and message in the
 /// headers, no body (HTTP/2 ends the stream with these headers: a

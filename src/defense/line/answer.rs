@@ -23,7 +23,10 @@ impl DefenseLine {
         key: &str,
         resp: Response<Incoming>,
     ) -> Response<BoxBody> {
-        let Some(cache) = route.stale.as_ref().filter(|_| resp.status().is_success()) else {
+        // A gRPC answer is not kept: its status rides in trailers a kept
+        // body would lose.
+        let keep = resp.status().is_success() && !crate::http::grpc::is_grpc(resp.headers());
+        let Some(cache) = route.stale.as_ref().filter(|_| keep) else {
             return resp.map(boxed);
         };
         let small = http_body::Body::size_hint(resp.body())

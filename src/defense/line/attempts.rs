@@ -11,6 +11,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use rand::Rng;
 
+use super::deferred::{Deferred, Verdict};
 use super::{DefenseLine, Route};
 use crate::clock::{self, Duration};
 use crate::defense::breaker::{CallGuard, Classifier, FailureKind, Outcome, Rejected, State};
@@ -173,9 +174,13 @@ impl DefenseLine {
             }
             match (judged, passes) {
                 (Judged::Good(resp, verdict), None | Some(Pass::Answer)) => {
-                    record(route, self, guard, verdict, took);
                     report.error = None;
+                    let pending = grpc && grpc::status_pending(&resp);
+                    let verdict = self.record_or_defer(route, guard, verdict, took, sent, pending);
                     let mut resp = self.deliver(route, key, resp).await;
+                    if let Some(verdict) = verdict {
+                        resp = resp.map(|b| Deferred::new(b, verdict).boxed_unsync());
+                    }
                     mark_server(&mut resp, lease.as_ref());
                     return Failed::Answered(resp);
                 }
@@ -199,6 +204,33 @@ impl DefenseLine {
             }
         }
         last
+    }
+
+    /// Records a good attempt's verdict now; or, for a gRPC answer whose
+    /// status is still to come in its trailers (`pending`), returns what
+    /// records it at the body's end, `sent` starting its duration.
+    fn record_or_defer(
+        &self,
+        route: &Route,
+        guard: Option<CallGuard>,
+        verdict: Outcome,
+        took: Duration,
+        sent: clock::Instant,
+        pending: bool,
+    ) -> Option<Verdict> {
+        match (pending, guard, &route.breaker) {
+            (true, Some(guard), Some(breaker)) => Some(Verdict {
+                guard,
+                breaker: breaker.clone(),
+                stepped: route.breaker_stepped.clone(),
+                observer: self.observer.clone(),
+                sent,
+            }),
+            (_, guard, _) => {
+                record(route, self, guard, verdict, took);
+                None
+            }
+        }
     }
 
     /// Waits out the backoff before retry number `attempt`, its jitter

@@ -26,6 +26,7 @@ use crate::http::headers::REQUEST_ID_HEADER;
 mod answer;
 mod attempts;
 mod build;
+mod deferred;
 mod protect;
 mod timers;
 
