@@ -307,6 +307,7 @@ fn a_record_is_one_json_line_with_the_documented_fields_and_millisecond_decimals
         at_ms: 1234.567,
         proxy: Arc::from("127.0.0.1:8080"),
         method: http::Method::GET,
+        http2: false,
         path: "/a?b=c".to_string(),
         request_id: Some("7".to_string()),
         status: None,

@@ -104,6 +104,15 @@ pub struct Rewrite {
 }
 
 impl Rewrite {
+    /// Nothing rewritten; HTTP/2 (h2c, prior knowledge) when `http2`:
+    /// firedrill's own hops in a drill that speaks HTTP/2.
+    pub fn version(http2: bool) -> Rewrite {
+        Rewrite {
+            http2,
+            ..Rewrite::default()
+        }
+    }
+
     /// Whether requests go upstream over HTTP/2.
     pub fn http2(&self) -> bool {
         self.http2

@@ -41,6 +41,9 @@ pub struct Record {
     /// The request method.
     #[serde(serialize_with = "as_str")]
     pub method: Method,
+    /// The request came over HTTP/2 (written only then: `"http2": true`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub http2: bool,
     /// The request path with its query.
     pub path: String,
     /// The load request it belongs to: its `x-firedrill-request-id`
@@ -186,6 +189,7 @@ pub struct Spilled {
     at_ms: u64,
     proxy: String,
     method: String,
+    http2: bool,
     path: String,
     request_id: Option<String>,
     status: Option<u16>,
@@ -204,6 +208,7 @@ impl From<&Record> for Spilled {
             at_ms: r.at_ms.to_bits(),
             proxy: r.proxy.to_string(),
             method: r.method.to_string(),
+            http2: r.http2,
             path: r.path.clone(),
             request_id: r.request_id.clone(),
             status: r.status,
@@ -225,6 +230,7 @@ impl From<Spilled> for Record {
             proxy: Arc::from(s.proxy),
             // It was a method when it was spilled.
             method: Method::from_bytes(s.method.as_bytes()).unwrap_or_default(),
+            http2: s.http2,
             path: s.path,
             request_id: s.request_id,
             status: s.status,
@@ -280,6 +286,7 @@ impl Recorder {
                 at_ms: millis(arrival.saturating_duration_since(s.start)),
                 proxy: s.counters.proxy().clone(),
                 method: req.method().clone(),
+                http2: req.version() == http::Version::HTTP_2,
                 path: uri
                     .path_and_query()
                     .map_or_else(|| uri.path(), |p| p.as_str())
@@ -568,6 +575,7 @@ mod tests {
                 } else {
                     Method::PATCH
                 },
+                http2: i % 3 == 0,
                 path: format!("/inventory/{i}"),
                 request_id: Some(i.to_string()),
                 status: (i % 3 != 0).then_some(200),

@@ -126,6 +126,7 @@ mod tests {
             at_ms,
             proxy: std::sync::Arc::from("inventory"),
             method: http::Method::GET,
+            http2: false,
             path: "/inventory/1".to_string(),
             request_id: id.map(str::to_string),
             status,

@@ -51,6 +51,7 @@ fn build(raw: RawExperiment) -> Result<Experiment, String> {
     };
     instances::check_fault_instances(&faults, &instance_names)?;
     assign_dependencies(&mut faults, &dependencies)?;
+    let grpc_load = load.iter().any(|route| route.0.grpc);
     Ok(Experiment {
         name: raw.name,
         description: raw.description,
@@ -66,6 +67,7 @@ fn build(raw: RawExperiment) -> Result<Experiment, String> {
         halt: raw.halt,
         phases: raw.phases,
         max_in_flight: raw.max_in_flight.unwrap_or(10_000).max(1),
+        http2: raw.http2.unwrap_or(grpc_load),
         system,
         dependencies,
         external_load,

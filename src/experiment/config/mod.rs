@@ -57,6 +57,8 @@ pub struct Experiment {
     pub phases: Vec<PhaseSpec>,
     /// Requests in flight at most; beyond it requests are shed and counted.
     pub max_in_flight: u32,
+    /// The load and firedrill's own hops speak HTTP/2 (h2c).
+    pub http2: bool,
     /// The user's own service, when it (not firedrill's defense line) is
     /// the system under test.
     pub system: Option<SystemSpec>,

@@ -82,6 +82,13 @@ pub(super) struct RawExperiment {
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub(super) max_in_flight: Option<u32>,
+    /// Whether the load and firedrill's own hops (defense line, fault
+    /// proxy, built-in target) speak HTTP/2 (h2c) instead of HTTP/1.1
+    /// (default: HTTP/2 when a load route is a gRPC call). A user's
+    /// service or target is spoken to as its URL says (`h2c://`,
+    /// `https://` with ALPN).
+    #[serde(default)]
+    pub(super) http2: Option<bool>,
 }
 
 /// The default seed.

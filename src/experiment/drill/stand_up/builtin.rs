@@ -14,6 +14,7 @@ use crate::experiment::drill::network::Network;
 use crate::experiment::error::RunError;
 use crate::fault::FaultPlan;
 use crate::http::client::{HttpUpstream, Upstream};
+use crate::http::endpoint::Rewrite;
 use crate::proxy::Forward;
 use crate::target::TargetStats;
 
@@ -46,8 +47,7 @@ impl<'a> Target<'a> {
                     context.network.listen().await.map_err(RunError::Listen)?;
                 let forward = dial::take(dialed, service).await?;
                 spawn_fault_proxy(context, acceptor, forward, &plan, Default::default());
-                let entry: Arc<dyn Upstream> =
-                    Arc::new(HttpUpstream::new(Arc::new(connector), &authority));
+                let entry = own_hop(connector, &authority, experiment.http2);
                 return Ok(Sides {
                     entry,
                     dependencies: vec![target_dependency(None, plan)],
@@ -93,14 +93,11 @@ async fn stand_up_instance<N: Network>(
     ));
     let forward = Forward {
         connector: Arc::new(connector),
-        rewrite: Default::default(),
+        rewrite: Rewrite::version(context.experiment.http2),
         client_fin: Default::default(),
     };
     spawn_fault_proxy(context, proxy_acceptor, forward, &plan, Default::default());
-    let client: Arc<dyn Upstream> = Arc::new(HttpUpstream::new(
-        Arc::new(proxy_connector),
-        &proxy_authority,
-    ));
+    let client = own_hop(proxy_connector, &proxy_authority, context.experiment.http2);
     Ok((client, target_dependency(server.name, plan)))
 }
 
@@ -132,3 +129,14 @@ fn target_dependency(instance: Option<String>, plan: Arc<FaultPlan>) -> RunningD
 #[cfg(test)]
 #[path = "builtin_tests.rs"]
 mod tests;
+
+/// A client for one of firedrill's own hops in a drill (the defense line,
+/// a fault proxy) at `authority`: HTTP/1.1, or HTTP/2 with prior knowledge
+/// when the drill speaks HTTP/2.
+pub(super) fn own_hop<C: crate::net::Connector>(
+    connector: C,
+    authority: &str,
+    http2: bool,
+) -> Arc<dyn Upstream> {
+    Arc::new(HttpUpstream::new(Arc::new(connector), authority).rewriting(Rewrite::version(http2)))
+}

@@ -254,3 +254,44 @@ async fn a_manual_fault_starts_and_stops_on_its_instance_only_or_on_every_instan
     control.stop_fault("all-down").unwrap();
     assert_eq!(statuses(instances).await, [200, 200]);
 }
+
+/// The response's HTTP version for `GET path` through `upstream`.
+async fn version_through(upstream: &Arc<dyn Upstream>, path: &str) -> http::Version {
+    let request = http::Request::get(path)
+        .body(crate::http::body::full(bytes::Bytes::new()))
+        .unwrap();
+    let response = upstream.send(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+    response.version()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_drill_with_http2_speaks_http2_to_its_own_hops_and_http1_without() {
+    for (setting, expected) in [
+        ("http2: true\n", http::Version::HTTP_2),
+        ("http2: false\n", http::Version::HTTP_11),
+        ("", http::Version::HTTP_11),
+    ] {
+        let yaml = format!(
+            "name: h2\nduration: 10s\n{setting}load:\n  - {{ name: stock, request: GET /inventory/1, rate: 10/s }}\n"
+        );
+        let loaded = loaded(&yaml);
+        let stood = stood_up(&loaded).await;
+        let Entry::Http(entry) = &stood.client else {
+            panic!("without a defense line the load goes to the target over HTTP");
+        };
+        assert_eq!(
+            version_through(entry, "/health").await,
+            expected,
+            "{setting:?}"
+        );
+    }
+}
+
+#[test]
+fn a_drill_whose_load_makes_grpc_calls_speaks_http2_unless_told_otherwise() {
+    let grpc = "name: g\nduration: 10s\nload:\n  - { name: get, request: grpc /inventory.Inventory/Get, rate: 10/s }\n";
+    assert!(loaded(grpc).experiment.http2);
+    let told = format!("{grpc}http2: false\n");
+    assert!(!loaded(&told).experiment.http2);
+}

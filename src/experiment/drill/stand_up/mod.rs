@@ -23,7 +23,7 @@ use crate::experiment::timeline::{BreakerInfo, RequestRecord};
 use crate::fault::FaultPlan;
 use crate::fault::plan::Arrival;
 use crate::http::ShutdownSignal;
-use crate::http::client::{HttpUpstream, Upstream};
+use crate::http::client::Upstream;
 use crate::proxy::record::Collected;
 use entry::Entry;
 
@@ -320,9 +320,8 @@ async fn defense_line<N: Network>(
     let in_process = (!N::WALL_CLOCK)
         .then(|| Entry::in_process(line.clone(), &authority, &experiment.load))
         .flatten();
-    let client = in_process.unwrap_or_else(|| {
-        Entry::Http(Arc::new(HttpUpstream::new(Arc::new(connector), &authority)))
-    });
+    let client = in_process
+        .unwrap_or_else(|| Entry::Http(builtin::own_hop(connector, &authority, experiment.http2)));
     Ok((client, Some(line)))
 }
 
