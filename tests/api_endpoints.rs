@@ -589,3 +589,37 @@ async fn metrics_count_bytes_per_proxy_and_direction_with_toxiproxy_names() {
             .contains("# TYPE toxiproxy_proxy_sent_bytes_total counter\n")
     );
 }
+
+#[tokio::test]
+async fn an_http_mode_proxy_made_through_the_api_answers_h2c_with_its_toxics() {
+    let s = server(&[]).await;
+    let up = echo().await;
+    let a = s
+        .call(
+            "POST",
+            "/proxies",
+            Some(&format!(
+                r#"{{"name":"web","upstream":"{up}","mode":"http"}}"#
+            )),
+        )
+        .await;
+    assert_eq!(a.status, 201, "{}", a.text);
+    let listen = a.json["listen"].as_str().unwrap().to_string();
+    let t = s
+        .call(
+            "POST",
+            "/proxies/web/toxics",
+            Some(r#"{"type":"http_status","attributes":{"code":503,"body":"down"}}"#),
+        )
+        .await;
+    assert_eq!(t.status, 200, "{}", t.text);
+    let h2c = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .timeout(std::time::Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let resp = h2c.get(format!("http://{listen}/x")).send().await.unwrap();
+    assert_eq!(resp.version(), reqwest::Version::HTTP_2);
+    assert_eq!(resp.status().as_u16(), 503);
+    assert_eq!(resp.text().await.unwrap(), "down");
+}

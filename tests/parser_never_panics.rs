@@ -46,6 +46,7 @@ const PARAM_KEYS: &[&str] = &[
     "message",
     "delay",
     "jitter",
+    "per",
     "direction",
     "code",
     "body",
@@ -167,6 +168,7 @@ const KIND_PARAMETERS: &[(&str, &[(&str, &str)])] = &[
             ("delay", "150ms"),
             ("jitter", "10ms"),
             ("direction", "upstream"),
+            ("per", "message"),
         ],
     ),
     (
@@ -200,6 +202,7 @@ const KIND_PARAMETERS: &[(&str, &[(&str, &str)])] = &[
         "grpc",
         &[("status", "UNAVAILABLE"), ("message", "inventory down")],
     ),
+    ("goaway", &[]),
 ];
 
 /// The valid parameters of `kind`, from [`KIND_PARAMETERS`].
