@@ -135,18 +135,8 @@ mod tests {
     /// Reads `inner` through a deferred verdict (all of it, or the first
     /// frame only when `all` is false); the breaker's counters after.
     async fn judged(inner: BoxBody, all: bool) -> Counters {
-        let breaker = SharedBreaker::new(Breaker::new(
-            &BreakerConfig::new("dep", ModelConfig::Window(WindowConfig::default())),
-            clock::now(),
-        ));
-        let verdict = Verdict {
-            guard: breaker.try_acquire(clock::now()).unwrap(),
-            breaker: breaker.clone(),
-            stepped: Arc::new(Notify::new()),
-            observer: Arc::new(NoObserver),
-            sent: clock::now(),
-        };
-        let mut deferred = Deferred::new(inner, verdict);
+        let breaker = window_breaker();
+        let mut deferred = Deferred::new(inner, verdict_on(&breaker));
         if all {
             while let Some(frame) = deferred.frame().await {
                 if frame.is_err() {
@@ -193,5 +183,55 @@ mod tests {
     async fn a_caller_that_leaves_mid_stream_cancels_the_call() {
         let left = judged(body(vec![data(), trailers(Some("14"))], false), false).await;
         assert_eq!((left.successes, left.failures, left.cancelled), (0, 0, 1));
+    }
+    fn verdict_on(breaker: &SharedBreaker) -> Verdict {
+        Verdict {
+            guard: breaker.try_acquire(clock::now()).unwrap(),
+            breaker: breaker.clone(),
+            stepped: Arc::new(Notify::new()),
+            observer: Arc::new(NoObserver),
+            sent: clock::now(),
+        }
+    }
+
+    fn window_breaker() -> SharedBreaker {
+        SharedBreaker::new(Breaker::new(
+            &BreakerConfig::new("dep", ModelConfig::Window(WindowConfig::default())),
+            clock::now(),
+        ))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_ended_inner_body_is_not_the_end_until_the_verdict_is_recorded() {
+        let breaker = window_breaker();
+        let empty = http_body_util::Empty::<Bytes>::new()
+            .map_err(|never| match never {})
+            .boxed_unsync();
+        assert!(empty.is_end_stream());
+        let mut deferred = Deferred::new(empty, verdict_on(&breaker));
+        assert!(!deferred.is_end_stream(), "polled once more to judge");
+        assert!(deferred.frame().await.is_none());
+        assert!(deferred.is_end_stream());
+        assert_eq!(breaker.counters().failures, 1, "no status is UNKNOWN");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_judged_body_still_streaming_is_not_at_its_end() {
+        let breaker = window_breaker();
+        let inner = body(vec![trailers(Some("0")), data()], false);
+        let mut deferred = Deferred::new(inner, verdict_on(&breaker));
+        let _ = deferred.frame().await;
+        assert_eq!(breaker.counters().successes, 1);
+        assert!(!deferred.is_end_stream(), "the inner body has more");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_size_hint_is_the_inner_body_s() {
+        let breaker = window_breaker();
+        let full = http_body_util::Full::new(Bytes::from_static(b"twelve bytes"))
+            .map_err(|never| match never {})
+            .boxed_unsync();
+        let deferred = Deferred::new(full, verdict_on(&breaker));
+        assert_eq!(deferred.size_hint().exact(), Some(12));
     }
 }
