@@ -32,6 +32,8 @@
 //!   own service seen from outside.
 //! * [`report`] — a judged run and its formats (console, JSON, JUnit,
 //!   journal, requests).
+//! * [`history`] — runs kept in a database (SQLite or PostgreSQL), their
+//!   trends, and the baselines of past runs.
 //! * [`json_schema`] — the JSON Schemas of the YAML formats, for editors.
 //! * [`cli`] — the top floor: the command line, one file per subcommand,
 //!   exit codes; `main.rs` only parses, runs and exits. Nothing else
@@ -43,6 +45,7 @@ pub mod clock;
 pub mod defense;
 pub mod experiment;
 pub mod fault;
+pub mod history;
 pub mod http;
 pub mod json_schema;
 pub mod metrics;

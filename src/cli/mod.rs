@@ -21,6 +21,7 @@ pub mod address;
 pub mod defend;
 pub mod demo;
 pub mod exit;
+pub mod history;
 pub mod import;
 pub mod output;
 pub mod progress;
@@ -84,6 +85,9 @@ pub enum Command {
     /// Serve a Toxiproxy-compatible REST API that manages named proxies
     /// and their toxics at runtime, plus Prometheus /metrics.
     Server(server::ServerArgs),
+    /// Print the trend of every figure across the runs a history keeps
+    /// (`run --history`).
+    History(history::HistoryArgs),
     /// Print the JSON Schema of a file format, for editors (the committed
     /// copies are in `schema/`).
     Schema(schema::SchemaArgs),
@@ -111,6 +115,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Server(args) => server::server(&args),
         Command::Demo(args) => demo::demo(&args),
         Command::Import(args) => import::run(&args),
+        Command::History(args) => history::history(&args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -7,6 +7,9 @@ use super::exit::{CliError, EXIT_ASSERTION, EXIT_INTERRUPTED, EXIT_NOT_HEALTHY, 
 use super::stdout::out;
 use crate::experiment::config::{ClockKind, TargetSpec};
 use crate::experiment::drill::{ControlOptions, Ending, Live, RunError};
+use crate::experiment::expect::Rule;
+use crate::experiment::file::Loaded;
+use crate::history::{History, Location, Provenance};
 use crate::report::{self, RunReport};
 use crate::schema::{SchemaError, Segment};
 
@@ -59,6 +62,11 @@ pub struct RunArgs {
     /// Require `Authorization: Bearer <token>` on the control endpoint.
     #[arg(long, env = "FIREDRILL_CONTROL_TOKEN", hide_env_values = true)]
     pub control_token: Option<String>,
+    /// Record the run in this history: a SQLite file (created on first
+    /// use) or a `postgres://` URL; overrides the file's `history:`.
+    /// Regression expectations are judged against its past passing runs.
+    #[arg(long, env = "FIREDRILL_HISTORY", value_name = "DB")]
+    pub history: Option<String>,
 }
 
 /// `--clock`.
@@ -136,6 +144,14 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
             super::output::report_file(flag, path)?;
         }
     }
+    let location = history_location(options, &loaded.experiment.history);
+    let mut history = match &location {
+        Some(location) => Some(History::open(location).map_err(CliError::runtime)?),
+        None => None,
+    };
+    if let Some(history) = &mut history {
+        past_figures(&mut loaded, history)?;
+    }
     let (result, report) = report::execute_to(
         &loaded,
         clock,
@@ -149,6 +165,14 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
         let console = report::console::render(&report);
         out!("{}", crate::schema::vars::mask(&console));
     }
+    if let Some(history) = &mut history {
+        let id = history
+            .record(&report, &provenance(options))
+            .map_err(|e| CliError::runtime(format!("{e} (the run's reports were written)")))?;
+        if !options.quiet {
+            out!("recorded as run #{id} in history {}\n", history.shown());
+        }
+    }
     Ok(match result.ending {
         Ending::Interrupted => EXIT_INTERRUPTED,
         Ending::NotHealthy { .. } => EXIT_NOT_HEALTHY,
@@ -156,6 +180,57 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
         Ending::Completed if report.passed => EXIT_OK,
         Ending::Completed => EXIT_ASSERTION,
     })
+}
+
+/// Where the run is recorded: `--history` (or `FIREDRILL_HISTORY`), else
+/// the file's `history:`, a SQLite path relative to the file's folder.
+fn history_location(options: &RunArgs, from_file: &Option<String>) -> Option<Location> {
+    if let Some(flag) = options.history.as_deref().filter(|h| !h.is_empty()) {
+        return Some(Location::parse(flag));
+    }
+    let location = Location::parse(from_file.as_deref()?);
+    Some(match location {
+        Location::Sqlite(path) if path.is_relative() => Location::Sqlite(
+            options
+                .file
+                .parent()
+                .map_or_else(|| path.clone(), |dir| dir.join(&path)),
+        ),
+        other => other,
+    })
+}
+
+/// Hands each regression sentence the figure of the past passing runs it
+/// needs, before the run.
+fn past_figures(loaded: &mut Loaded, history: &mut History) -> Result<(), CliError> {
+    let experiment = loaded.experiment.name.clone();
+    for expectation in &mut loaded.expectations {
+        if let Rule::Regress(regress) = &mut expectation.rule {
+            let past = history
+                .baseline(&experiment, &regress.key, regress.baseline.runs())
+                .map_err(CliError::runtime)?;
+            regress.past = Some(past);
+        }
+    }
+    Ok(())
+}
+
+/// What the history keeps beside the report.
+fn provenance(options: &RunArgs) -> Provenance {
+    let text = crate::schema::read_text(&options.file).unwrap_or_default();
+    let overrides: Vec<String> = options.set.iter().map(ToString::to_string).collect();
+    let mut parts = vec![text.as_str()];
+    parts.extend(overrides.iter().map(String::as_str));
+    Provenance {
+        file_hash: crate::history::record::hash(&parts),
+        report_dir: options.report_dir.as_ref().map(|d| {
+            std::path::absolute(d)
+                .unwrap_or_else(|_| d.clone())
+                .display()
+                .to_string()
+        }),
+        recorded_at: crate::clock::rfc3339(crate::clock::unix_ms()),
+    }
 }
 
 fn write_reports(report: &RunReport, options: &RunArgs) -> Result<(), CliError> {

@@ -188,7 +188,18 @@ pub fn verdict_line(report: &RunReport) -> String {
         .filter(|v| v.not_judged.is_none())
         .collect();
     let held = judged.iter().filter(|v| v.passed).count();
-    let of = format!("{held} of {} held", plural(judged.len(), "expectation"));
+    let mut of = format!("{held} of {} held", plural(judged.len(), "expectation"));
+    let awaiting = report.verdicts.iter().filter(|v| v.awaits_history).count();
+    if awaiting > 0 {
+        of.push_str(&format!(
+            "; {awaiting} regression {} not judged until the history holds enough passing runs",
+            if awaiting == 1 {
+                "expectation"
+            } else {
+                "expectations"
+            }
+        ));
+    }
     let ran = format!("{:.1}s", report.duration_ms / 1000.0);
     match &report.ending {
         Ending::Completed => format!("{}: {of}", report.verdict.label()),

@@ -406,7 +406,8 @@ impl RunReport {
                 }
             })
             .collect();
-        let passed = result.ending == Ending::Completed && verdicts.iter().all(|v| v.passed);
+        let passed = result.ending == Ending::Completed
+            && verdicts.iter().all(|v| v.passed || v.awaits_history);
         RunReport {
             experiment: experiment.name.clone(),
             description: experiment.description.clone(),

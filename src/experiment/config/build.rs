@@ -68,6 +68,7 @@ fn build(raw: RawExperiment) -> Result<Experiment, String> {
         phases: raw.phases,
         max_in_flight: raw.max_in_flight.unwrap_or(10_000).max(1),
         http2: raw.http2.unwrap_or(grpc_load),
+        history: raw.history.filter(|h| !h.is_empty()),
         system,
         dependencies,
         external_load,

@@ -59,6 +59,9 @@ pub struct Experiment {
     pub max_in_flight: u32,
     /// The load and firedrill's own hops speak HTTP/2 (h2c).
     pub http2: bool,
+    /// Where its runs are recorded (a SQLite path as written, or a
+    /// PostgreSQL URL).
+    pub history: Option<String>,
     /// The user's own service, when it (not firedrill's defense line) is
     /// the system under test.
     pub system: Option<SystemSpec>,

@@ -89,6 +89,11 @@ pub(super) struct RawExperiment {
     /// `https://` with ALPN).
     #[serde(default)]
     pub(super) http2: Option<bool>,
+    /// Where every run of this experiment is recorded: a SQLite file
+    /// (relative to this file's folder; created on first use) or a
+    /// `postgres://` URL. `--history` and `FIREDRILL_HISTORY` override it.
+    #[serde(default)]
+    pub(super) history: Option<String>,
 }
 
 /// The default seed.

@@ -118,18 +118,140 @@ pub enum Rule {
     },
     /// The sentences about pools: `instance ...`, `pool ...`.
     Pool(PoolRule),
+    /// `FIGURE no worse than BASELINE [+ MARGIN]`: a figure of this run
+    /// against the same figure of past passing runs in the history.
+    Regress(Regress),
+}
+
+/// A regression sentence: `breaker inventory opens no later than the
+/// median of the last 10 passing runs + 500ms`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Regress {
+    /// What is measured.
+    pub measure: Measure,
+    /// Which side of the limit the figure must stay on.
+    pub direction: Direction,
+    /// What the limit is made of.
+    pub baseline: Baseline,
+    /// Added to the baseline (towards the worse side).
+    pub margin: Option<Margin>,
+    /// The sentence up to its comparison: the name the figure is kept
+    /// under in the history.
+    pub key: String,
+    /// The figure in past passing runs, newest first, as the history gave
+    /// it before the run; `None`: the run keeps no history.
+    pub past: Option<Vec<f64>>,
+}
+
+/// The figure of a regression sentence.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Measure {
+    /// `breaker B opens [after ANCHOR]`: milliseconds from the anchor (the
+    /// first fault's start when none is written) to the first such
+    /// transition at or after it.
+    Transition {
+        /// The breaker.
+        breaker: Name,
+        /// The transition.
+        event: Event,
+        /// What it is measured from; `None`: the first fault's start.
+        anchor: Option<Anchor>,
+    },
+    /// `route R METRIC [WINDOW]`: the figure a route sentence compares
+    /// (milliseconds for a latency).
+    Route {
+        /// The load route.
+        route: Name,
+        /// The figure.
+        metric: Metric,
+        /// Which requests count.
+        window: Window,
+    },
+}
+
+/// Which side of the limit a regression figure must stay on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// At or below it (`no later than`, `no more than`, `no worse than`
+    /// a time or an error share).
+    AtMost,
+    /// At or above it (`no earlier than`, `no less than`, `no worse than`
+    /// a success share).
+    AtLeast,
+}
+
+/// What a regression limit is made of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Baseline {
+    /// `the last passing run`.
+    Last,
+    /// `the median|mean|min|max of the last N passing runs`.
+    Of {
+        /// How they are summed up.
+        stat: Stat,
+        /// How many past passing runs it needs.
+        runs: usize,
+    },
+}
+
+impl Baseline {
+    /// How many past passing runs it needs.
+    pub fn runs(self) -> usize {
+        match self {
+            Baseline::Last => 1,
+            Baseline::Of { runs, .. } => runs,
+        }
+    }
+}
+
+/// How past figures are summed up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stat {
+    /// The middle one (the mean of the two middle ones).
+    Median,
+    /// Their mean.
+    Mean,
+    /// The smallest.
+    Min,
+    /// The largest.
+    Max,
+}
+
+/// What a regression limit allows beyond its baseline.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Margin {
+    /// `+ 20%`: a share of the baseline.
+    Relative(f64),
+    /// `+ 500ms`, `+ 3`: in the figure's own unit (milliseconds for a
+    /// time).
+    Absolute(f64),
 }
 
 impl Rule {
+    /// The route and window of a sentence judged on a route's requests (a
+    /// route sentence, or a regression sentence on a route figure).
+    pub fn counted_route(&self) -> Option<(&Name, &Window)> {
+        match self {
+            Rule::Route { route, window, .. }
+            | Rule::Regress(Regress {
+                measure: Measure::Route { route, window, .. },
+                ..
+            }) => Some((route, window)),
+            _ => None,
+        }
+    }
+
     /// The window whose requests or target hits the sentence counts (the
     /// sentences judged on figures); `None` for the others.
     pub fn counted_window(&self) -> Option<&Window> {
         match self {
             Rule::Calls { window, .. }
             | Rule::Route { window, .. }
-            | Rule::Pool(PoolRule::Share { window, .. } | PoolRule::Backup { window, .. }) => {
-                Some(window)
-            }
+            | Rule::Pool(PoolRule::Share { window, .. } | PoolRule::Backup { window, .. })
+            | Rule::Regress(Regress {
+                measure: Measure::Route { window, .. },
+                ..
+            }) => Some(window),
             _ => None,
         }
     }

@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 
 use crate::experiment::timeline::Timeline;
 
-use super::ast::{Anchor, Expectation, Name, PoolRule, Rule, Server, Wait, Window};
+use super::ast::{
+    Anchor, Expectation, Measure, Name, PoolRule, Regress, Rule, Server, Wait, Window,
+};
 use super::grammar::closest;
 
 /// The names an experiment defines.
@@ -135,9 +137,26 @@ pub fn check(expectation: &Expectation, names: &Names) -> Result<(), String> {
         }
         Rule::Route {
             route, window: w, ..
-        } => {
+        }
+        | Rule::Regress(Regress {
+            measure: Measure::Route {
+                route, window: w, ..
+            },
+            ..
+        }) => {
             refs.push(("route", route, &names.routes));
             refs.extend(window(w));
+        }
+        Rule::Regress(Regress {
+            measure: Measure::Transition {
+                breaker, anchor, ..
+            },
+            ..
+        }) => {
+            refs.push(("breaker", breaker, &names.breakers));
+            if let Some(Anchor::FaultStart(f) | Anchor::FaultEnd(f)) = anchor {
+                refs.push(("fault", f, &names.faults));
+            }
         }
     }
     problems.splice(

@@ -30,7 +30,7 @@ pub fn tally(expectation: &Expectation, timeline: &Timeline) -> Tally {
             instance.as_ref(),
             &intervals,
         )),
-        Rule::Route { route, .. } => {
+        rule if let Some((route, _)) = rule.counted_route() => {
             Tally::Route(super::metrics::tally_route(timeline, route, &intervals))
         }
         Rule::Pool(_) => Tally::Share(super::pool::tally_shares(timeline, &intervals)),
@@ -57,6 +57,9 @@ pub fn evaluate_tallied(expectation: &Expectation, timeline: &Timeline, tally: &
         _ => &empty_shares,
     };
     let (passed, expected, seen, at) = match &expectation.rule {
+        Rule::Regress(regress) => {
+            return super::regress::judge(expectation, regress, timeline, route_tally);
+        }
         Rule::Sequence {
             breaker,
             states,
@@ -113,6 +116,9 @@ pub fn evaluate_tallied(expectation: &Expectation, timeline: &Timeline, tally: &
         at,
         judged: judged(&expectation.rule, timeline),
         not_judged: None,
+        figure: None,
+        figure_key: None,
+        awaits_history: false,
     }
 }
 
@@ -131,7 +137,7 @@ fn judged(rule: &Rule, timeline: &Timeline) -> Vec<(Duration, Duration)> {
             return span_after(timeline, anchor, *within);
         }
         Rule::Reaches { within, anchor, .. } => return span_after(timeline, anchor, *within),
-        Rule::Sequence { .. } | Rule::WaitInOpen { .. } => &Window::Run,
+        Rule::Sequence { .. } | Rule::WaitInOpen { .. } | Rule::Regress(_) => &Window::Run,
     };
     resolve(window, timeline).unwrap_or_default()
 }

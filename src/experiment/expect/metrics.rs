@@ -183,7 +183,7 @@ pub(crate) fn share(k: u64, n: u64, bound: Bound) -> Figure {
 }
 
 /// A count: `k` of `n` requests.
-fn count(k: u64, n: u64) -> Figure {
+pub(crate) fn count(k: u64, n: u64) -> Figure {
     Some((k as f64, format!("{k} (of {})", plural(n, "request"))))
 }
 
@@ -239,7 +239,35 @@ pub(crate) fn route(
         Err(seen) => return (false, expected, seen, None),
     };
     let n = tally.requests;
-    let figure = match metric {
+    let figure = route_figure(metric, tally, bound);
+    let at = intervals.first().map(|i| i.0);
+    match figure {
+        Some((value, shown)) => {
+            let seen = format!("route {route} {metric} {shown} {where_}");
+            (bound.holds(value), expected, seen, at)
+        }
+        None => {
+            let nothing = format!("{} from route {route} {where_}", nothing(n));
+            let (passed, seen) = uncomputable(&nothing, &metric.to_string(), &intervals, bound);
+            (passed, expected, seen, at)
+        }
+    }
+}
+
+/// What a figure over a route's requests could not be computed for.
+pub(crate) fn nothing(requests: u64) -> &'static str {
+    if requests == 0 {
+        "no requests"
+    } else {
+        "no responses"
+    }
+}
+
+/// A route's figure over the requests `tally` counted (a latency in
+/// seconds), shown with the digits that decide it against `bound`.
+pub(crate) fn route_figure(metric: Metric, tally: &RouteTally, bound: Bound) -> Figure {
+    let n = tally.requests;
+    match metric {
         Metric::Success => share(tally.succeeded, n, bound),
         Metric::Errors => share(n - tally.succeeded, n, bound),
         Metric::Fallback(None) => share(tally.fallback(), n, bound),
@@ -252,23 +280,6 @@ pub(crate) fn route(
         Metric::Latency(stat) => latency_stat(tally, stat, bound),
         Metric::Amplification => amplification(tally, bound),
         Metric::Grpc(code) => share(tally.grpc.get(&code).copied().unwrap_or(0), n, bound),
-    };
-    let at = intervals.first().map(|i| i.0);
-    match figure {
-        Some((value, shown)) => {
-            let seen = format!("route {route} {metric} {shown} {where_}");
-            (bound.holds(value), expected, seen, at)
-        }
-        None => {
-            let what = if n == 0 {
-                "no requests"
-            } else {
-                "no responses"
-            };
-            let nothing = format!("{what} from route {route} {where_}");
-            let (passed, seen) = uncomputable(&nothing, &metric.to_string(), &intervals, bound);
-            (passed, expected, seen, at)
-        }
     }
 }
 

@@ -32,6 +32,7 @@ pub mod latencies;
 mod metrics;
 pub mod names;
 mod pool;
+pub mod regress;
 pub mod steady;
 pub mod tally;
 pub mod verdict;

@@ -39,6 +39,19 @@ pub struct Verdict {
     /// verdict that was judged. A verdict not judged never passes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_judged: Option<String>,
+    /// A regression sentence: the figure it measured (milliseconds for a
+    /// time, percent for a share), kept in a history under `figure_key`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub figure: Option<f64>,
+    /// A regression sentence: the name its figure is kept under, the
+    /// sentence up to its comparison (`breaker inventory opens`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub figure_key: Option<String>,
+    /// Not judged because the history holds too few past passing runs yet:
+    /// says so, and does not fail the run (the runs that fill the history
+    /// could never pass otherwise).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub awaits_history: bool,
 }
 
 fn as_ms<S: Serializer>(spans: &[(Duration, Duration)], s: S) -> Result<S::Ok, S::Error> {
@@ -55,6 +68,7 @@ impl Verdict {
     pub fn set_not_judged(&mut self, why: &str) {
         self.passed = false;
         self.not_judged = Some(why.to_string());
+        self.awaits_history = false;
         self.at = None;
         self.judged.clear();
     }

@@ -6,7 +6,7 @@ use super::error::ParseError;
 use super::lex::Kind;
 use super::terms::anchor;
 use crate::defense::breaker::State;
-use crate::experiment::expect::ast::{CountBound, Event, Name, Rule, Wait};
+use crate::experiment::expect::ast::{CountBound, Event, Measure, Name, Rule, Wait};
 
 /// After `breaker`: `NAME goes ...`, `NAME EVENT ...`, `NAME never ...`,
 /// `NAME stays ...`.
@@ -39,6 +39,19 @@ pub(crate) fn breaker(p: &mut Parser) -> Result<Rule, ParseError> {
         if p.eat("within") {
             return timing(p, breaker, event);
         }
+        let anchor = if p.eat("after") {
+            Some(anchor(p)?)
+        } else {
+            None
+        };
+        if anchor.is_some() || super::regress::starts(p) {
+            let measure = Measure::Transition {
+                breaker,
+                event,
+                anchor,
+            };
+            return super::regress::regress(p, measure);
+        }
         if let Some(bound) = count_bound(p)? {
             let window = super::terms::window(p)?;
             return Ok(Rule::Count {
@@ -49,8 +62,8 @@ pub(crate) fn breaker(p: &mut Parser) -> Result<Rule, ParseError> {
             });
         }
         return Err(p.error(
-            "'within', 'at most', 'at least' or 'exactly'",
-            &["within", "at", "exactly"],
+            "'within', 'at most', 'at least', 'exactly', 'after' or 'no' (later than ...)",
+            &["within", "at", "exactly", "after", "no"],
         ));
     }
     Err(p.error(

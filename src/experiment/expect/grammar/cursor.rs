@@ -44,6 +44,15 @@ impl Parser {
             .map(|t| t.text.as_str())
     }
 
+    /// The tokens read so far, joined by single spaces.
+    pub(crate) fn text_so_far(&self) -> String {
+        self.tokens[..self.pos.min(self.tokens.len())]
+            .iter()
+            .map(|t| t.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     /// Moves past the next token and returns it.
     pub(crate) fn advance(&mut self) -> Option<Token> {
         let token = self.tokens.get(self.pos).cloned();

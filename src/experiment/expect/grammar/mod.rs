@@ -18,6 +18,7 @@ pub(crate) mod error;
 pub(crate) mod lex;
 pub(crate) mod parse;
 pub(crate) mod pool;
+pub(crate) mod regress;
 pub(crate) mod route;
 pub(crate) mod terms;
 

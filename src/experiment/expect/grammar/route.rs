@@ -5,13 +5,23 @@ use super::cursor::Parser;
 use super::error::{ParseError, closest};
 use super::terms::{WINDOW_WORDS, bound, window};
 use crate::defense::fallback::FallbackKind;
-use crate::experiment::expect::ast::{LatencyStat, Metric, PathGlob, Rule, ValueKind, Window};
+use crate::experiment::expect::ast::{
+    LatencyStat, Measure, Metric, PathGlob, Rule, ValueKind, Window,
+};
 
 /// After `route`: `NAME METRIC [WINDOW] BOUND`.
 pub(crate) fn route(p: &mut Parser) -> Result<Rule, ParseError> {
     let route = p.name("a route name")?;
     let metric = metric(p)?;
     let window = window(p)?;
+    if super::regress::starts(p) {
+        let measure = Measure::Route {
+            route,
+            metric,
+            window,
+        };
+        return super::regress::regress(p, measure);
+    }
     let bound = bound(p, metric.kind(), window == Window::Run)?;
     Ok(Rule::Route {
         route,

@@ -31,7 +31,9 @@ pub(super) enum Counter {
 impl Counter {
     pub(super) fn of(expectation: &Expectation) -> Counter {
         match &expectation.rule {
-            Rule::Route { .. } => Counter::Route(expectation.clone(), RouteTally::default()),
+            rule if rule.counted_route().is_some() => {
+                Counter::Route(expectation.clone(), RouteTally::default())
+            }
             Rule::Calls { .. } => Counter::Calls(expectation.clone(), Default::default()),
             rule @ Rule::Pool(_) => match rule.counted_window() {
                 Some(window) => Counter::Share(window.clone(), ShareTally::default()),
@@ -53,7 +55,7 @@ impl Counter {
     /// Counts a final request if it is this sentence's.
     pub(super) fn request(&mut self, r: &RequestRecord, scene: &impl Scene) {
         if let Counter::Route(e, tally) = self
-            && let Rule::Route { route, window, .. } = &e.rule
+            && let Some((route, window)) = e.rule.counted_route()
             && r.route == route.text
             && interval_start(window, scene, r.sent).is_some()
         {

@@ -1,0 +1,304 @@
+//! Judging a regression sentence: this run's figure against the same
+//! figure of past passing runs, which the history handed over before the
+//! run (`Regress::past`). Too few past runs is said (not judged, and the
+//! run is not failed for it: the runs that fill the history must be able
+//! to pass); a run that keeps no history cannot judge one at all, and
+//! fails it.
+
+use crate::clock::Duration;
+use crate::experiment::timeline::Timeline;
+
+use super::ast::{
+    Anchor, Baseline, Bound, Direction, Expectation, Margin, Measure, Metric, Op, Regress, Stat,
+    Value, ValueKind,
+};
+use super::metrics::{nothing, route_figure};
+use super::tally::RouteTally;
+use super::verdict::{Verdict, latency, ratio, secs};
+use super::window::{anchor_time, describe, resolve};
+
+/// Why a sentence of a run without a history is not judged.
+pub const NO_HISTORY: &str = "this run keeps no history, so there are no past runs to compare with: give --history, FIREDRILL_HISTORY or history: in the experiment";
+
+/// Judges `regress` (the rule of `expectation`) on `timeline`, with the
+/// requests `tally` counted for a route figure.
+pub(crate) fn judge(
+    expectation: &Expectation,
+    regress: &Regress,
+    timeline: &Timeline,
+    tally: &RouteTally,
+) -> Verdict {
+    let kind = match &regress.measure {
+        Measure::Transition { .. } => ValueKind::Duration,
+        Measure::Route { metric, .. } => metric.kind(),
+    };
+    let limit = limit(regress);
+    let (figure, seen, at) = measure(&regress.measure, timeline, tally, limit.as_ref(), kind);
+    let mut verdict = Verdict {
+        expectation: expectation.text.clone(),
+        passed: false,
+        expected: String::new(),
+        seen,
+        at,
+        judged: judged(&regress.measure, timeline),
+        not_judged: None,
+        figure,
+        figure_key: Some(regress.key.clone()),
+        awaits_history: false,
+    };
+    let words = comparison(regress.direction, &regress.measure);
+    match limit {
+        Err(why) => {
+            verdict.expected = format!("{} {words} {}", regress.key, baseline_words(regress));
+            let awaits = regress.past.is_some();
+            let seen = std::mem::take(&mut verdict.seen);
+            verdict.set_not_judged(&why);
+            verdict.seen = seen;
+            verdict.figure = figure;
+            verdict.awaits_history = awaits;
+        }
+        Ok((limit, base)) => {
+            verdict.expected = format!(
+                "{} {words} {} ({}{})",
+                regress.key,
+                show(limit, kind),
+                baseline_words(regress),
+                base_words(base, regress.margin, kind)
+            );
+            verdict.passed = match figure {
+                Some(value) => match regress.direction {
+                    Direction::AtMost => value <= limit,
+                    Direction::AtLeast => value >= limit,
+                },
+                // Nothing to measure over holds an upper bound vacuously
+                // for a route figure; a transition that never came fails.
+                None => {
+                    regress.direction == Direction::AtMost
+                        && matches!(regress.measure, Measure::Route { .. })
+                }
+            };
+        }
+    }
+    verdict
+}
+
+/// `no later than`, `no worse than`, ... as the verdict restates it.
+fn comparison(direction: Direction, measure: &Measure) -> &'static str {
+    match (direction, measure) {
+        (Direction::AtMost, Measure::Transition { .. }) => "no later than",
+        (Direction::AtLeast, Measure::Transition { .. }) => "no earlier than",
+        (Direction::AtMost, _) => "<=",
+        (Direction::AtLeast, _) => ">=",
+    }
+}
+
+/// `the median of the last 10 passing runs`.
+fn baseline_words(regress: &Regress) -> String {
+    match regress.baseline {
+        Baseline::Last => "the last passing run".into(),
+        Baseline::Of { stat, runs } => {
+            let stat = match stat {
+                Stat::Median => "median",
+                Stat::Mean => "mean",
+                Stat::Min => "min",
+                Stat::Max => "max",
+            };
+            format!("the {stat} of the last {runs} passing runs")
+        }
+    }
+}
+
+/// `: 750ms + 500ms`.
+fn base_words(base: f64, margin: Option<Margin>, kind: ValueKind) -> String {
+    let margin = match margin {
+        None => String::new(),
+        Some(Margin::Relative(p)) => format!(" + {}%", ratio(p)),
+        Some(Margin::Absolute(x)) => format!(" + {}", show(x, kind)),
+    };
+    format!("{}{margin}", show(base, kind))
+}
+
+/// A figure in its unit: a time (kept in milliseconds), a share, a number.
+fn show(value: f64, kind: ValueKind) -> String {
+    match kind {
+        ValueKind::Duration => latency(Duration::from_secs_f64(value.max(0.0) / 1000.0)),
+        ValueKind::Share => format!("{}%", ratio(value)),
+        ValueKind::Count | ValueKind::Ratio => ratio(value),
+    }
+}
+
+/// The limit and the baseline it was made from; why there is none.
+fn limit(regress: &Regress) -> Result<(f64, f64), String> {
+    let Some(past) = &regress.past else {
+        return Err(NO_HISTORY.to_string());
+    };
+    let needed = regress.baseline.runs();
+    if past.len() < needed {
+        return Err(format!(
+            "the history has {} past passing run{} with this figure; {} needs {needed}",
+            past.len(),
+            if past.len() == 1 { "" } else { "s" },
+            baseline_words(regress)
+        ));
+    }
+    let values = &past[..needed];
+    let base = match regress.baseline {
+        Baseline::Last => values[0],
+        Baseline::Of { stat, .. } => summed(values, stat),
+    };
+    let margin = match regress.margin {
+        None => 0.0,
+        Some(Margin::Relative(p)) => base.abs() * p / 100.0,
+        Some(Margin::Absolute(x)) => x,
+    };
+    let limit = match regress.direction {
+        Direction::AtMost => base + margin,
+        Direction::AtLeast => base - margin,
+    };
+    Ok((limit, base))
+}
+
+/// `values` summed up as `stat`.
+fn summed(values: &[f64], stat: Stat) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    match stat {
+        Stat::Median if n % 2 == 1 => sorted[n / 2],
+        Stat::Median => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+        Stat::Mean => sorted.iter().sum::<f64>() / n as f64,
+        Stat::Min => sorted[0],
+        Stat::Max => sorted[n - 1],
+    }
+}
+
+/// This run's figure (milliseconds for a time), what was seen, and where.
+fn measure(
+    measure: &Measure,
+    timeline: &Timeline,
+    tally: &RouteTally,
+    limit: Result<&(f64, f64), &String>,
+    kind: ValueKind,
+) -> (Option<f64>, String, Option<Duration>) {
+    match measure {
+        Measure::Transition {
+            breaker,
+            event,
+            anchor,
+        } => {
+            let (from, label) = match from(timeline, anchor.as_ref()) {
+                Ok(found) => found,
+                Err(seen) => return (None, seen, None),
+            };
+            let first = timeline
+                .transitions
+                .iter()
+                .filter(|t| t.breaker == breaker.text && t.at < timeline.duration)
+                .find(|t| t.at >= from && t.to == event.state());
+            match first {
+                Some(t) => (
+                    Some((t.at - from).as_secs_f64() * 1000.0),
+                    format!(
+                        "breaker {breaker} {} {} after {label} (at {})",
+                        event.past(),
+                        latency(t.at - from),
+                        secs(t.at)
+                    ),
+                    Some(t.at),
+                ),
+                None => (
+                    None,
+                    format!("breaker {breaker} never {} after {label}", event.past()),
+                    Some(from),
+                ),
+            }
+        }
+        Measure::Route {
+            route,
+            metric,
+            window,
+        } => {
+            let where_ = describe(window);
+            let intervals = match resolve(window, timeline) {
+                Ok(i) => i,
+                Err(seen) => return (None, seen, None),
+            };
+            let at = intervals.first().map(|i| i.0);
+            let bound = Bound::Cmp(Op::Le, value_of(limit.map_or(0.0, |l| l.0), kind));
+            match route_figure(*metric, tally, bound) {
+                Some((value, shown)) => {
+                    let value = if matches!(metric, Metric::Latency(_)) {
+                        value * 1000.0
+                    } else {
+                        value
+                    };
+                    (
+                        Some(value),
+                        format!("route {route} {metric} {shown} {where_}"),
+                        at,
+                    )
+                }
+                None => (
+                    None,
+                    format!(
+                        "{} from route {route} {where_}: {metric} cannot be computed",
+                        nothing(tally.requests)
+                    ),
+                    at,
+                ),
+            }
+        }
+    }
+}
+
+/// A limit as a sentence value, for the digits the figure is shown with.
+fn value_of(limit: f64, kind: ValueKind) -> Value {
+    match kind {
+        ValueKind::Duration => Value::Duration(Duration::from_secs_f64(limit.max(0.0) / 1000.0)),
+        ValueKind::Share => Value::Percent(limit),
+        ValueKind::Count | ValueKind::Ratio => Value::Number(limit),
+    }
+}
+
+/// What a transition is measured from: the anchor, or the first fault's
+/// start (the run's start when it has no fault that was active).
+fn from(timeline: &Timeline, anchor: Option<&Anchor>) -> Result<(Duration, String), String> {
+    if let Some(anchor) = anchor {
+        return anchor_time(timeline, anchor);
+    }
+    let first = timeline
+        .faults
+        .iter()
+        .filter_map(|f| f.span().map(|(start, _)| (start, &f.name)))
+        .min_by_key(|(start, _)| *start);
+    Ok(match first {
+        Some((start, name)) => (start, format!("{name}.start")),
+        None => (Duration::ZERO, "the run's start".into()),
+    })
+}
+
+/// The part of the run the sentence looked at.
+fn judged(measure: &Measure, timeline: &Timeline) -> Vec<(Duration, Duration)> {
+    match measure {
+        Measure::Route { window, .. } => resolve(window, timeline).unwrap_or_default(),
+        Measure::Transition { anchor, .. } => from(timeline, anchor.as_ref())
+            .map(|(a, _)| (a, timeline.duration))
+            .into_iter()
+            .filter(|(a, b)| a < b)
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(summed(&[4.0, 1.0, 3.0, 2.0], Stat::Median), 2.5);
+        assert_eq!(summed(&[5.0, 1.0, 3.0], Stat::Median), 3.0);
+        assert_eq!(summed(&[5.0, 1.0, 3.0], Stat::Mean), 3.0);
+        assert_eq!(summed(&[5.0, 1.0, 3.0], Stat::Min), 1.0);
+        assert_eq!(summed(&[5.0, 1.0, 3.0], Stat::Max), 5.0);
+    }
+}

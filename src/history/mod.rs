@@ -1,0 +1,111 @@
+//! Drill history: every run kept in a database (a SQLite file, or a
+//! PostgreSQL server for a team's shared history), read back as trends and
+//! as the baselines regression expectations are judged against.
+//!
+//! * `db` — the two databases behind one small surface, and
+//!   [`Location`].
+//! * `schema` — the tables and their versioned migrations.
+//! * [`record`] — what a run leaves: its row, figures and expectations.
+//! * [`read`] — runs read back, and the baselines of past passing runs.
+//! * [`trend`] — the trend as a table, CSV or JSON.
+
+mod db;
+pub mod read;
+pub mod record;
+mod schema;
+pub mod trend;
+
+pub use db::Location;
+pub use read::{Filter, StoredRun};
+pub use record::Provenance;
+
+use crate::report::RunReport;
+
+/// Why a history could not be used. Every one names the database.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// It could not be opened or reached.
+    #[error("history {0}: cannot open it: {1}")]
+    Open(String, String),
+    /// Reading a history that was never written.
+    #[error("history {0}: no such file (a history is created by `firedrill run --history`)")]
+    Missing(String),
+    /// The file or database is not a firedrill history.
+    #[error("history {0}: not a firedrill history ({1}); nothing was written to it")]
+    NotHistory(String, String),
+    /// Written by a newer firedrill.
+    #[error(
+        "history {at}: written by a newer firedrill (history schema {found}; this build knows up to {known}); nothing was written to it"
+    )]
+    Newer {
+        /// The database.
+        at: String,
+        /// Its schema version.
+        found: i64,
+        /// The newest this build knows.
+        known: i64,
+    },
+    /// A statement failed.
+    #[error("history {0}: {1}")]
+    Query(String, String),
+}
+
+/// An open history, at its latest schema.
+#[derive(Debug)]
+pub struct History {
+    db: db::Db,
+    shown: String,
+}
+
+impl History {
+    /// Opens the history at `location` for writing, creating it on first
+    /// use.
+    pub fn open(location: &Location) -> Result<History, HistoryError> {
+        History::open_with(location, true)
+    }
+
+    /// Opens an existing history (a SQLite file that is not there is an
+    /// error, not a new empty history).
+    pub fn open_existing(location: &Location) -> Result<History, HistoryError> {
+        History::open_with(location, false)
+    }
+
+    fn open_with(location: &Location, create: bool) -> Result<History, HistoryError> {
+        let shown = location.shown();
+        let mut db = db::Db::open(location, create)?;
+        schema::migrate(&mut db, &shown)?;
+        Ok(History { db, shown })
+    }
+
+    /// Records a run; its id in the history.
+    pub fn record(
+        &mut self,
+        report: &RunReport,
+        provenance: &Provenance,
+    ) -> Result<i64, HistoryError> {
+        record::insert(&mut self.db, &self.shown, report, provenance)
+    }
+
+    /// The runs `filter` selects, oldest first, with their figures and
+    /// expectations.
+    pub fn runs(&mut self, filter: &Filter) -> Result<Vec<StoredRun>, HistoryError> {
+        read::runs(&mut self.db, filter).map_err(|e| HistoryError::Query(self.shown.clone(), e))
+    }
+
+    /// The figure `name` of the last `last` passing runs of `experiment`,
+    /// newest first.
+    pub fn baseline(
+        &mut self,
+        experiment: &str,
+        name: &str,
+        last: usize,
+    ) -> Result<Vec<f64>, HistoryError> {
+        read::baseline(&mut self.db, experiment, name, last)
+            .map_err(|e| HistoryError::Query(self.shown.clone(), e))
+    }
+
+    /// The database, as messages name it.
+    pub fn shown(&self) -> &str {
+        &self.shown
+    }
+}
