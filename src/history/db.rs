@@ -20,8 +20,8 @@ pub(crate) enum Cell {
     Real(f64),
     /// BOOLEAN (an integer 0/1 in SQLite).
     Bool(bool),
-    /// NULL.
-    Null,
+    /// NULL, of a column of this kind.
+    Null(Kind),
 }
 
 impl Cell {
@@ -60,7 +60,7 @@ impl From<&str> for Cell {
 
 impl From<Option<&str>> for Cell {
     fn from(s: Option<&str>) -> Cell {
-        s.map_or(Cell::Null, Cell::from)
+        s.map_or(Cell::Null(Kind::Text), Cell::from)
     }
 }
 
@@ -72,7 +72,7 @@ impl From<f64> for Cell {
 
 impl From<Option<f64>> for Cell {
     fn from(x: Option<f64>) -> Cell {
-        x.map_or(Cell::Null, Cell::Real)
+        x.map_or(Cell::Null(Kind::Real), Cell::Real)
     }
 }
 
@@ -166,7 +166,7 @@ impl Db {
             Location::Sqlite(path) => open_sqlite(path, create).map(Db::Sqlite),
             Location::Postgres(url) => postgres::Client::connect(url, postgres::NoTls)
                 .map(|c| Db::Postgres(Box::new(c)))
-                .map_err(|e| HistoryError::Open(location.shown(), e.to_string())),
+                .map_err(|e| HistoryError::Open(location.shown(), pg_error(&e))),
         }
     }
 
@@ -180,7 +180,7 @@ impl Db {
             Db::Postgres(c) => c
                 .execute(sql, &pg_params(params))
                 .map(|_| ())
-                .map_err(|e| e.to_string()),
+                .map_err(|e| pg_error(&e)),
         }
     }
 
@@ -188,7 +188,7 @@ impl Db {
     pub(crate) fn batch(&mut self, sql: &str) -> Result<(), String> {
         match self {
             Db::Sqlite(c) => c.execute_batch(sql).map_err(|e| e.to_string()),
-            Db::Postgres(c) => c.batch_execute(sql).map_err(|e| e.to_string()),
+            Db::Postgres(c) => c.batch_execute(sql).map_err(|e| pg_error(&e)),
         }
     }
 
@@ -215,9 +215,7 @@ impl Db {
                     .map_err(|e| e.to_string())
             }
             Db::Postgres(c) => {
-                let rows = c
-                    .query(sql, &pg_params(params))
-                    .map_err(|e| e.to_string())?;
+                let rows = c.query(sql, &pg_params(params)).map_err(|e| pg_error(&e))?;
                 rows.iter()
                     .map(|row| {
                         kinds
@@ -227,7 +225,7 @@ impl Db {
                             .collect::<Result<Vec<Cell>, _>>()
                     })
                     .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| e.to_string())
+                    .map_err(|e| pg_error(&e))
             }
         }
     }
@@ -304,7 +302,7 @@ impl rusqlite::ToSql for Cell {
             Cell::Int(i) => ToSqlOutput::Owned(Value::Integer(*i)),
             Cell::Real(x) => ToSqlOutput::Owned(Value::Real(*x)),
             Cell::Bool(b) => ToSqlOutput::Owned(Value::Integer(i64::from(*b))),
-            Cell::Null => ToSqlOutput::Owned(Value::Null),
+            Cell::Null(_) => ToSqlOutput::Owned(Value::Null),
         })
     }
 }
@@ -313,13 +311,26 @@ fn sqlite_cell(row: &rusqlite::Row<'_>, i: usize, kind: Kind) -> rusqlite::Resul
     Ok(match kind {
         Kind::Text => row
             .get::<_, Option<String>>(i)?
-            .map_or(Cell::Null, Cell::Text),
-        Kind::Int => row.get::<_, Option<i64>>(i)?.map_or(Cell::Null, Cell::Int),
-        Kind::Real => row.get::<_, Option<f64>>(i)?.map_or(Cell::Null, Cell::Real),
+            .map_or(Cell::Null(kind), Cell::Text),
+        Kind::Int => row
+            .get::<_, Option<i64>>(i)?
+            .map_or(Cell::Null(kind), Cell::Int),
+        Kind::Real => row
+            .get::<_, Option<f64>>(i)?
+            .map_or(Cell::Null(kind), Cell::Real),
         Kind::Bool => row
             .get::<_, Option<i64>>(i)?
-            .map_or(Cell::Null, |b| Cell::Bool(b != 0)),
+            .map_or(Cell::Null(kind), |b| Cell::Bool(b != 0)),
     })
+}
+
+/// A PostgreSQL error with what caused it (the server's message, the
+/// type that did not fit).
+fn pg_error(e: &postgres::Error) -> String {
+    match std::error::Error::source(e) {
+        Some(cause) => format!("{e}: {cause}"),
+        None => e.to_string(),
+    }
 }
 
 fn pg_params(params: &[Cell]) -> Vec<&(dyn postgres::types::ToSql + Sync)> {
@@ -331,7 +342,10 @@ fn pg_params(params: &[Cell]) -> Vec<&(dyn postgres::types::ToSql + Sync)> {
                 Cell::Int(i) => i,
                 Cell::Real(x) => x,
                 Cell::Bool(b) => b,
-                Cell::Null => &None::<String>,
+                Cell::Null(Kind::Text) => &None::<String>,
+                Cell::Null(Kind::Int) => &None::<i64>,
+                Cell::Null(Kind::Real) => &None::<f64>,
+                Cell::Null(Kind::Bool) => &None::<bool>,
             }
         })
         .collect()
@@ -341,16 +355,16 @@ fn pg_cell(row: &postgres::Row, i: usize, kind: Kind) -> Result<Cell, postgres::
     Ok(match kind {
         Kind::Text => row
             .try_get::<_, Option<String>>(i)?
-            .map_or(Cell::Null, Cell::Text),
+            .map_or(Cell::Null(kind), Cell::Text),
         Kind::Int => row
             .try_get::<_, Option<i64>>(i)?
-            .map_or(Cell::Null, Cell::Int),
+            .map_or(Cell::Null(kind), Cell::Int),
         Kind::Real => row
             .try_get::<_, Option<f64>>(i)?
-            .map_or(Cell::Null, Cell::Real),
+            .map_or(Cell::Null(kind), Cell::Real),
         Kind::Bool => row
             .try_get::<_, Option<bool>>(i)?
-            .map_or(Cell::Null, Cell::Bool),
+            .map_or(Cell::Null(kind), Cell::Bool),
     })
 }
 

@@ -140,7 +140,7 @@ pub(crate) fn runs(db: &mut Db, filter: &Filter) -> Result<Vec<StoredRun>, Strin
     )? {
         let mut row = row.into_iter();
         let id = row.next().map_or(0, |c| c.int());
-        let mut text = || row.next().unwrap_or(Cell::Null);
+        let mut text = || row.next().unwrap_or(Cell::Null(Kind::Text));
         let (sentence, passed, not_judged, expected, seen, figure) =
             (text(), text(), text(), text(), text(), text());
         if let Some(i) = index.get(&id) {
@@ -159,7 +159,7 @@ pub(crate) fn runs(db: &mut Db, filter: &Filter) -> Result<Vec<StoredRun>, Strin
 
 fn run_of(row: Vec<Cell>) -> StoredRun {
     let mut row = row.into_iter();
-    let mut next = || row.next().unwrap_or(Cell::Null);
+    let mut next = || row.next().unwrap_or(Cell::Null(Kind::Text));
     let id = next().int();
     let mut text = || next();
     StoredRun {

@@ -59,7 +59,7 @@ pub(crate) fn judge(
         }
         Ok((limit, base)) => {
             verdict.expected = format!(
-                "{} {words} {} ({}{})",
+                "{} {words} {} ({}: {})",
                 regress.key,
                 show(limit, kind),
                 baseline_words(regress),

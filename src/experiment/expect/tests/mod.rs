@@ -9,3 +9,4 @@ mod figures;
 mod fixture;
 mod parse_err;
 mod parse_ok;
+mod regress;

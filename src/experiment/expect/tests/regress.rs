@@ -1,0 +1,210 @@
+//! Regression sentences: what they parse to, their errors, and their
+//! verdicts against the past figures a history hands over: held, broken
+//! (the run that regressed), too little history (said, and not failing
+//! the run), no history at all (failing), and a breaker that never opened.
+
+use super::fixture::{outage, req, run, s};
+use crate::experiment::expect::ast::{
+    Baseline, Direction, Margin, Measure, Metric, Regress, Rule, Stat,
+};
+use crate::experiment::expect::regress::NO_HISTORY;
+use crate::experiment::expect::{Verdict, evaluate, parse};
+use crate::experiment::timeline::Timeline;
+
+fn regress(sentence: &str) -> Regress {
+    match parse(sentence)
+        .unwrap_or_else(|e| panic!("{sentence}: {e}"))
+        .rule
+    {
+        Rule::Regress(r) => r,
+        other => panic!("{sentence}: parsed as {other:?}"),
+    }
+}
+
+/// Judges `sentence` on `timeline` with `past` as the history's figures
+/// (newest first), or with no history when `None`.
+fn judge(sentence: &str, timeline: &Timeline, past: Option<&[f64]>) -> Verdict {
+    let mut expectation = parse(sentence).unwrap_or_else(|e| panic!("{sentence}: {e}"));
+    if let Rule::Regress(r) = &mut expectation.rule {
+        r.past = past.map(<[f64]>::to_vec);
+    }
+    evaluate(&expectation, timeline)
+}
+
+const OPENS: &str =
+    "breaker inventory opens no later than the median of the last 3 passing runs + 500ms";
+
+#[test]
+fn a_breaker_sentence_parses_to_its_figure_baseline_margin_and_key() {
+    let r = regress(OPENS);
+    assert_eq!(r.key, "breaker inventory opens");
+    assert_eq!(r.direction, Direction::AtMost);
+    assert_eq!(
+        r.baseline,
+        Baseline::Of {
+            stat: Stat::Median,
+            runs: 3
+        }
+    );
+    assert_eq!(r.margin, Some(Margin::Absolute(500.0)));
+    assert!(matches!(
+        r.measure,
+        Measure::Transition { anchor: None, .. }
+    ));
+    let after = regress(
+        "breaker inventory closes after inventory-down.end no earlier than the last passing run",
+    );
+    assert_eq!(
+        after.key,
+        "breaker inventory closes after inventory-down.end"
+    );
+    assert_eq!(after.direction, Direction::AtLeast);
+    assert_eq!(after.baseline, Baseline::Last);
+    assert_eq!(after.margin, None);
+}
+
+#[test]
+fn a_route_sentence_knows_which_side_is_worse() {
+    let p99 =
+        regress("route shop p99 while inventory is open no worse than the last passing run + 20%");
+    assert_eq!(p99.key, "route shop p99 while inventory is open");
+    assert_eq!(p99.direction, Direction::AtMost);
+    assert_eq!(p99.margin, Some(Margin::Relative(20.0)));
+    assert!(matches!(
+        p99.measure,
+        Measure::Route {
+            metric: Metric::Latency(_),
+            ..
+        }
+    ));
+    let success = regress("route shop success no worse than the mean of the last 5 passing runs");
+    assert_eq!(success.direction, Direction::AtLeast);
+    let less = regress("route shop requests no less than the min of the last 2 passing runs +3");
+    assert_eq!(less.direction, Direction::AtLeast);
+    assert_eq!(less.margin, Some(Margin::Absolute(3.0)));
+}
+
+#[test]
+fn bad_regression_sentences_say_what_was_expected_where() {
+    // (sentence, the text the error points at, what was expected)
+    let cases = [
+        (
+            "route shop requests no worse than the last passing run",
+            "worse",
+            "'more' or 'less' (more requests is neither better nor worse)",
+        ),
+        (
+            "breaker inventory opens no sooner than the last passing run",
+            "sooner",
+            "'later', 'earlier' or 'worse' (after 'no')",
+        ),
+        (
+            "breaker inventory opens no later than the median of the last ten passing runs",
+            "ten",
+            "a number of runs from 1 to 1000, such as \"10\"",
+        ),
+        (
+            "route shop success no worse than the last passing run + 2 points",
+            "2 points",
+            "a margin such as \"2%\" (of the baseline)",
+        ),
+        (
+            "breaker inventory opens no later than the last passing runs",
+            "runs",
+            "'run'",
+        ),
+    ];
+    for (sentence, at, expected) in cases {
+        let err = parse(sentence).expect_err(sentence);
+        let column = sentence[..sentence.find(at).unwrap()].chars().count() + 1;
+        assert_eq!(err.column, column, "{sentence}: {err}");
+        assert!(
+            err.message.starts_with(&format!("expected {expected}")),
+            "{sentence}: {}",
+            err.message
+        );
+    }
+}
+
+#[test]
+fn an_opening_within_the_median_plus_margin_holds_and_one_past_it_fails() {
+    // The outage opens 0.4 s after inventory-down starts at 10 s.
+    let held = judge(OPENS, &outage(), Some(&[300.0, 100.0, 200.0, 5000.0]));
+    assert!(held.passed, "{held}");
+    assert_eq!(held.figure, Some(400.0));
+    assert_eq!(held.figure_key.as_deref(), Some("breaker inventory opens"));
+    assert_eq!(
+        held.expected,
+        "breaker inventory opens no later than 700ms (the median of the last 3 passing runs: 200ms + 500ms)"
+    );
+    let broken = judge(OPENS, &outage(), Some(&[-150.0, -100.0, -120.0]));
+    assert!(!broken.passed, "{broken}");
+    assert!(broken.not_judged.is_none());
+    assert_eq!(
+        broken.seen,
+        "breaker inventory opened 400ms after inventory-down.start (at 10.4s)"
+    );
+}
+
+#[test]
+fn too_few_past_runs_is_not_judged_awaiting_history_and_the_figure_is_still_kept() {
+    let v = judge(OPENS, &outage(), Some(&[300.0, 100.0]));
+    assert!(!v.passed);
+    assert!(v.awaits_history);
+    assert_eq!(
+        v.not_judged.as_deref(),
+        Some(
+            "the history has 2 past passing runs with this figure; the median of the last 3 passing runs needs 3"
+        )
+    );
+    assert_eq!(v.figure, Some(400.0));
+}
+
+#[test]
+fn a_run_without_a_history_fails_a_regression_sentence_and_says_why() {
+    let v = judge(OPENS, &outage(), None);
+    assert!(!v.passed);
+    assert!(!v.awaits_history, "no history is not 'too little history'");
+    assert_eq!(v.not_judged.as_deref(), Some(NO_HISTORY));
+}
+
+#[test]
+fn a_breaker_that_never_opened_fails_however_much_history_there_is() {
+    let v = judge(OPENS, &run(), Some(&[300.0, 100.0, 200.0]));
+    assert!(!v.passed);
+    assert_eq!(v.figure, None);
+    assert_eq!(
+        v.seen,
+        "breaker inventory never opened after inventory-down.start"
+    );
+}
+
+#[test]
+fn a_route_latency_is_kept_in_milliseconds_and_judged_against_the_last_run_plus_a_share() {
+    let mut t = outage();
+    t.requests = (0..10)
+        .map(|i| req(i, "shop", 11.0 + i as f64 * 0.1, 200, 30))
+        .collect();
+    let sentence =
+        "route shop p99 while inventory is open no worse than the last passing run + 20%";
+    let held = judge(sentence, &t, Some(&[25.0, 1.0]));
+    assert_eq!(held.figure, Some(30.0));
+    assert!(held.passed, "30ms <= 25ms + 20%: {held}");
+    let broken = judge(sentence, &t, Some(&[24.0]));
+    assert!(!broken.passed, "30ms > 24ms + 20% = 28.8ms: {broken}");
+    assert!(broken.expected.contains("28.8ms"), "{}", broken.expected);
+}
+
+#[test]
+fn a_success_share_below_the_last_run_is_worse() {
+    let mut t = run();
+    t.requests = vec![
+        req(1, "shop", s(1.0).as_secs_f64(), 200, 5),
+        req(2, "shop", 2.0, 500, 5),
+    ];
+    let sentence = "route shop success no worse than the last passing run";
+    assert!(judge(sentence, &t, Some(&[50.0])).passed);
+    let v = judge(sentence, &t, Some(&[60.0]));
+    assert!(!v.passed, "{v}");
+    assert_eq!(v.figure, Some(50.0));
+}
