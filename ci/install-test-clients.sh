@@ -12,8 +12,9 @@
 # and a real gRPC stack, grpcio, into tests/services/grpc/.venv: the server
 # and client tests/grpc.rs drives through firedrill
 # and from Debian's packages (installed with apt-get when missing): headless
-# Chromium, which tests/html_report.rs opens report.html in, and tmux, the
-# terminal tests/live_view.rs watches the live panel in.
+# Chromium, which tests/html_report.rs opens report.html in, tmux, the
+# terminal tests/live_view.rs watches the live panel in, and PostgreSQL,
+# the shared history tests/history.rs records drills in.
 # Needs python3 (with venv) and npm. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +44,8 @@ node_env tests/services/opossum opossum
 missing=()
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+# PostgreSQL's server, which tests/history.rs starts a cluster of.
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   if [ "$(id -u)" -ne 0 ]; then sudo=sudo; fi
@@ -51,4 +54,5 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 chromium --version
 tmux -V
+ls /usr/lib/postgresql/*/bin/initdb
 echo "test clients installed"

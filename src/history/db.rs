@@ -248,6 +248,18 @@ impl Db {
         let _ = self.batch("ROLLBACK");
     }
 
+    /// SQLite: write-ahead logging, so readers never wait for a writer and
+    /// parallel writers queue on the lock. Set once the file is known to
+    /// be a history (it changes the file's header).
+    pub(crate) fn prefer_wal(&mut self) -> Result<(), String> {
+        match self {
+            Db::Sqlite(c) => c
+                .query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
+                .map_err(|e| e.to_string()),
+            Db::Postgres(_) => Ok(()),
+        }
+    }
+
     /// Whether this is SQLite (the schema's few differences).
     pub(crate) fn is_sqlite(&self) -> bool {
         matches!(self, Db::Sqlite(_))
@@ -274,9 +286,6 @@ fn open_sqlite(path: &Path, create: bool) -> Result<rusqlite::Connection, Histor
     connection
         .query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
         .map_err(|e| HistoryError::NotHistory(shown.clone(), e.to_string()))?;
-    connection
-        .query_row("PRAGMA journal_mode=WAL", [], |_| Ok(()))
-        .map_err(|e| HistoryError::Open(shown, e.to_string()))?;
     Ok(connection)
 }
 

@@ -74,6 +74,8 @@ impl History {
         let shown = location.shown();
         let mut db = db::Db::open(location, create)?;
         schema::migrate(&mut db, &shown)?;
+        db.prefer_wal()
+            .map_err(|e| HistoryError::Query(shown.clone(), e))?;
         Ok(History { db, shown })
     }
 
