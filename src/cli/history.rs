@@ -21,6 +21,10 @@ pub struct HistoryArgs {
     /// How to print the trend.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    /// Also draw the trend page, DIR/trend.html: a small chart per figure,
+    /// every run a point linking to its report.html.
+    #[arg(long, value_name = "DIR")]
+    pub html: Option<std::path::PathBuf>,
 }
 
 /// Prints the trend; exit 0, or 3 when the history cannot be read.
@@ -38,6 +42,12 @@ pub fn history(args: &HistoryArgs) -> Result<u8, CliError> {
             last: args.last,
         })
         .map_err(CliError::runtime)?;
+    if let Some(dir) = &args.html {
+        let page = crate::history::page::write(dir, &runs).map_err(|e| {
+            CliError::runtime(e).context(format!("--html {}: cannot write", dir.display()))
+        })?;
+        eprintln!("trend page: {}", page.display());
+    }
     out!("{}", trend::render(&runs, args.format));
     Ok(EXIT_OK)
 }

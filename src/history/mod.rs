@@ -7,9 +7,11 @@
 //! * `schema` — the tables and their versioned migrations.
 //! * [`record`] — what a run leaves: its row, figures and expectations.
 //! * [`read`] — runs read back, and the baselines of past passing runs.
-//! * [`trend`] — the trend as a table, CSV or JSON.
+//! * [`trend`] — the trend as a table, CSV or JSON; [`page`], as
+//!   `trend.html`.
 
 mod db;
+pub mod page;
 pub mod read;
 pub mod record;
 mod schema;

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 /// Escapes text for HTML content and attribute values.
-pub(in crate::report::html) fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

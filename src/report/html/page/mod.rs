@@ -17,14 +17,14 @@ mod sections;
 mod tests;
 
 use self::chart::timeline;
-pub(super) use self::format::esc;
+pub(crate) use self::format::esc;
 use self::format::{Axis, time};
 use self::routes::routes;
 use self::sections::{header, journal, verdicts};
 use super::picture::Picture;
 
 /// The page's style sheet (the sweep summary page uses it too).
-pub(super) const CSS: &str = include_str!("page.css");
+pub(crate) const CSS: &str = include_str!("page.css");
 /// The page's script: marks the window an expectation judged.
 const JS: &str = include_str!("page.js");
 

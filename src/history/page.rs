@@ -1,0 +1,239 @@
+//! `trend.html`: the history on one page. Per experiment, one small chart
+//! per figure (runs on the x axis in the order they were recorded, the
+//! figure on the y axis), every run a point that links to its own
+//! report.html, the runs that did not pass marked; then the runs as a
+//! table. Self-contained like report.html: inline CSS and SVG, no script.
+
+use std::fmt::Write as _;
+use std::path::{Component, Path, PathBuf};
+
+use super::read::StoredRun;
+use super::trend::number;
+use crate::report::html::page::{CSS, esc};
+
+/// Chart size, in SVG units.
+const W: f64 = 300.0;
+const H: f64 = 120.0;
+/// Room for the axis labels.
+const LEFT: f64 = 48.0;
+const BOTTOM: f64 = 18.0;
+const TOP: f64 = 8.0;
+const RIGHT: f64 = 8.0;
+
+/// The page for `runs`, whose links are relative to `dir` (where the page
+/// is written).
+pub fn render(runs: &[StoredRun], dir: &Path) -> String {
+    let mut h = String::with_capacity(64 * 1024);
+    let names = experiments(runs);
+    let _ = write!(
+        h,
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; \
+         style-src 'unsafe-inline'\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>drill history</title>\n<style>\n{CSS}\
+         .trends {{ display: grid; grid-template-columns: repeat(auto-fill, minmax(300px, 1fr)); gap: 12px; }}\n\
+         .trends figure {{ margin: 0; border: 1px solid #eee; padding: 4px; }}\n\
+         .trends figcaption {{ font-size: 13px; overflow-wrap: anywhere; }}\n\
+         svg.trend {{ width: 100%; height: auto; }}\n\
+         svg.trend polyline {{ fill: none; stroke: #2f5d8a; stroke-width: 1.5; }}\n\
+         svg.trend circle.run {{ fill: #2f5d8a; }} svg.trend circle.failed {{ fill: #c0392b; stroke: #5a0f07; }}\n\
+         svg.trend text {{ font-size: 10px; fill: #555; }} svg.trend line.axis {{ stroke: #bbb; }}\n\
+         td.failed {{ color: #8a2c00; font-weight: 700; }} .runs {{ overflow-x: auto; }}\n\
+         </style>\n</head>\n<body>\n<header>\n<h1>drill history</h1>\n\
+         <p class=\"description\">{} run(s) of {} experiment(s); a red point is a run that did not pass; \
+         each point links to its run's report.</p>\n</header>\n",
+        runs.len(),
+        names.len()
+    );
+    if runs.is_empty() {
+        h.push_str("<p>No runs recorded.</p>\n");
+    }
+    for (i, name) in names.iter().enumerate() {
+        let these: Vec<&StoredRun> = runs.iter().filter(|r| &r.experiment == *name).collect();
+        let _ = writeln!(
+            h,
+            "<section class=\"experiment\" id=\"experiment-{i}\">\n<h2>{}</h2>\n<div class=\"trends\">",
+            esc(name)
+        );
+        let mut figures: Vec<&String> = these.iter().flat_map(|r| r.figures.keys()).collect();
+        figures.sort();
+        figures.dedup();
+        for figure in figures {
+            chart(&mut h, figure, &these, dir);
+        }
+        h.push_str("</div>\n");
+        table(&mut h, &these, dir);
+        h.push_str("</section>\n");
+    }
+    h.push_str("</body>\n</html>\n");
+    h
+}
+
+/// The experiments of `runs`, in the order they first ran.
+fn experiments(runs: &[StoredRun]) -> Vec<&String> {
+    let mut names: Vec<&String> = Vec::new();
+    for r in runs {
+        if !names.contains(&&r.experiment) {
+            names.push(&r.experiment);
+        }
+    }
+    names
+}
+
+/// One figure across `runs`: a line through the runs that have it, a
+/// point per run (red when it did not pass) linking to its report.
+fn chart(h: &mut String, figure: &str, runs: &[&StoredRun], dir: &Path) {
+    let points: Vec<(usize, f64, &StoredRun)> = runs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.figures.get(figure).map(|v| (i, *v, *r)))
+        .filter(|(_, v, _)| v.is_finite())
+        .collect();
+    let (lo, hi) = points
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+            (lo.min(p.1), hi.max(p.1))
+        });
+    let (lo, hi) = if lo == hi {
+        (lo - 1.0, hi + 1.0)
+    } else {
+        (lo, hi)
+    };
+    let n = runs.len().max(2) - 1;
+    let x = |i: usize| LEFT + (W - LEFT - RIGHT) * i as f64 / n as f64;
+    let y = |v: f64| TOP + (H - TOP - BOTTOM) * (1.0 - (v - lo) / (hi - lo));
+    let _ = write!(
+        h,
+        "<figure class=\"figure\" data-figure=\"{}\"><figcaption>{}</figcaption>\
+         <svg class=\"trend\" viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"{} across {} runs\">\
+         <line class=\"axis\" x1=\"{LEFT}\" y1=\"{b}\" x2=\"{r}\" y2=\"{b}\"/>\
+         <text x=\"{tx}\" y=\"{ty_hi}\" text-anchor=\"end\">{}</text>\
+         <text x=\"{tx}\" y=\"{ty_lo}\" text-anchor=\"end\">{}</text>\
+         <text x=\"{LEFT}\" y=\"{H}\">#{}</text><text x=\"{r}\" y=\"{H}\" text-anchor=\"end\">#{}</text>",
+        esc(figure),
+        esc(figure),
+        esc(figure),
+        runs.len(),
+        number(hi),
+        number(lo),
+        runs.first().map_or(0, |r| r.id),
+        runs.last().map_or(0, |r| r.id),
+        b = H - BOTTOM,
+        r = W - RIGHT,
+        tx = LEFT - 4.0,
+        ty_hi = TOP + 8.0,
+        ty_lo = H - BOTTOM,
+    );
+    let line: Vec<String> = points
+        .iter()
+        .map(|(i, v, _)| format!("{:.1},{:.1}", x(*i), y(*v)))
+        .collect();
+    let _ = write!(h, "<polyline points=\"{}\"/>", line.join(" "));
+    for (i, v, run) in &points {
+        let class = if run.passed { "run" } else { "run failed" };
+        let title = format!(
+            "#{} seed {} {}: {}",
+            run.id,
+            run.seed,
+            run.verdict,
+            number(*v)
+        );
+        let dot = format!(
+            "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\"><title>{}</title></circle>",
+            x(*i),
+            y(*v),
+            esc(&title)
+        );
+        match report_link(run, dir) {
+            Some(href) => {
+                let _ = write!(h, "<a href=\"{}\">{dot}</a>", esc(&href));
+            }
+            None => h.push_str(&dot),
+        }
+    }
+    h.push_str("</svg></figure>\n");
+}
+
+/// The runs: id, when, seed, build, verdict, report.
+fn table(h: &mut String, runs: &[&StoredRun], dir: &Path) {
+    h.push_str(
+        "<div class=\"runs\"><table>\n<thead><tr><th>run</th><th>recorded</th><th>seed</th>\
+         <th>clock</th><th>build</th><th>verdict</th><th>report</th></tr></thead>\n<tbody>\n",
+    );
+    for r in runs {
+        let report = report_link(r, dir).map_or(String::new(), |href| {
+            format!("<a href=\"{}\">report</a>", esc(&href))
+        });
+        let _ = writeln!(
+            h,
+            "<tr class=\"run\"><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td class=\"{}\">{}</td><td>{report}</td></tr>",
+            r.id,
+            esc(r.started_at.as_deref().unwrap_or(&r.recorded_at)),
+            esc(&r.seed),
+            esc(&r.clock),
+            esc(&r.build),
+            if r.passed { "passed" } else { "failed" },
+            esc(&r.verdict.replace('_', " ")),
+        );
+    }
+    h.push_str("</tbody>\n</table></div>\n");
+}
+
+/// The run's report.html, relative to `dir` when both are absolute paths.
+fn report_link(run: &StoredRun, dir: &Path) -> Option<String> {
+    let report = Path::new(run.report_dir.as_deref()?).join("report.html");
+    let dir = std::path::absolute(dir).ok()?;
+    Some(match relative(&report, &dir) {
+        Some(path) => path.to_string_lossy().into_owned(),
+        None => report.to_string_lossy().into_owned(),
+    })
+}
+
+/// `to` as seen from `from` (both absolute): `../runs/7/report.html`.
+fn relative(to: &Path, from: &Path) -> Option<PathBuf> {
+    if !to.is_absolute() || !from.is_absolute() {
+        return None;
+    }
+    let to: Vec<Component> = to.components().collect();
+    let from: Vec<Component> = from.components().collect();
+    let common = to.iter().zip(&from).take_while(|(a, b)| a == b).count();
+    let mut path = PathBuf::new();
+    for _ in common..from.len() {
+        path.push("..");
+    }
+    for c in &to[common..] {
+        path.push(c);
+    }
+    Some(path)
+}
+
+/// Writes `trend.html` into `dir` (created when missing); its path.
+pub fn write(dir: &Path, runs: &[StoredRun]) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("trend.html");
+    std::fs::write(&path, render(runs, dir))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_is_linked_relative_to_the_page() {
+        assert_eq!(
+            relative(Path::new("/ci/runs/7/report.html"), Path::new("/ci/trend")),
+            Some(PathBuf::from("../runs/7/report.html"))
+        );
+        assert_eq!(
+            relative(Path::new("/ci/trend/7/report.html"), Path::new("/ci/trend")),
+            Some(PathBuf::from("7/report.html"))
+        );
+        assert_eq!(
+            relative(Path::new("runs/report.html"), Path::new("/ci")),
+            None
+        );
+    }
+}

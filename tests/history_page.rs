@@ -1,0 +1,115 @@
+//! trend.html of a history in headless Chromium: one chart per figure,
+//! every run a point, the run that regressed marked on each of its
+//! figures, every point and table row linking to a report.html that
+//! exists, no console message, and screenshots at 1400 and 800 px that are
+//! not blank (`FIREDRILL_SCREENSHOTS=DIR` keeps them).
+
+mod browser_support;
+mod client_support;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+
+use browser_support::{chromium, colours, count, dom, screenshot};
+use serde_json::Value;
+
+const DRILL: &str = "fixtures/history/drill.yaml";
+
+#[test]
+fn the_trend_page_draws_a_chart_per_figure_with_the_regressed_run_marked_in_chromium() {
+    let Some(browser) = chromium() else {
+        client_support::missing("chromium (apt-get install chromium)")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history.db");
+    for seed in 1..=6 {
+        let report = dir.path().join(format!("runs/{seed}"));
+        let mut command = Command::new(env!("CARGO_BIN_EXE_firedrill"));
+        command
+            .args(["run", DRILL, "--quiet", "--seed", &seed.to_string()])
+            .arg("--history")
+            .arg(&history)
+            .arg("--report-dir")
+            .arg(&report);
+        if seed == 6 {
+            command.args([
+                "--set",
+                "defense.routes.inventory.breaker.sliding_window_size=60",
+                "--set",
+                "defense.routes.inventory.breaker.minimum_calls=60",
+            ]);
+        }
+        let out = command.output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(if seed == 6 { 1 } else { 0 }),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let pages = dir.path().join("trend");
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .args(["history", "--format", "json", "--history"])
+        .arg(&history)
+        .arg("--html")
+        .arg(&pages)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let figures: BTreeSet<&String> = runs
+        .iter()
+        .flat_map(|r| r["figures"].as_object().unwrap().keys())
+        .collect();
+    let failed = runs.iter().find(|r| r["passed"] == false).unwrap();
+    let failed_figures = failed["figures"].as_object().unwrap().len();
+
+    let page = pages.join("trend.html");
+    let (html, messages) = dom(&browser, &page, "");
+    assert_eq!(messages, Vec::<String>::new(), "console messages");
+    assert_eq!(
+        count(&html, "<figure class=\"figure\""),
+        figures.len(),
+        "a chart per figure"
+    );
+    for figure in &figures {
+        assert!(
+            html.contains(&format!("data-figure=\"{figure}\"")),
+            "{figure}"
+        );
+    }
+    assert_eq!(
+        count(&html, "class=\"run failed\""),
+        failed_figures,
+        "the regressed run is marked on each of its figures"
+    );
+    let points: usize = runs
+        .iter()
+        .map(|r| r["figures"].as_object().unwrap().len())
+        .sum();
+    assert_eq!(
+        count(&html, "<circle class=\"run"),
+        points,
+        "a point per run and figure"
+    );
+    // Every link, from the points and the table, reaches a report.html.
+    let links: BTreeSet<&str> = html
+        .split("href=\"")
+        .skip(1)
+        .map(|rest| &rest[..rest.find('"').unwrap()])
+        .collect();
+    assert_eq!(links.len(), 6, "{links:?}");
+    for link in links {
+        assert!(link.starts_with("../runs/"), "{link}");
+        assert!(Path::new(&pages).join(link).is_file(), "{link}");
+    }
+    for (width, name) in [(1400, "1400"), (800, "800")] {
+        let pixels = screenshot(&browser, &page, width, &format!("history-trend-{name}.png"));
+        assert!(colours(&pixels) > 20, "the {width}px screenshot is blank");
+    }
+}
