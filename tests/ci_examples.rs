@@ -1483,13 +1483,206 @@ fn every_yaml_file_under_ci_parses_and_the_expected_examples_exist() {
         "ci/gameday/gitlab-ci.yml",
         "ci/gameday/crontab",
         "ci/gameday/run-drill.sh",
+        "ci/history/github-actions.yml",
+        "ci/history/gitlab-ci.yml",
     ] {
         assert!(files.iter().any(|f| f == expected), "{expected}: {files:?}");
     }
     let yamls: Vec<&String> = files.iter().filter(|f| is_pipeline(f)).collect();
-    assert_eq!(yamls.len(), 4, "{yamls:?}");
+    assert_eq!(yamls.len(), 6, "{yamls:?}");
     for file in yamls {
         let doc = yaml(file);
         assert!(doc.as_mapping().is_some_and(|m| !m.is_empty()), "{file}");
     }
+}
+
+// ---------------------------------------------------------------------------
+// ci/history: scheduled drills kept in a history
+// ---------------------------------------------------------------------------
+
+/// The project as the history examples see it: the repository's
+/// experiments, and folders of its own for the history and the reports.
+fn history_project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(root().join("experiments"), dir.path().join("experiments")).unwrap();
+    dir
+}
+
+/// Runs `lines` in `project` with the built firedrill on PATH and `envs`;
+/// the exit code of each line, in order (every line runs, as `if:
+/// always()` steps and `after_script` do).
+fn run_lines(project: &Path, lines: &[String], envs: &[(&str, String)]) -> Vec<i32> {
+    lines
+        .iter()
+        .map(|line| {
+            let out = std::process::Command::new("bash")
+                .arg("-c")
+                .arg(format!("set -euo pipefail\n{line}"))
+                .current_dir(project)
+                .env("PATH", path_with_firedrill())
+                .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
+                .output()
+                .unwrap();
+            out.status.code().unwrap_or(-1)
+        })
+        .collect()
+}
+
+#[test]
+fn github_history_drill_restores_the_history_saves_it_even_after_a_failure_and_keeps_the_trend() {
+    let file = "ci/history/github-actions.yml";
+    let wf = yaml(file);
+    for entry in wf["on"]["schedule"].as_sequence().expect("on.schedule") {
+        assert_cron(str_of(&entry["cron"], "cron"));
+    }
+    assert!(
+        wf.get("concurrency").is_some(),
+        "one writer of the history at a time"
+    );
+    let on_path = assert_github_installs_pinned_firedrill(file, &wf);
+    let steps = steps(&wf);
+    for step in steps {
+        if !uses(step).is_empty() {
+            assert_pinned(uses(step));
+        }
+    }
+    let job = wf["jobs"].as_mapping().unwrap().values().next().unwrap();
+    let history = str_of(&job["env"]["FIREDRILL_HISTORY"], "env.FIREDRILL_HISTORY");
+    let restore = step_index(steps, "restores the history", |s| {
+        uses(s).starts_with("actions/cache/restore@")
+    });
+    let drill = step_index(steps, "runs the drill", |s| {
+        run(s).contains("firedrill run ")
+    });
+    let save = step_index(steps, "saves the history", |s| {
+        uses(s).starts_with("actions/cache/save@")
+    });
+    let trend = step_index(steps, "draws the trend", |s| {
+        run(s).contains("firedrill history")
+    });
+    let upload = step_index(steps, "keeps the trend", |s| {
+        uses(s).starts_with("actions/upload-artifact@")
+    });
+    assert!(on_path < restore && restore < drill && drill < save && save < trend && trend < upload);
+    let cached = str_of(&steps[restore]["with"]["path"], "restore path");
+    assert!(
+        history.starts_with(cached.trim_end_matches('/')),
+        "{history} is inside the cached {cached}"
+    );
+    assert_eq!(steps[restore]["with"]["path"], steps[save]["with"]["path"]);
+    assert_eq!(steps[restore]["with"]["key"], steps[save]["with"]["key"]);
+    assert!(
+        str_of(&steps[restore]["with"]["key"], "key").contains("${{ github.run_id }}"),
+        "a new entry per run, the newest restored by prefix"
+    );
+    for (what, at) in [("saved", save), ("drawn", trend), ("kept", upload)] {
+        assert!(
+            runs_after_failure(&steps[at]),
+            "the history is {what} after a failed drill too"
+        );
+    }
+    let reports = str_of(&steps[upload]["with"]["path"], "path").trim_end_matches('/');
+
+    // The steps for real, three nights in one project folder (the cache
+    // restores the folder): each night recorded, the trend drawn.
+    let project = history_project();
+    let lines = |step: usize| -> Vec<String> {
+        run(&steps[step])
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    for night in 1..=3 {
+        let mut envs = vec![
+            ("FIREDRILL_HISTORY", history.to_string()),
+            ("GITHUB_RUN_ID", night.to_string()),
+        ];
+        let codes = run_lines(project.path(), &lines(drill), &envs);
+        assert!(codes.iter().all(|c| *c == 0), "night {night}: {codes:?}");
+        envs.push(("HOME", project.path().display().to_string()));
+        assert_eq!(run_lines(project.path(), &lines(trend), &envs), vec![0]);
+    }
+    let page = project.path().join(reports).join("trend.html");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(
+        html.matches("<tr class=\"run\">").count(),
+        3,
+        "three nights"
+    );
+    for night in 1..=3 {
+        let report = format!("run-{night}/report.html");
+        assert!(html.contains(&format!("href=\"{report}\"")), "{report}");
+        assert!(
+            project.path().join(reports).join(&report).is_file(),
+            "{report}"
+        );
+    }
+}
+
+#[test]
+fn gitlab_history_drill_reads_the_shared_database_from_a_ci_variable_and_keeps_the_trend() {
+    let file = "ci/history/gitlab-ci.yml";
+    let doc = yaml(file);
+    let job = &doc["firedrill-history"];
+    assert_gitlab_installs_pinned_firedrill(file, &doc, job);
+    let rule = str_of(&job["rules"][0]["if"], "rules.if");
+    assert!(
+        rule.contains("$CI_PIPELINE_SOURCE == \"schedule\""),
+        "{rule}"
+    );
+    let vars: Vec<(String, String)> = string_pairs(&doc["variables"])
+        .into_iter()
+        .chain(string_pairs(&job["variables"]))
+        .collect();
+    assert!(
+        vars.iter().all(|(k, _)| k != "FIREDRILL_HISTORY"),
+        "the database URL (with its password) is a masked CI/CD variable, not in the file"
+    );
+    let header: String = read(file)
+        .lines()
+        .take_while(|l| l.starts_with('#'))
+        .collect();
+    assert!(header.contains("FIREDRILL_HISTORY") && header.contains("postgres://"));
+    assert_eq!(job["artifacts"]["when"], "always");
+    let kept = str_of(&job["artifacts"]["paths"][0], "artifacts.paths").trim_end_matches('/');
+    let script: Vec<String> = job["script"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|l| str_of(l, "script").to_string())
+        .filter(|l| !l.contains("cargo install") && !l.starts_with("export PATH"))
+        .collect();
+    let after: Vec<String> = job["after_script"]
+        .as_sequence()
+        .expect("after_script: the trend is drawn after a failed drill too")
+        .iter()
+        .map(|l| str_of(l, "after_script").to_string())
+        .filter(|l| !l.starts_with("export PATH"))
+        .collect();
+    assert!(
+        after
+            .iter()
+            .any(|l| l.contains("firedrill history") && l.contains("--html"))
+    );
+
+    // The script for real, twice, with a SQLite file standing in for the
+    // team's database (the URL is the variable's value either way).
+    let project = history_project();
+    let history = project.path().join("team-history.db").display().to_string();
+    for pipeline in 1..=2 {
+        let envs = vec![
+            ("FIREDRILL_HISTORY", history.clone()),
+            ("CI_PIPELINE_ID", pipeline.to_string()),
+        ];
+        let codes = run_lines(project.path(), &script, &envs);
+        assert!(
+            codes.iter().all(|c| *c == 0),
+            "pipeline {pipeline}: {codes:?}"
+        );
+        assert_eq!(run_lines(project.path(), &after, &envs), vec![0]);
+    }
+    let html = std::fs::read_to_string(project.path().join(kept).join("trend.html")).unwrap();
+    assert_eq!(html.matches("<tr class=\"run\">").count(), 2);
+    assert!(project.path().join(kept).join("junit.xml").is_file());
 }

@@ -13,7 +13,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-const DRILL: &str = "fixtures/history/drill.yaml";
+const DRILL: &str = "experiments/history/scheduled-drill.yaml";
 const REGRESSED: usize = 20;
 const OPENS: &str =
     "breaker inventory opens no later than the median of the last 5 passing runs + 500ms";

@@ -14,7 +14,7 @@ use std::process::Command;
 use browser_support::{chromium, colours, count, dom, screenshot};
 use serde_json::Value;
 
-const DRILL: &str = "fixtures/history/drill.yaml";
+const DRILL: &str = "experiments/history/scheduled-drill.yaml";
 
 #[test]
 fn the_trend_page_draws_a_chart_per_figure_with_the_regressed_run_marked_in_chromium() {
