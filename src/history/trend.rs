@@ -170,7 +170,7 @@ mod tests {
         assert!(text.contains("#1"), "{text}");
         assert!(text.contains("FAILED"), "{text}");
         let p99 = text.lines().find(|l| l.contains("route.a.p99_ms")).unwrap();
-        assert!(p99.trim_end().ends_with("12.5    40"), "{p99}");
+        assert!(p99.trim_end().ends_with("12.5      40"), "{p99}");
     }
 
     #[test]

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// A running server.
-pub struct Postgres {
+pub(crate) struct Postgres {
     dir: tempfile::TempDir,
     bin: PathBuf,
     /// The URL firedrill is given.
-    pub url: String,
+    pub(crate) url: String,
 }
 
 /// Debian's server binaries: /usr/lib/postgresql/VERSION/bin.
@@ -72,7 +72,7 @@ fn ok(mut command: Command, what: &str) {
 
 impl Postgres {
     /// A new cluster, started and ready.
-    pub fn start() -> Postgres {
+    pub(crate) fn start() -> Postgres {
         let bin = bin_dir();
         let dir = tempfile::tempdir().unwrap();
         if is_root() {

@@ -141,7 +141,7 @@ fn count_errors_say_most_least_and_whole_numbers() {
     fails(
         "breaker inventory opens 2 times",
         "2",
-        "expected 'within', 'at most', 'at least' or 'exactly' after 'opens', found \"2\"",
+        "expected 'within', 'at most', 'at least', 'exactly', 'after' or 'no' (later than ...) after 'opens', found \"2\"",
     );
     fails(
         "breaker inventory opens exactly 1",

@@ -208,3 +208,60 @@ fn a_success_share_below_the_last_run_is_worse() {
     assert!(!v.passed, "{v}");
     assert_eq!(v.figure, Some(50.0));
 }
+
+proptest::proptest! {
+    /// Any sequence of the sentences' words parses or is refused with an
+    /// error, never a panic; any regression sentence that parses is judged
+    /// with any past figures, never a panic.
+    #[test]
+    fn regression_sentences_of_any_words_parse_or_are_refused_and_judge_any_past(
+        words in proptest::collection::vec(proptest::sample::select(vec![
+            "breaker", "inventory", "route", "shop", "opens", "closes", "after",
+            "inventory-down.start", "no", "later", "earlier", "worse", "more", "less",
+            "than", "the", "last", "passing", "run", "runs", "median", "mean", "min",
+            "max", "of", "0", "3", "1001", "+", "+20%", "20%", "500ms", "p99", "success",
+            "requests", "while", "is", "open", "during",
+        ]), 0..18),
+        past in proptest::collection::vec(-1e6f64..1e6, 0..12),
+    ) {
+        let sentence = words.join(" ");
+        if let Ok(mut expectation) = parse(&sentence) {
+            if let Rule::Regress(r) = &mut expectation.rule {
+                r.past = Some(past);
+            }
+            let _ = evaluate(&expectation, &outage());
+        }
+    }
+}
+
+proptest::proptest! {
+    /// A well-formed regression sentence with any baseline, margin and
+    /// past figures is judged: held exactly when the figure (400 ms) is
+    /// within the limit, not judged (awaiting history) exactly when the past
+    /// is shorter than the baseline needs.
+    #[test]
+    fn any_baseline_and_past_is_judged_against_the_limit_it_states(
+        runs in 1usize..8,
+        stat in proptest::sample::select(vec!["median", "mean", "min", "max"]),
+        margin in 0u32..2000,
+        past in proptest::collection::vec(0f64..2000.0, 0..10),
+    ) {
+        let sentence = format!(
+            "breaker inventory opens no later than the {stat} of the last {runs} passing runs + {margin}ms"
+        );
+        let v = judge(&sentence, &outage(), Some(&past));
+        proptest::prop_assert_eq!(v.awaits_history, past.len() < runs);
+        if past.len() >= runs {
+            let mut used = past[..runs].to_vec();
+            used.sort_by(f64::total_cmp);
+            let base = match stat {
+                "median" if runs % 2 == 1 => used[runs / 2],
+                "median" => (used[runs / 2 - 1] + used[runs / 2]) / 2.0,
+                "mean" => used.iter().sum::<f64>() / runs as f64,
+                "min" => used[0],
+                _ => used[runs - 1],
+            };
+            proptest::prop_assert_eq!(v.passed, 400.0 <= base + f64::from(margin), "{}", v);
+        }
+    }
+}
