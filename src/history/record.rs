@@ -55,6 +55,11 @@ pub fn figures(report: &RunReport) -> Vec<(String, f64)> {
             (p("p99_ms"), r.latency_ms.p99),
             (p("amplification"), r.amplification),
         ]);
+        out.extend(
+            r.fallback_by_kind_pct
+                .iter()
+                .map(|(kind, share)| (p(&format!("fallback_{kind}_pct")), *share)),
+        );
     }
     let first_fault = report
         .faults

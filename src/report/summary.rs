@@ -16,6 +16,11 @@ pub struct RouteSummary {
     pub success_pct: f64,
     /// Share answered by a fallback, in percent.
     pub fallback_pct: f64,
+    /// Of it, the share each kind of fallback answered (`stale`, `static`,
+    /// `backup`, `service`), in percent; kinds that answered none are left
+    /// out.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub fallback_by_kind_pct: std::collections::BTreeMap<&'static str, f64>,
     /// Share the caller got no success for (`100 - success_pct` before
     /// rounding), in percent.
     pub errors_pct: f64,
@@ -88,6 +93,12 @@ pub fn routes(counted: &[(String, RouteTally)]) -> Vec<RouteSummary> {
                 requests: n,
                 success_pct: pct(t.succeeded as usize, n),
                 fallback_pct: pct(t.fallback() as usize, n),
+                fallback_by_kind_pct: t
+                    .fallbacks
+                    .iter()
+                    .filter(|(_, k)| **k > 0)
+                    .map(|(kind, k)| (kind.as_str(), pct(*k as usize, n)))
+                    .collect(),
                 errors_pct: pct(n.saturating_sub(t.succeeded as usize), n),
                 rejected_pct: pct(t.rejected as usize, n),
                 timeouts: t.timeouts as usize,

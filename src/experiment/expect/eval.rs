@@ -116,7 +116,7 @@ pub fn evaluate_tallied(expectation: &Expectation, timeline: &Timeline, tally: &
         at,
         judged: judged(&expectation.rule, timeline),
         not_judged: None,
-        figure: None,
+        figure: super::regress::figure_of(&expectation.rule, timeline, route_tally, calls_tally),
         figure_key: None,
         awaits_history: false,
     }

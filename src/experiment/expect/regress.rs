@@ -9,8 +9,8 @@ use crate::clock::Duration;
 use crate::experiment::timeline::Timeline;
 
 use super::ast::{
-    Anchor, Baseline, Bound, Direction, Expectation, Margin, Measure, Metric, Op, Regress, Stat,
-    Value, ValueKind,
+    Anchor, Baseline, Bound, Direction, Event, Expectation, Margin, Measure, Metric, Name, Op,
+    Regress, Stat, Value, ValueKind,
 };
 use super::metrics::{nothing, route_figure};
 use super::tally::RouteTally;
@@ -190,21 +190,16 @@ fn measure(
                 Ok(found) => found,
                 Err(seen) => return (None, seen, None),
             };
-            let first = timeline
-                .transitions
-                .iter()
-                .filter(|t| t.breaker == breaker.text && t.at < timeline.duration)
-                .find(|t| t.at >= from && t.to == event.state());
-            match first {
-                Some(t) => (
-                    Some((t.at - from).as_secs_f64() * 1000.0),
+            match first_after(timeline, breaker, *event, from) {
+                Some(at) => (
+                    Some(millis(at - from)),
                     format!(
                         "breaker {breaker} {} {} after {label} (at {})",
                         event.past(),
-                        latency(t.at - from),
-                        secs(t.at)
+                        latency(at - from),
+                        secs(at)
                     ),
-                    Some(t.at),
+                    Some(at),
                 ),
                 None => (
                     None,
@@ -226,18 +221,11 @@ fn measure(
             let at = intervals.first().map(|i| i.0);
             let bound = Bound::Cmp(Op::Le, value_of(limit.map_or(0.0, |l| l.0), kind));
             match route_figure(*metric, tally, bound) {
-                Some((value, shown)) => {
-                    let value = if matches!(metric, Metric::Latency(_)) {
-                        value * 1000.0
-                    } else {
-                        value
-                    };
-                    (
-                        Some(value),
-                        format!("route {route} {metric} {shown} {where_}"),
-                        at,
-                    )
-                }
+                Some((value, shown)) => (
+                    Some(in_unit(*metric, value)),
+                    format!("route {route} {metric} {shown} {where_}"),
+                    at,
+                ),
                 None => (
                     None,
                     format!(
@@ -248,6 +236,65 @@ fn measure(
                 ),
             }
         }
+    }
+}
+
+/// A duration in milliseconds, the unit a history keeps times in.
+fn millis(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// A route figure in the unit a history keeps it in: a latency (computed
+/// in seconds) in milliseconds, the others as they are.
+fn in_unit(metric: Metric, value: f64) -> f64 {
+    if matches!(metric, Metric::Latency(_)) {
+        value * 1000.0
+    } else {
+        value
+    }
+}
+
+/// When `breaker` first made `event` at or after `from`, within the run.
+fn first_after(
+    timeline: &Timeline,
+    breaker: &Name,
+    event: Event,
+    from: Duration,
+) -> Option<Duration> {
+    timeline
+        .transitions
+        .iter()
+        .filter(|t| t.breaker == breaker.text && t.at < timeline.duration)
+        .find(|t| t.at >= from && t.to == event.state())
+        .map(|t| t.at)
+}
+
+/// The figure a sentence that is not a regression sentence measured, in
+/// the unit a history keeps it in: a route figure, a count of calls, the
+/// delay from an anchor to a transition. `None` for the others, and for a
+/// figure that could not be computed (no requests; no such transition).
+pub(crate) fn figure_of(
+    rule: &super::ast::Rule,
+    timeline: &Timeline,
+    route: &RouteTally,
+    calls: &super::tally::CallTally,
+) -> Option<f64> {
+    use super::ast::Rule;
+    match rule {
+        Rule::Route { metric, bound, .. } => {
+            route_figure(*metric, route, *bound).map(|(v, _)| in_unit(*metric, v))
+        }
+        Rule::Calls { .. } => Some(calls.count as f64),
+        Rule::Reaches {
+            breaker,
+            event,
+            anchor,
+            ..
+        } => {
+            let (from, _) = anchor_time(timeline, anchor).ok()?;
+            first_after(timeline, breaker, *event, from).map(|at| millis(at - from))
+        }
+        _ => None,
     }
 }
 

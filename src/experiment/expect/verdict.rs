@@ -39,8 +39,9 @@ pub struct Verdict {
     /// verdict that was judged. A verdict not judged never passes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_judged: Option<String>,
-    /// A regression sentence: the figure it measured (milliseconds for a
-    /// time, percent for a share), kept in a history under `figure_key`.
+    /// The figure the sentence measured, where it has one (a route
+    /// figure, a count of calls, the delay to a transition, a regression
+    /// sentence's figure): milliseconds for a time, percent for a share.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub figure: Option<f64>,
     /// A regression sentence: the name its figure is kept under, the

@@ -265,3 +265,33 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn other_sentences_keep_their_figure_too_a_latency_in_ms_a_count_a_delay() {
+    let mut t = outage();
+    t.requests = (0..4)
+        .map(|i| req(i, "shop", 11.0 + i as f64, 200, 30))
+        .collect();
+    let p99 = evaluate(&parse("route shop p99 <= 50ms").unwrap(), &t);
+    assert_eq!(p99.figure, Some(30.0));
+    let calls = evaluate(
+        &parse("calls to /inventory/* while inventory is open == 0").unwrap(),
+        &t,
+    );
+    assert_eq!(calls.figure, Some(0.0));
+    let opens = evaluate(
+        &parse("breaker inventory opens within 3s of inventory-down.start").unwrap(),
+        &t,
+    );
+    assert_eq!(opens.figure, Some(400.0));
+    let never = evaluate(
+        &parse("breaker inventory opens within 3s of inventory-down.start").unwrap(),
+        &run(),
+    );
+    assert_eq!(
+        never.figure, None,
+        "a transition that never came has no figure"
+    );
+    let sequence = evaluate(&parse("breaker inventory goes through open").unwrap(), &t);
+    assert_eq!(sequence.figure, None);
+}
