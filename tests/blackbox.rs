@@ -10,6 +10,7 @@
 //! (12 s).
 
 mod blackbox_support;
+mod port_support;
 
 use std::path::{Path, PathBuf};
 

@@ -10,11 +10,14 @@
 
 mod cli_support;
 mod client_support;
+mod port_support;
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command};
 use std::sync::mpsc;
+
+use port_support::free_port;
 use std::time::Duration;
 
 use cli_support::{firedrill, refused_proxy, spawn_until_ready};
@@ -29,15 +32,6 @@ const FAULTS: &str = "faults:
   - { name: slow, match: /slow/*, latency: { delay: 200ms } }
   - { name: hole, match: /hole/*, blackhole: {} }
 ";
-
-/// A port free at the time of asking (for `--metrics-listen`).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// `firedrill target` and an HTTP `firedrill proxy` with FAULTS in front of
 /// it; the proxy's log lines arrive on `log`.

@@ -7,6 +7,7 @@
 //! file left as it was.
 
 mod history_support;
+mod port_support;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -9,6 +9,8 @@
 //! `firedrill defend` and `firedrill proxy --mode http` call an HTTPS
 //! upstream with the same settings as flags.
 
+mod port_support;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -17,6 +19,7 @@ use assert_cmd::Command;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper_util::rt::TokioIo;
+use port_support::free_port;
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
 };
@@ -447,15 +450,6 @@ fn defend_refuses_tls_flags_with_a_plain_http_upstream_with_exit_2() {
         stderr.contains("plain HTTP; --ca-file, --client-cert, --client-key and --insecure-skip-verify apply to an https:// upstream"),
         "{stderr}"
     );
-}
-
-/// A free loopback port (bound and released: nothing listens on it).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

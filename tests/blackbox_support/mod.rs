@@ -8,11 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-/// A free port on 127.0.0.1 (bound, then released).
-pub fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
+pub(crate) use super::port_support::free_port;
 
 /// A service under test; killed (and reaped) on drop.
 pub struct Service {

@@ -7,6 +7,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use super::port_support::free_port;
+
 /// A running server.
 pub(crate) struct Postgres {
     dir: tempfile::TempDir,
@@ -50,14 +52,6 @@ fn as_server_user(program: &Path, args: &[&str]) -> Command {
         c.args(args);
         c
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn ok(mut command: Command, what: &str) {
