@@ -83,6 +83,20 @@ impl SteadyState {
                 ));
                 continue;
             }
+            if let Ok(Expectation {
+                rule: expect::Rule::Regress(_),
+                ..
+            }) = expect::parse(sentence)
+            {
+                problems.push((
+                    i,
+                    format!(
+                        "`{}`: a regression sentence compares whole runs with the history, not the steady state; write it under `expect:`",
+                        sentence.trim()
+                    ),
+                ));
+                continue;
+            }
             let windowed = |from: Duration, to: Duration| {
                 with_window(
                     sentence.trim(),
