@@ -177,6 +177,24 @@ fn thirty_runs_in_sqlite_and_postgresql_give_the_same_trend_and_fail_exactly_at_
         "{}",
         opens[REGRESSED - 1]
     );
+
+    // A newer firedrill's schema in the shared database: refused, exit 3,
+    // and not a row added.
+    let mut db = postgres::Client::connect(&server.url, postgres::NoTls).unwrap();
+    db.execute("UPDATE firedrill_history SET version = 99", &[])
+        .unwrap();
+    let out = drill(&server.url, 31, false);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("written by a newer firedrill (history schema 99"),
+        "{stderr}"
+    );
+    let rows: i64 = db
+        .query_one("SELECT count(*) FROM firedrill_runs", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 30);
 }
 
 #[test]
