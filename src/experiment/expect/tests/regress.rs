@@ -295,3 +295,22 @@ fn other_sentences_keep_their_figure_too_a_latency_in_ms_a_count_a_delay() {
     let sequence = evaluate(&parse("breaker inventory goes through open").unwrap(), &t);
     assert_eq!(sequence.figure, None);
 }
+
+#[test]
+fn a_route_figure_over_no_requests_fails_a_lower_bound_and_holds_an_upper_one_vacuously() {
+    let t = run(); // no requests at all
+    let success = judge(
+        "route shop success no worse than the last passing run",
+        &t,
+        Some(&[99.0]),
+    );
+    assert!(!success.passed, "{success}");
+    assert_eq!(success.figure, None);
+    assert!(success.seen.contains("no requests"), "{}", success.seen);
+    let p99 = judge(
+        "route shop p99 no worse than the last passing run",
+        &t,
+        Some(&[20.0]),
+    );
+    assert!(p99.passed, "nothing was slower than before: {p99}");
+}
