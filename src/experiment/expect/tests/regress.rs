@@ -314,3 +314,17 @@ fn a_route_figure_over_no_requests_fails_a_lower_bound_and_holds_an_upper_one_va
     );
     assert!(p99.passed, "nothing was slower than before: {p99}");
 }
+
+#[test]
+fn a_margin_on_a_lower_bound_lowers_the_limit() {
+    let mut t = run();
+    // 5 of 9 answered: 55.6%.
+    t.requests = (0..9)
+        .map(|i| req(i, "shop", 1.0 + i as f64, if i < 5 { 200 } else { 500 }, 5))
+        .collect();
+    let sentence = "route shop success no worse than the last passing run + 10%";
+    let v = judge(sentence, &t, Some(&[60.0]));
+    assert!(v.passed, "55.6% >= 60% - 10% of it = 54%: {v}");
+    assert!(v.expected.contains(">= 54%"), "{}", v.expected);
+    assert!(!judge(sentence, &t, Some(&[62.0])).passed, "55.6% < 55.8%");
+}
