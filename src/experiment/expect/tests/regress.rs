@@ -328,3 +328,48 @@ fn a_margin_on_a_lower_bound_lowers_the_limit() {
     assert!(v.expected.contains(">= 54%"), "{}", v.expected);
     assert!(!judge(sentence, &t, Some(&[62.0])).passed, "55.6% < 55.8%");
 }
+
+#[test]
+fn the_transition_measured_is_this_breaker_s_first_of_that_kind_after_the_anchor_within_the_run() {
+    use crate::defense::breaker::{Reason, State, Transition};
+    let sentence =
+        |event: &str| format!("breaker inventory {event} no later than the last passing run");
+    // Open at 10.4 s, half-open at 15.4 s, closed at 15.6 s.
+    let closes = judge(&sentence("closes"), &outage(), Some(&[10_000.0]));
+    assert_eq!(
+        closes.figure,
+        Some(5600.0),
+        "the closing, not the opening before it"
+    );
+    let mut other = outage();
+    other.transitions.insert(
+        0,
+        Transition {
+            at: s(10.1),
+            breaker: "payments".into(),
+            from: State::Closed,
+            to: State::Open,
+            reason: Reason::Manual { action: "test" },
+        },
+    );
+    let opens = judge(&sentence("opens"), &other, Some(&[10_000.0]));
+    assert_eq!(
+        opens.figure,
+        Some(400.0),
+        "another breaker's opening is not this one's"
+    );
+    let mut at_end = run();
+    at_end.transitions.push(Transition {
+        at: s(60.0),
+        breaker: "inventory".into(),
+        from: State::Closed,
+        to: State::Open,
+        reason: Reason::Manual { action: "test" },
+    });
+    let late = judge(&sentence("opens"), &at_end, Some(&[10_000.0]));
+    assert_eq!(
+        late.figure, None,
+        "a transition at the run's end is after it"
+    );
+    assert!(!late.passed);
+}
