@@ -341,17 +341,15 @@ fn the_transition_measured_is_this_breaker_s_first_of_that_kind_after_the_anchor
         Some(5600.0),
         "the closing, not the opening before it"
     );
+    let opening = |breaker: &str, at: f64| Transition {
+        at: s(at),
+        breaker: breaker.into(),
+        from: State::Closed,
+        to: State::Open,
+        reason: Reason::Manual { action: "test" },
+    };
     let mut other = outage();
-    other.transitions.insert(
-        0,
-        Transition {
-            at: s(10.1),
-            breaker: "payments".into(),
-            from: State::Closed,
-            to: State::Open,
-            reason: Reason::Manual { action: "test" },
-        },
-    );
+    other.transitions.insert(0, opening("payments", 10.1));
     let opens = judge(&sentence("opens"), &other, Some(&[10_000.0]));
     assert_eq!(
         opens.figure,
@@ -359,13 +357,7 @@ fn the_transition_measured_is_this_breaker_s_first_of_that_kind_after_the_anchor
         "another breaker's opening is not this one's"
     );
     let mut at_end = run();
-    at_end.transitions.push(Transition {
-        at: s(60.0),
-        breaker: "inventory".into(),
-        from: State::Closed,
-        to: State::Open,
-        reason: Reason::Manual { action: "test" },
-    });
+    at_end.transitions.push(opening("inventory", 60.0));
     let late = judge(&sentence("opens"), &at_end, Some(&[10_000.0]));
     assert_eq!(
         late.figure, None,
