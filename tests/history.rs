@@ -354,3 +354,32 @@ fn a_regression_sentence_in_a_run_without_a_history_fails_it_and_says_why() {
         "{stdout}"
     );
 }
+
+#[test]
+fn a_bad_history_is_said_at_the_file_s_history_key_or_at_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("bad.db"), b"not a database\n".repeat(100)).unwrap();
+    let text = std::fs::read_to_string(DRILL).unwrap();
+    let drill_file = dir.path().join("drill.yaml");
+    std::fs::write(
+        &drill_file,
+        text.replace("clock: virtual\n", "clock: virtual\nhistory: bad.db\n"),
+    )
+    .unwrap();
+    let out = firedrill(&["run", drill_file.to_str().unwrap(), "--quiet"]);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = text.lines().position(|l| l == "clock: virtual").unwrap() + 2;
+    assert!(
+        stderr.contains(&format!("drill.yaml:{line}:10: history: ")),
+        "{stderr}"
+    );
+    let bad = dir.path().join("bad.db");
+    let out = drill(bad.to_str().unwrap(), 1, false);
+    assert_eq!(out.status.code(), Some(3));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("error: --history (or FIREDRILL_HISTORY): history "),
+        "{stderr}"
+    );
+}

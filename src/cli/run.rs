@@ -146,12 +146,16 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
     }
     let location = history_location(options, &loaded.experiment.history);
     let mut history = match &location {
-        Some(location) => Some(History::open(location).map_err(CliError::runtime)?),
+        Some((location, from_file)) => {
+            Some(History::open(location).map_err(|e| history_error(options, *from_file, &e))?)
+        }
         None => None,
     };
     if let Some(history) = &mut history {
         past_figures(&mut loaded, history)?;
     }
+    // Hashed before the run: the file as it was run.
+    let provenance = history.as_ref().map(|_| provenance(options));
     let (result, report) = report::execute_to(
         &loaded,
         clock,
@@ -165,9 +169,9 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
         let console = report::console::render(&report);
         out!("{}", crate::schema::vars::mask(&console));
     }
-    if let Some(history) = &mut history {
+    if let (Some(history), Some(provenance)) = (&mut history, &provenance) {
         let id = history
-            .record(&report, &provenance(options))
+            .record(&report, provenance)
             .map_err(|e| CliError::runtime(format!("{e} (the run's reports were written)")))?;
         if !options.quiet {
             out!("recorded as run #{id} in history {}\n", history.shown());
@@ -183,21 +187,39 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
 }
 
 /// Where the run is recorded: `--history` (or `FIREDRILL_HISTORY`), else
-/// the file's `history:`, a SQLite path relative to the file's folder.
-fn history_location(options: &RunArgs, from_file: &Option<String>) -> Option<Location> {
+/// the file's `history:`, a SQLite path relative to the file's folder;
+/// and whether it came from the file.
+fn history_location(options: &RunArgs, from_file: &Option<String>) -> Option<(Location, bool)> {
     if let Some(flag) = options.history.as_deref().filter(|h| !h.is_empty()) {
-        return Some(Location::parse(flag));
+        return Some((Location::parse(flag), false));
     }
     let location = Location::parse(from_file.as_deref()?);
-    Some(match location {
-        Location::Sqlite(path) if path.is_relative() => Location::Sqlite(
-            options
-                .file
-                .parent()
-                .map_or_else(|| path.clone(), |dir| dir.join(&path)),
-        ),
-        other => other,
-    })
+    Some((
+        match location {
+            Location::Sqlite(path) if path.is_relative() => Location::Sqlite(
+                options
+                    .file
+                    .parent()
+                    .map_or_else(|| path.clone(), |dir| dir.join(&path)),
+            ),
+            other => other,
+        },
+        true,
+    ))
+}
+
+/// A history that cannot be used, said where it was given: the file's
+/// `history` key (file, line, column), or the flag.
+fn history_error(
+    options: &RunArgs,
+    from_file: bool,
+    error: &crate::history::HistoryError,
+) -> CliError {
+    if from_file {
+        return at_key(&options.file, "history", &error.to_string())
+            .unwrap_or_else(|| CliError::runtime(error.to_string()));
+    }
+    CliError::runtime(error.to_string()).context("--history (or FIREDRILL_HISTORY)")
 }
 
 /// Hands each regression sentence the figure of the past passing runs it
@@ -267,14 +289,23 @@ fn write_reports(report: &RunReport, options: &RunArgs) -> Result<(), CliError> 
 /// column of its key.
 fn located(path: &Path, error: RunError) -> CliError {
     if let Some((key, message)) = error.at_key()
-        && let Ok(text) = crate::schema::read_text(path)
+        && let Some(located) = at_key(path, key, &message)
     {
-        let at: Vec<Segment> = key
-            .split('.')
-            .map(|k| Segment::Key(k.to_string()))
-            .collect();
-        let file = path.display().to_string();
-        return CliError::runtime(SchemaError::at(&file, &text, &at, message));
+        return located;
     }
     CliError::runtime(error)
+}
+
+/// A run error at `key` (dotted) of the file at `path`, with its line and
+/// column; `None` when the file cannot be read again.
+fn at_key(path: &Path, key: &str, message: &str) -> Option<CliError> {
+    let text = crate::schema::read_text(path).ok()?;
+    let at: Vec<Segment> = key
+        .split('.')
+        .map(|k| Segment::Key(k.to_string()))
+        .collect();
+    let file = path.display().to_string();
+    Some(CliError::runtime(SchemaError::at(
+        &file, &text, &at, message,
+    )))
 }

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
 use super::read::StoredRun;
-use super::trend::number;
+use super::trend::{experiments, figure_names, number};
 use crate::report::html::page::{CSS, esc};
 
 /// Chart size, in SVG units.
@@ -50,16 +50,13 @@ pub fn render(runs: &[StoredRun], dir: &Path) -> String {
         h.push_str("<p>No runs recorded.</p>\n");
     }
     for (i, name) in names.iter().enumerate() {
-        let these: Vec<&StoredRun> = runs.iter().filter(|r| &r.experiment == *name).collect();
+        let these: Vec<&StoredRun> = runs.iter().filter(|r| r.experiment == *name).collect();
         let _ = writeln!(
             h,
             "<section class=\"experiment\" id=\"experiment-{i}\">\n<h2>{}</h2>\n<div class=\"trends\">",
             esc(name)
         );
-        let mut figures: Vec<&String> = these.iter().flat_map(|r| r.figures.keys()).collect();
-        figures.sort();
-        figures.dedup();
-        for figure in figures {
+        for figure in figure_names(&these) {
             chart(&mut h, figure, &these, dir);
         }
         h.push_str("</div>\n");
@@ -68,17 +65,6 @@ pub fn render(runs: &[StoredRun], dir: &Path) -> String {
     }
     h.push_str("</body>\n</html>\n");
     h
-}
-
-/// The experiments of `runs`, in the order they first ran.
-fn experiments(runs: &[StoredRun]) -> Vec<&String> {
-    let mut names: Vec<&String> = Vec::new();
-    for r in runs {
-        if !names.contains(&&r.experiment) {
-            names.push(&r.experiment);
-        }
-    }
-    names
 }
 
 /// One figure across `runs`: a line through the runs that have it, a

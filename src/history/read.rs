@@ -161,21 +161,20 @@ fn run_of(row: Vec<Cell>) -> StoredRun {
     let mut row = row.into_iter();
     let mut next = || row.next().unwrap_or(Cell::Null(Kind::Text));
     let id = next().int();
-    let mut text = || next();
     StoredRun {
         id,
-        experiment: text().text().unwrap_or_default(),
-        file_hash: text().text().unwrap_or_default(),
-        build: text().text().unwrap_or_default(),
-        seed: text().text().unwrap_or_default(),
-        clock: text().text().unwrap_or_default(),
-        started_at: text().text(),
-        recorded_at: text().text().unwrap_or_default(),
-        host: text().text(),
-        verdict: text().text().unwrap_or_default(),
-        passed: text().bool(),
-        duration_ms: text().real().unwrap_or(0.0),
-        report_dir: text().text(),
+        experiment: next().text().unwrap_or_default(),
+        file_hash: next().text().unwrap_or_default(),
+        build: next().text().unwrap_or_default(),
+        seed: next().text().unwrap_or_default(),
+        clock: next().text().unwrap_or_default(),
+        started_at: next().text(),
+        recorded_at: next().text().unwrap_or_default(),
+        host: next().text(),
+        verdict: next().text().unwrap_or_default(),
+        passed: next().bool(),
+        duration_ms: next().real().unwrap_or(0.0),
+        report_dir: next().text(),
         figures: std::collections::BTreeMap::new(),
         expectations: Vec::new(),
     }

@@ -31,7 +31,7 @@ pub fn render(runs: &[StoredRun], format: Format) -> String {
 }
 
 /// The experiments of `runs`, in the order they first ran.
-fn experiments(runs: &[StoredRun]) -> Vec<&str> {
+pub(super) fn experiments(runs: &[StoredRun]) -> Vec<&str> {
     let mut names: Vec<&str> = Vec::new();
     for r in runs {
         if !names.contains(&r.experiment.as_str()) {
@@ -66,10 +66,7 @@ fn table(runs: &[StoredRun]) -> String {
                 these.iter().map(|r| r.seed.clone()).collect(),
             ),
         ];
-        let mut figures: Vec<&String> = these.iter().flat_map(|r| r.figures.keys()).collect();
-        figures.sort();
-        figures.dedup();
-        for figure in figures {
+        for figure in figure_names(&these) {
             rows.push((
                 figure.clone(),
                 these
@@ -91,6 +88,14 @@ fn table(runs: &[StoredRun]) -> String {
         }
     }
     out
+}
+
+/// Every figure any of `runs` has, by name.
+pub(super) fn figure_names<'a>(runs: &[&'a StoredRun]) -> Vec<&'a String> {
+    let mut names: Vec<&String> = runs.iter().flat_map(|r| r.figures.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
 }
 
 /// `passed`, or the verdict in capitals so a failure stands out.
