@@ -40,6 +40,17 @@ pub fn unix_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// Microseconds since the Unix epoch on the wall clock: what a control
+/// plane tells a drill on another host ([`crate::api`]'s time header, a
+/// proxy's record zero), so the drill can line the two clocks up. Real
+/// time only, never in a virtual run.
+#[allow(clippy::disallowed_methods)]
+pub fn unix_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
+}
+
 /// Wall time since a start, for one purpose: pacing progress lines on
 /// stderr (a virtual run's heartbeat, whose paused clock says nothing of
 /// how long a person has waited; a sweep's points done). It decides which

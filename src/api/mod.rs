@@ -12,11 +12,13 @@
 //! * [`proxy`] — one proxy: settings, toxics, listener on/off.
 //! * [`toxic`] — Toxiproxy's toxic JSON, checked, mapped onto faults.
 //! * [`toxics`] — a proxy's toxics in order, found by name without a scan.
+//! * [`journal`] — an HTTP-mode proxy's request records, served a page at a time.
 //! * [`json`] — bodies read as Go reads them: keys case-insensitive, last duplicate wins.
 //! * [`error`] — `{"error": ..., "status": ...}`.
 
 pub mod error;
 pub mod guard;
+pub mod journal;
 pub mod json;
 pub mod proxy;
 pub mod registry;

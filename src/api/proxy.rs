@@ -9,6 +9,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::error::ApiError;
+use super::journal::Journal;
 use super::toxic::Toxic;
 use super::toxics::ToxicList;
 use crate::clock::{self, Duration};
@@ -107,6 +108,20 @@ pub struct ManagedProxy {
     addrs: Addrs,
     /// The listener while enabled.
     running: Option<Running>,
+    /// Every request it finished (HTTP mode), the newest kept.
+    pub journal: Arc<Journal>,
+    /// The toxics added with a lease, and when it runs out: past it they
+    /// are removed unless the lease was renewed.
+    pub lease: Lease,
+}
+
+/// The toxics of a proxy that a drill holds on a lease.
+#[derive(Debug, Default)]
+pub struct Lease {
+    /// Their names.
+    pub toxics: std::collections::BTreeSet<String>,
+    /// When the lease runs out (none: no leased toxic).
+    pub until: Option<clock::Instant>,
 }
 
 /// A proxy's listen and upstream addresses, resolved.
@@ -186,11 +201,21 @@ impl ManagedProxy {
         seed: u64,
     ) -> Self {
         let start = clock::now();
+        let journal = Arc::new(Journal::new(
+            clock::unix_micros() as f64 / 1000.0,
+            super::journal::KEPT,
+        ));
         ManagedProxy {
             telemetry: Telemetry {
                 traffic: Default::default(),
-                recorder: Recorder::new(&name, start, None),
+                recorder: Recorder::new(
+                    &name,
+                    start,
+                    Some(journal.clone() as Arc<dyn crate::proxy::record::RecordSink>),
+                ),
             },
+            journal,
+            lease: Lease::default(),
             name,
             listen,
             upstream,
@@ -322,6 +347,10 @@ impl ManagedProxy {
         }
         // A toxic's faults carry its name, and names are unique.
         self.plan.remove_named(name);
+        self.lease.toxics.remove(name);
+        if self.lease.toxics.is_empty() {
+            self.lease.until = None;
+        }
         true
     }
 

@@ -16,6 +16,7 @@ use super::proxy::{
     Addrs, ManagedProxy, ProxyInput, ProxyUpdate, ProxyView, Stopping, parse_mode, resolve_field,
 };
 use super::toxic::{Toxic, ToxicInput, ToxicUpdate};
+use crate::clock::{self, Duration, Instant};
 use crate::proxy::{ProxyMetrics, ProxyMode};
 
 /// All proxies of one server.
@@ -25,6 +26,9 @@ pub struct Registry {
     proxies: Mutex<BTreeMap<String, ManagedProxy>>,
     /// Seed of every proxy's fault plan (toxicity rolls, jitter).
     seed: u64,
+    /// Woken when a lease is taken or renewed: the reaper looks again at
+    /// when the next one runs out.
+    leases_changed: tokio::sync::Notify,
 }
 
 /// A checked create request.
@@ -68,6 +72,7 @@ impl Registry {
         Registry {
             proxies: Mutex::new(BTreeMap::new()),
             seed,
+            leases_changed: tokio::sync::Notify::new(),
         }
     }
 
@@ -229,6 +234,7 @@ impl Registry {
         let mut proxies = self.proxies.lock().await;
         for proxy in proxies.values_mut() {
             proxy.toxics.clear();
+            proxy.lease = Default::default();
             proxy.publish();
             proxy.start().await?;
         }
@@ -263,11 +269,82 @@ impl Registry {
         let proxy = proxies
             .get_mut(name)
             .ok_or_else(ApiError::proxy_not_found)?;
+        let lease = input.lease_ms.map(Duration::from_millis);
         let toxic = Toxic::create(input, proxy.mode)?;
         if !proxy.add_toxic(toxic.clone()) {
             return Err(ApiError::toxic_exists());
         }
+        if let Some(lease) = lease {
+            proxy.lease.toxics.insert(toxic.name.clone());
+            proxy.lease.until = Some(clock::later(clock::now(), lease));
+            self.leases_changed.notify_one();
+        }
         Ok(toxic)
+    }
+
+    /// Renews the lease of a proxy's leased toxics: they now run out
+    /// `lease` from now. Answers their names.
+    pub async fn renew_lease(&self, name: &str, lease: Duration) -> Result<Vec<String>, ApiError> {
+        let mut proxies = self.proxies.lock().await;
+        let proxy = proxies
+            .get_mut(name)
+            .ok_or_else(ApiError::proxy_not_found)?;
+        if !proxy.lease.toxics.is_empty() {
+            proxy.lease.until = Some(clock::later(clock::now(), lease));
+            self.leases_changed.notify_one();
+        }
+        Ok(proxy.lease.toxics.iter().cloned().collect())
+    }
+
+    /// Removes the leased toxics of every proxy whose lease ran out by
+    /// `now`; answers when the next lease runs out.
+    pub async fn reap(&self, now: Instant) -> Option<Instant> {
+        let mut proxies = self.proxies.lock().await;
+        for proxy in proxies.values_mut() {
+            if proxy.lease.until.is_some_and(|until| until <= now) {
+                let lapsed = std::mem::take(&mut proxy.lease.toxics);
+                for toxic in &lapsed {
+                    proxy.remove_toxic(toxic);
+                }
+                proxy.lease.until = None;
+                let names: Vec<&str> = lapsed.iter().map(String::as_str).collect();
+                tracing::warn!(proxy = %crate::fault::LogName(&proxy.name), toxics = %names.join(", "), "the lease ran out without a renewal: its toxics are removed");
+            }
+        }
+        proxies.values().filter_map(|p| p.lease.until).min()
+    }
+
+    /// Removes leased toxics as their leases run out, until dropped: sleeps
+    /// until the next one runs out, or a lease is taken or renewed.
+    pub async fn reap_leases(&self) {
+        loop {
+            let next = self.reap(clock::now()).await;
+            let changed = self.leases_changed.notified();
+            match next {
+                Some(at) => {
+                    tokio::select! {
+                        _ = changed => {}
+                        _ = clock::sleep_until(at) => {}
+                    }
+                }
+                None => changed.await,
+            }
+        }
+    }
+
+    /// A page of a proxy's request records (see [`super::journal`]).
+    pub async fn records(
+        &self,
+        name: &str,
+        since: u64,
+        limit: usize,
+    ) -> Result<super::journal::Page, ApiError> {
+        let journal = {
+            let proxies = self.proxies.lock().await;
+            let proxy = proxies.get(name).ok_or_else(ApiError::proxy_not_found)?;
+            proxy.journal.clone()
+        };
+        Ok(journal.page(name, since, limit))
     }
 
     /// One toxic.

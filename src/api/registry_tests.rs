@@ -95,10 +95,6 @@ async fn published(r: &Registry, name: &str) -> std::sync::Arc<crate::fault::Sna
     r.proxies.lock().await[name].plan.snapshot()
 }
 
-fn toxic(json: &str) -> ToxicInput {
-    serde_json::from_str(json).unwrap()
-}
-
 /// An add publishes the list one toxic longer by sharing the faults
 /// already published, not by copying every one of them (which made each
 /// add cost as much as the proxy's toxics): the first toxic's fault is the
@@ -125,4 +121,117 @@ async fn adding_a_toxic_shares_the_faults_already_published_instead_of_copying_t
         std::ptr::eq(before.get(0).unwrap(), after.get(0).unwrap()),
         "the first toxic's fault was copied"
     );
+}
+
+fn toxic(json: &str) -> ToxicInput {
+    serde_json::from_str(json).unwrap()
+}
+
+async fn toxic_names(r: &Registry, proxy: &str) -> Vec<String> {
+    r.toxics(proxy)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leased_toxic_is_removed_when_its_lease_runs_out_and_an_unleased_one_stays() {
+    let r = std::sync::Arc::new(Registry::new(1));
+    r.create(input(
+        r#"{"name":"a","upstream":"127.0.0.1:9","enabled":false,"mode":"http"}"#,
+    ))
+    .await
+    .unwrap();
+    r.add_toxic("a", toxic(r#"{"name":"kept","type":"noop"}"#))
+        .await
+        .unwrap();
+    r.add_toxic(
+        "a",
+        toxic(r#"{"name":"leased","type":"http_status","lease_ms":3000}"#),
+    )
+    .await
+    .unwrap();
+    let reaper = tokio::spawn({
+        let r = r.clone();
+        async move { r.reap_leases().await }
+    });
+    tokio::time::sleep(Duration::from_millis(2_999)).await;
+    assert_eq!(toxic_names(&r, "a").await, ["kept", "leased"]);
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    assert_eq!(toxic_names(&r, "a").await, ["kept"], "removed at 3 s");
+    reaper.abort();
+}
+
+#[tokio::test(start_paused = true)]
+async fn renewing_a_lease_moves_its_end_from_the_renewal_and_a_renewal_that_stops_lets_it_run_out()
+{
+    let r = std::sync::Arc::new(Registry::new(1));
+    r.create(input(
+        r#"{"name":"a","upstream":"127.0.0.1:9","enabled":false,"mode":"http"}"#,
+    ))
+    .await
+    .unwrap();
+    r.add_toxic(
+        "a",
+        toxic(r#"{"name":"x","type":"http_status","lease_ms":1000}"#),
+    )
+    .await
+    .unwrap();
+    let reaper = tokio::spawn({
+        let r = r.clone();
+        async move { r.reap_leases().await }
+    });
+    // Renewed every 600 ms for 3 s: still there at 3.5 s.
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_millis(600)).await;
+        let held = r.renew_lease("a", Duration::from_millis(1000)).await;
+        assert_eq!(held.unwrap(), ["x"]);
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(toxic_names(&r, "a").await, ["x"]);
+    // The last renewal was at 3 s: gone by 4 s.
+    tokio::time::sleep(Duration::from_millis(501)).await;
+    assert!(toxic_names(&r, "a").await.is_empty());
+    assert!(
+        r.renew_lease("a", Duration::from_secs(1))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let e = r
+        .renew_lease("nope", Duration::from_secs(1))
+        .await
+        .unwrap_err();
+    assert_eq!(e.status, StatusCode::NOT_FOUND);
+    reaper.abort();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_leased_toxic_deleted_by_hand_ends_its_lease_and_a_reap_finds_nothing_to_do() {
+    let r = Registry::new(1);
+    r.create(input(
+        r#"{"name":"a","upstream":"127.0.0.1:9","enabled":false,"mode":"http"}"#,
+    ))
+    .await
+    .unwrap();
+    r.add_toxic(
+        "a",
+        toxic(r#"{"name":"x","type":"http_status","lease_ms":1000}"#),
+    )
+    .await
+    .unwrap();
+    assert!(r.reap(clock::now()).await.is_some(), "a lease is pending");
+    r.delete_toxic("a", "x").await.unwrap();
+    assert_eq!(r.reap(clock::now()).await, None);
+    r.add_toxic(
+        "a",
+        toxic(r#"{"name":"y","type":"http_status","lease_ms":1000}"#),
+    )
+    .await
+    .unwrap();
+    r.reset().await.unwrap();
+    assert_eq!(r.reap(clock::now()).await, None, "reset ends every lease");
+    r.stop_all().await;
 }

@@ -72,8 +72,44 @@ pub fn decode_segment(segment: &str) -> Result<String, ApiError> {
     String::from_utf8(out).map_err(|_| invalid())
 }
 
+/// The body of `POST /proxies/NAME/lease`.
+#[derive(Debug, serde::Deserialize)]
+struct LeaseInput {
+    /// Milliseconds from now.
+    lease_ms: Option<u64>,
+}
+
+/// `since` and `limit` of `GET /proxies/NAME/records?since=N&limit=M`.
+fn records_query(query: Option<&str>) -> Result<(u64, usize), ApiError> {
+    let (mut since, mut limit) = (0, super::journal::PAGE);
+    for pair in query.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let number = || {
+            value.parse::<u64>().map_err(|_| {
+                ApiError::invalid(format!("{key}: must be a whole number, got {value:?}"))
+            })
+        };
+        match key {
+            "since" => since = number()?,
+            "limit" => limit = number()?.min(super::journal::PAGE as u64) as usize,
+            _ => {
+                return Err(ApiError::invalid(format!(
+                    "{key}: unknown query parameter (records takes since and limit)"
+                )));
+            }
+        }
+    }
+    Ok((since, limit))
+}
+
 /// Answers one request whose body has been read and checked.
-pub async fn route(api: &Api, method: &Method, path: &str, body: Bytes) -> Result<Reply, ApiError> {
+pub async fn route(
+    api: &Api,
+    method: &Method,
+    path: &str,
+    query: Option<&str>,
+    body: Bytes,
+) -> Result<Reply, ApiError> {
     let decoded = path
         .trim_matches('/')
         .split('/')
@@ -145,6 +181,25 @@ pub async fn route(api: &Api, method: &Method, path: &str, body: Bytes) -> Resul
             }
             _ => Err(not_allowed()),
         },
+        (["proxies", name, "records"], &Method::GET) => {
+            let (since, limit) = records_query(query)?;
+            json(ok, &registry.records(name, since, limit).await?)
+        }
+        (["proxies", _, "records"], _) => Err(not_allowed()),
+        (["proxies", name, "lease"], &Method::POST) => {
+            let input: LeaseInput = parse(&body)?;
+            let lease = input
+                .lease_ms
+                .ok_or_else(|| ApiError::missing("lease_ms"))?;
+            let toxics = registry
+                .renew_lease(name, crate::clock::Duration::from_millis(lease))
+                .await?;
+            json(
+                ok,
+                &serde_json::json!({ "toxics": toxics, "lease_ms": lease }),
+            )
+        }
+        (["proxies", _, "lease"], _) => Err(not_allowed()),
         (["proxies", name, "toxics", toxic], m) => match *m {
             Method::GET => json(ok, &registry.toxic(name, toxic).await?),
             Method::POST | Method::PATCH => {
@@ -173,7 +228,11 @@ mod tests {
     use crate::api::guard::{BODY_LIMIT, Guard};
 
     async fn call(api: &Api, method: Method, path: &str, body: &str) -> Result<Reply, ApiError> {
-        route(api, &method, path, Bytes::from(body.to_string())).await
+        let (path, query) = match path.split_once('?') {
+            Some((path, query)) => (path, Some(query)),
+            None => (path, None),
+        };
+        route(api, &method, path, query, Bytes::from(body.to_string())).await
     }
 
     #[tokio::test]

@@ -49,22 +49,37 @@ pub async fn handle(api: Arc<Api>, req: Request<Incoming>) -> Response<Full<Byte
     let answer = async {
         api.guard.admit(&parts)?;
         let body = api.guard.body(&parts, body).await?;
-        route(&api, &parts.method, parts.uri.path(), body).await
+        let (path, query) = (parts.uri.path(), parts.uri.query());
+        route(&api, &parts.method, path, query, body).await
     }
     .await;
     tracing::debug!(method = %parts.method, path = parts.uri.path(), ok = answer.is_ok(), "api request");
-    match answer {
+    let mut response = match answer {
         Ok(Reply::Json(status, body)) => respond(status, Some("application/json"), body),
         Ok(Reply::Empty) => respond(StatusCode::NO_CONTENT, None, String::new()),
         Ok(Reply::Text(ct, body)) => respond(StatusCode::OK, Some(ct), body),
         Err(err) => error_response(&err),
-    }
+    };
+    // After the operation: a drill reads when its change took effect here,
+    // and every answer measures the two clocks' offset.
+    response
+        .headers_mut()
+        .insert(TIME_HEADER, HeaderValue::from(crate::clock::unix_micros()));
+    response
 }
+
+/// firedrill's extension: every answer says when it was made, in
+/// microseconds since the Unix epoch on this host's wall clock.
+pub const TIME_HEADER: &str = "x-firedrill-time-us";
 
 /// Serves the API on `listener` until `shutdown` fires; then stops every
 /// proxy.
 pub async fn serve(listener: TcpListener, api: Arc<Api>, mut shutdown: ShutdownSignal) {
     let mut connections = tokio::task::JoinSet::new();
+    let reaper = tokio::spawn({
+        let api = api.clone();
+        async move { api.registry.reap_leases().await }
+    });
     loop {
         while connections.try_join_next().is_some() {}
         let accepted = tokio::select! {
@@ -98,5 +113,6 @@ pub async fn serve(listener: TcpListener, api: Arc<Api>, mut shutdown: ShutdownS
     }
     drop(listener);
     connections.abort_all();
+    reaper.abort();
     api.registry.stop_all().await;
 }

@@ -118,6 +118,13 @@ pub const TYPES: &[ToxicType] = &[
         attributes: &[("latency", ZERO), ("jitter", ZERO)],
         modes: Modes::HttpOnly,
     },
+    // Any fault an experiment can write, as its entry in JSON (or YAML)
+    // without timing: what a drill on another host applies here.
+    ToxicType {
+        name: "http_fault",
+        attributes: &[("spec", Attribute::Text(""))],
+        modes: Modes::HttpOnly,
+    },
 ];
 
 /// The row of [`TYPES`] named `name`.
@@ -159,6 +166,11 @@ pub struct ToxicInput {
     /// See [`Toxic::attributes`].
     #[serde(default)]
     pub attributes: Option<Map<String, Value>>,
+    /// firedrill's extension: the toxic is removed by the server this many
+    /// milliseconds from now unless the lease is renewed
+    /// (`POST /proxies/NAME/lease`); none: it stays until deleted.
+    #[serde(default)]
+    pub lease_ms: Option<u64>,
 }
 
 /// What an update may change: attributes (merged key by key) and toxicity.
@@ -235,6 +247,9 @@ impl Toxic {
         let probability = self.probability()?;
         let direction = parse_stream(&self.stream)?;
         self.check_mode(mode)?;
+        if self.kind == "http_fault" {
+            return self.spec_fault(probability).map(|f| vec![f]);
+        }
         let kinds = self.kinds(mode, direction)?;
         let many = kinds.len() > 1;
         Ok(kinds
@@ -255,6 +270,50 @@ impl Toxic {
                 manual: false,
             })
             .collect())
+    }
+
+    /// `http_fault`: the fault its `spec` writes, as an experiment's `faults:`
+    /// entry without timing (the toxic is active while it exists), named
+    /// after the toxic, hitting `toxicity` of the requests its own
+    /// `probability` picks.
+    fn spec_fault(&self, toxicity: Percent) -> Result<Fault, ApiError> {
+        let Some(Value::String(spec)) = self.attributes.get("spec") else {
+            return Err(ApiError::invalid("attributes.spec: must be a string"));
+        };
+        if spec.trim().is_empty() {
+            return Err(ApiError::invalid(
+                "attributes.spec: empty: give a fault entry, e.g. {\"status\": {\"code\": 503}}",
+            ));
+        }
+        let fault: Fault = crate::schema::from_yaml_str("attributes.spec", spec).map_err(|e| {
+            let key = if e.key.is_empty() {
+                String::new()
+            } else {
+                format!(".{}", e.key)
+            };
+            ApiError::invalid(format!("attributes.spec{key}: {}", e.message))
+        })?;
+        let timed = fault.window != Window::default() || fault.manual;
+        let placed = fault.dependency.is_some() || fault.instance.is_some();
+        if timed || placed {
+            return Err(ApiError::invalid(
+                "attributes.spec: at, for, pattern, dependency and instance are the drill's: a toxic's fault is active from its creation until it is deleted",
+            ));
+        }
+        if let Some(misfit) = ProxyMode::Http.misfits(std::slice::from_ref(&fault)).next() {
+            return Err(ApiError::invalid(format!(
+                "attributes.spec: `{}` works in {} mode only",
+                misfit.kind,
+                misfit.needed.name()
+            )));
+        }
+        let probability =
+            Percent::new(fault.probability.percent() * toxicity.fraction()).unwrap_or(Percent::ALL);
+        Ok(Fault {
+            name: self.name.clone(),
+            probability,
+            ..fault
+        })
     }
 
     /// The toxicity as a fault's probability; refused outside 0..1.

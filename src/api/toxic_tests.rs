@@ -124,6 +124,7 @@ fn valid_attributes(ty: &ToxicType) -> Map<String, Value> {
     let json = match ty.name {
         "bandwidth" => r#"{"rate":1}"#,
         "slicer" => r#"{"average_size":1}"#,
+        "http_fault" => r#"{"spec":"{\"status\": {\"code\": 503}}"}"#,
         _ => "{}",
     };
     serde_json::from_str(json).unwrap()
@@ -285,4 +286,43 @@ fn stream_is_read_case_insensitively_as_toxiproxy_parses_it() {
     )
     .unwrap_err();
     assert_eq!(e, ApiError::invalid_stream());
+}
+
+#[test]
+fn a_fault_toxic_carries_any_http_fault_an_experiment_writes_with_its_match_and_probability() {
+    let spec = r#"{"name":"t","type":"http_fault","toxicity":0.5,"attributes":{"spec":"{\"match\": \"/inventory/*\", \"probability\": \"50%\", \"status\": {\"code\": 500}}"}}"#;
+    let t = Toxic::create(input(spec), ProxyMode::Http).unwrap();
+    let faults = t.faults(ProxyMode::Http).unwrap();
+    assert_eq!(faults.len(), 1);
+    let f = &faults[0];
+    assert_eq!(f.name, "t");
+    assert!(matches!(&f.kind, FaultKind::Status(s) if s.code.0 == 500));
+    assert!((f.probability.percent() - 25.0).abs() < 1e-9, "50% of 50%");
+    let headers = http::HeaderMap::new();
+    assert!(
+        f.matcher
+            .matches(&http::Method::GET, "/inventory/1", &headers)
+    );
+    assert!(!f.matcher.matches(&http::Method::GET, "/other", &headers));
+}
+
+#[test]
+fn a_fault_toxic_refuses_timing_a_tcp_only_kind_a_tcp_proxy_and_a_broken_spec_by_key() {
+    let make = |spec: &str, mode| {
+        let body = serde_json::json!({"type": "http_fault", "attributes": {"spec": spec}});
+        Toxic::create(serde_json::from_value(body).unwrap(), mode).unwrap_err()
+    };
+    let e = make(r#"{"status": {"code": 500}, "at": "2s"}"#, ProxyMode::Http);
+    assert!(e.message.contains("at, for, pattern"), "{e}");
+    let e = make(r#"{"slicer": {"average_size": 10}}"#, ProxyMode::Http);
+    assert!(e.message.contains("`slicer` works in tcp mode only"), "{e}");
+    let e = make(r#"{"status": {"code": 500}}"#, ProxyMode::Tcp);
+    assert!(e.message.contains("\"mode\": \"http\""), "{e}");
+    let e = make(r#"{"status": {"code": 99}}"#, ProxyMode::Http);
+    assert!(
+        e.message.starts_with("attributes.spec.status.code: "),
+        "{e}"
+    );
+    let e = make("", ProxyMode::Http);
+    assert!(e.message.contains("empty"), "{e}");
 }
