@@ -102,6 +102,50 @@ fn records_query(query: Option<&str>) -> Result<(u64, usize), ApiError> {
     Ok((since, limit))
 }
 
+/// firedrill's extensions for a drill on another host: a proxy's request
+/// records, and the renewal of its leased toxics; `None` for any other
+/// path.
+async fn agent_route(
+    api: &Api,
+    method: &Method,
+    segments: &[&str],
+    query: Option<&str>,
+    body: &[u8],
+) -> Option<Result<Reply, ApiError>> {
+    let registry = &api.registry;
+    let ok = StatusCode::OK;
+    Some(match (segments, method) {
+        (["proxies", name, "records"], &Method::GET) => match records_query(query) {
+            Ok((since, limit)) => match registry.records(name, since, limit).await {
+                Ok(page) => json(ok, &page),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        },
+        (["proxies", _, "records"], _) => Err(not_allowed()),
+        (["proxies", name, "lease"], &Method::POST) => renew(api, name, body).await,
+        (["proxies", _, "lease"], _) => Err(not_allowed()),
+        _ => return None,
+    })
+}
+
+/// `POST /proxies/NAME/lease {"lease_ms": N}`: the proxy's leased toxics,
+/// now held for N ms more.
+async fn renew(api: &Api, name: &str, body: &[u8]) -> Result<Reply, ApiError> {
+    let input: LeaseInput = parse(body)?;
+    let lease = input
+        .lease_ms
+        .ok_or_else(|| ApiError::missing("lease_ms"))?;
+    let toxics = api
+        .registry
+        .renew_lease(name, crate::clock::Duration::from_millis(lease))
+        .await?;
+    json(
+        StatusCode::OK,
+        &serde_json::json!({ "toxics": toxics, "lease_ms": lease }),
+    )
+}
+
 /// Answers one request whose body has been read and checked.
 pub async fn route(
     api: &Api,
@@ -118,6 +162,9 @@ pub async fn route(
     let segments: Vec<&str> = decoded.iter().map(String::as_str).collect();
     let registry = &api.registry;
     let ok = StatusCode::OK;
+    if let Some(answer) = agent_route(api, method, &segments, query, &body).await {
+        return answer;
+    }
     match (segments.as_slice(), method) {
         (["version"], &Method::GET) => Ok(Reply::Text(
             "application/json;charset=utf-8",
@@ -181,25 +228,6 @@ pub async fn route(
             }
             _ => Err(not_allowed()),
         },
-        (["proxies", name, "records"], &Method::GET) => {
-            let (since, limit) = records_query(query)?;
-            json(ok, &registry.records(name, since, limit).await?)
-        }
-        (["proxies", _, "records"], _) => Err(not_allowed()),
-        (["proxies", name, "lease"], &Method::POST) => {
-            let input: LeaseInput = parse(&body)?;
-            let lease = input
-                .lease_ms
-                .ok_or_else(|| ApiError::missing("lease_ms"))?;
-            let toxics = registry
-                .renew_lease(name, crate::clock::Duration::from_millis(lease))
-                .await?;
-            json(
-                ok,
-                &serde_json::json!({ "toxics": toxics, "lease_ms": lease }),
-            )
-        }
-        (["proxies", _, "lease"], _) => Err(not_allowed()),
         (["proxies", name, "toxics", toxic], m) => match *m {
             Method::GET => json(ok, &registry.toxic(name, toxic).await?),
             Method::POST | Method::PATCH => {
