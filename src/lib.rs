@@ -39,6 +39,7 @@
 //!   exit codes; `main.rs` only parses, runs and exits. Nothing else
 //!   imports it.
 
+pub mod agent;
 pub mod api;
 pub mod cli;
 pub mod clock;

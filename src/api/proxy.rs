@@ -208,11 +208,7 @@ impl ManagedProxy {
         ManagedProxy {
             telemetry: Telemetry {
                 traffic: Default::default(),
-                recorder: Recorder::new(
-                    &name,
-                    start,
-                    Some(journal.clone() as Arc<dyn crate::proxy::record::RecordSink>),
-                ),
+                recorder: Recorder::with_raw_correlation(&name, start, journal.clone()),
             },
             journal,
             lease: Lease::default(),

@@ -40,6 +40,15 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
+    /// An agent (a fault proxy on another host) could not be reached or
+    /// set up.
+    #[error("{key}: {message}")]
+    Agent {
+        /// The experiment key at fault, e.g. `dependencies.inventory.agent.api`.
+        key: String,
+        /// What went wrong, naming the agent.
+        message: String,
+    },
     /// `--metrics-listen` could not be bound.
     #[error("--metrics-listen {addr}: cannot bind: {source}")]
     MetricsBind {
@@ -87,6 +96,7 @@ impl RunError {
                 message,
                 source,
             } => Some((key, format!("{message}: {source}"))),
+            RunError::Agent { key, message } => Some((key, message.clone())),
             RunError::Unanswered { url, seen } => Some((
                 "system.url",
                 format!("{url}: the service under test did not answer: {seen}"),

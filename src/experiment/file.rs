@@ -23,6 +23,9 @@ pub struct Loaded {
     pub expectations: Vec<super::expect::names::Checked>,
     /// Its steady-state checks, windowed by the fault timeline.
     pub steady: Option<super::expect::steady::SteadyState>,
+    /// The toxic each fault of a dependency behind an agent is applied
+    /// as, by fault name.
+    pub remote: std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 /// Reads, parses and checks an experiment file; every error names file,
@@ -118,13 +121,95 @@ pub fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
             problems.extend(bad.into_iter().map(|(i, e)| at("steady_state", i, e)));
             None
         });
+    let remote = remote_toxics(&experiment, file, text, &mut problems);
     schema::all_problems(problems)?;
     Ok(Loaded {
         experiment,
         halts,
         expectations,
         steady,
+        remote,
     })
+}
+
+/// The toxic of each fault whose dependency is behind an agent, and a
+/// problem for each such fault the agent cannot apply (naming the agent),
+/// each breaker inferred from a Toxiproxy agent's dependency (it keeps no
+/// records), and correlation headers an agent does not record.
+fn remote_toxics(
+    experiment: &Experiment,
+    file: &str,
+    text: &str,
+    problems: &mut Vec<SchemaError>,
+) -> std::collections::BTreeMap<String, serde_json::Value> {
+    use super::config::Upstream;
+    let agents: std::collections::BTreeMap<&str, &super::config::agent::Agent> = experiment
+        .dependencies
+        .iter()
+        .filter_map(|d| match &d.upstream {
+            Upstream::Agent(agent) => Some((d.name.as_str(), agent)),
+            _ => None,
+        })
+        .collect();
+    let mut toxics = std::collections::BTreeMap::new();
+    if agents.is_empty() {
+        return toxics;
+    }
+    let at = |path: Vec<Segment>, message: String| SchemaError::at(file, text, &path, message);
+    let key = |k: &str| Segment::Key(k.to_string());
+    let document: Option<serde_json::Value> = serde_yaml_ng::from_str::<serde_yaml_ng::Value>(text)
+        .ok()
+        .and_then(|v| serde_json::to_value(v).ok());
+    for (i, fault) in experiment.faults.iter().enumerate() {
+        let Some(agent) = fault.dependency.as_deref().and_then(|d| agents.get(d)) else {
+            continue;
+        };
+        let place = vec![key("faults"), Segment::Index(i)];
+        let named = |why: String| format!("{why} ({} at {})", agent.at, agent.api);
+        if fault.manual {
+            problems.push(at(place, named("at: manual is opened on this machine; a fault on an agent's dependency needs its window in the file".to_string())));
+            continue;
+        }
+        let raw = document
+            .as_ref()
+            .and_then(|d| d.get("faults")?.get(i))
+            .cloned()
+            .unwrap_or_default();
+        match crate::agent::toxic::toxic_for(fault, &raw, agent.kind) {
+            Ok(toxic) => {
+                toxics.insert(fault.name.clone(), toxic);
+            }
+            Err(why) => problems.push(at(place, named(why))),
+        }
+    }
+    if let Some(system) = &experiment.system {
+        for (name, breaker) in &system.breakers {
+            if agents
+                .get(breaker.dependency.as_str())
+                .is_some_and(|a| a.kind == crate::agent::AgentKind::Toxiproxy)
+            {
+                problems.push(at(
+                    vec![key("system"), key("breakers"), key(name), key("dependency")],
+                    format!("`{}` is behind a Toxiproxy agent, which keeps no request records: breaker {name} cannot be inferred from it (run firedrill server there)", breaker.dependency),
+                ));
+            }
+        }
+        let defaults = [
+            crate::http::headers::X_REQUEST_ID,
+            crate::http::headers::TRACEPARENT,
+        ];
+        if system
+            .correlation
+            .iter()
+            .any(|h| !defaults.contains(&h.as_str()))
+        {
+            problems.push(at(
+                vec![key("system"), key("correlation")],
+                "an agent records only x-request-id and traceparent: correlate with those across hosts".to_string(),
+            ));
+        }
+    }
+    toxics
 }
 
 /// Parses the experiment, its `defense.import` written out first; an

@@ -114,7 +114,7 @@ impl Correlation {
 
     /// The request id in `value`: a `traceparent` or a bare trace id of
     /// this run's seed.
-    fn parse(&self, value: &str) -> Option<u64> {
+    pub fn parse(&self, value: &str) -> Option<u64> {
         let value = value.trim();
         let trace = match value.split('-').collect::<Vec<_>>()[..] {
             [version, trace, parent, flags]

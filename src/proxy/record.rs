@@ -29,20 +29,20 @@ use crate::http::headers::REQUEST_ID_HEADER;
 use crate::spill::Spill;
 
 /// One request through an HTTP-mode proxy, as `--record` writes it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Record {
     /// When the request arrived, milliseconds since the proxy's start
     /// (microsecond precision).
     pub at_ms: f64,
     /// The proxy's name (`firedrill proxy`: `--name`, else the listen
     /// address; `firedrill server`: the API name).
-    #[serde(serialize_with = "as_str")]
+    #[serde(serialize_with = "as_str", deserialize_with = "arc_str")]
     pub proxy: Arc<str>,
     /// The request method.
-    #[serde(serialize_with = "as_str")]
+    #[serde(serialize_with = "as_str", deserialize_with = "method")]
     pub method: Method,
     /// The request came over HTTP/2 (written only then: `"http2": true`).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub http2: bool,
     /// The request path with its query.
     pub path: String,
@@ -63,7 +63,7 @@ pub struct Record {
     /// Without a response: from arrival until the proxy let the request go,
     /// milliseconds: its client closed the connection (a service that gave
     /// up on a blackholed call), a fault cut it, or the proxy stopped.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closed_after_ms: Option<f64>,
     /// Request body bytes read by the proxy and forwarded to the upstream
     /// (0 when a fault answered without reading the body).
@@ -80,6 +80,15 @@ pub struct Record {
 
 fn as_str<S: serde::Serializer, T: AsRef<str>>(value: &T, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(value.as_ref())
+}
+
+fn arc_str<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Arc<str>, D::Error> {
+    <String as serde::Deserialize>::deserialize(d).map(Arc::from)
+}
+
+fn method<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Method, D::Error> {
+    let text = <String as serde::Deserialize>::deserialize(d)?;
+    Method::from_bytes(text.as_bytes()).map_err(serde::de::Error::custom)
 }
 
 /// Milliseconds with microsecond precision (three decimals).
@@ -259,6 +268,10 @@ struct Shared {
     counters: Arc<RequestCounters>,
     /// Where records go; `None`: count only.
     sink: Option<Arc<dyn RecordSink>>,
+    /// A request without `x-firedrill-request-id` is recorded with the
+    /// raw value of its `x-request-id` or `traceparent` (an agent's proxy:
+    /// the drill on another host reads the load's id from it).
+    raw_correlation: bool,
 }
 
 impl Recorder {
@@ -269,6 +282,19 @@ impl Recorder {
             start,
             counters: Arc::new(RequestCounters::new(name)),
             sink,
+            raw_correlation: false,
+        })))
+    }
+
+    /// As [`Recorder::new`], recording a request without
+    /// `x-firedrill-request-id` with the raw value of its `x-request-id`
+    /// or `traceparent`, for a drill on another host to read.
+    pub fn with_raw_correlation(name: &str, start: Instant, sink: Arc<dyn RecordSink>) -> Recorder {
+        Recorder(Some(Arc::new(Shared {
+            start,
+            counters: Arc::new(RequestCounters::new(name)),
+            sink: Some(sink),
+            raw_correlation: true,
         })))
     }
 
@@ -291,10 +317,7 @@ impl Recorder {
                     .path_and_query()
                     .map_or_else(|| uri.path(), |p| p.as_str())
                     .to_string(),
-                request_id: req
-                    .headers()
-                    .get(REQUEST_ID_HEADER)
-                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned()),
+                request_id: request_id(req.headers(), s.raw_correlation),
                 status: None,
                 fault: None,
                 latency_ms: None,
@@ -315,6 +338,28 @@ impl Recorder {
             done: false,
         }
     }
+}
+
+/// The request id a record starts with: `x-firedrill-request-id`, else
+/// (`raw_correlation`) the raw `x-request-id` or `traceparent`.
+fn request_id(headers: &http::HeaderMap, raw_correlation: bool) -> Option<String> {
+    let raw = |name: &str| {
+        headers
+            .get(name)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+    };
+    raw(REQUEST_ID_HEADER).or_else(|| {
+        raw_correlation
+            .then(|| {
+                [
+                    crate::http::headers::X_REQUEST_ID,
+                    crate::http::headers::TRACEPARENT,
+                ]
+                .into_iter()
+                .find_map(raw)
+            })
+            .flatten()
+    })
 }
 
 /// One request's log while the proxy decides its answer. Dropped without

@@ -94,6 +94,12 @@ pub struct RunReport {
     /// What could not be read after the run (a service's events file).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The agents whose fault proxies stood in front of dependencies on
+    /// other hosts: each one's clock offset and round trip, every fault
+    /// window as planned and as applied, and the evidence it gave (omitted
+    /// without agents).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<crate::agent::AgentReport>,
     /// Whether the system under test is the user's own service.
     #[serde(skip)]
     pub system_under_test: bool,
@@ -434,6 +440,7 @@ impl RunReport {
             instance_hits: instance_hits(experiment, &result.counted.instance_hits),
             shed: result.shed,
             warnings: result.warnings.clone(),
+            agents: result.agents.clone(),
             system_under_test: experiment.system.is_some(),
             timeline: t.clone(),
             fold,
@@ -503,6 +510,13 @@ fn targets(experiment: &Experiment) -> Vec<String> {
         out.push(match &d.upstream {
             Upstream::Url(service) => format!("dependency {}: {}", d.name, service.endpoint.url()),
             Upstream::Builtin(_) => format!("dependency {}: builtin", d.name),
+            Upstream::Agent(agent) => format!(
+                "dependency {}: proxy {} of the {} agent at {}",
+                d.name,
+                agent.proxy,
+                agent.kind.name(),
+                agent.api
+            ),
         });
     }
     out

@@ -18,7 +18,13 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 FALLBACK_BODY = json.dumps({"items": [], "fallback": True}, separators=(",", ":")).encode()
-STOCK_PATH = re.compile(r"^/stock/([^/]+)$")
+# The route served: /stock/<sku>, or /<ROUTE>/<sku> (a service called by
+# another stock service, as its dependency, serves /inventory/<sku>).
+ROUTE = os.environ.get("ROUTE", "stock")
+if not re.fullmatch(r"[a-z][a-z0-9-]*", ROUTE):
+    sys.stderr.write(f"ROUTE={ROUTE}: expected a lowercase path segment, e.g. stock\n")
+    sys.exit(2)
+STOCK_PATH = re.compile(rf"^/{ROUTE}/([^/]+)$")
 # The correlation headers copied onto the dependency call (PROPAGATE=1).
 PROPAGATED = ("x-request-id", "traceparent")
 

@@ -78,9 +78,23 @@ fn infer_one(
     duration: Duration,
 ) -> (Vec<InferredTransition>, &'static str) {
     let uses = |route: &str| breaker.routes.is_empty() || breaker.routes.iter().any(|r| r == route);
+    // A breaker deeper in the system: the requests the proxy in front of
+    // it passed on (one a fault answered there never reached the service).
+    let reached: Option<std::collections::BTreeSet<u64>> = breaker.via.as_ref().map(|via| {
+        dependencies
+            .iter()
+            .filter(|d| d.name == via)
+            .flat_map(|d| d.records)
+            .filter(|r| r.reached_upstream)
+            .filter_map(|r| r.request_id.as_deref()?.parse().ok())
+            .collect()
+    });
+    let chance = |r: &RequestRecord| {
+        uses(&r.route) && reached.as_ref().is_none_or(|ids| ids.contains(&r.id))
+    };
     let mut sends: Vec<Duration> = requests
         .iter()
-        .filter(|r| uses(&r.route))
+        .filter(|r| chance(r))
         .map(|r| r.sent)
         .collect();
     sends.sort();
@@ -117,7 +131,7 @@ fn infer_one(
         .flat_map(|d| d.records)
         .filter(|r| on_path(&r.path) && r.at_ms <= duration.as_secs_f64() * 1000.0)
         .collect();
-    let routes: Vec<&RequestRecord> = requests.iter().filter(|r| uses(&r.route)).collect();
+    let routes: Vec<&RequestRecord> = requests.iter().filter(|r| chance(r)).collect();
     let evidence = gather(&records, &routes, duration);
     if records.is_empty() {
         (arrivals_only(&sends, &arrivals, &params), ONE_SIDE)

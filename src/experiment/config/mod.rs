@@ -15,6 +15,7 @@ pub use load::{ArrivalReplay, Arrivals, LoadRoute};
 use raw::RawExperiment;
 pub use system::{DependencySpec, InferredBreaker, Service, SystemSpec, Upstream};
 
+pub mod agent;
 mod build;
 mod checks;
 pub mod halt;
@@ -106,7 +107,7 @@ impl Experiment {
         };
         let upstreams = self.dependencies.iter().filter_map(|d| match &d.upstream {
             Upstream::Url(service) => Some(service),
-            Upstream::Builtin(_) => None,
+            Upstream::Builtin(_) | Upstream::Agent(_) => None,
         });
         target.into_iter().chain(upstreams)
     }
@@ -123,9 +124,22 @@ impl Experiment {
             .iter_mut()
             .filter_map(|d| match &mut d.upstream {
                 Upstream::Url(service) => Some(service),
-                Upstream::Builtin(_) => None,
+                Upstream::Builtin(_) | Upstream::Agent(_) => None,
             });
         target.into_iter().chain(upstreams)
+    }
+
+    /// How the load's ids ride in the headers a user's service passes on
+    /// to its dependencies (none without `system:` or with `correlation:
+    /// none`).
+    pub fn correlation(&self) -> Option<crate::http::headers::Correlation> {
+        self.system
+            .as_ref()
+            .filter(|s| !s.correlation.is_empty())
+            .map(|s| crate::http::headers::Correlation {
+                headers: s.correlation.clone(),
+                seed: self.seed,
+            })
     }
 
     /// A warning for each service whose TLS certificate is not verified

@@ -50,6 +50,9 @@ pub struct InferredBreaker {
     /// Only arrivals whose path matches this glob count (none: all of the
     /// dependency's).
     pub path: Option<crate::fault::HttpMatch>,
+    /// The dependency through which the service holding this breaker is
+    /// reached: only the requests that reached it count.
+    pub via: Option<String>,
     /// A silence longer than this while the service is called means open
     /// (default: derived from the load rate).
     pub gap: Option<Duration>,
@@ -87,6 +90,8 @@ pub enum Upstream {
     Url(Service),
     /// The embedded fixture server with these routes.
     Builtin(Vec<TargetRoute>),
+    /// The fault proxy is an agent's, on another host.
+    Agent(super::agent::Agent),
 }
 
 /// A real service firedrill calls (`target.url`, a dependency's
@@ -262,6 +267,12 @@ struct RawInferred {
     /// Only arrivals at paths matching this glob count (default: all).
     #[serde(default)]
     path: Option<crate::fault::HttpMatch>,
+    /// The breaker is in a service deeper in the system, reached through
+    /// this dependency: only the requests that reached it count (a request
+    /// turned away before it, by a fault or a breaker in front, never gave
+    /// this breaker a chance). Needs `correlation`.
+    #[serde(default)]
+    via: Option<String>,
     /// A silence at the dependency longer than this while the service is
     /// called means open (default: derived from the load rate).
     #[serde(default)]
@@ -292,7 +303,14 @@ impl TryFrom<RawInferred> for InferredBreaker {
         if raw.gap.is_some_and(|g| g.get().is_zero()) {
             return Err("gap: must be longer than 0s".to_string());
         }
+        if raw.via.as_ref() == Some(&raw.dependency) {
+            return Err(format!(
+                "via: `{}` is the breaker's own dependency: name the one in front of it",
+                raw.dependency
+            ));
+        }
         Ok(InferredBreaker {
+            via: raw.via,
             dependency: raw.dependency,
             routes: raw.routes,
             path: raw.path,
@@ -317,9 +335,10 @@ crate::schema_via!(InferredBreaker, RawInferred, "InferredBreaker");
 #[serde(deny_unknown_fields)]
 pub(super) struct RawDependency {
     /// `host:port` the fault proxy listens on; configure the service to
-    /// call it.
+    /// call it. With `agent:`, on the agent's host (to create its proxy).
+    #[serde(default)]
     #[schemars(regex(pattern = r"^[^/]+:[0-9]+$"))]
-    listen: String,
+    listen: Option<String>,
     /// The real dependency: `http://host:port`, `https://host[:port]`,
     /// optionally with a path prefix put before every request path
     /// (`https://host/api`), or `host:port`.
@@ -338,6 +357,11 @@ pub(super) struct RawDependency {
     /// of the fault proxy. Its breakers are named after its routes.
     #[serde(default)]
     defense: Option<crate::defense::DefenseConfig>,
+    /// The fault proxy runs on another host, as `firedrill server` or a
+    /// real Toxiproxy, driven through its API: `{ api, proxy, token,
+    /// lease, kind }`.
+    #[serde(default)]
+    agent: Option<super::agent::RawAgent>,
 }
 
 /// The fixture server's routes.
@@ -360,6 +384,24 @@ pub(super) fn read(
     let mut deps = Vec::new();
     for (name, raw) in dependencies {
         let key = format!("dependencies.{name}");
+        if let Some(agent) = raw.agent {
+            deps.push(remote(
+                &key,
+                name,
+                raw.listen,
+                raw.upstream,
+                agent,
+                raw.tls,
+                raw.builtin.is_some(),
+                raw.defense.is_some(),
+            )?);
+            continue;
+        }
+        let Some(listen) = raw.listen else {
+            return Err(format!(
+                "{key}.listen: missing: the host:port the fault proxy listens on (the service calls it), e.g. 127.0.0.1:19001"
+            ));
+        };
         let upstream = match (raw.upstream, raw.builtin) {
             (Some(u), None) => Upstream::Url(Service::read(
                 &format!("{key}.upstream"),
@@ -375,25 +417,29 @@ pub(super) fn read(
             (None, Some(b)) => Upstream::Builtin(b.routes),
             _ => return Err(format!("{key}: give exactly one of upstream, builtin")),
         };
-        let port_ok = raw
-            .listen
-            .rsplit_once(':')
-            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
-        if !port_ok {
-            return Err(format!(
-                "{key}.listen: `{}`: expected host:port, e.g. 127.0.0.1:19001",
-                raw.listen
-            ));
-        }
+        check_listen(&key, &listen)?;
         deps.push(DependencySpec {
             name,
-            listen: raw.listen,
+            listen,
             upstream,
             defense: raw.defense,
         });
     }
     let names: Vec<&str> = deps.iter().map(|d| d.name.as_str()).collect();
     for (breaker, b) in &system.breakers {
+        if let Some(via) = &b.via
+            && !names.contains(&via.as_str())
+        {
+            return Err(format!(
+                "system.breakers.{breaker}.via: unknown dependency `{via}`: expected one of {}",
+                one_of(&names)
+            ));
+        }
+        if b.via.is_some() && system.correlation.as_ref().is_some_and(|c| c.0.is_empty()) {
+            return Err(format!(
+                "system.breakers.{breaker}.via: needs the load's ids passed on (correlation), not `correlation: none`"
+            ));
+        }
         if !names.contains(&b.dependency.as_str()) {
             return Err(format!(
                 "system.breakers.{breaker}.dependency: unknown dependency `{}`: expected one of {}",
@@ -425,6 +471,70 @@ pub(super) fn read(
         },
         deps,
     ))
+}
+
+/// `listen` at `key` is `host:port`.
+fn check_listen(key: &str, listen: &str) -> Result<(), String> {
+    let port_ok = listen
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+    if !port_ok {
+        return Err(format!(
+            "{key}.listen: `{listen}`: expected host:port, e.g. 127.0.0.1:19001"
+        ));
+    }
+    Ok(())
+}
+
+/// A dependency whose fault proxy is an agent's: what runs on this
+/// machine (a fixture server, TLS, a defense line) cannot go with it.
+#[allow(clippy::too_many_arguments)]
+fn remote(
+    key: &str,
+    name: String,
+    listen: Option<String>,
+    upstream: Option<String>,
+    agent: super::agent::RawAgent,
+    tls: Option<TlsOptions>,
+    builtin: bool,
+    defense: bool,
+) -> Result<DependencySpec, String> {
+    let local = [
+        (
+            builtin,
+            "builtin",
+            "a fixture server runs on this machine; an agent's proxy forwards to a real upstream",
+        ),
+        (
+            tls.is_some(),
+            "tls",
+            "an agent's proxy speaks no TLS upstream",
+        ),
+        (
+            defense,
+            "defense",
+            "firedrill's defense line runs on this machine, not on the agent's host",
+        ),
+    ];
+    if let Some((_, what, why)) = local.iter().find(|(given, _, _)| *given) {
+        return Err(format!("{key}.{what}: {why}: drop it, or drop agent"));
+    }
+    if let Some(listen) = &listen {
+        check_listen(key, listen)?;
+    }
+    let agent = super::agent::read(
+        &format!("{key}.agent"),
+        &name,
+        agent,
+        listen.clone(),
+        upstream,
+    )?;
+    Ok(DependencySpec {
+        name,
+        listen: listen.unwrap_or_default(),
+        upstream: Upstream::Agent(agent),
+        defense: None,
+    })
 }
 
 /// `a, b, c`, or a note that there are none.

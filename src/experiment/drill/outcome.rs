@@ -44,6 +44,9 @@ pub struct RunResult {
     /// reached any dependency): every verdict fails with this as what it
     /// saw. None for every other run.
     pub nothing_to_judge: Option<String>,
+    /// Each agent of the run: its clock, its windows as applied, its
+    /// evidence.
+    pub agents: Vec<crate::agent::AgentReport>,
     /// How many times each fault was injected, by name.
     pub injected: std::collections::BTreeMap<String, u64>,
     /// What was counted of the requests as they finished: the tallies of

@@ -207,6 +207,14 @@ impl FaultPlan {
         request_id
     }
 
+    /// Notes an arrival seen elsewhere (a fault proxy on another host,
+    /// whose records the drill reads back), when recording.
+    pub fn push_arrival(&self, arrival: Arrival) {
+        if let Some(log) = &self.arrivals {
+            log.lock().unwrap_or_else(|e| e.into_inner()).push(arrival);
+        }
+    }
+
     /// The requests recorded so far, in arrival order.
     pub fn arrivals(&self) -> Vec<Arrival> {
         self.arrivals.as_ref().map_or_else(Vec::new, |log| {

@@ -28,16 +28,25 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
     } else {
         driven.ended_at
     };
-    let manual = driven
+    // Windows as they were applied: by people (manual), by agents.
+    let mut applied = driven
         .control
         .as_ref()
         .map(|c| c.windows(duration))
         .unwrap_or_default();
+    let remotes: Vec<&crate::experiment::drill::stand_up::remote::Remote> = stood
+        .dependencies
+        .iter()
+        .filter_map(|d| d.remote.as_deref())
+        .collect();
+    for remote in &remotes {
+        applied.extend(remote.applied_windows(duration));
+    }
     let mut counted = stood.stream.finish().map_err(RunError::Records)?;
     let mut timeline = timeline(
         experiment,
         &stood,
-        &manual,
+        &applied,
         duration,
         std::mem::take(&mut counted.requests),
         std::mem::take(&mut counted.arrivals),
@@ -55,6 +64,7 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
             .collect();
     }
     let mut warnings = warnings(experiment, driven.control.is_some());
+    warnings.extend(remotes.iter().flat_map(|r| r.warnings()));
     if stood.under_test.judged_after_the_run() {
         let (reported, unread) = stood.under_test.reported(stood.started_at_unix_ms);
         timeline.reported = reported;
@@ -82,10 +92,17 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
     warnings.extend(nothing_to_judge.clone());
     let mut injected = BTreeMap::new();
     for dependency in &stood.dependencies {
-        for (name, n) in dependency.plan.injected_by_name() {
+        let remote = dependency.remote.as_ref().map(|r| r.injected());
+        for (name, n) in dependency
+            .plan
+            .injected_by_name()
+            .into_iter()
+            .chain(remote.into_iter().flatten())
+        {
             *injected.entry(name).or_insert(0) += n;
         }
     }
+    let agents = remotes.iter().map(|r| r.report()).collect();
     Ok(RunResult {
         timeline,
         ending: driven.ending,
@@ -95,6 +112,7 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
         started_at_unix_ms: stood.started_at_unix_ms,
         warnings,
         nothing_to_judge: nothing_to_judge.map(|_| blackbox::NO_CALLS.to_string()),
+        agents,
     })
 }
 

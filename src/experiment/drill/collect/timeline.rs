@@ -14,14 +14,15 @@ use crate::experiment::timeline::{
 };
 use crate::fault::plan::Arrival;
 
-/// The timeline of the run up to `duration` (`manual`: when people
-/// started and stopped each manual fault); `requests` and `kept` (per
+/// The timeline of the run up to `duration` (`applied`: when people
+/// started and stopped each manual fault, when agents applied and removed
+/// each fault on them); `requests` and `kept` (per
 /// dependency, its arrivals) are what the stream kept (a user's service's
 /// run), none otherwise.
 pub fn timeline(
     experiment: &Experiment,
     stood: &Stood<'_>,
-    manual: &BTreeMap<String, Vec<(Duration, Duration)>>,
+    applied: &BTreeMap<String, Vec<(Duration, Duration)>>,
     duration: Duration,
     requests: Vec<RequestRecord>,
     kept: Vec<Vec<Arrival>>,
@@ -92,7 +93,7 @@ pub fn timeline(
         pools,
         reported: Vec::new(),
         dependency_requests: Vec::new(),
-        faults: fault_windows(experiment, manual, duration),
+        faults: fault_windows(experiment, applied, duration),
         breakers,
         phases: experiment
             .phases
@@ -108,10 +109,11 @@ pub fn timeline(
 
 /// Each fault's windows up to `duration`. From the experiment, not the
 /// plan: a halt empties the plan, and the windows end at the halt anyway
-/// (the run's duration).
+/// (the run's duration). A fault applied by people or by an agent has its
+/// windows as `applied` gives them.
 fn fault_windows(
     experiment: &Experiment,
-    manual: &BTreeMap<String, Vec<(Duration, Duration)>>,
+    applied: &BTreeMap<String, Vec<(Duration, Duration)>>,
     duration: Duration,
 ) -> Vec<FaultWindows> {
     experiment
@@ -120,11 +122,10 @@ fn fault_windows(
         .map(|f| FaultWindows {
             name: f.name.clone(),
             kind: f.kind.key().to_string(),
-            // A manual fault: when people started and stopped it.
-            windows: if f.manual {
-                manual.get(&f.name).cloned().unwrap_or_default()
-            } else {
-                f.window.windows_within(duration)
+            windows: match applied.get(&f.name) {
+                Some(windows) => windows.clone(),
+                None if f.manual => Vec::new(),
+                None => f.window.windows_within(duration),
             },
         })
         .collect()

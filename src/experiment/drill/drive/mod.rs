@@ -87,14 +87,7 @@ pub async fn drive(
             .map(|d| (d.plan.clone(), d.instance.clone()))
             .collect(),
     );
-    let correlation = experiment
-        .system
-        .as_ref()
-        .filter(|s| !s.correlation.is_empty())
-        .map(|s| crate::http::headers::Correlation {
-            headers: s.correlation.clone(),
-            seed: experiment.seed,
-        });
+    let correlation = experiment.correlation();
     if let Some(correlation) = &correlation {
         // Before the first request: every arrival is read with them.
         for dependency in &stood.dependencies {
@@ -129,10 +122,15 @@ pub async fn drive(
     let ended_at = clock::now().saturating_duration_since(start);
     if ending != Ending::Completed {
         stood.stream.cut(ended_at);
-        // Faults first, then the load.
+        // Faults first, then the load; those on agents too.
         for dependency in &stood.dependencies {
             dependency.plan.remove_all();
         }
+        let remotes = stood
+            .dependencies
+            .iter()
+            .filter_map(|d| d.remote.as_deref());
+        futures_util::future::join_all(remotes.map(|r| r.withdraw())).await;
         let _ = stop_load.send(true);
     }
     // Every request in flight ends by its own timeout at the latest.
@@ -144,7 +142,7 @@ pub async fn drive(
         .unwrap_or_default();
     let _ = tokio::time::timeout(longest + Duration::from_secs(1), load.settle()).await;
     let _ = stood.stop_servers.send(true);
-    stood.under_test.wind_down().await;
+    stood.under_test.wind_down(&stood.dependencies).await;
     Ok(Driven {
         ending,
         ended_at,

@@ -123,6 +123,7 @@ fn target_dependency(instance: Option<String>, plan: Arc<FaultPlan>) -> RunningD
         instance,
         plan,
         records: None,
+        remote: None,
     }
 }
 

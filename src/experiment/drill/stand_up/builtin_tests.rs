@@ -43,6 +43,7 @@ fn loaded(yaml: &str) -> Loaded {
         halts: Vec::new(),
         expectations: Vec::new(),
         steady: None,
+        remote: Default::default(),
     }
 }
 

@@ -30,6 +30,7 @@ use entry::Entry;
 pub mod builtin;
 pub mod dial;
 pub mod entry;
+pub mod remote;
 pub mod service;
 
 /// How long a server of the run waits for its connections to finish once
@@ -49,6 +50,9 @@ pub struct RunningDependency {
     /// Every request through it, as `firedrill proxy --record` writes them
     /// (a user's service's dependencies only).
     pub records: Option<Arc<Collected>>,
+    /// Its fault proxy is an agent's, on another host: the faults applied
+    /// there, the records read back into `plan` and `records`.
+    pub remote: Option<Arc<remote::Remote>>,
 }
 
 /// What the load reaches: one type, two implementations of the stand-up
@@ -91,6 +95,8 @@ pub struct Context<'a, N> {
     pub grace: Duration,
     /// Told of every call, transition and health change of a defense line.
     pub observer: &'a Arc<dyn Observer>,
+    /// The toxic of each fault on a dependency behind an agent.
+    pub remote: &'a std::collections::BTreeMap<String, serde_json::Value>,
 }
 
 impl std::fmt::Debug for Sides {
@@ -143,9 +149,9 @@ impl<'a> UnderTest<'a> {
     /// Once the servers were told to stop: waits for what must finish
     /// before the run is collected (a service's dependency proxies, so
     /// that every call they still held is recorded).
-    pub async fn wind_down(&self) {
+    pub async fn wind_down(&self, dependencies: &[RunningDependency]) {
         if let UnderTest::Service(service) = self {
-            service.wind_down(GRACE).await;
+            service.wind_down(GRACE, dependencies).await;
         }
     }
 
@@ -270,6 +276,7 @@ pub async fn stand_up<'a, N: Network>(
         servers: &servers,
         grace: GRACE,
         observer: &observer,
+        remote: &loaded.remote,
     };
     let sides = under_test.stand_up(&context, &mut dialed).await?;
     let (client, line) = defense_line(&context, &sides).await?;

@@ -64,6 +64,10 @@ impl<'a> OwnService<'a> {
     ) -> Result<Sides, RunError> {
         let mut dependencies = Vec::new();
         for dependency in &self.experiment.dependencies {
+            if let DependencyUpstream::Agent(agent) = &dependency.upstream {
+                dependencies.push(stand_up_remote(context, dependency, agent).await?);
+                continue;
+            }
             let (running, proxy) = stand_up_dependency(context, dependency, dialed).await?;
             dependencies.push(running);
             self.proxies
@@ -95,10 +99,14 @@ impl<'a> OwnService<'a> {
     /// Waits (at most `grace` and a second) for every dependency proxy to
     /// stop once the servers were told to, so that the calls they still
     /// held are recorded.
-    pub(super) async fn wind_down(&self, grace: Duration) {
+    pub(super) async fn wind_down(&self, grace: Duration, dependencies: &[RunningDependency]) {
         let proxies = std::mem::take(&mut *self.proxies.lock().unwrap_or_else(|e| e.into_inner()));
         let all = futures_util::future::join_all(proxies);
+        let remotes = dependencies.iter().filter_map(|d| d.remote.as_deref());
+        let remotes = futures_util::future::join_all(remotes.map(|r| r.finish()));
         let _ = tokio::time::timeout(grace + Duration::from_secs(1), all).await;
+        // Each call to an agent has its own timeout.
+        remotes.await;
     }
 
     /// Starts one scraper per breaker reported through Prometheus; they
@@ -146,6 +154,45 @@ impl<'a> OwnService<'a> {
     ) -> (Vec<Transition>, Vec<String>) {
         self.reporters.reported(self.system, started_at_unix_ms)
     }
+}
+
+/// A dependency whose fault proxy is an agent's: the agent set up, its
+/// faults scheduled, its records read into a plan and a sink of this
+/// machine.
+async fn stand_up_remote<N>(
+    context: &Context<'_, N>,
+    dependency: &DependencySpec,
+    agent: &crate::experiment::config::agent::Agent,
+) -> Result<RunningDependency, RunError> {
+    let experiment = context.experiment;
+    let faults: Vec<crate::fault::Fault> = experiment
+        .faults
+        .iter()
+        .filter(|f| f.dependency.as_deref() == Some(dependency.name.as_str()))
+        .cloned()
+        .collect();
+    let plan =
+        Arc::new(FaultPlan::new(Vec::new(), experiment.seed, context.start).recording_arrivals());
+    let records = Arc::new(Collected::default());
+    let remote = super::remote::Remote::start(
+        &dependency.name,
+        agent,
+        &faults,
+        context.remote,
+        experiment.duration,
+        context.start,
+        plan.clone(),
+        records.clone(),
+        experiment.correlation(),
+    )
+    .await?;
+    Ok(RunningDependency {
+        name: dependency.name.clone(),
+        instance: None,
+        plan,
+        records: Some(records),
+        remote: Some(remote),
+    })
 }
 
 /// The task of a dependency's fault proxy.
@@ -213,6 +260,7 @@ async fn stand_up_dependency<N>(
         instance: None,
         plan,
         records: Some(records),
+        remote: None,
     };
     Ok((running, proxy))
 }
@@ -250,5 +298,8 @@ async fn upstream(
             })
         }
         DependencyUpstream::Url(service) => dial::take(dialed, service).await,
+        DependencyUpstream::Agent(_) => {
+            unreachable!("a dependency behind an agent has no proxy here")
+        }
     }
 }

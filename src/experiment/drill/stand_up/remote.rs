@@ -1,0 +1,715 @@
+//! A dependency whose fault proxy is an agent's, on another host: the
+//! drill adopts (or creates) the agent's proxy, applies each fault window
+//! as a toxic when it opens and removes it when it closes, renews the
+//! toxics' lease, times every call against the agent's clock, and reads
+//! the agent's request records back as they come, into the same plan (its
+//! arrivals) and record sink a local fault proxy fills. The rest of the
+//! drill sees a dependency like any other.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use http::{Method, StatusCode};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::agent::clock::ClockSample;
+use crate::agent::report::{AgentReport, Evidence, WindowReport};
+use crate::agent::{AgentClient, AgentError, AgentKind, Answer, Clocks};
+use crate::clock::{self, Duration, Instant};
+use crate::experiment::config::agent::Agent;
+use crate::experiment::error::RunError;
+use crate::fault::FaultPlan;
+use crate::fault::plan::Arrival;
+use crate::http::headers::Correlation;
+use crate::proxy::record::{Collected, Record, RecordSink};
+
+/// How often the drill reads an agent's new records.
+const POLL: Duration = Duration::from_millis(500);
+
+/// How often the drill times a call to a Toxiproxy agent (a firedrill
+/// agent's are timed with each renewal).
+const CLOCK_EVERY: Duration = Duration::from_secs(2);
+
+/// One fault window to apply on the agent.
+#[derive(Debug, Clone)]
+struct Planned {
+    /// The fault.
+    fault: String,
+    /// Its toxic, without the lease.
+    toxic: Value,
+    /// When it opens and closes, from the drill's start.
+    window: (Duration, Duration),
+}
+
+/// A window as it went.
+#[derive(Debug, Clone, Default)]
+struct Applied {
+    /// When the agent applied it.
+    on: Option<Duration>,
+    /// When the agent removed it.
+    off: Option<Duration>,
+    /// What went wrong.
+    error: Option<String>,
+}
+
+/// What the tasks of a remote dependency share.
+#[derive(Debug, Default)]
+struct State {
+    /// Every call, timed.
+    clocks: Clocks,
+    /// Per planned window, in the order of [`Remote::planned`].
+    applied: Vec<Applied>,
+    /// The toxics on the agent now, by name, with their window's index.
+    active: BTreeMap<String, usize>,
+    /// The number of the next record to read.
+    next_record: u64,
+    /// The agent's proxy's time zero, on its wall clock (ms).
+    started_unix_ms: f64,
+    /// Records read, and records the agent no longer had.
+    read: u64,
+    dropped: u64,
+    /// Requests each of the drill's faults hit, by name.
+    injected: BTreeMap<String, u64>,
+    /// What the report should say went wrong.
+    warnings: Vec<String>,
+}
+
+/// A dependency behind an agent, while the drill runs.
+pub struct Remote {
+    /// The dependency's name.
+    name: String,
+    /// The agent as the file gives it.
+    agent: Agent,
+    /// Calls to its API.
+    client: AgentClient,
+    /// The drill's start.
+    start: Instant,
+    /// Whether the drill created the proxy (and deletes it at the end).
+    created: bool,
+    /// Every window of every fault of the dependency, by opening time.
+    planned: Vec<Planned>,
+    /// Shared with the tasks.
+    state: Mutex<State>,
+    /// Where the arrivals read from the agent go (the stream reads them).
+    plan: Arc<FaultPlan>,
+    /// Where the records read from the agent go.
+    records: Arc<Collected>,
+    /// Reads the load's ids from the records.
+    correlation: Option<Correlation>,
+    /// Stops the scheduler (`true`), then the reader and the renewals.
+    stop_faults: watch::Sender<bool>,
+    stop_reading: watch::Sender<bool>,
+    /// The tasks, awaited at the end.
+    tasks: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Remote")
+            .field("name", &self.name)
+            .field("api", &self.agent.api)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What goes wrong standing a remote dependency up, at the agent's key.
+fn refused(agent: &Agent, key: &str, message: String) -> RunError {
+    RunError::Agent {
+        key: format!("{}{key}", agent.at),
+        message: format!("{}: {message}", agent.api),
+    }
+}
+
+impl Remote {
+    /// Reaches the agent, checks what it is, adopts or creates its proxy,
+    /// and starts applying the dependency's faults on `plan`'s clock.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn start(
+        name: &str,
+        agent: &Agent,
+        faults: &[crate::fault::Fault],
+        toxics: &BTreeMap<String, Value>,
+        duration: Duration,
+        start: Instant,
+        plan: Arc<FaultPlan>,
+        records: Arc<Collected>,
+        correlation: Option<Correlation>,
+    ) -> Result<Arc<Remote>, RunError> {
+        let client = AgentClient::new(&agent.api, agent.token.clone(), start)
+            .await
+            .map_err(|e| refused(agent, ".api", e.0))?;
+        let mut state = State::default();
+        let call = |e: AgentError| refused(agent, ".api", e.0);
+        let version = client
+            .call(Method::GET, "/version", None)
+            .await
+            .map_err(call)?;
+        state.clocks.push(version.sample);
+        check_version(agent, &version)?;
+        let path = proxy_path(&agent.proxy);
+        let existing = client.call(Method::GET, &path, None).await.map_err(call)?;
+        state.clocks.push(existing.sample);
+        let created = match existing.status {
+            StatusCode::OK => {
+                adopt(agent, &existing)?;
+                false
+            }
+            StatusCode::NOT_FOUND => {
+                create(agent, &client, &mut state).await?;
+                true
+            }
+            other => {
+                return Err(refused(
+                    agent,
+                    ".proxy",
+                    format!("GET {path}: {other}: {}", existing.error_text()),
+                ));
+            }
+        };
+        let mut planned: Vec<Planned> = faults
+            .iter()
+            .filter_map(|f| Some((f, toxics.get(&f.name)?)))
+            .flat_map(|(f, toxic)| {
+                f.window
+                    .windows_within(duration)
+                    .into_iter()
+                    .map(move |window| Planned {
+                        fault: f.name.clone(),
+                        toxic: toxic.clone(),
+                        window,
+                    })
+            })
+            .collect();
+        planned.sort_by_key(|p| p.window.0);
+        state.applied = vec![Applied::default(); planned.len()];
+        let remote = Arc::new(Remote {
+            name: name.to_string(),
+            agent: agent.clone(),
+            client,
+            start,
+            created,
+            planned,
+            state: Mutex::new(state),
+            plan,
+            records,
+            correlation,
+            stop_faults: watch::channel(false).0,
+            stop_reading: watch::channel(false).0,
+            tasks: Mutex::default(),
+        });
+        // Leftovers of an earlier drill under the same names go first.
+        let names: BTreeSet<String> = remote.planned.iter().map(|p| p.fault.clone()).collect();
+        for name in &names {
+            let _ = remote
+                .call(Method::DELETE, &remote.toxic_path(name), None)
+                .await;
+        }
+        if agent.kind == AgentKind::Firedrill {
+            remote.skip_old_records().await?;
+        }
+        let tasks = vec![
+            tokio::spawn(remote.clone().schedule()),
+            tokio::spawn(remote.clone().keep()),
+        ];
+        remote.lock().warnings.extend(
+            (agent.kind == AgentKind::Toxiproxy).then(|| {
+                format!(
+                    "dependency {name}: its agent at {} is a Toxiproxy: its faults carry no lease (a drill killed with -9 leaves them until removed by hand), and it keeps no request records (nothing that reached {name} is seen)",
+                    agent.api
+                )
+            }),
+        );
+        *remote.tasks.lock().unwrap_or_else(|e| e.into_inner()) = tasks;
+        Ok(remote)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn toxic_path(&self, toxic: &str) -> String {
+        format!(
+            "{}/toxics/{}",
+            proxy_path(&self.agent.proxy),
+            segment(toxic)
+        )
+    }
+
+    /// A call, timed into the agent's clock samples.
+    async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Answer, AgentError> {
+        let answer = self.client.call(method, path, body).await?;
+        self.lock().clocks.push(answer.sample);
+        Ok(answer)
+    }
+
+    /// Where the agent's answer falls on the drill's clock: the time it
+    /// stamped, placed with the offset; the call's middle without one.
+    fn answered_at(&self, sample: &ClockSample) -> Duration {
+        let placed = sample
+            .agent_us
+            .filter(|_| !sample.coarse)
+            .and_then(|us| self.lock().clocks.to_drill(us as f64));
+        placed.unwrap_or_else(|| sample.middle())
+    }
+
+    /// Starts reading the agent's records after the last one it holds now:
+    /// the requests before the drill are not the drill's.
+    async fn skip_old_records(&self) -> Result<(), RunError> {
+        let path = format!(
+            "{}/records?since={}&limit=0",
+            proxy_path(&self.agent.proxy),
+            u64::MAX
+        );
+        let answer = self
+            .call(Method::GET, &path, None)
+            .await
+            .map_err(|e| refused(&self.agent, ".api", e.0))?;
+        let page: Page = answer
+            .json()
+            .map_err(|e| refused(&self.agent, ".api", format!("GET {path}: {e}")))?;
+        let mut state = self.lock();
+        state.next_record = page.next;
+        state.started_unix_ms = page.started_unix_ms;
+        Ok(())
+    }
+
+    /// Applies each window when it opens and removes it when it closes,
+    /// until told to stop.
+    async fn schedule(self: Arc<Self>) {
+        let mut events: Vec<(Duration, bool, usize)> = self
+            .planned
+            .iter()
+            .enumerate()
+            .flat_map(|(i, p)| [(p.window.0, true, i), (p.window.1, false, i)])
+            .collect();
+        // At one instant, a window's end before the next one's start.
+        events.sort_by_key(|&(at, on, i)| (at, on, i));
+        let mut stop = self.stop_faults.subscribe();
+        for (at, on, i) in events {
+            tokio::select! {
+                biased;
+                _ = stop.wait_for(|s| *s) => return,
+                _ = clock::sleep_until(self.start + at) => {}
+            }
+            if on {
+                self.apply(i).await;
+            } else {
+                self.remove(i).await;
+            }
+        }
+    }
+
+    /// Adds window `i`'s toxic.
+    async fn apply(&self, i: usize) {
+        let planned = &self.planned[i];
+        let mut toxic = planned.toxic.clone();
+        if self.agent.kind == AgentKind::Firedrill {
+            toxic["lease_ms"] = json!(self.agent.lease.as_millis() as u64);
+        }
+        let path = format!("{}/toxics", proxy_path(&self.agent.proxy));
+        let answer = self.call(Method::POST, &path, Some(&toxic)).await;
+        let outcome = match answer {
+            Ok(a) if a.status.is_success() => Ok(self.answered_at(&a.sample)),
+            Ok(a) => Err(format!("POST {path}: {}: {}", a.status, a.error_text())),
+            Err(e) => Err(e.0),
+        };
+        let mut state = self.lock();
+        match outcome {
+            Ok(at) => {
+                state.applied[i].on = Some(at);
+                state.active.insert(planned.fault.clone(), i);
+            }
+            Err(why) => {
+                state.warnings.push(format!(
+                    "dependency {}: fault {} was not applied by its agent: {why}",
+                    self.name, planned.fault
+                ));
+                state.applied[i].error = Some(why);
+            }
+        }
+    }
+
+    /// Removes window `i`'s toxic, if it is on.
+    async fn remove(&self, i: usize) {
+        let fault = &self.planned[i].fault;
+        if self.lock().active.get(fault) != Some(&i) {
+            return;
+        }
+        let path = self.toxic_path(fault);
+        let answer = self.call(Method::DELETE, &path, None).await;
+        let outcome = match answer {
+            // Gone already (a lease ran out): it is off all the same.
+            Ok(a) if a.status.is_success() || a.status == StatusCode::NOT_FOUND => {
+                Ok(self.answered_at(&a.sample))
+            }
+            Ok(a) => Err(format!("DELETE {path}: {}: {}", a.status, a.error_text())),
+            Err(e) => Err(e.0),
+        };
+        let mut state = self.lock();
+        match outcome {
+            Ok(at) => {
+                state.applied[i].off = Some(at);
+                state.active.remove(fault);
+            }
+            Err(why) => {
+                state.warnings.push(format!(
+                    "dependency {}: fault {} could not be removed from its agent: {why}",
+                    self.name, fault
+                ));
+                state.applied[i].error = Some(why);
+            }
+        }
+    }
+
+    /// Renews the lease (firedrill) or times a call (Toxiproxy), and reads
+    /// the new records, until told to stop reading.
+    async fn keep(self: Arc<Self>) {
+        let mut stop = self.stop_reading.subscribe();
+        let renew_every = match self.agent.kind {
+            AgentKind::Firedrill => self.agent.lease / 3,
+            AgentKind::Toxiproxy => CLOCK_EVERY,
+        };
+        let mut renewed = clock::now();
+        loop {
+            tokio::select! {
+                biased;
+                _ = stop.wait_for(|s| *s) => return,
+                _ = clock::sleep(POLL.min(renew_every)) => {}
+            }
+            if clock::now().saturating_duration_since(renewed) >= renew_every {
+                renewed = clock::now();
+                self.renew().await;
+            }
+            if self.agent.kind == AgentKind::Firedrill {
+                self.read_records().await;
+            }
+        }
+    }
+
+    /// Holds the leased toxics for another lease; each renewal is a clock
+    /// sample too.
+    async fn renew(&self) {
+        let (path, body) = match self.agent.kind {
+            AgentKind::Firedrill => (
+                format!("{}/lease", proxy_path(&self.agent.proxy)),
+                Some(json!({ "lease_ms": self.agent.lease.as_millis() as u64 })),
+            ),
+            AgentKind::Toxiproxy => ("/version".to_string(), None),
+        };
+        let method = if body.is_some() {
+            Method::POST
+        } else {
+            Method::GET
+        };
+        match self.call(method, &path, body.as_ref()).await {
+            Ok(a) if a.status.is_success() => {}
+            Ok(a) => self.warn(format!("{path}: {}: {}", a.status, a.error_text())),
+            Err(e) => self.warn(e.0),
+        }
+    }
+
+    fn warn(&self, why: String) {
+        let mut state = self.lock();
+        let line = format!(
+            "dependency {}: its agent at {}: {why}",
+            self.name, self.agent.api
+        );
+        if !state.warnings.contains(&line) {
+            state.warnings.push(line);
+        }
+    }
+
+    /// Reads every record the agent has past the last one read.
+    async fn read_records(&self) {
+        loop {
+            let since = self.lock().next_record;
+            let path = format!("{}/records?since={since}", proxy_path(&self.agent.proxy));
+            let page: Page = match self
+                .call(Method::GET, &path, None)
+                .await
+                .and_then(|a| a.json())
+            {
+                Ok(page) => page,
+                Err(e) => return self.warn(format!("reading its records: {e}")),
+            };
+            let full = page.records.len() >= crate::api::journal::PAGE;
+            self.take(page);
+            if !full {
+                return;
+            }
+        }
+    }
+
+    /// Puts one page of records on the drill's clock, into the plan's
+    /// arrivals and the record sink.
+    fn take(&self, page: Page) {
+        let mut state = self.lock();
+        state.next_record = page.next;
+        state.dropped += page.dropped;
+        state.started_unix_ms = page.started_unix_ms;
+        let zero_us = page.started_unix_ms * 1000.0;
+        let mut arrivals = Vec::with_capacity(page.records.len());
+        for mut record in page.records {
+            let Some(at) = state.clocks.to_drill(zero_us + record.at_ms * 1000.0) else {
+                continue;
+            };
+            let request_id = record.request_id.as_deref().and_then(|id| {
+                id.parse::<u64>()
+                    .ok()
+                    .or_else(|| self.correlation.as_ref()?.parse(id))
+            });
+            if let Some(fault) = &record.fault
+                && self.planned.iter().any(|p| &p.fault == fault)
+            {
+                *state.injected.entry(fault.clone()).or_insert(0) += 1;
+            }
+            record.at_ms = at.as_micros() as f64 / 1000.0;
+            record.proxy = Arc::from(self.name.as_str());
+            record.request_id = request_id.map(|id| id.to_string());
+            arrivals.push(Arrival {
+                at,
+                path: record.path.split('?').next().unwrap_or("").to_string(),
+                request_id,
+            });
+            self.records.record(&record);
+            state.read += 1;
+        }
+        drop(state);
+        arrivals.sort_by_key(|a| a.at);
+        for arrival in arrivals {
+            self.plan.push_arrival(arrival);
+        }
+    }
+
+    /// Removes every fault of the drill from the agent now (an interrupt,
+    /// a halt, the drill's end), first of all.
+    pub async fn withdraw(&self) {
+        let _ = self.stop_faults.send(true);
+        let active: Vec<usize> = self.lock().active.values().copied().collect();
+        futures_util::future::join_all(active.into_iter().map(|i| self.remove(i))).await;
+    }
+
+    /// At the drill's end: every fault removed, the last records read, the
+    /// proxy deleted if the drill created it; the tasks stopped.
+    pub async fn finish(&self) {
+        self.withdraw().await;
+        let _ = self.stop_reading.send(true);
+        let tasks = std::mem::take(&mut *self.tasks.lock().unwrap_or_else(|e| e.into_inner()));
+        for task in tasks {
+            let _ = task.await;
+        }
+        if self.agent.kind == AgentKind::Firedrill {
+            self.read_records().await;
+        }
+        if self.created {
+            let path = proxy_path(&self.agent.proxy);
+            if let Err(e) = self.call(Method::DELETE, &path, None).await {
+                self.warn(format!("deleting the proxy it created: {e}"));
+            }
+        }
+    }
+
+    /// Each fault's windows as the agent applied them: from its answer to
+    /// the toxic's creation to its answer to the removal (the run's end
+    /// for one never removed).
+    pub fn applied_windows(&self, ended: Duration) -> BTreeMap<String, Vec<(Duration, Duration)>> {
+        let state = self.lock();
+        let mut windows: BTreeMap<String, Vec<(Duration, Duration)>> = BTreeMap::new();
+        for (p, a) in self.planned.iter().zip(&state.applied) {
+            let entry = windows.entry(p.fault.clone()).or_default();
+            if let Some(on) = a.on {
+                entry.push((on, a.off.unwrap_or(ended).max(on)));
+            }
+        }
+        windows
+    }
+
+    /// Requests each of the drill's faults hit on the agent.
+    pub fn injected(&self) -> BTreeMap<String, u64> {
+        self.lock().injected.clone()
+    }
+
+    /// What went wrong, for the report's warnings.
+    pub fn warnings(&self) -> Vec<String> {
+        let state = self.lock();
+        let mut warnings = state.warnings.clone();
+        if state.dropped > 0 {
+            warnings.push(format!(
+                "dependency {}: its agent no longer kept {} of its request records when the drill read them: what reached it is seen in part",
+                self.name, state.dropped
+            ));
+        }
+        warnings
+    }
+
+    /// The report's account of the agent.
+    pub fn report(&self) -> AgentReport {
+        let state = self.lock();
+        let ms = |d: Duration| d.as_micros() as f64 / 1000.0;
+        AgentReport {
+            dependency: self.name.clone(),
+            api: self.agent.api.clone(),
+            proxy: self.agent.proxy.clone(),
+            kind: self.agent.kind,
+            proxy_was: if self.created { "created" } else { "adopted" },
+            clock: state.clocks.summary(),
+            lease_ms: (self.agent.kind == AgentKind::Firedrill)
+                .then_some(self.agent.lease.as_millis() as u64),
+            windows: self
+                .planned
+                .iter()
+                .zip(&state.applied)
+                .map(|(p, a)| WindowReport {
+                    fault: p.fault.clone(),
+                    planned_ms: (ms(p.window.0), ms(p.window.1)),
+                    applied_ms: (a.on.map(ms), a.off.map(ms)),
+                    error: a.error.clone(),
+                })
+                .collect(),
+            evidence: Evidence {
+                source: match self.agent.kind {
+                    AgentKind::Firedrill => format!(
+                        "the agent's request records (GET {}/records)",
+                        proxy_path(&self.agent.proxy)
+                    ),
+                    AgentKind::Toxiproxy => {
+                        "none: a Toxiproxy keeps no request records".to_string()
+                    }
+                },
+                records: state.read,
+                dropped: state.dropped,
+            },
+        }
+    }
+}
+
+/// One page of a firedrill agent's records
+/// ([`crate::api::journal::Page`]).
+#[derive(Debug, serde::Deserialize)]
+struct Page {
+    started_unix_ms: f64,
+    next: u64,
+    dropped: u64,
+    records: Vec<Record>,
+}
+
+/// `/proxies/NAME`, the name escaped.
+fn proxy_path(proxy: &str) -> String {
+    format!("/proxies/{}", segment(proxy))
+}
+
+/// A path segment with everything but unreserved characters escaped.
+fn segment(name: &str) -> String {
+    name.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Refuses an agent that is not what the file says: a firedrill agent
+/// answers `/version` with a `firedrill` field, a Toxiproxy without.
+fn check_version(agent: &Agent, version: &Answer) -> Result<(), RunError> {
+    if version.status == StatusCode::UNAUTHORIZED {
+        return Err(refused(
+            agent,
+            ".token",
+            "the agent refused the token (401): give its --api-token".to_string(),
+        ));
+    }
+    if !version.status.is_success() {
+        return Err(refused(
+            agent,
+            ".api",
+            format!("GET /version: {}: {}", version.status, version.error_text()),
+        ));
+    }
+    let body: Value = version.json().map_err(|e| {
+        refused(
+            agent,
+            ".api",
+            format!("GET /version: {e}: not a Toxiproxy API"),
+        )
+    })?;
+    let firedrill = body.get("firedrill").is_some();
+    if agent.kind == AgentKind::Firedrill && !firedrill {
+        return Err(refused(
+            agent,
+            ".kind",
+            format!(
+                "answers as Toxiproxy {}, not firedrill server: write kind: toxiproxy (no HTTP faults, records or leases), or run firedrill server there",
+                body.get("version").and_then(Value::as_str).unwrap_or("?")
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks a proxy the agent has: a firedrill agent's must be in HTTP mode
+/// (its faults and records act on requests).
+fn adopt(agent: &Agent, existing: &Answer) -> Result<(), RunError> {
+    let view: Value = existing.json().map_err(|e| refused(agent, ".proxy", e.0))?;
+    let http = view.get("mode").and_then(Value::as_str) == Some("http");
+    if agent.kind == AgentKind::Firedrill && !http {
+        return Err(refused(
+            agent,
+            ".proxy",
+            format!(
+                "proxy `{}` is in tcp mode: HTTP faults and request records need \"mode\": \"http\" (delete it and let the drill create it, or create it in http mode)",
+                agent.proxy
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Creates the proxy on the file's `listen` and `upstream`.
+async fn create(agent: &Agent, client: &AgentClient, state: &mut State) -> Result<(), RunError> {
+    let (Some(listen), Some(upstream)) = (&agent.listen, &agent.upstream) else {
+        return Err(refused(
+            agent,
+            ".proxy",
+            format!(
+                "the agent has no proxy `{}`, and the dependency gives no listen and upstream to create it on",
+                agent.proxy
+            ),
+        ));
+    };
+    let mut body =
+        json!({ "name": agent.proxy, "listen": listen, "upstream": upstream, "enabled": true });
+    if agent.kind == AgentKind::Firedrill {
+        body["mode"] = json!("http");
+    }
+    let answer = client
+        .call(Method::POST, "/proxies", Some(&body))
+        .await
+        .map_err(|e| refused(agent, ".api", e.0))?;
+    state.clocks.push(answer.sample);
+    if answer.status != StatusCode::CREATED {
+        // A listen address the agent cannot bind is its 500.
+        let key = match answer.status.is_server_error() {
+            true => format!("{}.listen", agent.at.trim_end_matches(".agent")),
+            false => format!("{}.proxy", agent.at),
+        };
+        return Err(RunError::Agent {
+            key,
+            message: format!(
+                "{}: creating proxy `{}` on {listen} -> {upstream}: {}: {}",
+                agent.api,
+                agent.proxy,
+                answer.status,
+                answer.error_text()
+            ),
+        });
+    }
+    Ok(())
+}
