@@ -114,7 +114,7 @@ impl AgentClient {
         let sent = self.elapsed();
         let local_sent = clock::unix_micros();
         let answer = async {
-            let resp = self.http.send(req).await.map_err(|e| e.to_string())?;
+            let resp = self.http.send(req).await.map_err(|e| chain(&e))?;
             let (parts, body) = resp.into_parts();
             let body = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
             Ok::<_, String>((parts, body))
@@ -151,6 +151,22 @@ impl AgentClient {
     fn elapsed(&self) -> Duration {
         clock::now().saturating_duration_since(self.start)
     }
+}
+
+/// An error with every cause under it: `client error (Connect): tcp
+/// connect error: Connection refused (os error 111)`.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        let next = c.to_string();
+        if !text.contains(&next) {
+            text.push_str(": ");
+            text.push_str(&next);
+        }
+        cause = c.source();
+    }
+    text
 }
 
 /// Seconds since the Unix epoch of an HTTP date (`Tue, 01 Dec 2026

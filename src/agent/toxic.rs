@@ -147,7 +147,7 @@ mod tests {
         for yaml in [
             "{ name: s, status: { code: 503 } }",
             "{ name: l, match: /x, latency: { delay: 1s } }",
-            "{ name: g, grpc: { code: UNAVAILABLE } }",
+            "{ name: g, grpc: { status: UNAVAILABLE } }",
         ] {
             let (f, raw) = fault(yaml);
             let e = toxic_for(&f, &raw, AgentKind::Toxiproxy).unwrap_err();
