@@ -11,6 +11,8 @@
 #             driven call by call on a fake clock by tests/opossum_fidelity.rs
 # and a real gRPC stack, grpcio, into tests/services/grpc/.venv: the server
 # and client tests/grpc.rs drives through firedrill
+# and Locust 2.47 into tests/clients/locust/.venv: the distributed load
+# tests/locust.rs drives a drill with (a master and two workers)
 # and from Debian's packages (installed with apt-get when missing): headless
 # Chromium, which tests/html_report.rs opens report.html in, tmux, the
 # terminal tests/live_view.rs watches the live panel in, and PostgreSQL,
@@ -39,6 +41,7 @@ python_env tests/clients/python 'toxiproxy, prometheus_client.parser'
 node_env tests/clients/node toxiproxy-node-client
 python_env tests/services/pybreaker pybreaker
 python_env tests/services/grpc grpc
+python_env tests/clients/locust locust
 node_env tests/services/opossum opossum
 # Debian packages the tests need, installed when their command is missing.
 missing=()

@@ -14,7 +14,7 @@ mod port_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use blackbox_support::{Service, free_port};
 
@@ -101,11 +101,17 @@ impl Topology {
         let database_process = firedrill_process(&["target", "--listen", &db_listen], database);
         let agents = [agent(None), agent(None)];
         let proxies = [free_port(), free_port()];
-        let events = [dir.path().join("shop.jsonl"), dir.path().join("catalog.jsonl")];
+        let events = [
+            dir.path().join("shop.jsonl"),
+            dir.path().join("catalog.jsonl"),
+        ];
         let leaks = dir.path().join("leaks.jsonl");
         let mut catalog_env = vec![
             ("ROUTE", "inventory".to_string()),
-            ("DEPENDENCY_URL", format!("http://127.0.0.1:{}/db", proxies[1])),
+            (
+                "DEPENDENCY_URL",
+                format!("http://127.0.0.1:{}/db", proxies[1]),
+            ),
             ("RESET_TIMEOUT_S", "2".to_string()),
             ("EVENTS_FILE", events[1].display().to_string()),
             ("LEAK_EVENTS", leaks.display().to_string()),
@@ -149,7 +155,10 @@ impl Topology {
         let mut text =
             std::fs::read_to_string(root().join("experiments/gameday/across-hosts.yaml")).unwrap();
         for (from, to) in edits {
-            assert!(text.contains(from), "across-hosts.yaml no longer holds {from:?}");
+            assert!(
+                text.contains(from),
+                "across-hosts.yaml no longer holds {from:?}"
+            );
             text = text.replace(from, to);
         }
         let file = self.dir.path().join("drill.yaml");
@@ -200,14 +209,25 @@ impl Topology {
 fn api_get(port: u16, path: &str, token: Option<&str>) -> (u16, serde_json::Value) {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let auth = token.map(|t| format!("authorization: Bearer {t}\r\n")).unwrap_or_default();
-    write!(stream, "GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n{auth}connection: close\r\n\r\n").unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let auth = token
+        .map(|t| format!("authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nhost: 127.0.0.1\r\n{auth}connection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
     let status = answer[9..12].parse().unwrap();
     let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    (status, serde_json::from_str(body).unwrap_or(serde_json::Value::Null))
+    (
+        status,
+        serde_json::from_str(body).unwrap_or(serde_json::Value::Null),
+    )
 }
 
 struct Ran {
@@ -233,19 +253,31 @@ fn sequence(t: &[(f64, String, String)]) -> Vec<String> {
 fn two_services_breakers_are_judged_from_two_agents_records_as_their_own_events_say() {
     let topology = Topology::start(&[]);
     let ran = topology.run(&[]);
-    assert_eq!(ran.exit, Some(0), "{}\n{:#}", ran.output, ran.report["verdicts"]);
+    assert_eq!(
+        ran.exit,
+        Some(0),
+        "{}\n{:#}",
+        ran.output,
+        ran.report["verdicts"]
+    );
     // Each inferred breaker follows its service's own events: the same
     // sequence, each within two inter-arrival intervals (20 req/s) plus
     // 100 ms.
     let started = ran.report["started_at_unix_ms"].as_f64().unwrap();
-    for (breaker, events) in [("catalog", &topology.events[0]), ("inventory", &topology.events[1])] {
+    for (breaker, events) in [
+        ("catalog", &topology.events[0]),
+        ("inventory", &topology.events[1]),
+    ] {
         let inferred = blackbox_support::transitions(&ran.report, breaker);
         let own = blackbox_support::events(events);
         assert_eq!(sequence(&inferred), sequence(&own), "{breaker}");
         assert_eq!(own.len(), 3, "{breaker}: {own:?}");
         for ((at, ..), (event_ms, ..)) in inferred.iter().zip(&own) {
             let off = at - (event_ms - started);
-            assert!(off.abs() <= 200.0, "{breaker}: inferred {at:.0} ms, off by {off:.0} ms");
+            assert!(
+                off.abs() <= 200.0,
+                "{breaker}: inferred {at:.0} ms, off by {off:.0} ms"
+            );
         }
     }
     // The report: every window applied by its agent near its planned time,
@@ -258,7 +290,10 @@ fn two_services_breakers_are_judged_from_two_agents_records_as_their_own_events_
         assert!(agent["clock"]["samples"].as_u64().unwrap() >= 10, "{agent}");
         let offset = agent["clock"]["offset_ms"].as_f64().unwrap();
         assert!(offset.abs() < 50.0, "one machine's clock: {agent}");
-        assert!(agent["evidence"]["records"].as_u64().unwrap() > 50, "{agent}");
+        assert!(
+            agent["evidence"]["records"].as_u64().unwrap() > 50,
+            "{agent}"
+        );
         assert_eq!(agent["evidence"]["dropped"], 0);
         let window = &agent["windows"][0];
         let (planned, applied) = (&window["planned_ms"], &window["applied_ms"]);
@@ -270,7 +305,10 @@ fn two_services_breakers_are_judged_from_two_agents_records_as_their_own_events_
     // Expectations judge the windows as applied.
     let faults = ran.report["faults"].as_array().unwrap();
     for (fault, agent) in faults.iter().zip([&agents[1], &agents[0]]) {
-        assert_eq!(fault["windows_ms"][0], agent["windows"][0]["applied_ms"], "{fault}");
+        assert_eq!(
+            fault["windows_ms"][0], agent["windows"][0]["applied_ms"],
+            "{fault}"
+        );
         assert!(fault["injected"].as_u64().unwrap() >= 5, "{fault}");
     }
     // Every fault and every proxy the drill made is gone from the agents.
@@ -289,9 +327,15 @@ fn a_catalog_breaker_leaking_calls_while_open_fails_the_counter_proof_from_the_a
     let leaks = std::fs::read_to_string(&topology.leaks).unwrap_or_default();
     assert!(!leaks.is_empty(), "the service leaked nothing");
     let seen = proof["seen"].as_str().unwrap();
-    assert!(seen.contains("/db/inventory/sku-1"), "the leak is named: {seen}");
+    assert!(
+        seen.contains("/db/inventory/sku-1"),
+        "the leak is named: {seen}"
+    );
     // The shop's breaker, correct, still holds.
-    assert_eq!(ran.verdict("calls to /inventory/* while catalog is open == 0")["passed"], true);
+    assert_eq!(
+        ran.verdict("calls to /inventory/* while catalog is open == 0")["passed"],
+        true
+    );
 }
 
 #[test]
@@ -326,7 +370,7 @@ fn toxics(topology: &Topology, i: usize, proxy: &str) -> Vec<String> {
 /// Polls (every 50 ms, at most `limit`) until `done`; how long it took.
 #[allow(clippy::disallowed_methods, clippy::disallowed_types)]
 fn poll_until(limit: Duration, mut done: impl FnMut() -> bool) -> Option<Duration> {
-    let started = Instant::now();
+    let started = std::time::Instant::now();
     while started.elapsed() < limit {
         if done() {
             return Some(started.elapsed());
@@ -358,6 +402,7 @@ fn drill_holding_a_fault(topology: &Topology) -> Child {
 }
 
 #[test]
+#[allow(clippy::disallowed_methods)] // A real process on the wall clock.
 fn a_drill_killed_with_kill_9_leaves_the_agent_to_remove_its_fault_when_the_lease_runs_out() {
     let topology = Topology::start(&[]);
     let mut drill = drill_holding_a_fault(&topology);
@@ -365,8 +410,14 @@ fn a_drill_killed_with_kill_9_leaves_the_agent_to_remove_its_fault_when_the_leas
     drill.wait().unwrap();
     // Renewed every 2/3 s, the lease outlives the drill by 1.3 to 2 s.
     std::thread::sleep(Duration::from_millis(300));
-    assert_eq!(toxics(&topology, 1, "inventory"), ["inventory-500"], "held by its lease");
-    let removed = poll_until(Duration::from_secs(6), || toxics(&topology, 1, "inventory").is_empty());
+    assert_eq!(
+        toxics(&topology, 1, "inventory"),
+        ["inventory-500"],
+        "held by its lease"
+    );
+    let removed = poll_until(Duration::from_secs(6), || {
+        toxics(&topology, 1, "inventory").is_empty()
+    });
     let removed = removed.expect("the agent never removed the fault of a dead drill");
     eprintln!("removed {} ms after the check", removed.as_millis());
     // The catalog's calls pass again: its breaker closes, nothing is faulted.
@@ -388,7 +439,10 @@ fn an_interrupted_drill_removes_the_remote_fault_first_and_writes_a_partial_repo
     assert_eq!(report["verdict"], "interrupted");
     let window = &report["agents"][1]["windows"][0];
     assert_eq!(window["fault"], "inventory-500");
-    let (on, off) = (window["applied_ms"][0].as_f64(), window["applied_ms"][1].as_f64());
+    let (on, off) = (
+        window["applied_ms"][0].as_f64(),
+        window["applied_ms"][1].as_f64(),
+    );
     assert!(on.is_some() && off > on, "{window}");
 }
 
@@ -420,8 +474,14 @@ fn an_agent_that_does_not_answer_is_exit_3_at_its_api_key_before_any_load() {
     );
     let (exit, output) = refused_drill(&yaml);
     assert_eq!(exit, Some(3), "{output}");
-    assert!(output.contains(":10:") && output.contains("dependencies.inventory.agent.api"), "{output}");
-    assert!(output.contains("Connection refused"), "the cause is said: {output}");
+    assert!(
+        output.contains(":10:") && output.contains("dependencies.inventory.agent.api"),
+        "{output}"
+    );
+    assert!(
+        output.contains("Connection refused"),
+        "the cause is said: {output}"
+    );
     assert!(output.contains(&format!("127.0.0.1:{api}")), "{output}");
 }
 
@@ -436,9 +496,16 @@ fn an_agent_that_refuses_the_drill_s_token_is_exit_3_at_its_token_key() {
     );
     let (exit, output) = refused_drill(&yaml);
     assert_eq!(exit, Some(3), "{output}");
-    assert!(output.contains("dependencies.inventory.agent.token"), "{output}");
+    assert!(
+        output.contains("dependencies.inventory.agent.token"),
+        "{output}"
+    );
     assert!(output.contains("refused the token"), "{output}");
-    assert_eq!(api_get(port, "/proxies", Some("s3cret")), (200, serde_json::json!({})), "nothing made");
+    assert_eq!(
+        api_get(port, "/proxies", Some("s3cret")),
+        (200, serde_json::json!({})),
+        "nothing made"
+    );
 }
 
 #[test]
@@ -451,6 +518,12 @@ fn an_http_fault_on_a_toxiproxy_agent_is_a_located_error_naming_the_agent_exit_2
     let (exit, output) = refused_drill(&yaml);
     assert_eq!(exit, Some(2), "{output}");
     assert!(output.contains("faults[0]"), "{output}");
-    assert!(output.contains("a Toxiproxy agent cannot apply it"), "{output}");
-    assert!(output.contains("dependencies.inventory.agent at http://127.0.0.1:9"), "{output}");
+    assert!(
+        output.contains("a Toxiproxy agent cannot apply it"),
+        "{output}"
+    );
+    assert!(
+        output.contains("dependencies.inventory.agent at http://127.0.0.1:9"),
+        "{output}"
+    );
 }

@@ -99,14 +99,26 @@ impl AgentClient {
         path: &str,
         body: Option<&serde_json::Value>,
     ) -> Result<Answer, AgentError> {
+        let body = body.map(|b| ("application/json", b.to_string()));
+        self.send(method, path, body).await
+    }
+
+    /// Sends `method path` with `body` (its content type and text), waits
+    /// at most [`CALL_TIMEOUT`] for the whole answer.
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<(&'static str, String)>,
+    ) -> Result<Answer, AgentError> {
         let fail = |why: String| AgentError(format!("{method} {}{path}: {why}", self.api));
         let mut req = Request::builder().method(method.clone()).uri(path);
         if let Some(token) = &self.token {
             req = req.header(http::header::AUTHORIZATION, format!("Bearer {token}"));
         }
-        let body = body.map(|b| b.to_string()).unwrap_or_default();
-        if !body.is_empty() {
-            req = req.header(http::header::CONTENT_TYPE, "application/json");
+        let (content_type, body) = body.unwrap_or(("", String::new()));
+        if !content_type.is_empty() {
+            req = req.header(http::header::CONTENT_TYPE, content_type);
         }
         let req = req
             .body(crate::http::full(body))

@@ -40,10 +40,10 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
-    /// An agent (a fault proxy on another host) could not be reached or
-    /// set up.
+    /// What the experiment names at `key` could not be reached or set up:
+    /// an agent (a fault proxy on another host), Locust.
     #[error("{key}: {message}")]
-    Agent {
+    At {
         /// The experiment key at fault, e.g. `dependencies.inventory.agent.api`.
         key: String,
         /// What went wrong, naming the agent.
@@ -96,7 +96,7 @@ impl RunError {
                 message,
                 source,
             } => Some((key, format!("{message}: {source}"))),
-            RunError::Agent { key, message } => Some((key, message.clone())),
+            RunError::At { key, message } => Some((key, message.clone())),
             RunError::Unanswered { url, seen } => Some((
                 "system.url",
                 format!("{url}: the service under test did not answer: {seen}"),

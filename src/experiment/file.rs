@@ -122,6 +122,22 @@ pub fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
             None
         });
     let remote = remote_toxics(&experiment, file, text, &mut problems);
+    if let Some(locust) = &mut experiment.locust {
+        let folder = Path::new(file).parent().unwrap_or(Path::new(""));
+        locust.locustfile_path = folder.join(&locust.locustfile);
+        if !locust.locustfile_path.is_file() {
+            let at = [
+                Segment::Key("load".to_string()),
+                Segment::Key("locust".to_string()),
+                Segment::Key("locustfile".to_string()),
+            ];
+            let message = format!(
+                "{}: no such file (relative to this file)",
+                locust.locustfile_path.display()
+            );
+            problems.push(SchemaError::at(file, text, &at, message));
+        }
+    }
     schema::all_problems(problems)?;
     Ok(Loaded {
         experiment,

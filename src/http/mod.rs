@@ -30,3 +30,16 @@ pub mod version;
 pub use body::{BoxBody, BoxError, boxed, full};
 pub use server::{ClientFin, Fin, Gate, Open, serve, serve_answers, serve_http};
 pub use shutdown::ShutdownSignal;
+
+/// `text` with every byte but RFC 3986's unreserved characters written as
+/// `%XX`: a path segment, or a form value.
+pub fn escape_unreserved(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

@@ -24,6 +24,16 @@ pub struct FallbackRule {
 }
 
 impl FallbackRule {
+    /// The header the rule reads, if any.
+    pub fn header_name(&self) -> Option<&http::HeaderName> {
+        self.header.as_ref().map(|(name, _)| name)
+    }
+
+    /// Whether the rule reads the body.
+    pub fn reads_body(&self) -> bool {
+        self.body.is_some()
+    }
+
     /// Whether a response with this status, headers and body is a fallback.
     pub fn matches(&self, status: u16, headers: &http::HeaderMap, body: &[u8]) -> bool {
         let header_ok = self.header.as_ref().is_none_or(|(name, value)| {

@@ -35,8 +35,8 @@ impl TryFrom<RawExperiment> for Experiment {
 fn build(raw: RawExperiment) -> Result<Experiment, String> {
     let has_target = raw.target.is_some();
     let target = target(raw.target, raw.clock)?;
-    let (load, external_load) = load(raw.load)?;
-    let route_names: Vec<String> = load.iter().map(|l| l.0.name.clone()).collect();
+    let (load, external_load, locust) = load(raw.load)?;
+    let route_names: Vec<String> = load.iter().map(|l| l.name.clone()).collect();
     let under_test = UnderTest {
         has_target,
         clock: raw.clock,
@@ -51,7 +51,13 @@ fn build(raw: RawExperiment) -> Result<Experiment, String> {
     };
     instances::check_fault_instances(&faults, &instance_names)?;
     assign_dependencies(&mut faults, &dependencies)?;
-    let grpc_load = load.iter().any(|route| route.0.grpc);
+    if locust.is_some() && system.is_none() {
+        return Err(
+            "load.locust: needs `system` (Locust loads your own service, at system.url)"
+                .to_string(),
+        );
+    }
+    let grpc_load = load.iter().any(|route| route.grpc);
     Ok(Experiment {
         name: raw.name,
         description: raw.description,
@@ -60,7 +66,7 @@ fn build(raw: RawExperiment) -> Result<Experiment, String> {
         clock: raw.clock,
         target,
         defense: raw.defense,
-        load: load.into_iter().map(|l| l.0).collect(),
+        load,
         faults,
         expect: raw.expect,
         steady_state: raw.steady_state,
@@ -72,6 +78,7 @@ fn build(raw: RawExperiment) -> Result<Experiment, String> {
         system,
         dependencies,
         external_load,
+        locust,
     })
 }
 
@@ -108,16 +115,35 @@ fn target(raw: Option<RawTarget>, clock: ClockKind) -> Result<TargetSpec, String
     })
 }
 
-/// `load:`: the routes (at least one) and whether the traffic is external.
-fn load(section: LoadSection) -> Result<(Vec<RawLoad>, bool), String> {
-    let (load, external_load) = match section {
-        LoadSection::External => (Vec::new(), true),
-        LoadSection::Routes(routes) => (routes, false),
+/// `load:`: the routes (at least one), whether the traffic is external,
+/// and Locust's settings when it drives the load.
+#[allow(clippy::type_complexity)]
+fn load(
+    section: LoadSection,
+) -> Result<
+    (
+        Vec<super::LoadRoute>,
+        bool,
+        Option<super::locust::LocustSpec>,
+    ),
+    String,
+> {
+    let (load, external_load, locust) = match section {
+        LoadSection::External => (Vec::new(), true, None),
+        LoadSection::Routes(routes) => (
+            routes.into_iter().map(|r: RawLoad| r.0).collect(),
+            false,
+            None,
+        ),
+        LoadSection::Locust(raw) => {
+            let (spec, routes) = super::locust::read(raw)?;
+            (routes, false, Some(spec))
+        }
     };
     if load.is_empty() && !external_load {
         return Err("load: an experiment needs at least one load route".to_string());
     }
-    Ok((load, external_load))
+    Ok((load, external_load, locust))
 }
 
 /// What the checks of `system:` need to know of the rest of the file.

@@ -324,6 +324,8 @@ pub(super) enum LoadSection {
     External,
     /// Open-loop routes.
     Routes(Vec<RawLoad>),
+    /// Locust drives it.
+    Locust(super::locust::RawLocust),
 }
 
 impl<'de> Deserialize<'de> for LoadSection {
@@ -332,7 +334,7 @@ impl<'de> Deserialize<'de> for LoadSection {
         impl<'de> serde::de::Visitor<'de> for Visitor {
             type Value = LoadSection;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a list of load routes, or `external`")
+                f.write_str("a list of load routes, `external`, or { locust: ... }")
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<LoadSection, E> {
                 if v == "external" {
@@ -350,6 +352,15 @@ impl<'de> Deserialize<'de> for LoadSection {
                 Vec::<RawLoad>::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))
                     .map(LoadSection::Routes)
             }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<LoadSection, A::Error> {
+                super::locust::RawLocustLoad::deserialize(
+                    serde::de::value::MapAccessDeserializer::new(map),
+                )
+                .map(|l| LoadSection::Locust(l.locust))
+            }
         }
         d.deserialize_any(Visitor)
     }
@@ -361,11 +372,13 @@ impl schemars::JsonSchema for LoadSection {
     }
     fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
         let routes = generator.subschema_for::<Vec<RawLoad>>();
+        let locust = generator.subschema_for::<super::locust::RawLocustLoad>();
         schemars::json_schema!({
-            "description": "Load routes, sent open-loop (at least one), or `external`.",
+            "description": "Load routes, sent open-loop (at least one), `external`, or `{ locust: ... }` (Locust drives the load).",
             "anyOf": [
                 { "const": "external" },
                 { "allOf": [routes], "type": "array", "minItems": 1 },
+                locust,
             ],
         })
     }

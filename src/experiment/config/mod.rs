@@ -21,6 +21,7 @@ mod checks;
 pub mod halt;
 pub mod instances;
 mod load;
+pub mod locust;
 pub mod message;
 mod raw;
 pub mod system;
@@ -71,6 +72,9 @@ pub struct Experiment {
     /// `load: external`: no generated traffic; judged from what the
     /// dependency proxies saw.
     pub external_load: bool,
+    /// `load: { locust: ... }`: Locust drives the load; `load` holds its
+    /// routes (which send nothing themselves).
+    pub locust: Option<locust::LocustSpec>,
 }
 
 /// Which clock a run uses.

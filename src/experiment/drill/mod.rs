@@ -17,6 +17,7 @@
 pub mod collect;
 pub mod drive;
 pub mod judge;
+pub mod locust;
 pub mod network;
 mod outcome;
 pub mod report;

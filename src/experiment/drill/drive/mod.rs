@@ -204,6 +204,17 @@ async fn until_the_end(
         if experiment.external_load {
             // The traffic comes from elsewhere: wait out the drill.
             clock::sleep(experiment.duration).await;
+        } else if let Some(swarm) = &stood.swarm {
+            let started = stood.started_at_unix_ms.unwrap_or_default();
+            swarm
+                .drive(
+                    &experiment.load,
+                    &stood.stream,
+                    start,
+                    started,
+                    experiment.duration,
+                )
+                .await;
         } else {
             load.drive(
                 &experiment.load,

@@ -236,6 +236,8 @@ pub struct Stood<'a> {
     /// The built-in target's instances by name, each a client through its
     /// own fault proxy (none without `target.builtin.instances`).
     pub instances: std::collections::BTreeMap<String, Arc<dyn Upstream>>,
+    /// Locust, when it drives the load.
+    pub swarm: Option<Arc<super::locust::Swarm>>,
 }
 
 impl std::fmt::Debug for Stood<'_> {
@@ -259,6 +261,13 @@ pub async fn stand_up<'a, N: Network>(
     let experiment = &loaded.experiment;
     let mut under_test = UnderTest::of(experiment);
     let mut dialed = dial::dial_all(experiment).await?;
+    // Locust's workers join before the clock starts: its load starts at 0 s.
+    let swarm = match &experiment.locust {
+        Some(spec) => Some(Arc::new(
+            super::locust::Swarm::ready(spec, experiment).await?,
+        )),
+        None => None,
+    };
     let start = clock::now();
     let started_at_unix_ms = N::WALL_CLOCK.then(clock::unix_ms);
     let (stop_servers, servers) = ShutdownSignal::new();
@@ -293,6 +302,7 @@ pub async fn stand_up<'a, N: Network>(
         line,
         dependencies: sides.dependencies,
         instances: sides.instances,
+        swarm,
     })
 }
 

@@ -115,7 +115,7 @@ impl std::fmt::Debug for Remote {
 
 /// What goes wrong standing a remote dependency up, at the agent's key.
 fn refused(agent: &Agent, key: &str, message: String) -> RunError {
-    RunError::Agent {
+    RunError::At {
         key: format!("{}{key}", agent.at),
         message: format!("{}: {message}", agent.api),
     }
@@ -232,7 +232,7 @@ impl Remote {
         format!(
             "{}/toxics/{}",
             proxy_path(&self.agent.proxy),
-            segment(toxic)
+            crate::http::escape_unreserved(toxic)
         )
     }
 
@@ -601,19 +601,7 @@ struct Page {
 
 /// `/proxies/NAME`, the name escaped.
 fn proxy_path(proxy: &str) -> String {
-    format!("/proxies/{}", segment(proxy))
-}
-
-/// A path segment with everything but unreserved characters escaped.
-fn segment(name: &str) -> String {
-    name.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                (b as char).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+    format!("/proxies/{}", crate::http::escape_unreserved(proxy))
 }
 
 /// Refuses an agent that is not what the file says: a firedrill agent
@@ -700,7 +688,7 @@ async fn create(agent: &Agent, client: &AgentClient, state: &mut State) -> Resul
             true => format!("{}.listen", agent.at.trim_end_matches(".agent")),
             false => format!("{}.proxy", agent.at),
         };
-        return Err(RunError::Agent {
+        return Err(RunError::At {
             key,
             message: format!(
                 "{}: creating proxy `{}` on {listen} -> {upstream}: {}: {}",
