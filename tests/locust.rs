@@ -1,0 +1,229 @@
+//! Locust as the drill's load (experiments/locust/stock.yaml): a master and
+//! two workers, started by the drill, drive the hand-written breaker
+//! service; the drill's figures for the route are what Locust itself saw
+//! (each Locust process writes its own view of every request, apart from
+//! firedrill's hook), the breaker's verdicts hold, and fail on a service
+//! with no breaker. Locust 2.47 comes from ci/install-test-clients.sh.
+
+#[path = "blackbox_support/mod.rs"]
+mod blackbox_support;
+mod port_support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use blackbox_support::{Service, free_port};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn locust() -> PathBuf {
+    let locust = root().join("tests/clients/locust/.venv/bin/locust");
+    assert!(
+        locust.exists(),
+        "{} is missing: run ci/install-test-clients.sh",
+        locust.display()
+    );
+    locust
+}
+
+struct Ran {
+    exit: Option<i32>,
+    output: String,
+    report: serde_json::Value,
+    /// Each Locust process's own view: (pid, lines).
+    seen: Vec<(String, Vec<serde_json::Value>)>,
+}
+
+/// Runs experiments/locust/stock.yaml against the hand-written service
+/// (`NO_BREAKER=1` unless `breaker`), its locustfile replaced by the test's
+/// (which records Locust's own view), each `(from, to)` of `edits`
+/// replaced.
+fn run(breaker: bool, edits: &[(&str, &str)]) -> Ran {
+    let dir = tempfile::tempdir().unwrap();
+    let dependency = free_port();
+    let mut env = vec![
+        ("DEPENDENCY_URL", format!("http://127.0.0.1:{dependency}")),
+        ("RESET_TIMEOUT_S", "2".to_string()),
+    ];
+    if !breaker {
+        env.push(("NO_BREAKER", "1".to_string()));
+    }
+    let script = root().join("tests/services/handwritten/service.py");
+    let service = Service::program("python3", &[script.to_str().unwrap()], &env);
+    let mut text = std::fs::read_to_string(root().join("experiments/locust/stock.yaml"))
+        .unwrap()
+        .replace("127.0.0.1:18080", &format!("127.0.0.1:{}", service.port))
+        .replace("127.0.0.1:19001", &format!("127.0.0.1:{dependency}"));
+    let locustfile = root().join("tests/clients/locust/locustfile.py");
+    text = text.replace(
+        "locustfile: locustfile.py",
+        &format!("locustfile: {}", locustfile.display()),
+    );
+    for (from, to) in edits {
+        assert!(text.contains(from), "stock.yaml no longer holds {from:?}");
+        text = text.replace(from, to);
+    }
+    let file = dir.path().join("stock.yaml");
+    std::fs::write(&file, text).unwrap();
+    let seen_dir = dir.path().join("seen");
+    std::fs::create_dir(&seen_dir).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .env("LOCUST", locust())
+        .env("SEEN_DIR", &seen_dir)
+        .arg("run")
+        .arg(&file)
+        .arg("--quiet")
+        .arg("--report-dir")
+        .arg(dir.path().join("report"))
+        .output()
+        .unwrap();
+    drop(service);
+    let report = std::fs::read_to_string(dir.path().join("report/report.json"))
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .unwrap_or(serde_json::Value::Null);
+    let mut seen: Vec<(String, Vec<serde_json::Value>)> = std::fs::read_dir(&seen_dir)
+        .unwrap()
+        .map(|e| {
+            let path = e.unwrap().path();
+            let lines = std::fs::read_to_string(&path)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            (
+                path.file_name().unwrap().to_string_lossy().into_owned(),
+                lines,
+            )
+        })
+        .collect();
+    seen.sort_by(|a, b| a.0.cmp(&b.0));
+    Ran {
+        exit: out.status.code(),
+        output: format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        report,
+        seen,
+    }
+}
+
+fn route<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["routes"]
+        .as_array()
+        .and_then(|r| r.iter().find(|r| r["route"] == name || r["name"] == name))
+        .unwrap_or_else(|| panic!("no route {name}: {report:#}"))
+}
+
+#[test]
+fn a_locust_master_with_two_workers_drives_a_drill_whose_figures_are_what_locust_saw() {
+    let ran = run(true, &[]);
+    assert_eq!(
+        ran.exit,
+        Some(0),
+        "{}\n{:#}",
+        ran.output,
+        ran.report["verdicts"]
+    );
+    // Two worker processes made the requests (the master makes none).
+    let workers: Vec<&(String, Vec<serde_json::Value>)> = ran
+        .seen
+        .iter()
+        .filter(|(_, lines)| !lines.is_empty())
+        .collect();
+    assert_eq!(
+        workers.len(),
+        2,
+        "{:?}",
+        ran.seen
+            .iter()
+            .map(|s| (&s.0, s.1.len()))
+            .collect::<Vec<_>>()
+    );
+    let all: Vec<&serde_json::Value> = workers.iter().flat_map(|(_, l)| l).collect();
+    let count = |f: &dyn Fn(&serde_json::Value) -> bool| all.iter().filter(|v| f(v)).count() as u64;
+    let requests = count(&|_| true);
+    let ok = count(&|v| v["status"] == 200);
+    let fallbacks = count(&|v| v["fallback"] == true);
+    // 20 users, one request a second each, for 10 s.
+    assert!((150..=230).contains(&requests), "{requests} requests");
+    assert!(
+        fallbacks > 10,
+        "the breaker's fallback was seen: {fallbacks}"
+    );
+    let stock = route(&ran.report, "stock");
+    assert_eq!(stock["requests"].as_u64(), Some(requests), "{stock:#}");
+    let pct = |n: u64| (n as f64 * 100.0 / requests as f64 * 10.0).round() / 10.0;
+    let near = |key: &str, want: f64| {
+        let got = stock[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key}: {stock:#}"));
+        assert!(
+            (got - want).abs() < 0.051,
+            "{key}: {got} vs Locust's {want}"
+        );
+    };
+    near("success_pct", pct(ok));
+    near("fallback_pct", pct(fallbacks));
+}
+
+#[test]
+fn a_service_without_its_breaker_under_locust_s_load_fails_the_drill() {
+    let ran = run(false, &[]);
+    assert_eq!(ran.exit, Some(1), "{}", ran.output);
+    let verdicts = ran.report["verdicts"].as_array().unwrap();
+    let failed = |text: &str| {
+        verdicts
+            .iter()
+            .find(|v| v["expectation"] == text)
+            .is_some_and(|v| v["passed"] == false)
+    };
+    assert!(failed(
+        "breaker inventory goes closed -> open -> half_open -> closed"
+    ));
+    assert!(failed(
+        "route stock fallback service while inventory is open >= 95%"
+    ));
+    // Its failures still get the cached answer: success holds, as it should.
+    assert!(!failed("route stock success >= 99%"));
+}
+
+#[test]
+fn requests_locust_names_apart_from_the_routes_are_not_counted_and_the_report_says_so() {
+    let ran = run(
+        true,
+        &[
+            (
+                "{ name: stock, success: [200]",
+                "{ name: basket, success: [200]",
+            ),
+            ("route stock", "route basket"),
+            ("routes: [stock]", "routes: [basket]"),
+        ],
+    );
+    assert_eq!(ran.exit, Some(1), "{}", ran.output);
+    assert_eq!(route(&ran.report, "basket")["requests"], 0);
+    let warnings = ran.report["warnings"].to_string();
+    assert!(
+        warnings.contains("requests named `stock`, which is none of load.locust.routes"),
+        "{warnings}"
+    );
+}
+
+#[test]
+fn a_locust_command_that_cannot_start_is_exit_3_at_load_locust() {
+    let ran = run(
+        true,
+        &[("program: ${LOCUST:-locust}", "program: /nonexistent/locust")],
+    );
+    assert_eq!(ran.exit, Some(3), "{}", ran.output);
+    assert!(ran.output.contains("load.locust"), "{}", ran.output);
+    assert!(
+        ran.output.contains("cannot start `/nonexistent/locust`"),
+        "{}",
+        ran.output
+    );
+}
