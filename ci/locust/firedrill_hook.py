@@ -3,7 +3,7 @@ back to the drill, so that a drill whose load Locust drives
 (`load: { locust: ... }`) counts and judges the requests as it does its
 built-in load's.
 
-firedrill loads it beside your locustfile (`locust -f yours.py,firedrill_hook.py`)
+The drill loads it beside your locustfile (`locust -f yours.py,firedrill_hook.py`)
 on the master and on the workers it starts. Workers you start on other
 machines need it too, with the same FIREDRILL_* variables the drill prints
 when it starts:
@@ -48,7 +48,7 @@ CAPTURE_BODY = os.environ.get("FIREDRILL_CAPTURE_BODY") == "1"
 OUTCOMES = os.environ.get("FIREDRILL_OUTCOMES", "")
 
 # Ids unique across processes and machines: a random 23-bit tag, then a
-# counter (firedrill reads 63 bits).
+# counter (the drill reads 63 bits).
 _TAG = random.SystemRandom().getrandbits(23) << 40
 _ids = itertools.count(1)
 _buffer: list[dict] = []
