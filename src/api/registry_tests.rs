@@ -127,6 +127,15 @@ fn toxic(json: &str) -> ToxicInput {
     serde_json::from_str(json).unwrap()
 }
 
+/// A stopped HTTP-mode proxy `a`.
+async fn stopped_http_proxy(r: &Registry) {
+    r.create(input(
+        r#"{"name":"a","upstream":"127.0.0.1:9","enabled":false,"mode":"http"}"#,
+    ))
+    .await
+    .unwrap();
+}
+
 async fn toxic_names(r: &Registry, proxy: &str) -> Vec<String> {
     r.toxics(proxy)
         .await
@@ -139,11 +148,7 @@ async fn toxic_names(r: &Registry, proxy: &str) -> Vec<String> {
 #[tokio::test(start_paused = true)]
 async fn a_leased_toxic_is_removed_when_its_lease_runs_out_and_an_unleased_one_stays() {
     let r = std::sync::Arc::new(Registry::new(1));
-    r.create(input(
-        r#"{"name":"a","upstream":"127.0.0.1:9","enabled":false,"mode":"http"}"#,
-    ))
-    .await
-    .unwrap();
+    stopped_http_proxy(&r).await;
     r.add_toxic("a", toxic(r#"{"name":"kept","type":"noop"}"#))
         .await
         .unwrap();
@@ -168,11 +173,7 @@ async fn a_leased_toxic_is_removed_when_its_lease_runs_out_and_an_unleased_one_s
 async fn renewing_a_lease_moves_its_end_from_the_renewal_and_a_renewal_that_stops_lets_it_run_out()
 {
     let r = std::sync::Arc::new(Registry::new(1));
-    r.create(input(
-        r#"{"name":"a","upstream":"127.0.0.1:9","enabled":false,"mode":"http"}"#,
-    ))
-    .await
-    .unwrap();
+    stopped_http_proxy(&r).await;
     r.add_toxic(
         "a",
         toxic(r#"{"name":"x","type":"http_status","lease_ms":1000}"#),
@@ -211,11 +212,7 @@ async fn renewing_a_lease_moves_its_end_from_the_renewal_and_a_renewal_that_stop
 #[tokio::test(start_paused = true)]
 async fn a_leased_toxic_deleted_by_hand_ends_its_lease_and_a_reap_finds_nothing_to_do() {
     let r = Registry::new(1);
-    r.create(input(
-        r#"{"name":"a","upstream":"127.0.0.1:9","enabled":false,"mode":"http"}"#,
-    ))
-    .await
-    .unwrap();
+    stopped_http_proxy(&r).await;
     r.add_toxic(
         "a",
         toxic(r#"{"name":"x","type":"http_status","lease_ms":1000}"#),
