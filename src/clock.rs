@@ -9,6 +9,8 @@ use rand::SeedableRng;
 
 pub mod precise;
 
+pub use precise::coarse_only;
+
 pub use tokio::time::{Duration, Instant, sleep, sleep_until};
 
 /// The random number generator a run owns: ChaCha8, small, fast and portable,
@@ -88,11 +90,12 @@ pub fn rfc3339(unix_ms: u64) -> String {
 /// Sleeps until `deadline`, to well under a millisecond in real time.
 ///
 /// tokio's timer wheel works in whole milliseconds and wakes up to about
-/// 2 ms late; a latency fault must be honest to the millisecond. One timer
-/// thread watches every pending precise deadline of the process and wakes
-/// each task a fraction of a millisecond after its deadline, never before
-/// and without spinning; under a paused clock the tokio timer, exact in
-/// virtual time, ends the wait ([`precise`]).
+/// 2 ms late; a latency fault must be honest to the millisecond. Each event
+/// loop arms one timerfd, in its own reactor, for the earliest of its
+/// pending precise deadlines and wakes each task a fraction of a
+/// millisecond after its deadline, never before and without spinning;
+/// under a paused clock the tokio timer, exact in virtual time, ends the
+/// wait ([`precise`]).
 pub fn sleep_until_precise(deadline: Instant) -> precise::PreciseSleep {
     precise::PreciseSleep::new(deadline)
 }

@@ -6,34 +6,41 @@
 //! `epoll_wait` with a millisecond timeout, so it ends up to about 2 ms late.
 //! A latency fault must be honest to well under a millisecond.
 //!
-//! So every pending precise deadline of the process is kept, in order, by
-//! one timer thread that parks until the earliest of them (a futex wait with
-//! a nanosecond timeout) and wakes the tasks whose deadlines have passed.
+//! So each event loop (each thread that polls a precise sleep, inside a
+//! runtime with an I/O driver) keeps its pending precise deadlines in order
+//! and one timerfd, registered with the runtime's own reactor and armed for
+//! the earliest of them. When it expires, `epoll_wait` returns in the loop
+//! itself: no other thread runs, and no wake-up crosses threads. A small
+//! task of the loop reads the timerfd, wakes the tasks whose deadlines have
+//! passed and arms it for the next one.
+//!
 //! Each [`PreciseSleep`] also keeps an ordinary tokio `Sleep` for the same
 //! deadline. A sleep is over only when the tokio clock says the deadline has
-//! passed: in real time that is the timer thread's wake-up, a fraction of a
+//! passed: in real time that is the timerfd's wake-up, a fraction of a
 //! millisecond after the deadline (never before); under a paused clock the
 //! real-time wake-up finds the virtual deadline not reached yet and the
-//! tokio `Sleep`, exact in virtual time, ends it. The timer thread only ever
-//! wakes tasks; it makes no decision.
+//! tokio `Sleep`, exact in virtual time, ends it. A runtime without an I/O
+//! driver (the in-memory virtual drill) has no timerfd: the tokio `Sleep`
+//! alone ends its waits. The timerfd only ever wakes tasks; it makes no
+//! decision.
 
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
-use std::thread::Thread;
 
 use tokio::time::{Instant, Sleep};
 
-/// A real-time instant: what the timer thread parks against. The deadline
+/// A real-time instant: what the timerfd is armed against. The deadline
 /// itself is a `tokio::time::Instant`; this is its real-time equivalent,
 /// which a paused clock does not govern (it only decides when to look).
 #[allow(clippy::disallowed_types)]
 type RealInstant = std::time::Instant;
 
-/// The real-time clock, for the timer thread's parking only.
+/// The real-time clock, for arming the timerfd only.
 #[allow(clippy::disallowed_methods)]
 fn real_now() -> RealInstant {
     RealInstant::now()
@@ -43,32 +50,33 @@ fn real_now() -> RealInstant {
 /// deadlines apart.
 type Key = (RealInstant, u64);
 
-/// The process's timer thread and the deadlines it watches.
-struct Timer {
+/// One event loop's precise deadlines and the timerfd armed for the
+/// earliest of them.
+struct LoopTimer {
     /// Pending deadlines, earliest first, with the task to wake.
     pending: Mutex<BTreeMap<Key, Waker>>,
     /// Numbers the registrations.
     next: AtomicU64,
-    /// The timer thread, unparked when an earlier deadline arrives.
-    thread: OnceLock<Thread>,
+    /// The timerfd (non-blocking, monotonic clock).
+    fd: rustix::fd::OwnedFd,
+    /// False once the loop's task is gone (its runtime shut down): the
+    /// thread then sets up a new timer in the next runtime it polls in.
+    alive: AtomicBool,
 }
 
-impl Timer {
+impl LoopTimer {
     fn lock(&self) -> MutexGuard<'_, BTreeMap<Key, Waker>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Watches `at` for `waker`; wakes the timer thread when `at` is the new
+    /// Watches `at` for `waker`; arms the timerfd when `at` is the new
     /// earliest deadline.
     fn register(&self, at: RealInstant, waker: Waker) -> Key {
         let key = (at, self.next.fetch_add(1, Ordering::Relaxed));
-        let earliest = {
-            let mut pending = self.lock();
-            pending.insert(key, waker);
-            pending.first_key_value().is_some_and(|(k, _)| *k == key)
-        };
-        if earliest && let Some(thread) = self.thread.get() {
-            thread.unpark();
+        let mut pending = self.lock();
+        pending.insert(key, waker);
+        if pending.first_key_value().is_some_and(|(k, _)| *k == key) {
+            self.arm(Some(at));
         }
         key
     }
@@ -80,7 +88,8 @@ impl Timer {
         }
     }
 
-    /// Forgets a registration (no-op when it already fired).
+    /// Forgets a registration (no-op when it already fired). The timerfd
+    /// stays armed: an expiry that finds nothing due only re-arms it.
     fn cancel(&self, key: &Key) {
         self.lock().remove(key);
     }
@@ -91,69 +100,172 @@ impl Timer {
         self.lock().contains_key(key)
     }
 
-    /// The timer thread: wakes every task whose deadline passed, then parks
-    /// until the next deadline (or until an earlier one is registered).
-    fn run(&self) {
-        least_timer_slack();
+    /// Wakes every task whose deadline passed and arms the timerfd for the
+    /// next deadline (or disarms it).
+    fn fire(&self) {
         let mut due = Vec::new();
-        loop {
-            let next = {
-                let mut pending = self.lock();
-                let now = real_now();
-                while let Some(entry) = pending.first_entry() {
-                    if entry.key().0 > now {
-                        break;
-                    }
-                    due.push(entry.remove());
+        {
+            let mut pending = self.lock();
+            let now = real_now();
+            while let Some(entry) = pending.first_entry() {
+                if entry.key().0 > now {
+                    break;
                 }
-                pending.first_key_value().map(|(k, _)| k.0)
-            };
-            for waker in due.drain(..) {
-                waker.wake();
+                due.push(entry.remove());
             }
-            // A park may end early (spuriously, or for a new earliest
-            // deadline): the loop looks at the clock again either way.
-            match next {
-                Some(at) => std::thread::park_timeout(at.saturating_duration_since(real_now())),
-                None => std::thread::park(),
+            self.arm(pending.first_key_value().map(|(k, _)| k.0));
+        }
+        for waker in due {
+            waker.wake();
+        }
+    }
+
+    /// Arms the timerfd to expire at `at` (relative to now, so never before
+    /// it), or disarms it. An error leaves the tokio `Sleep` to end the wait.
+    fn arm(&self, at: Option<RealInstant>) {
+        use rustix::time::{Itimerspec, TimerfdTimerFlags, Timespec};
+        let zero = Timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        let value = match at {
+            // A zero value disarms: a deadline already passed fires at once.
+            Some(at) => {
+                let wait = at.saturating_duration_since(real_now());
+                Timespec {
+                    tv_sec: wait.as_secs().try_into().unwrap_or(i64::MAX),
+                    tv_nsec: i64::from(wait.subsec_nanos()).max(i64::from(wait.is_zero())),
+                }
             }
+            None => zero,
+        };
+        let spec = Itimerspec {
+            it_interval: zero,
+            it_value: value,
+        };
+        if let Err(err) = rustix::time::timerfd_settime(&self.fd, TimerfdTimerFlags::empty(), &spec)
+        {
+            tracing::debug!(%err, "could not arm the precise timer");
         }
     }
 }
 
-/// Asks the kernel to end this thread's timed waits on time: by default
-/// Linux may let a wait of a normal thread run up to 50 µs late, to fold
-/// wake-ups together, which a latency fault would add to every delay.
-fn least_timer_slack() {
-    #[cfg(target_os = "linux")]
-    if let Err(err) = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1)) {
-        tracing::debug!(%err, "could not lower the timer thread's timer slack");
+/// The timerfd as the reactor sees it.
+struct TimerFd(Arc<LoopTimer>);
+
+impl std::os::fd::AsRawFd for TimerFd {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.0.fd.as_raw_fd()
     }
 }
 
-/// The process's timer, its thread started on first use.
-fn timer() -> &'static Timer {
-    static TIMER: OnceLock<Timer> = OnceLock::new();
-    static STARTED: OnceLock<()> = OnceLock::new();
-    let timer = TIMER.get_or_init(|| Timer {
-        pending: Mutex::new(BTreeMap::new()),
-        next: AtomicU64::new(0),
-        thread: OnceLock::new(),
-    });
-    STARTED.get_or_init(|| {
-        let spawned = std::thread::Builder::new()
-            .name("firedrill-timer".into())
-            .spawn(move || timer.run());
-        match spawned {
-            Ok(handle) => {
-                let _ = timer.thread.set(handle.thread().clone());
+/// Marks the loop's timer dead when its task ends (the runtime shut down).
+struct Alive(Arc<LoopTimer>);
+
+impl Drop for Alive {
+    fn drop(&mut self) {
+        self.0.alive.store(false, Ordering::Release);
+    }
+}
+
+/// The loop's task: waits for the timerfd's expiry in the reactor, then
+/// wakes what is due and re-arms it.
+/// `_alive` is part of the task from its spawn: a task dropped before it
+/// ever ran marks the timer dead too.
+async fn drive(fd: tokio::io::unix::AsyncFd<TimerFd>, _alive: Alive) {
+    loop {
+        let Ok(mut ready) = fd.readable().await else {
+            return;
+        };
+        let mut expirations = [0u8; 8];
+        match rustix::io::read(&ready.get_inner().0.fd, &mut expirations) {
+            Ok(_) => {}
+            // Not expired after all (disarmed or re-armed meanwhile).
+            Err(rustix::io::Errno::AGAIN) => {}
+            Err(err) => {
+                tracing::debug!(%err, "the precise timer stopped");
+                return;
             }
-            // Without the thread the tokio `Sleep` still ends every wait,
-            // only less precisely.
-            Err(err) => tracing::warn!(%err, "could not start the precise timer thread"),
         }
-    });
-    timer
+        ready.clear_ready();
+        ready.get_inner().0.fire();
+    }
+}
+
+impl LoopTimer {
+    /// A timer for the loop of the current runtime, its task spawned on
+    /// it; none outside a runtime. The runtime must have an I/O driver.
+    fn start() -> Option<Arc<LoopTimer>> {
+        use rustix::time::{TimerfdClockId, TimerfdFlags};
+        let handle = tokio::runtime::Handle::try_current().ok()?;
+        let fd = rustix::time::timerfd_create(
+            TimerfdClockId::Monotonic,
+            TimerfdFlags::NONBLOCK | TimerfdFlags::CLOEXEC,
+        )
+        .ok()?;
+        let timer = Arc::new(LoopTimer {
+            pending: Mutex::new(BTreeMap::new()),
+            next: AtomicU64::new(0),
+            fd,
+            alive: AtomicBool::new(true),
+        });
+        let _entered = handle.enter();
+        // SAFETY: `TimerFd` holds the `LoopTimer` that owns the timerfd, so
+        // the descriptor stays open and the same for as long as the
+        // `AsyncFd` lives, and `as_raw_fd` always returns it.
+        #[allow(unsafe_code)]
+        let registered = unsafe {
+            tokio::io::unix::AsyncFd::register_with_interest(
+                TimerFd(timer.clone()),
+                tokio::io::Interest::READABLE,
+            )
+        }
+        .ok()?;
+        handle.spawn(drive(registered, Alive(timer.clone())));
+        Some(timer)
+    }
+}
+
+thread_local! {
+    /// This thread's loop timer, once a precise sleep was polled on it.
+    static LOOP_TIMER: RefCell<Option<Arc<LoopTimer>>> = const { RefCell::new(None) };
+    /// Set while [`coarse_only`] runs: no loop timer on this thread.
+    static COARSE_ONLY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` (which drives a runtime on this thread) with precise sleeps
+/// ended by the tokio timer alone: for a runtime under a paused clock,
+/// where that timer is exact, and for one without an I/O driver, where a
+/// timerfd cannot be registered (tokio cannot be asked whether a runtime
+/// has one; it panics when it has none).
+pub fn coarse_only<R>(f: impl FnOnce() -> R) -> R {
+    /// Restores the flag, also when `f` panics.
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            COARSE_ONLY.set(self.0);
+        }
+    }
+    let _restore = Restore(COARSE_ONLY.replace(true));
+    f()
+}
+
+/// The timer of the loop polling now, set up on first use (and again after
+/// the runtime it belonged to shut down).
+fn loop_timer() -> Option<Arc<LoopTimer>> {
+    if COARSE_ONLY.get() {
+        return None;
+    }
+    LOOP_TIMER.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if let Some(timer) = slot.as_ref()
+            && timer.alive.load(Ordering::Acquire)
+        {
+            return Some(timer.clone());
+        }
+        *slot = LoopTimer::start();
+        slot.clone()
+    })
 }
 
 pin_project_lite::pin_project! {
@@ -166,7 +278,7 @@ pin_project_lite::pin_project! {
         // The tokio timer: exact in virtual time, and the fallback.
         #[pin]
         coarse: Sleep,
-        // The timer thread's registration, once polled.
+        // The loop timer's registration, once polled.
         registration: Registration,
     }
 }
@@ -179,17 +291,28 @@ impl std::fmt::Debug for PreciseSleep {
     }
 }
 
-/// A registration with the timer thread, cancelled on drop.
+/// A registration with a loop timer, cancelled on drop.
 #[derive(Default)]
-struct Registration {
-    /// The key and the waker it holds, once registered.
-    entry: Option<(Key, Waker)>,
+enum Registration {
+    /// Not polled yet.
+    #[default]
+    Unregistered,
+    /// No loop timer here: the tokio `Sleep` alone ends the wait.
+    Coarse,
+    /// Registered (it may have fired since: then it is not registered
+    /// again, so a wake-up in real time ahead of a paused clock's deadline
+    /// cannot turn into a loop).
+    With {
+        timer: Arc<LoopTimer>,
+        key: Key,
+        waker: Waker,
+    },
 }
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        if let Some((key, _)) = &self.entry {
-            timer().cancel(key);
+        if let Registration::With { timer, key, .. } = self {
+            timer.cancel(key);
         }
     }
 }
@@ -212,16 +335,25 @@ impl Future for PreciseSleep {
         if Instant::now() >= *this.deadline || this.coarse.poll(cx).is_ready() {
             return Poll::Ready(());
         }
-        match &mut this.registration.entry {
-            None => {
-                let key = timer().register(this.deadline.into_std(), cx.waker().clone());
-                this.registration.entry = Some((key, cx.waker().clone()));
+        match this.registration {
+            Registration::Unregistered => {
+                *this.registration = match loop_timer() {
+                    Some(timer) => {
+                        let key = timer.register(this.deadline.into_std(), cx.waker().clone());
+                        Registration::With {
+                            timer,
+                            key,
+                            waker: cx.waker().clone(),
+                        }
+                    }
+                    None => Registration::Coarse,
+                };
             }
-            Some((key, waker)) if !waker.will_wake(cx.waker()) => {
-                timer().update(key, cx.waker());
+            Registration::With { timer, key, waker } if !waker.will_wake(cx.waker()) => {
+                timer.update(key, cx.waker());
                 waker.clone_from(cx.waker());
             }
-            Some(_) => {}
+            _ => {}
         }
         Poll::Pending
     }
@@ -231,19 +363,6 @@ impl Future for PreciseSleep {
 mod tests {
     use super::*;
     use crate::clock::Duration;
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_timer_thread_asks_for_the_least_timer_slack() {
-        // On a thread of its own, as the timer thread does.
-        let slack = std::thread::spawn(|| {
-            least_timer_slack();
-            rustix::thread::current_timer_slack().unwrap()
-        })
-        .join()
-        .unwrap();
-        assert_eq!(slack, 1);
-    }
 
     #[tokio::test(start_paused = true)]
     async fn ends_exactly_on_the_deadline_under_a_paused_clock() {
@@ -297,38 +416,96 @@ mod tests {
         assert_eq!(ended, 64);
     }
 
+    /// The registration of a polled sleep, with its timer.
+    fn registered(sleep: &PreciseSleep) -> (Arc<LoopTimer>, Key) {
+        match &sleep.registration {
+            Registration::With { timer, key, .. } => (timer.clone(), *key),
+            _ => panic!("the sleep is not registered with a loop timer"),
+        }
+    }
+
     #[tokio::test(flavor = "current_thread")]
     async fn a_dropped_sleep_leaves_no_registration_behind() {
         let far = Instant::now() + Duration::from_secs(3600);
         let mut sleep = Box::pin(PreciseSleep::new(far));
         let polled = futures_util::poll!(sleep.as_mut());
         assert!(polled.is_pending());
-        let key = sleep.registration.entry.as_ref().expect("registered").0;
-        assert!(timer().is_pending(&key));
+        let (timer, key) = registered(&sleep);
+        assert!(timer.is_pending(&key));
         drop(sleep);
-        assert!(!timer().is_pending(&key));
+        assert!(!timer.is_pending(&key));
     }
 
-    /// Sends on a channel when woken.
-    struct Flag(Mutex<std::sync::mpsc::Sender<()>>);
+    /// Notifies when woken.
+    struct Flag(tokio::sync::Notify);
 
     impl std::task::Wake for Flag {
-        fn wake(self: std::sync::Arc<Self>) {
-            let _ = self.0.lock().unwrap().send(());
+        fn wake(self: Arc<Self>) {
+            self.0.notify_one();
         }
     }
 
-    #[test]
-    fn the_timer_thread_wakes_a_due_registration_and_forgets_it() {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let waker = Waker::from(std::sync::Arc::new(Flag(Mutex::new(tx))));
+    /// Registers a bare waker (no tokio `Sleep` beside it) 2 ms ahead and
+    /// waits for it: only the loop's timerfd can wake it.
+    async fn the_timerfd_wakes_a_bare_registration() {
+        let flag = Arc::new(Flag(tokio::sync::Notify::new()));
+        let timer = loop_timer().expect("a runtime with an I/O driver has a loop timer");
         let at = real_now() + Duration::from_millis(2);
-        let key = timer().register(at, waker);
-        // Generous: the thread fires within a fraction of a millisecond
+        let key = timer.register(at, Waker::from(flag.clone()));
+        // Generous: the timerfd fires within a fraction of a millisecond
         // unless the machine is very busy.
-        rx.recv_timeout(Duration::from_secs(30))
-            .expect("the timer thread woke the task");
+        tokio::time::timeout(Duration::from_secs(30), flag.0.notified())
+            .await
+            .expect("the loop's timerfd woke the task");
         assert!(real_now() >= at, "woken before the deadline");
-        assert!(!timer().is_pending(&key), "fired entries are removed");
+        assert!(!timer.is_pending(&key), "fired entries are removed");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_loops_timerfd_wakes_a_due_registration_and_forgets_it() {
+        the_timerfd_wakes_a_bare_registration().await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_timerfd_wakes_registrations_on_a_multi_threaded_runtime_too() {
+        the_timerfd_wakes_a_bare_registration().await;
+    }
+
+    #[test]
+    fn a_thread_gets_a_working_timer_again_in_its_next_runtime() {
+        let runtime = || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap()
+        };
+        let first = runtime().block_on(async { loop_timer().unwrap() });
+        // That runtime is gone, and its loop's task with it.
+        assert!(!first.alive.load(Ordering::Acquire));
+        runtime().block_on(async {
+            let second = loop_timer().unwrap();
+            assert!(!Arc::ptr_eq(&first, &second), "a dead timer was reused");
+            the_timerfd_wakes_a_bare_registration().await;
+        });
+    }
+
+    #[test]
+    fn without_an_io_driver_the_tokio_timer_alone_ends_the_wait() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        coarse_only(|| {
+            runtime.block_on(async {
+                let deadline = Instant::now() + Duration::from_millis(3);
+                let mut sleep = Box::pin(PreciseSleep::new(deadline));
+                assert!(futures_util::poll!(sleep.as_mut()).is_pending());
+                assert!(matches!(sleep.registration, Registration::Coarse));
+                sleep.await;
+                assert!(Instant::now() >= deadline);
+            })
+        });
+        // Outside it, the thread has a loop timer again.
+        assert!(!COARSE_ONLY.get());
     }
 }

@@ -64,7 +64,8 @@ pub fn run<R: Report>(
                 ..Live::default()
             };
             let drill = execute(loaded, network, interrupted, live, report);
-            let result = runtime.block_on(drill);
+            // Under the paused clock the tokio timer is exact.
+            let result = crate::clock::coarse_only(|| runtime.block_on(drill));
             // The run is over: the watcher sees its channel closed and ends.
             let _ = watcher.join();
             result
