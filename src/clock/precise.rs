@@ -159,10 +159,9 @@ impl std::os::fd::AsRawFd for TimerFd {
     }
 }
 
-/// Marks the loop's timer dead when its task ends (the runtime shut down).
-struct Alive(Arc<LoopTimer>);
-
-impl Drop for Alive {
+/// Dropped with the loop's task (its runtime shut down, also before the
+/// task ever ran): the timer is dead from then on.
+impl Drop for TimerFd {
     fn drop(&mut self) {
         self.0.alive.store(false, Ordering::Release);
     }
@@ -170,9 +169,7 @@ impl Drop for Alive {
 
 /// The loop's task: waits for the timerfd's expiry in the reactor, then
 /// wakes what is due and re-arms it.
-/// `_alive` is part of the task from its spawn: a task dropped before it
-/// ever ran marks the timer dead too.
-async fn drive(fd: tokio::io::unix::AsyncFd<TimerFd>, _alive: Alive) {
+async fn drive(fd: tokio::io::unix::AsyncFd<TimerFd>) {
     loop {
         let Ok(mut ready) = fd.readable().await else {
             return;
@@ -221,7 +218,7 @@ impl LoopTimer {
             )
         }
         .ok()?;
-        handle.spawn(drive(registered, Alive(timer.clone())));
+        handle.spawn(drive(registered));
         Some(timer)
     }
 }
