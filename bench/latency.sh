@@ -34,6 +34,9 @@
 #   NICE [0]            nice level of every benchmark process
 #   PORT_BASE [19100]   first of 5 consecutive loopback ports
 #   FIREDRILL           the binary; default `cargo build --release --locked`
+#   FIREDRILL_B         a second binary (e.g. the previous commit's) measured
+#                       in the same run, interleaved: its rows are `http_b`
+#                       and `tcp_b` (4 more ports)
 #   BUILD [1]           0: never run cargo
 #   SKIP_INSTALL [0]    1: never run apt-get (nginx, wrk, curl)
 #   OUT                 result directory [bench/out/latency-<UTC time>]
@@ -71,9 +74,17 @@ LOGDIR=$OUT
 bench_processes firedrill-bench-latency
 
 P_NGINX=$PORT_BASE
-declare -A PORT=([http]=$((PORT_BASE + 1)) [http_lag]=$((PORT_BASE + 2))
-    [tcp]=$((PORT_BASE + 3)) [tcp_lag]=$((PORT_BASE + 4)))
-for p in $(seq "$PORT_BASE" $((PORT_BASE + 4))); do
+MODES=(http tcp)
+[[ -n ${FIREDRILL_B:-} ]] && MODES+=(http_b tcp_b)
+declare -A PORT=()
+TARGETS=()
+n=0
+for m in "${MODES[@]}"; do
+    TARGETS+=("$m" "${m}_lag")
+    PORT[$m]=$((PORT_BASE + (n += 1)))
+    PORT[${m}_lag]=$((PORT_BASE + (n += 1)))
+done
+for p in $(seq "$PORT_BASE" $((PORT_BASE + n))); do
     ss -Htln "sport = :$p" | grep -q . && die "port $p is in use (set PORT_BASE)"
 done
 nginx_conf "$P_NGINX" >"$TMP/nginx.conf"
@@ -82,12 +93,13 @@ printf 'faults:\n  - { name: lag, latency: { delay: %sms } }\n' "$DELAY_MS" >"$T
 start nginx nginx -c "$TMP/nginx.conf" -p "$TMP"
 wait_port "$P_NGINX" "$LAST_PID" nginx
 declare -A PID=()
-TARGETS=(http http_lag tcp tcp_lag)
 for t in "${TARGETS[@]}"; do
     extra=()
     [[ $t == *_lag ]] && extra=(--faults "$TMP/lag.yaml")
-    start "fd_$t" "$FIREDRILL" proxy --listen "127.0.0.1:${PORT[$t]}" --upstream "127.0.0.1:$P_NGINX" \
-        --mode "${t%_lag}" --seed 1 "${extra[@]}"
+    bin=$FIREDRILL mode=${t%_lag}
+    [[ $mode == *_b ]] && bin=$FIREDRILL_B mode=${mode%_b}
+    start "fd_$t" "$bin" proxy --listen "127.0.0.1:${PORT[$t]}" --upstream "127.0.0.1:$P_NGINX" \
+        --mode "$mode" --seed 1 "${extra[@]}"
     wait_port "${PORT[$t]}" "$LAST_PID" "fd_$t"
     PID[$t]=$LAST_PID
     [[ $(curl -fsS --max-time 5 "http://127.0.0.1:${PORT[$t]}/") == ok ]] || die "$t does not answer ok"
@@ -146,12 +158,14 @@ span() { # kind target conns metric -> min–max over rounds
 commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
 {
     printf '### %s, commit %s\n\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "$commit"
+    [[ -n ${FIREDRILL_B:-} ]] && printf 'Rows `*_b`: `%s` (`%s`), interleaved with `%s` (`%s`).\n\n' \
+        "$FIREDRILL_B" "$("$FIREDRILL_B" --version)" "$FIREDRILL" "$("$FIREDRILL" --version)"
     printf '`bash bench/latency.sh` (DELAY_MS=%s LAT_N=%s LAT_ROUNDS=%s CONNS="%s" DUR=%s ROUNDS=%s), everything on core %s; load average before the run %s.\n\n' \
         "$DELAY_MS" "$LAT_N" "$LAT_ROUNDS" "$CONNS" "$DUR" "$ROUNDS" "$CPU" "$LOAD0"
     printf 'Accuracy, %s sequential keep-alive requests per round (curl), median of the per-round figures:\n\n' "$LAT_N"
     printf '| mode | no-fault p50 ms | no-fault p99 ms | fault p50 ms | fault p99 ms | fault min ms | excess p50 ms | excess p99 ms | foreign %% (rounds) |\n'
     printf '|---|---:|---:|---:|---:|---:|---:|---:|---|\n'
-    for m in http tcp; do
+    for m in "${MODES[@]}"; do
         fp50=$(med curl "${m}_lag" 1 p50_ms) fp99=$(med curl "${m}_lag" 1 p99_ms)
         printf '| %s | %s | %s | %s | %s | %s | **%.3f** | **%.3f** | %s |\n' "$m" \
             "$(med curl "$m" 1 p50_ms)" "$(med curl "$m" 1 p99_ms)" "$fp50" "$fp99" \
@@ -163,7 +177,7 @@ commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
     printf '| mode | conns | no-fault µs/req | fault µs/req | ratio | no-fault req/s | fault req/s | foreign %% (rounds) |\n'
     printf '|---|---:|---:|---:|---:|---:|---:|---|\n'
     for c in $CONNS; do
-        for m in http tcp; do
+        for m in "${MODES[@]}"; do
             b=$(med wrk "$m" "$c" cpu_us_per_req) f=$(med wrk "${m}_lag" "$c" cpu_us_per_req)
             printf '| %s | %s | %s | %s | **%s** | %.0f | %.0f | %s |\n' "$m" "$c" "$b" "$f" \
                 "$(awk -v a="$f" -v b="$b" 'BEGIN{printf "%.2f", a/b}')" \

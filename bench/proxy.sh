@@ -23,12 +23,19 @@
 #   CPU [0]           the core everything is pinned to
 #   NICE [0]          nice level of every benchmark process; on a shared
 #                     machine NICE=-10 (root) moves background jobs off $CPU
-#   PORT_BASE [18700] first of 12 consecutive loopback ports used
+#   PORT_BASE [18700] first of 14 consecutive loopback ports used
+#   PACED_RATE [1000] requests per second of the paced run (added latency at
+#                     a moderate load: wrk -c10, each connection waiting
+#                     10000/PACED_RATE ms between requests)
+#   PACED_DUR [10]    seconds per paced run
 #   FIREDRILL         path to the binary; if unset it is built with
 #                     `cargo build --release --locked` (CARGO_TARGET_DIR honoured),
 #                     with PROFILE=1 `--profile profiling` (the release code
 #                     with symbols and line tables, which perf needs; the
 #                     release binary is stripped)
+#   FIREDRILL_B       a second binary (e.g. the previous commit's): its
+#                     `http` and `defend` rows (`*_b`) run interleaved with
+#                     the others, for a same-run A/B
 #   BUILD [1]         set to 0 to never run cargo
 #   OUT               result directory [bench/out/<UTC timestamp>]
 #   SKIP_INSTALL [0]  set to 1 to never run apt-get
@@ -56,6 +63,8 @@ BUILD=${BUILD:-1}
 CLEAN_MAX=${CLEAN_MAX:-3}
 EXTRA_ROUNDS=${EXTRA_ROUNDS:-2}
 SKIP_INSTALL=${SKIP_INSTALL:-0}
+PACED_RATE=${PACED_RATE:-1000}
+PACED_DUR=${PACED_DUR:-10}
 
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -118,11 +127,21 @@ P_FD_BULK=$((PORT_BASE + 7))
 P_FD_LAG_TCP=$((PORT_BASE + 8))
 P_FD_LAG_HTTP=$((PORT_BASE + 9))
 P_FD_DEFEND=$((PORT_BASE + 10))
-for p in $(seq "$PORT_BASE" $((PORT_BASE + 11))); do
+P_NGINX_PROXY=$((PORT_BASE + 11))
+P_FDB_HTTP=$((PORT_BASE + 12))
+P_FDB_DEFEND=$((PORT_BASE + 13))
+for p in $(seq "$PORT_BASE" $((PORT_BASE + 13))); do
     ss -Htln "sport = :$p" | grep -q . && die "port $p is in use (set PORT_BASE)"
 done
 
 nginx_conf "$P_NGINX" >"$TMP/nginx.conf"
+# nginx as a reverse proxy in front of the nginx upstream (keep-alive both
+# ways), a peer of haproxy http.
+mkdir -p "$TMP/nginx-proxy-state"
+TMP=$TMP/nginx-proxy-state nginx_conf "$P_NGINX_PROXY" |
+    sed "s|location / { return 200 \"ok\"; }|location / { proxy_pass http://nginx_upstream; proxy_http_version 1.1; proxy_set_header Connection \"\"; }|" |
+    sed "s|^http {|http {\n    upstream nginx_upstream { server 127.0.0.1:$P_NGINX; keepalive 256; }|" >"$TMP/nginx-proxy.conf"
+grep -q proxy_pass "$TMP/nginx-proxy.conf" || die "could not write the nginx proxy config"
 
 cat >"$TMP/haproxy.cfg" <<EOF
 global
@@ -173,6 +192,8 @@ log "starting nginx, haproxy, iperf3 on core $CPU (ports $PORT_BASE..)"
 start nginx nginx -c "$TMP/nginx.conf" -p "$TMP"
 wait_port "$P_NGINX" "$LAST_PID" nginx
 curl -fsS "http://127.0.0.1:$P_NGINX/" | grep -qx ok || die "nginx does not answer ok"
+start nginx_proxy nginx -c "$TMP/nginx-proxy.conf" -p "$TMP/nginx-proxy-state"
+wait_port "$P_NGINX_PROXY" "$LAST_PID" nginx_proxy
 start haproxy haproxy -db -f "$TMP/haproxy.cfg"
 HA_PID=$LAST_PID
 wait_port "$P_HA_HTTP" "$LAST_PID" haproxy
@@ -198,6 +219,15 @@ if ((HAVE_FD)); then
         --upstream "127.0.0.1:$P_NGINX"
     wait_port "$P_FD_DEFEND" "$LAST_PID" fd_defend
     FD_PID[fd_defend]=$LAST_PID
+    if [[ -n ${FIREDRILL_B:-} ]]; then
+        log "starting the B binary's http proxy and defense line: $FIREDRILL_B"
+        start fd_http_b "$FIREDRILL_B" proxy --listen "127.0.0.1:$P_FDB_HTTP" \
+            --upstream "127.0.0.1:$P_NGINX" --mode http --seed 1
+        wait_port "$P_FDB_HTTP" "$LAST_PID" fd_http_b
+        start fd_defend_b "$FIREDRILL_B" defend --config "$TMP/defend.yaml" --listen "127.0.0.1:$P_FDB_DEFEND" \
+            --upstream "127.0.0.1:$P_NGINX"
+        wait_port "$P_FDB_DEFEND" "$LAST_PID" fd_defend_b
+    fi
 fi
 
 # ---------------------------------------------------------------- helpers
@@ -206,9 +236,11 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if(a=="nan"||b=="nan"||b==0) print "�
 to_ms() { awk '{v=$1; if(v~/us$/){sub(/us$/,"",v);v/=1000} else if(v~/ms$/){sub(/ms$/,"",v)} else if(v~/m$/){sub(/m$/,"",v);v*=60000} else if(v~/s$/){sub(/s$/,"",v);v*=1000} printf "%.3f\n", v}'; }
 
 declare -A PORT=([direct]=$P_NGINX [haproxy_tcp]=$P_HA_TCP [haproxy_http]=$P_HA_HTTP
-    [firedrill_tcp]=$P_FD_TCP [firedrill_http]=$P_FD_HTTP [firedrill_defend]=$P_FD_DEFEND)
-TARGETS=(direct haproxy_tcp haproxy_http)
+    [firedrill_tcp]=$P_FD_TCP [firedrill_http]=$P_FD_HTTP [firedrill_defend]=$P_FD_DEFEND
+    [nginx_proxy]=$P_NGINX_PROXY [firedrill_http_b]=$P_FDB_HTTP [firedrill_defend_b]=$P_FDB_DEFEND)
+TARGETS=(direct haproxy_tcp haproxy_http nginx_proxy)
 ((HAVE_FD)) && TARGETS+=(firedrill_tcp firedrill_http firedrill_defend)
+((HAVE_FD)) && [[ -n ${FIREDRILL_B:-} ]] && TARGETS+=(firedrill_http_b firedrill_defend_b)
 
 # Sanity: every target answers "ok" before anything is measured.
 for t in "${TARGETS[@]}"; do
@@ -288,6 +320,23 @@ if ((PROFILE && HAVE_FD)) && command -v perf >/dev/null; then
     done
 fi
 
+# ---------------------------------------------------------------- 1b. paced
+# Added latency at a moderate load: wrk's `delay()` holds each of 10
+# connections for 10000/PACED_RATE ms between requests, so the rate stays
+# near PACED_RATE whatever the target; wrk's latency starts when a request
+# is sent.
+printf 'function delay() return %s end\n' "$(awk -v r="$PACED_RATE" 'BEGIN{printf "%d", 10000/r}')" >"$TMP/paced.lua"
+log "paced: ${#TARGETS[@]} targets x $ROUNDS rounds x ${PACED_DUR}s (~$PACED_RATE req/s)"
+for r in $(seq "$ROUNDS"); do
+    for t in "${TARGETS[@]}"; do
+        f="$OUT/paced-$t-r$r.txt"
+        measured "$f" wrk -t1 -c10 -d"${PACED_DUR}s" --latency -s "$TMP/paced.lua" "http://127.0.0.1:${PORT[$t]}/"
+        printf 'paced\t%s\t%s\tp50_ms\t%s\npaced\t%s\t%s\tp99_ms\t%s\npaced\t%s\t%s\trps\t%s\npaced\t%s\t%s\tforeign_pct\t%s\n' \
+            "$t" "$r" "$(awk '$1=="50%"{print $2}' "$f" | to_ms)" "$t" "$r" "$(awk '$1=="99%"{print $2}' "$f" | to_ms)" \
+            "$t" "$r" "$(awk '/^Requests\/sec:/{print $2}' "$f")" "$t" "$r" "$FOREIGN" >>"$RAW"
+    done
+done
+
 # ---------------------------------------------------------------- 2. iperf3
 declare -A BPORT=([direct]=$P_IPERF [haproxy_tcp]=$P_HA_BULK [firedrill_tcp]=$P_FD_BULK)
 BTARGETS=(direct haproxy_tcp)
@@ -358,7 +407,11 @@ done
 for t in "${BTARGETS[@]}"; do
     GBPS[$t]=$(med iperf "$t" gbps); BCLEAN[$t]="$(clean_count iperf "$t")/$(nrounds iperf "$t")"
 done
-peer() { case $1 in *_tcp) echo haproxy_tcp ;; *_http | *_defend) echo haproxy_http ;; *) echo "" ;; esac; }
+peer() { case $1 in *_tcp) echo haproxy_tcp ;; *_http | *_defend | *_b | nginx_proxy) echo haproxy_http ;; *) echo "" ;; esac; }
+declare -A PACED50 PACED99 PACEDRPS
+for t in "${TARGETS[@]}"; do
+    PACED50[$t]=$(med paced "$t" p50_ms); PACED99[$t]=$(med paced "$t" p99_ms); PACEDRPS[$t]=$(med paced "$t" rps)
+done
 
 {
     echo "### Run $STAMP"
@@ -376,6 +429,16 @@ peer() { case $1 in *_tcp) echo haproxy_tcp ;; *_http | *_defend) echo haproxy_h
             rh=$(ratio "${RPS[$t]}" "${RPS[$h]}"); ph=$(ratio "${P99[$t]}" "${P99[$h]}")
         else rh="—"; ph="—"; fi
         printf '| %s | %.0f | %s | %s | %s | %s | %s |\n' "$t" "${RPS[$t]}" "$(ratio "${RPS[$t]}" "${RPS[direct]}")" "$rh" "${P99[$t]}" "$ph" "${CLEAN[$t]}"
+    done
+    echo
+    echo "Paced load (wrk -t1 -c10 with a delay between requests, ~$PACED_RATE req/s, ${PACED_DUR}s, $ROUNDS rounds, median): added latency = the target's p50 − direct's p50."
+    echo
+    echo "| target | req/s | p50 ms | p99 ms | added p50 ms | added p99 ms |"
+    echo "|---|---:|---:|---:|---:|---:|"
+    for t in "${TARGETS[@]}"; do
+        printf '| %s | %.0f | %s | %s | %s | %s |\n' "$t" "${PACEDRPS[$t]}" "${PACED50[$t]}" "${PACED99[$t]}" \
+            "$(awk -v a="${PACED50[$t]}" -v b="${PACED50[direct]}" 'BEGIN{printf "%.3f", a-b}')" \
+            "$(awk -v a="${PACED99[$t]}" -v b="${PACED99[direct]}" 'BEGIN{printf "%.3f", a-b}')"
     done
     if ((${#CPU_US[@]})); then
         echo

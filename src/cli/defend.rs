@@ -12,6 +12,7 @@ use crate::defense::pool::config::ServerTarget;
 use crate::defense::report::{JournalFile, NoObserver, Observer};
 use crate::http::client::{HttpUpstream, Upstream};
 use crate::http::endpoint::Endpoint;
+use crate::http::kept::KeptUpstream;
 use crate::net::{self, TcpAcceptor};
 use crate::schema::units::Dur;
 
@@ -82,9 +83,15 @@ pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
             async move {
                 let endpoint = endpoint.map_err(CliError::invalid)?;
                 let connector = super::tls::connector(key, &written, &endpoint, tls).await?;
-                let client = HttpUpstream::new(Arc::new(connector), &endpoint.authority)
-                    .rewriting(endpoint.rewrite());
-                Ok::<_, CliError>(Arc::new(client) as Arc<dyn Upstream>)
+                let connector = Arc::new(connector);
+                // A plain http:// dependency gets connections of its own
+                // (no pool task per request); HTTP/2 and TLS the pooled client.
+                let client: Arc<dyn Upstream> =
+                    match KeptUpstream::new(connector.clone(), &endpoint.authority, endpoint.rewrite()) {
+                        Some(kept) => Arc::new(kept),
+                        None => Arc::new(HttpUpstream::new(connector, &endpoint.authority).rewriting(endpoint.rewrite())),
+                    };
+                Ok::<_, CliError>(client)
             }
         };
         let primary = dial("--upstream", upstream).await?;

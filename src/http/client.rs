@@ -24,10 +24,61 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// Sends requests to one dependency.
 pub trait Upstream: Send + Sync + 'static {
     /// Sends `req` (origin-form URI) and returns the response head.
-    fn send(
-        &self,
-        req: Request<BoxBody>,
-    ) -> BoxFuture<'_, Result<Response<Incoming>, hyper_util::client::legacy::Error>>;
+    fn send(&self, req: Request<BoxBody>) -> BoxFuture<'_, Result<Response<Incoming>, SendError>>;
+}
+
+/// Why a request got no response head: the dependency could not be
+/// reached, or the exchange broke.
+#[derive(Debug)]
+pub struct SendError {
+    /// The connection could not be opened (the request never left).
+    connect: bool,
+    /// What went wrong.
+    cause: BoxError,
+}
+
+impl SendError {
+    /// The connection could not be opened.
+    pub fn connect(cause: impl Into<BoxError>) -> SendError {
+        SendError {
+            connect: true,
+            cause: cause.into(),
+        }
+    }
+
+    /// The connection broke (or the exchange failed) after it was open.
+    pub fn broken(cause: impl Into<BoxError>) -> SendError {
+        SendError {
+            connect: false,
+            cause: cause.into(),
+        }
+    }
+
+    /// Whether the connection could not be opened.
+    pub fn is_connect(&self) -> bool {
+        self.connect
+    }
+}
+
+impl std::fmt::Display for SendError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.cause.fmt(f)
+    }
+}
+
+impl std::error::Error for SendError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.cause.source()
+    }
+}
+
+impl From<hyper_util::client::legacy::Error> for SendError {
+    fn from(error: hyper_util::client::legacy::Error) -> SendError {
+        SendError {
+            connect: error.is_connect(),
+            cause: Box::new(error),
+        }
+    }
 }
 
 /// A server's request handler, called in-process (no HTTP/1.1 in between):
@@ -92,7 +143,7 @@ impl<C: Connector> Upstream for HttpUpstream<C> {
     fn send(
         &self,
         mut req: Request<BoxBody>,
-    ) -> BoxFuture<'_, Result<Response<Incoming>, hyper_util::client::legacy::Error>> {
+    ) -> BoxFuture<'_, Result<Response<Incoming>, SendError>> {
         self.rewrite.prepare(&mut req);
         let path = req
             .uri()
@@ -102,7 +153,8 @@ impl<C: Connector> Upstream for HttpUpstream<C> {
         if let Ok(uri) = format!("{}{}", self.base, path).parse::<Uri>() {
             *req.uri_mut() = uri;
         }
-        Box::pin(self.client.request(req))
+        let sent = self.client.request(req);
+        Box::pin(async move { Ok(sent.await?) })
     }
 }
 

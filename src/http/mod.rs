@@ -22,6 +22,7 @@ pub mod endpoint;
 pub mod fin;
 pub mod grpc;
 pub mod headers;
+pub mod kept;
 pub mod server;
 pub mod shutdown;
 pub mod upgrade;

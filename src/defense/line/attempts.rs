@@ -372,7 +372,7 @@ async fn send(
     upstream: &dyn Upstream,
     request: Request<BoxBody>,
     timeout: Option<Duration>,
-) -> Option<Result<Response<Incoming>, hyper_util::client::legacy::Error>> {
+) -> Option<Result<Response<Incoming>, crate::http::client::SendError>> {
     match timeout {
         Some(t) => tokio::time::timeout(t, upstream.send(request)).await.ok(),
         None => Some(upstream.send(request).await),
@@ -384,7 +384,7 @@ async fn send(
 /// A failed response is marked with the pool server that gave it.
 fn judge(
     route: &Route,
-    outcome: Option<Result<Response<Incoming>, hyper_util::client::legacy::Error>>,
+    outcome: Option<Result<Response<Incoming>, crate::http::client::SendError>>,
     lease: Option<&Lease>,
 ) -> Judged {
     match outcome {

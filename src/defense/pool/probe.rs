@@ -56,7 +56,7 @@ pub async fn check_once(upstream: &dyn Upstream, check: &HealthCheckConfig) -> O
                 .unwrap_or_default(),
             None => Bytes::new(),
         };
-        Ok::<_, hyper_util::client::legacy::Error>((parts, body))
+        Ok::<_, crate::http::client::SendError>((parts, body))
     };
     match tokio::time::timeout(check.timeout, answer).await {
         Err(_) => Some(format!("no answer within {}", Dur(check.timeout))),
