@@ -49,6 +49,7 @@ pub mod fault;
 pub mod history;
 pub mod http;
 pub mod json_schema;
+pub mod loops;
 pub mod metrics;
 pub mod net;
 pub mod proxy;

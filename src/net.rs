@@ -106,17 +106,45 @@ pub struct TcpAcceptor {
     listener: Option<TcpListener>,
     /// The address actually bound (port resolved when `:0` was asked).
     addr: SocketAddr,
+    /// Bound with `SO_REUSEPORT`, beside the listeners of other event
+    /// loops on the same address (see [`TcpAcceptor::bind_shared`]).
+    shared: bool,
 }
 
 impl TcpAcceptor {
     /// Binds `addr`.
     pub async fn bind(addr: SocketAddr) -> io::Result<TcpAcceptor> {
-        let listener = bind_reusable(addr)?;
+        let listener = bind_reusable(addr, false)?;
         let addr = listener.local_addr()?;
         Ok(TcpAcceptor {
             listener: Some(listener),
             addr,
+            shared: false,
         })
+    }
+
+    /// `count` listeners on `addr` (one per event loop; at least one),
+    /// each with `SO_REUSEPORT` when there are several, so the kernel
+    /// spreads new connections over them. The first resolves a `:0` port;
+    /// the others bind the port it got.
+    pub async fn bind_shared(addr: SocketAddr, count: usize) -> io::Result<Vec<TcpAcceptor>> {
+        if count <= 1 {
+            return Ok(vec![TcpAcceptor::bind(addr).await?]);
+        }
+        let first = bind_reusable(addr, true)?;
+        let addr = first.local_addr()?;
+        let mut listeners = vec![first];
+        for _ in 1..count {
+            listeners.push(bind_reusable(addr, true)?);
+        }
+        Ok(listeners
+            .into_iter()
+            .map(|listener| TcpAcceptor {
+                listener: Some(listener),
+                addr,
+                shared: true,
+            })
+            .collect())
     }
 
     /// The bound address.
@@ -125,13 +153,19 @@ impl TcpAcceptor {
     }
 }
 
-fn bind_reusable(addr: SocketAddr) -> io::Result<TcpListener> {
+/// A listener on `addr` that can be rebound at once after it closed
+/// (`SO_REUSEADDR`); with `shared`, one of several on the same address
+/// (`SO_REUSEPORT`).
+fn bind_reusable(addr: SocketAddr, shared: bool) -> io::Result<TcpListener> {
     let socket = if addr.is_ipv4() {
         tokio::net::TcpSocket::new_v4()?
     } else {
         tokio::net::TcpSocket::new_v6()?
     };
     socket.set_reuseaddr(true)?;
+    if shared {
+        socket.set_reuseport(true)?;
+    }
     socket.bind(addr)?;
     socket.listen(1024)
 }
@@ -157,7 +191,7 @@ impl Acceptor for TcpAcceptor {
 
     fn resume(&mut self) -> io::Result<()> {
         if self.listener.is_none() {
-            self.listener = Some(bind_reusable(self.addr)?);
+            self.listener = Some(bind_reusable(self.addr, self.shared)?);
         }
         Ok(())
     }
@@ -233,5 +267,59 @@ impl Acceptor for MemoryAcceptor {
         self.refusing
             .store(false, std::sync::atomic::Ordering::SeqCst);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Accepts one connection on whichever of `listeners` gets it; returns
+    /// its index.
+    async fn accepted_by(listeners: &mut [TcpAcceptor]) -> usize {
+        let (a, b) = listeners.split_at_mut(1);
+        tokio::select! {
+            Ok(_) = a[0].accept() => 0,
+            Ok(_) = b[0].accept() => 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn shared_listeners_take_the_same_port_and_one_closed_leaves_the_other_accepting() {
+        let mut listeners = TcpAcceptor::bind_shared("127.0.0.1:0".parse().unwrap(), 2)
+            .await
+            .unwrap();
+        assert_eq!(listeners.len(), 2);
+        let addr = listeners[0].local_addr();
+        assert_ne!(addr.port(), 0);
+        assert_eq!(listeners[1].local_addr(), addr);
+        // The kernel spreads connections by their source port: over
+        // enough of them, both listeners get some.
+        let mut by = [0usize; 2];
+        let mut clients = Vec::new();
+        for _ in 0..64 {
+            clients.push(TcpStream::connect(addr).await.unwrap());
+            by[accepted_by(&mut listeners).await] += 1;
+        }
+        assert!(by[0] > 0 && by[1] > 0, "{by:?}");
+        // With the first closed (a `refuse` fault on its loop), the second
+        // takes every connection; reopened, the first binds beside it again.
+        listeners[0].pause().unwrap();
+        for _ in 0..8 {
+            clients.push(TcpStream::connect(addr).await.unwrap());
+            assert_eq!(accepted_by(&mut listeners).await, 1);
+        }
+        listeners[0].resume().unwrap();
+        assert_eq!(listeners[0].local_addr(), addr);
+    }
+
+    #[tokio::test]
+    async fn one_listener_is_not_shared_so_a_second_bind_of_its_port_fails() {
+        let listeners = TcpAcceptor::bind_shared("127.0.0.1:0".parse().unwrap(), 1)
+            .await
+            .unwrap();
+        assert_eq!(listeners.len(), 1);
+        let taken = TcpAcceptor::bind(listeners[0].local_addr()).await;
+        assert!(taken.is_err(), "the port was bound twice");
     }
 }

@@ -376,3 +376,78 @@ fn sigterm_lets_an_in_flight_request_finish_then_exits_0() {
     sigterm(&target);
     assert_eq!(target.wait().unwrap().code(), Some(0));
 }
+
+/// Sends `GET path` on `connections` connections at once, then reads every
+/// answer; returns them.
+fn on_many_connections(addr: &str, connections: usize, path: &str) -> Vec<String> {
+    let streams: Vec<TcpStream> = (0..connections)
+        .map(|_| {
+            let mut stream = TcpStream::connect(addr).unwrap();
+            let request = format!("GET {path} HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n");
+            stream.write_all(request.as_bytes()).unwrap();
+            stream
+        })
+        .collect();
+    streams
+        .into_iter()
+        .map(|mut stream| {
+            stream
+                .set_read_timeout(Some(Duration::from_secs(30)))
+                .unwrap();
+            let mut response = String::new();
+            stream.read_to_string(&mut response).unwrap();
+            response
+        })
+        .collect()
+}
+
+#[test]
+fn proxy_and_defend_on_four_event_loops_answer_and_drain_every_connection_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let pairs = [
+        start_pair(&["--loops", "4", "--grace", "20s"]),
+        start_defend(dir.path(), &["--loops", "4", "--grace", "20s"]),
+    ];
+    for (mut target, mut front, addr) in pairs {
+        // The kernel spreads 32 connections over the four listeners.
+        for response in on_many_connections(&addr, 32, "/") {
+            assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        }
+        // 16 requests in flight on the loops when SIGTERM lands: each loop
+        // drains its own, and the process waits for all of them.
+        let in_flight = std::thread::spawn({
+            let addr = addr.clone();
+            move || on_many_connections(&addr, 16, "/delay/1s")
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        sigterm(&front);
+        for response in in_flight.join().unwrap() {
+            assert!(response.starts_with("HTTP/1.1 200"), "{response}");
+        }
+        assert_eq!(front.wait().unwrap().code(), Some(0));
+        // Every loop's listener is gone.
+        for _ in 0..16 {
+            assert!(TcpStream::connect(&addr).is_err());
+        }
+        sigterm(&target);
+        assert_eq!(target.wait().unwrap().code(), Some(0));
+    }
+}
+
+#[test]
+fn zero_event_loops_is_a_bad_argument_exit_2_naming_the_flag() {
+    for command in [&["proxy"][..], &["defend", "--config", "d.yaml"][..]] {
+        let mut args = command.to_vec();
+        args.extend([
+            "--listen",
+            "127.0.0.1:0",
+            "--upstream",
+            "127.0.0.1:9",
+            "--loops",
+            "0",
+        ]);
+        let (code, stderr) = exit_and_stderr(&args);
+        assert_eq!(code, Some(2), "{stderr}");
+        assert!(stderr.contains("--loops"), "{stderr}");
+    }
+}

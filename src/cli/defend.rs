@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::exit::{CliError, EXIT_OK};
-use super::runtime::{init_logging, runtime, shutdown_on_stop_signal};
+use super::runtime::{init_logging, shutdown_on_stop_signal};
 use crate::defense::DefenseLine;
 use crate::defense::config::DefenseConfig;
 use crate::defense::pool::config::ServerTarget;
@@ -37,6 +37,9 @@ pub struct DefendArgs {
     /// What a client's FIN means while its request is in flight.
     #[command(flatten)]
     pub client_close: super::runtime::ClientCloseArgs,
+    /// How many event loops serve the listen address.
+    #[command(flatten)]
+    pub loops: super::runtime::LoopsArgs,
     /// Write breaker transitions and pool health changes here as JSON lines.
     #[arg(long)]
     pub journal: Option<PathBuf>,
@@ -76,7 +79,11 @@ pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
             None => Arc::new(NoObserver),
         };
     init_logging("info");
-    runtime()?.block_on(async {
+    // The first event loop is this thread's; the others get threads of
+    // their own once the listeners are bound.
+    let event_loop = crate::loops::event_loop()
+        .map_err(|e| CliError::runtime(e).context("cannot start the runtime"))?;
+    event_loop.block_on(async {
         let dial = |key: &'static str, url: &str| {
             let endpoint = Endpoint::parse(key, url);
             let (tls, written) = (tls.clone(), url.to_string());
@@ -116,16 +123,22 @@ pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
         let line = DefenseLine::new(&config, primary, &backup, &server, seed, crate::clock::now(), observer)
             .map_err(CliError::invalid)?;
         let addr = net::resolve(listen).await.map_err(|e| CliError::runtime(e).context(format!("--listen {listen}")))?;
-        let acceptor = TcpAcceptor::bind(addr)
+        let listeners = TcpAcceptor::bind_shared(addr, options.loops.count())
             .await
             .map_err(|e| CliError::runtime(e).context(format!("--listen {listen}: cannot bind")))?;
-        tracing::info!(listen = %acceptor.local_addr(), %upstream, routes = config.routes.len(), "defense line ready");
+        let bound = listeners[0].local_addr();
+        let listeners = crate::loops::prepare(listeners)
+            .map_err(|e| CliError::runtime(e).context("--loops: cannot start an event loop"))?;
+        tracing::info!(listen = %bound, %upstream, routes = config.routes.len(), loops = listeners.len(), "defense line ready");
         let shutdown = shutdown_on_stop_signal(None);
         if let Some(addr) = options.metrics_listen {
             super::runtime::serve_metrics(addr, line.clone(), shutdown.clone()).await?;
         }
-        crate::defense::serve::serve(acceptor, line.clone(), options.client_close.fin(), shutdown, grace.get())
-            .await
+        let (served, fin, grace) = (line.clone(), options.client_close.fin(), grace.get());
+        crate::loops::serve_each(listeners, move |acceptor| {
+            crate::defense::serve::serve(acceptor, served.clone(), fin, shutdown.clone(), grace)
+        })
+        .await
             .map_err(|e| CliError::runtime(e).context(format!("--listen {listen}")))?;
         tracing::info!(requests = line.requests(), attempts = line.attempts(), "defense line stopped");
         Ok(EXIT_OK)

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clap::builder::PossibleValue;
 
 use super::exit::{CliError, EXIT_OK};
-use super::runtime::{init_logging, runtime, shutdown_on_stop_signal};
+use super::runtime::{init_logging, shutdown_on_stop_signal};
 use crate::clock::Duration;
 use crate::fault::FaultPlan;
 use crate::http::endpoint::Endpoint;
@@ -49,6 +49,9 @@ pub struct ProxyArgs {
     /// What a client's FIN means while its request is in flight.
     #[command(flatten)]
     pub client_close: super::runtime::ClientCloseArgs,
+    /// How many event loops serve the listen address.
+    #[command(flatten)]
+    pub loops: super::runtime::LoopsArgs,
     /// `tcp` (byte streams) or `http` (per-request faults).
     #[arg(long, value_enum, default_value_t = ProxyMode::DEFAULT)]
     pub mode: ProxyMode,
@@ -113,7 +116,11 @@ pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
         CliError::runtime(e).context(format!("--record {}", path.display()))
     };
     init_logging("info");
-    runtime()?.block_on(async {
+    // The first event loop is this thread's; the others get threads of
+    // their own once the listeners are bound.
+    let event_loop = crate::loops::event_loop()
+        .map_err(|e| CliError::runtime(e).context("cannot start the runtime"))?;
+    event_loop.block_on(async {
         // A URL is a user's service: its Host and path prefix go on every
         // request; `host:port` forwards requests as they came.
         let rewrite = match upstream.contains("://") {
@@ -126,7 +133,7 @@ pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
             rewrite,
             client_fin: options.client_close.fin(),
         };
-        let bound = BoundProxy::bind_forward(listen, forward, *mode)
+        let bound = BoundProxy::bind_forward(listen, forward, *mode, options.loops.count())
             .await
             .map_err(CliError::runtime)?;
         // Created once the proxy could bind: a failed start leaves no file.
@@ -156,7 +163,7 @@ pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
         let flusher = records
             .clone()
             .map(|r| tokio::spawn(flush_every(r, Duration::from_secs(1))));
-        tracing::info!(listen = %bound.local_addr(), %upstream, mode = ?mode, faults = plan.faults().len(), seed, %name, "proxy ready");
+        tracing::info!(listen = %bound.local_addr(), %upstream, mode = ?mode, faults = plan.faults().len(), seed, %name, loops = bound.loops(), "proxy ready");
         let served = bound.serve_with(plan, telemetry, shutdown, grace.get()).await;
         // Every connection has ended: every record is in the buffer.
         if let Some(task) = flusher {

@@ -176,3 +176,21 @@ impl ClientCloseArgs {
         }
     }
 }
+
+/// `--loops` of the subcommands that serve traffic (`proxy`, `defend`).
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct LoopsArgs {
+    /// Event loops: each a thread of its own with its own listener on the
+    /// address (SO_REUSEPORT), serving the connections the kernel gives
+    /// it. Default: one per core this process may use (`taskset -c 0`:
+    /// one).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub loops: Option<u16>,
+}
+
+impl LoopsArgs {
+    /// How many event loops to run.
+    pub fn count(&self) -> usize {
+        self.loops.map_or_else(crate::loops::per_core, usize::from)
+    }
+}

@@ -11,6 +11,7 @@
 //! stay as they were.
 
 use std::sync::{Arc, Mutex};
+use std::thread::ThreadId;
 
 use http::header::HOST;
 use http::{HeaderValue, Request, Response, Uri};
@@ -33,8 +34,10 @@ pub struct KeptUpstream<C: Connector> {
     rewrite: Rewrite,
     /// Every open connection not taken by a request, most recent last (a
     /// connection whose response body is still being read is here too,
-    /// not ready yet).
-    kept: Mutex<Vec<SendRequest<BoxBody>>>,
+    /// not ready yet), with the event loop's thread that drives it: a
+    /// request takes only a connection of its own loop ([`crate::loops`]),
+    /// so no request wakes another thread.
+    kept: Mutex<Vec<(ThreadId, SendRequest<BoxBody>)>>,
 }
 
 impl<C: Connector> std::fmt::Debug for KeptUpstream<C> {
@@ -62,20 +65,25 @@ impl<C: Connector> KeptUpstream<C> {
         })
     }
 
-    /// The most recent ready connection; closed ones are let go on the way.
+    /// This loop's most recent ready connection; closed ones are let go
+    /// on the way.
     fn take_ready(&self) -> Option<SendRequest<BoxBody>> {
+        let here = std::thread::current().id();
         let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        kept.retain(|c| !c.is_closed());
-        let ready = kept.iter().rposition(SendRequest::is_ready)?;
-        Some(kept.swap_remove(ready))
+        kept.retain(|(_, c)| !c.is_closed());
+        let ready = kept
+            .iter()
+            .rposition(|(on, c)| *on == here && c.is_ready())?;
+        Some(kept.remove(ready).1)
     }
 
-    /// Offers `connection` to the next requests.
+    /// Offers `connection` to this loop's next requests.
     fn keep(&self, connection: SendRequest<BoxBody>) {
+        let here = std::thread::current().id();
         self.kept
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push(connection);
+            .push((here, connection));
     }
 
     /// A new connection; its dispatcher runs in a task of its own.
@@ -86,8 +94,9 @@ impl<C: Connector> KeptUpstream<C> {
             .map_err(SendError::connect)?;
         tokio::spawn(async move {
             // The connection's end (closed, broken) reaches the request
-            // that was on it; nothing is left to tell here.
-            let _ = connection.await;
+            // that was on it; nothing is left to tell here. A `101` hands
+            // the connection to whoever upgrades (a WebSocket tunnel).
+            let _ = connection.with_upgrades().await;
         });
         Ok(sender)
     }

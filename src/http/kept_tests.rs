@@ -27,6 +27,8 @@ enum Serve {
     Slowly,
     /// `200 ok`, then closes the connection without saying so.
     CloseAfterOne,
+    /// `101`, then echoes every byte (an upgraded connection).
+    Upgrade,
     /// `200 ok`, then hands the connection to the test (which closes it
     /// when it wants).
     HandOver(&'static std::sync::Mutex<Option<tokio::io::DuplexStream>>),
@@ -66,7 +68,15 @@ fn server_with(serve: Serve, rewrite: Rewrite) -> (KeptUpstream<MemoryConnector>
                         if let Serve::Slowly = serve {
                             tokio::time::sleep(std::time::Duration::from_secs(1)).await;
                         }
+                        if let Serve::Upgrade = serve {
+                            let switched = b"HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: echo\r\n\r\n";
+                            let _ = stream.write_all(switched).await;
+                            let (mut from, mut to) = tokio::io::split(stream);
+                            let _ = tokio::io::copy(&mut from, &mut to).await;
+                            return;
+                        }
                         let answer = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
+
                         if stream.write_all(answer).await.is_err() {
                             return;
                         }
@@ -142,6 +152,54 @@ async fn a_request_on_a_connection_closed_before_its_client_noticed_goes_again_o
         2,
         "the first connection never saw /b"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_connection_is_taken_only_by_requests_of_the_event_loop_that_opened_it() {
+    let (client, seen) = server(Serve::KeepAlive);
+    let client = Arc::new(client);
+    call(&client, "/here").await;
+    let there = client.clone();
+    let other_loop = std::thread::spawn(move || {
+        let rt = crate::loops::event_loop().unwrap();
+        rt.block_on(async {
+            call(&there, "/there").await;
+            call(&there, "/there-again").await;
+        });
+    });
+    // This loop (the server's) keeps serving while the other one runs.
+    tokio::task::spawn_blocking(move || other_loop.join().unwrap())
+        .await
+        .unwrap();
+    call(&client, "/here-again").await;
+    assert_eq!(seen.connections.load(Ordering::SeqCst), 2);
+    assert_eq!(seen.heads.lock().unwrap().len(), 4);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_upgraded_connection_carries_bytes_both_ways_after_the_101_and_is_not_kept() {
+    let (client, seen) = server(Serve::Upgrade);
+    let mut req = get("/chat");
+    let headers = req.headers_mut();
+    headers.insert(http::header::CONNECTION, "upgrade".parse().unwrap());
+    headers.insert(http::header::UPGRADE, "echo".parse().unwrap());
+    let resp = client.send(req).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::SWITCHING_PROTOCOLS);
+    let upgraded = hyper::upgrade::on(resp)
+        .await
+        .expect("the connection upgrades");
+    let mut upgraded = hyper_util::rt::TokioIo::new(upgraded);
+    upgraded.write_all(b"ping").await.unwrap();
+    let mut echoed = [0u8; 4];
+    upgraded.read_exact(&mut echoed).await.unwrap();
+    assert_eq!(&echoed, b"ping");
+    // The next request does not go on the upgraded connection.
+    let next = client
+        .send(get("/"))
+        .await
+        .expect("an answer on a new connection");
+    assert_eq!(next.status(), StatusCode::SWITCHING_PROTOCOLS);
+    assert_eq!(seen.connections.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test(start_paused = true)]

@@ -11,6 +11,7 @@ use crate::clock::Duration;
 use crate::fault::FaultPlan;
 use crate::http::endpoint::Rewrite;
 use crate::http::{ShutdownSignal, serve};
+use crate::loops::Loop;
 use crate::net::{self, TcpAcceptor, TcpConnector};
 use crate::tls::ServiceConnector;
 
@@ -35,6 +36,13 @@ pub enum StartError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// An event loop's runtime could not be made (out of file
+    /// descriptors or threads).
+    #[error("--loops: cannot start an event loop: {source}")]
+    Loop {
+        /// The OS error.
+        source: std::io::Error,
+    },
     /// The upstream address does not resolve.
     #[error("--upstream {addr}: cannot resolve: {source}")]
     Resolve {
@@ -50,6 +58,10 @@ pub enum StartError {
 pub struct BoundProxy {
     /// The listening side.
     acceptor: TcpAcceptor,
+    /// The listeners of the other event loops on the same address, each
+    /// with its runtime, served on a thread of its own ([`crate::loops`]);
+    /// none by default.
+    more: Vec<Loop<TcpAcceptor>>,
     /// The upstream side: how to dial it, what to change in each request.
     forward: Forward<ServiceConnector>,
     /// Protocol.
@@ -69,7 +81,7 @@ impl BoundProxy {
                 addr: upstream.to_string(),
                 source,
             })?;
-        BoundProxy::bind_forward(listen, Self::plain(addr), mode).await
+        BoundProxy::bind_forward(listen, Self::plain(addr), mode, 1).await
     }
 
     /// Binds `listen` for a proxy towards `upstream`, both resolved
@@ -82,6 +94,7 @@ impl BoundProxy {
     ) -> Result<BoundProxy, StartError> {
         Ok(BoundProxy {
             acceptor: Self::acceptor(listen).await?,
+            more: Vec::new(),
             forward: Self::plain(upstream),
             mode,
         })
@@ -97,11 +110,13 @@ impl BoundProxy {
     }
 
     /// Binds `listen` for a proxy towards `forward` (a user's service,
-    /// perhaps over TLS and with a path prefix).
+    /// perhaps over TLS and with a path prefix), served by `loops` event
+    /// loops (one listener each, [`TcpAcceptor::bind_shared`]).
     pub async fn bind_forward(
         listen: &str,
         forward: Forward<ServiceConnector>,
         mode: ProxyMode,
+        loops: usize,
     ) -> Result<BoundProxy, StartError> {
         // An address that does not resolve is the caller's mistake (the
         // API answers 400); a valid one that cannot be bound is not (500).
@@ -112,8 +127,23 @@ impl BoundProxy {
                     addr: listen.to_string(),
                     source,
                 })?;
+        let mut listeners = TcpAcceptor::bind_shared(listen_addr, loops)
+            .await
+            .map_err(|source| StartError::Bind {
+                addr: listen_addr.to_string(),
+                source,
+            })?
+            .into_iter();
+        let acceptor = listeners.next().expect("bind_shared binds at least one");
+        // The other loops' runtimes are made now: a proxy that says it is
+        // ready has every loop.
+        let more = listeners
+            .map(Loop::own)
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|source| StartError::Loop { source })?;
         Ok(BoundProxy {
-            acceptor: Self::acceptor(listen_addr).await?,
+            acceptor,
+            more,
             forward,
             mode,
         })
@@ -132,6 +162,11 @@ impl BoundProxy {
     /// The bound address.
     pub fn local_addr(&self) -> SocketAddr {
         self.acceptor.local_addr()
+    }
+
+    /// How many event loops serve it.
+    pub fn loops(&self) -> usize {
+        1 + self.more.len()
     }
 
     /// Serves until `shutdown` fires, then drains for up to `grace`.
@@ -168,15 +203,32 @@ impl BoundProxy {
         shutdown: ShutdownSignal,
         grace: Duration,
     ) -> std::io::Result<()> {
-        serve_forward(
-            self.acceptor,
-            self.forward,
-            plan,
-            self.mode,
-            shutdown,
-            grace,
-            telemetry,
-        )
+        if self.more.is_empty() {
+            return serve_forward(
+                self.acceptor,
+                self.forward,
+                plan,
+                self.mode,
+                shutdown,
+                grace,
+                telemetry,
+            )
+            .await;
+        }
+        let (forward, mode) = (self.forward, self.mode);
+        let mut loops = vec![Loop::caller(self.acceptor)];
+        loops.extend(self.more);
+        crate::loops::serve_each(loops, move |acceptor| {
+            serve_forward(
+                acceptor,
+                forward.clone(),
+                plan.clone(),
+                mode,
+                shutdown.clone(),
+                grace,
+                telemetry.clone(),
+            )
+        })
         .await
     }
 }
@@ -231,6 +283,16 @@ pub struct Forward<C> {
     pub rewrite: Rewrite,
     /// What a client's FIN with a request in flight means (HTTP mode).
     pub client_fin: crate::http::ClientFin,
+}
+
+impl<C> Clone for Forward<C> {
+    fn clone(&self) -> Self {
+        Forward {
+            connector: self.connector.clone(),
+            rewrite: self.rewrite.clone(),
+            client_fin: self.client_fin,
+        }
+    }
 }
 
 /// [`serve_mode_with`] towards `forward`.
