@@ -280,6 +280,12 @@ fn half_closed_slow_request(addr: &str, version: &str) -> String {
         .write_all(format!("GET /delay/500ms HTTP/{version}\r\nhost: t\r\n\r\n").as_bytes())
         .unwrap();
     stream.shutdown(std::net::Shutdown::Write).unwrap();
+    read_answer(stream)
+}
+
+/// Everything the server sends on `stream` until it closes (30 s at most
+/// between reads).
+fn read_answer(mut stream: TcpStream) -> String {
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
@@ -388,17 +394,7 @@ fn on_many_connections(addr: &str, connections: usize, path: &str) -> Vec<String
             stream
         })
         .collect();
-    streams
-        .into_iter()
-        .map(|mut stream| {
-            stream
-                .set_read_timeout(Some(Duration::from_secs(30)))
-                .unwrap();
-            let mut response = String::new();
-            stream.read_to_string(&mut response).unwrap();
-            response
-        })
-        .collect()
+    streams.into_iter().map(read_answer).collect()
 }
 
 #[test]
