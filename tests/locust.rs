@@ -12,7 +12,7 @@ mod port_support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use blackbox_support::{Service, free_port};
+use blackbox_support::{Drill, Service, free_port};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -28,12 +28,18 @@ fn locust() -> PathBuf {
     locust
 }
 
+/// The drill, and each Locust process's own view: (pid, lines).
 struct Ran {
-    exit: Option<i32>,
-    output: String,
-    report: serde_json::Value,
-    /// Each Locust process's own view: (pid, lines).
+    drill: Drill,
     seen: Vec<(String, Vec<serde_json::Value>)>,
+}
+
+impl std::ops::Deref for Ran {
+    type Target = Drill;
+
+    fn deref(&self) -> &Drill {
+        &self.drill
+    }
 }
 
 /// Runs experiments/locust/stock.yaml against the hand-written service
@@ -69,20 +75,18 @@ fn run(breaker: bool, edits: &[(&str, &str)]) -> Ran {
     std::fs::write(&file, text).unwrap();
     let seen_dir = dir.path().join("seen");
     std::fs::create_dir(&seen_dir).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+    let reports = dir.path().join("report");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_firedrill"));
+    command
         .env("LOCUST", locust())
         .env("SEEN_DIR", &seen_dir)
         .arg("run")
         .arg(&file)
         .arg("--quiet")
         .arg("--report-dir")
-        .arg(dir.path().join("report"))
-        .output()
-        .unwrap();
+        .arg(&reports);
+    let drill = Drill::finish(command, &reports);
     drop(service);
-    let report = std::fs::read_to_string(dir.path().join("report/report.json"))
-        .map(|t| serde_json::from_str(&t).unwrap())
-        .unwrap_or(serde_json::Value::Null);
     let mut seen: Vec<(String, Vec<serde_json::Value>)> = std::fs::read_dir(&seen_dir)
         .unwrap()
         .map(|e| {
@@ -99,16 +103,7 @@ fn run(breaker: bool, edits: &[(&str, &str)]) -> Ran {
         })
         .collect();
     seen.sort_by(|a, b| a.0.cmp(&b.0));
-    Ran {
-        exit: out.status.code(),
-        output: format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-        report,
-        seen,
-    }
+    Ran { drill, seen }
 }
 
 fn route<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {

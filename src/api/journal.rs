@@ -2,10 +2,12 @@
 //! a drill on another host to judge from: every [`Record`], numbered from
 //! 0 in the order they finished, the newest [`KEPT`] of them, served a page
 //! at a time by `GET /proxies/NAME/records?since=N` (firedrill's extension
-//! of the Toxiproxy API).
+//! of the Toxiproxy API). A journal keeps nothing until it is first read:
+//! a proxy no drill reads builds no records at all.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 
@@ -29,6 +31,8 @@ pub struct Journal {
     started_unix_ms: f64,
     /// The most records kept.
     capacity: usize,
+    /// Set by the first read: records are kept from then on.
+    read: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -62,11 +66,14 @@ impl Journal {
             inner: Mutex::default(),
             started_unix_ms,
             capacity: capacity.max(1),
+            read: AtomicBool::new(false),
         }
     }
 
-    /// The records numbered `since` and later, at most `limit` of them.
+    /// The records numbered `since` and later, at most `limit` of them;
+    /// from this first read on, the journal keeps the proxy's records.
     pub fn page(&self, proxy: &str, since: u64, limit: usize) -> Page {
+        self.read.store(true, Ordering::Relaxed);
         let kept = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let end = kept.first + kept.records.len() as u64;
         let from = since.clamp(kept.first, end);
@@ -98,11 +105,16 @@ impl RecordSink for Journal {
         }
         kept.records.push_back(record.clone());
     }
+
+    fn wanted(&self) -> bool {
+        self.read.load(Ordering::Relaxed)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     fn record(n: u64) -> Record {
         Record {
@@ -168,5 +180,34 @@ mod tests {
         let page = journal.page("p", 0, usize::MAX);
         assert_eq!(page.records.len(), PAGE);
         assert_eq!(page.next, PAGE as u64);
+    }
+
+    #[tokio::test]
+    async fn a_journal_keeps_nothing_until_it_is_first_read_then_every_request() {
+        use crate::proxy::Recorder;
+        use http_body_util::BodyExt;
+        let journal = Arc::new(Journal::new(0.0, 10));
+        let recorder = Recorder::with_raw_correlation(
+            "p",
+            crate::clock::now(),
+            journal.clone() as Arc<dyn RecordSink>,
+        );
+        let serve = |path: &'static str| {
+            let req = http::Request::get(path).body(()).unwrap();
+            let resp = http::Response::new(crate::http::body::full("ok"));
+            recorder.begin(&req, crate::clock::now()).answered(resp)
+        };
+        serve("/before").into_body().collect().await.unwrap();
+        let first = journal.page("p", 0, 100);
+        assert!(first.records.is_empty(), "nobody read yet: nothing kept");
+        assert_eq!(first.next, 0);
+        serve("/after").into_body().collect().await.unwrap();
+        let page = journal.page("p", first.next, 100);
+        assert_eq!(paths(&page), ["/after"]);
+        assert_eq!(
+            recorder.counters().unwrap().get("2xx", None),
+            2,
+            "both counted"
+        );
     }
 }

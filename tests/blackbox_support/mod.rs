@@ -137,36 +137,53 @@ impl Drill {
         let file = dir.join("experiment.yaml");
         std::fs::write(&file, text).unwrap();
         let reports = dir.join("report");
-        let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_firedrill"));
+        command
             .env("SERVICE_PORT", service_port.to_string())
             .env("DEPENDENCY_PORT", dependency_port.to_string())
             .arg("run")
             .arg(&file)
             .arg("--quiet")
             .arg("--report-dir")
-            .arg(&reports)
-            .output()
-            .unwrap();
-        let report = std::fs::read_to_string(reports.join("report.json"))
-            .map(|t| serde_json::from_str(&t).unwrap())
-            .unwrap_or(serde_json::Value::Null);
-        let html = std::fs::read_to_string(reports.join("report.html")).unwrap_or_default();
+            .arg(&reports);
+        Drill::finish(command, &reports)
+    }
+
+    /// Runs `command` (a `firedrill run ... --report-dir REPORTS`) to its
+    /// end and reads what it wrote into `reports`.
+    pub fn finish(mut command: Command, reports: &Path) -> Drill {
+        let out = command.output().unwrap();
         Drill {
-            html,
             exit: out.status.code(),
             output: format!(
                 "{}{}",
                 String::from_utf8_lossy(&out.stdout),
                 String::from_utf8_lossy(&out.stderr)
             ),
-            report,
+            report: report_in(reports),
+            html: std::fs::read_to_string(reports.join("report.html")).unwrap_or_default(),
         }
+    }
+
+    /// The verdict of `expectation`; panics with the output without one.
+    pub fn verdict(&self, expectation: &str) -> &serde_json::Value {
+        self.report["verdicts"]
+            .as_array()
+            .and_then(|v| v.iter().find(|v| v["expectation"] == expectation))
+            .unwrap_or_else(|| panic!("no verdict for {expectation}: {}", self.output))
     }
 
     /// The report's path for reading other files beside it.
     pub fn dir(dir: &Path) -> PathBuf {
         dir.join("report")
     }
+}
+
+/// report.json in `reports`, parsed; null when none was written.
+pub fn report_in(reports: &Path) -> serde_json::Value {
+    std::fs::read_to_string(reports.join("report.json"))
+        .map(|t| serde_json::from_str(&t).unwrap())
+        .unwrap_or(serde_json::Value::Null)
 }
 
 /// `from -> to` for each line of a firedrill journal.

@@ -297,70 +297,51 @@ impl Remote {
                 _ = stop.wait_for(|s| *s) => return,
                 _ = clock::sleep_until(self.start + at) => {}
             }
-            if on {
-                self.apply(i).await;
-            } else {
-                self.remove(i).await;
-            }
+            self.switch(i, on).await;
         }
     }
 
-    /// Adds window `i`'s toxic.
-    async fn apply(&self, i: usize) {
-        let planned = &self.planned[i];
-        let mut toxic = planned.toxic.clone();
-        if self.agent.kind == AgentKind::Firedrill {
-            toxic["lease_ms"] = json!(self.agent.lease.as_millis() as u64);
-        }
-        let path = format!("{}/toxics", proxy_path(&self.agent.proxy));
-        let answer = self.call(Method::POST, &path, Some(&toxic)).await;
-        let outcome = match answer {
-            Ok(a) if a.status.is_success() => Ok(self.answered_at(&a.sample)),
-            Ok(a) => Err(format!("POST {path}: {}: {}", a.status, a.error_text())),
-            Err(e) => Err(e.0),
-        };
-        let mut state = self.lock();
-        match outcome {
-            Ok(at) => {
-                state.applied[i].on = Some(at);
-                state.active.insert(planned.fault.clone(), i);
-            }
-            Err(why) => {
-                state.warnings.push(format!(
-                    "dependency {}: fault {} was not applied by its agent: {why}",
-                    self.name, planned.fault
-                ));
-                state.applied[i].error = Some(why);
-            }
-        }
-    }
-
-    /// Removes window `i`'s toxic, if it is on.
-    async fn remove(&self, i: usize) {
+    /// Adds window `i`'s toxic (`on`) or removes it if it is on, and notes
+    /// when the agent answered, or why the change did not take.
+    async fn switch(&self, i: usize, on: bool) {
         let fault = &self.planned[i].fault;
-        if self.lock().active.get(fault) != Some(&i) {
-            return;
-        }
-        let path = self.toxic_path(fault);
-        let answer = self.call(Method::DELETE, &path, None).await;
+        let (method, path, body, failed) = if on {
+            let mut toxic = self.planned[i].toxic.clone();
+            if self.agent.kind == AgentKind::Firedrill {
+                toxic["lease_ms"] = json!(self.agent.lease.as_millis() as u64);
+            }
+            let path = format!("{}/toxics", proxy_path(&self.agent.proxy));
+            (Method::POST, path, Some(toxic), "was not applied by")
+        } else {
+            if self.lock().active.get(fault) != Some(&i) {
+                return;
+            }
+            let path = self.toxic_path(fault);
+            (Method::DELETE, path, None, "could not be removed from")
+        };
+        let answer = self.call(method.clone(), &path, body.as_ref()).await;
         let outcome = match answer {
-            // Gone already (a lease ran out): it is off all the same.
-            Ok(a) if a.status.is_success() || a.status == StatusCode::NOT_FOUND => {
+            // A removal finding it gone (a lease ran out): off all the same.
+            Ok(a) if a.status.is_success() || (!on && a.status == StatusCode::NOT_FOUND) => {
                 Ok(self.answered_at(&a.sample))
             }
-            Ok(a) => Err(format!("DELETE {path}: {}: {}", a.status, a.error_text())),
+            Ok(a) => Err(format!("{method} {path}: {}: {}", a.status, a.error_text())),
             Err(e) => Err(e.0),
         };
         let mut state = self.lock();
         match outcome {
+            Ok(at) if on => {
+                state.applied[i].on = Some(at);
+                state.active.insert(fault.clone(), i);
+            }
             Ok(at) => {
                 state.applied[i].off = Some(at);
                 state.active.remove(fault);
             }
             Err(why) => {
                 state.warnings.push(format!(
-                    "dependency {}: fault {} could not be removed from its agent: {why}",
-                    self.name, fault
+                    "dependency {}: fault {fault} {failed} its agent: {why}",
+                    self.name
                 ));
                 state.applied[i].error = Some(why);
             }
@@ -492,7 +473,7 @@ impl Remote {
     pub async fn withdraw(&self) {
         let _ = self.stop_faults.send(true);
         let active: Vec<usize> = self.lock().active.values().copied().collect();
-        futures_util::future::join_all(active.into_iter().map(|i| self.remove(i))).await;
+        futures_util::future::join_all(active.into_iter().map(|i| self.switch(i, false))).await;
     }
 
     /// At the drill's end: every fault removed, the last records read, the

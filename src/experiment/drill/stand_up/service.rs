@@ -64,11 +64,15 @@ impl<'a> OwnService<'a> {
     ) -> Result<Sides, RunError> {
         let mut dependencies = Vec::new();
         for dependency in &self.experiment.dependencies {
-            if let DependencyUpstream::Agent(agent) = &dependency.upstream {
-                dependencies.push(stand_up_remote(context, dependency, agent).await?);
-                continue;
-            }
-            let (running, proxy) = stand_up_dependency(context, dependency, dialed).await?;
+            let forward = match &dependency.upstream {
+                DependencyUpstream::Agent(agent) => {
+                    dependencies.push(stand_up_remote(context, dependency, agent).await?);
+                    continue;
+                }
+                DependencyUpstream::Builtin(routes) => builtin(routes, context.servers).await?,
+                DependencyUpstream::Url(service) => dial::take(dialed, service).await?,
+            };
+            let (running, proxy) = stand_up_dependency(context, dependency, forward).await?;
             dependencies.push(running);
             self.proxies
                 .lock()
@@ -199,12 +203,13 @@ async fn stand_up_remote<N>(
 type ProxyTask = tokio::task::JoinHandle<std::io::Result<()>>;
 
 /// One dependency's fault proxy on its declared address (behind the
-/// dependency's own defense line, if it has one), recording every request:
-/// the running dependency and the proxy's task.
+/// dependency's own defense line, if it has one), forwarding to `forward`
+/// and recording every request: the running dependency and the proxy's
+/// task.
 async fn stand_up_dependency<N>(
     context: &Context<'_, N>,
     dependency: &DependencySpec,
-    dialed: &mut Dialed,
+    forward: Forward<ServiceConnector>,
 ) -> Result<(RunningDependency, ProxyTask), RunError> {
     let experiment = context.experiment;
     let (start, servers, grace) = (context.start, context.servers, context.grace);
@@ -216,7 +221,6 @@ async fn stand_up_dependency<N>(
         .collect();
     let plan = Arc::new(FaultPlan::new(faults, experiment.seed, start).recording_arrivals());
     let acceptor = bind(dependency).await?;
-    let forward = upstream(dependency, servers, dialed).await?;
     let proxy_acceptor = match &dependency.defense {
         None => acceptor,
         Some(config) => {
@@ -276,30 +280,21 @@ async fn bind(dependency: &DependencySpec) -> Result<TcpAcceptor, RunError> {
     TcpAcceptor::bind(addr).await.map_err(error)
 }
 
-/// What the dependency's proxy forwards to: a real upstream, reachable now,
-/// or a fixture server started on a free loopback port.
-async fn upstream(
-    dependency: &DependencySpec,
+/// A fixture server with `routes` on a free loopback port, for a
+/// builtin dependency's proxy to forward to.
+async fn builtin(
+    routes: &[crate::target::TargetRoute],
     servers: &ShutdownSignal,
-    dialed: &mut Dialed,
 ) -> Result<Forward<ServiceConnector>, RunError> {
-    match &dependency.upstream {
-        DependencyUpstream::Builtin(routes) => {
-            let acceptor = TcpAcceptor::bind("127.0.0.1:0".parse().expect("literal address"))
-                .await
-                .map_err(RunError::Listen)?;
-            let addr = acceptor.local_addr();
-            let stats = Arc::new(TargetStats::with_routes(routes.clone()));
-            tokio::spawn(crate::target::serve(acceptor, stats, servers.clone()));
-            Ok(Forward {
-                connector: Arc::new(ServiceConnector::plain(TcpConnector { addr })),
-                rewrite: Default::default(),
-                client_fin: Default::default(),
-            })
-        }
-        DependencyUpstream::Url(service) => dial::take(dialed, service).await,
-        DependencyUpstream::Agent(_) => {
-            unreachable!("a dependency behind an agent has no proxy here")
-        }
-    }
+    let acceptor = TcpAcceptor::bind("127.0.0.1:0".parse().expect("literal address"))
+        .await
+        .map_err(RunError::Listen)?;
+    let addr = acceptor.local_addr();
+    let stats = Arc::new(TargetStats::with_routes(routes.to_vec()));
+    tokio::spawn(crate::target::serve(acceptor, stats, servers.clone()));
+    Ok(Forward {
+        connector: Arc::new(ServiceConnector::plain(TcpConnector { addr })),
+        rewrite: Default::default(),
+        client_fin: Default::default(),
+    })
 }
