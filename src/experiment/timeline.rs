@@ -43,6 +43,23 @@ pub struct Timeline {
     pub dependency_requests: Vec<crate::proxy::record::Record>,
 }
 
+impl Timeline {
+    /// A copy of this timeline into which its per-request lists (requests,
+    /// target hits, the dependencies' calls) move rather than being copied:
+    /// a user's service's run keeps them, and they are most of its memory.
+    pub fn moved_out(&mut self) -> Timeline {
+        let requests = std::mem::take(&mut self.requests);
+        let target_hits = std::mem::take(&mut self.target_hits);
+        let dependency_requests = std::mem::take(&mut self.dependency_requests);
+        Timeline {
+            requests,
+            target_hits,
+            dependency_requests,
+            ..self.clone()
+        }
+    }
+}
+
 /// One client request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestRecord {

@@ -349,11 +349,12 @@ pub fn ms(d: Duration) -> f64 {
 }
 
 impl RunReport {
-    /// Builds the report of a finished run.
+    /// Builds the report of a finished run; the run's per-request lists
+    /// (requests, target hits, dependency calls) move into the report.
     pub fn new(
         experiment: &Experiment,
         clock: ClockKind,
-        result: &RunResult,
+        result: &mut RunResult,
         verdicts: Vec<Verdict>,
         fold: html::picture::Fold,
     ) -> RunReport {
@@ -414,7 +415,7 @@ impl RunReport {
             .collect();
         let passed = result.ending == Ending::Completed
             && verdicts.iter().all(|v| v.passed || v.awaits_history);
-        RunReport {
+        let mut report = RunReport {
             experiment: experiment.name.clone(),
             description: experiment.description.clone(),
             version: env!("CARGO_PKG_VERSION"),
@@ -442,9 +443,11 @@ impl RunReport {
             warnings: result.warnings.clone(),
             agents: result.agents.clone(),
             system_under_test: experiment.system.is_some(),
-            timeline: t.clone(),
+            timeline: Timeline::default(),
             fold,
-        }
+        };
+        report.timeline = result.timeline.moved_out();
+        report
     }
 }
 
@@ -611,14 +614,9 @@ impl Report for Files<'_> {
             &mut *self.fold.lock().unwrap_or_else(|e| e.into_inner()),
             html::picture::Fold::new(1.0),
         );
-        let report = RunReport::new(
-            self.experiment,
-            self.clock,
-            &judged.run,
-            judged.verdicts,
-            fold,
-        );
-        (judged.run, report)
+        let Judged { mut run, verdicts } = judged;
+        let report = RunReport::new(self.experiment, self.clock, &mut run, verdicts, fold);
+        (run, report)
     }
 }
 

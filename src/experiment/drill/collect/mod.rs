@@ -69,15 +69,6 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
     if stood.under_test.judged_after_the_run() {
         let (reported, unread) = stood.under_test.reported(stood.started_at_unix_ms);
         timeline.reported = reported;
-        timeline.dependency_requests = stood
-            .dependencies
-            .iter()
-            .filter_map(|d| d.records.as_ref())
-            .flat_map(|r| r.records())
-            .collect();
-        timeline
-            .dependency_requests
-            .sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
         warnings.extend(unread);
         blackbox::reach(experiment, &timeline, &mut counted.routes);
     }

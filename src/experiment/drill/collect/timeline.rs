@@ -13,6 +13,7 @@ use crate::experiment::timeline::{
     BreakerInfo, FaultWindows, Phase, PoolInfo, RequestRecord, TargetHit, Timeline,
 };
 use crate::fault::plan::Arrival;
+use crate::proxy::record::Record;
 
 /// The timeline of the run up to `duration` (`applied`: when people
 /// started and stopped each manual fault, when agents applied and removed
@@ -40,22 +41,6 @@ pub fn timeline(
             all
         })
         .collect();
-    // The dependency is the fault proxy and the target behind it: a call
-    // answered by a fault in the target's place reached it too.
-    let mut target_hits: Vec<TargetHit> = stood
-        .dependencies
-        .iter()
-        .zip(&arrivals)
-        .flat_map(|(d, arrivals)| {
-            arrivals.iter().map(|a| TargetHit {
-                at: a.at,
-                path: a.path.clone(),
-                request_id: a.request_id,
-                instance: d.instance.clone(),
-            })
-        })
-        .collect();
-    target_hits.sort_by_key(|h| h.at);
     let defenses = line.and(experiment.defense.as_ref()).into_iter().chain(
         experiment
             .dependencies
@@ -75,15 +60,45 @@ pub fn timeline(
         .map(pools)
         .unwrap_or_default();
     let mut transitions = stood.recorder.transitions();
+    let mut dependency_requests = Vec::new();
     if stood.under_test.judged_after_the_run() {
-        let (inferred, infos) =
-            stood
-                .under_test
-                .inferred(&requests, &stood.dependencies, &arrivals, duration);
+        // Each dependency's records, read back once: the inference's, then
+        // `dependencies.jsonl`'s.
+        let records: Vec<Vec<Record>> = stood
+            .dependencies
+            .iter()
+            .map(|d| d.records.as_ref().map(|r| r.records()).unwrap_or_default())
+            .collect();
+        let (inferred, infos) = stood.under_test.inferred(
+            &requests,
+            &stood.dependencies,
+            &arrivals,
+            &records,
+            duration,
+        );
         transitions.extend(inferred);
         transitions.sort_by_key(|t| t.at);
         breakers.extend(infos);
+        dependency_requests = records.into_iter().flatten().collect();
+        dependency_requests.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
     }
+    // The dependency is the fault proxy and the target behind it: a call
+    // answered by a fault in the target's place reached it too. The
+    // arrivals move into the hits.
+    let mut target_hits: Vec<TargetHit> = stood
+        .dependencies
+        .iter()
+        .zip(arrivals)
+        .flat_map(|(d, arrivals)| {
+            arrivals.into_iter().map(|a| TargetHit {
+                at: a.at,
+                path: a.path,
+                request_id: a.request_id,
+                instance: d.instance.clone(),
+            })
+        })
+        .collect();
+    target_hits.sort_by_key(|h| h.at);
     Timeline {
         duration,
         requests,
@@ -92,7 +107,7 @@ pub fn timeline(
         health: stood.recorder.health_changes(),
         pools,
         reported: Vec::new(),
-        dependency_requests: Vec::new(),
+        dependency_requests,
         faults: fault_windows(experiment, applied, duration),
         breakers,
         phases: experiment

@@ -163,7 +163,8 @@ impl<'a> UnderTest<'a> {
     }
 
     /// The breakers inferred from `requests` and what reached the
-    /// dependencies by `duration` (`arrivals`: each one's, in order):
+    /// dependencies by `duration` (`arrivals` and `records`: each one's,
+    /// in order):
     /// their transitions and what expectations need to know of each (none
     /// for firedrill's own target).
     pub fn inferred(
@@ -171,12 +172,13 @@ impl<'a> UnderTest<'a> {
         requests: &[RequestRecord],
         dependencies: &[RunningDependency],
         arrivals: &[Vec<Arrival>],
+        records: &[Vec<crate::proxy::record::Record>],
         duration: Duration,
     ) -> (Vec<Transition>, Vec<BreakerInfo>) {
         match self {
             UnderTest::Target(_) => Default::default(),
             UnderTest::Service(service) => {
-                service.inferred(requests, dependencies, arrivals, duration)
+                service.inferred(requests, dependencies, arrivals, records, duration)
             }
         }
     }

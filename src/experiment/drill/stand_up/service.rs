@@ -119,22 +119,20 @@ impl<'a> OwnService<'a> {
         self.reporters = Reporters::start(self.system, start, servers);
     }
 
-    /// The service's breakers as inferred from the run.
+    /// The service's breakers as inferred from the run (`records`: each
+    /// dependency's, in the order of `dependencies`).
     pub(super) fn inferred(
         &self,
         requests: &[RequestRecord],
         dependencies: &[RunningDependency],
         arrivals: &[Vec<Arrival>],
+        records: &[Vec<Record>],
         duration: Duration,
     ) -> (Vec<Transition>, Vec<BreakerInfo>) {
-        let records: Vec<Vec<Record>> = dependencies
-            .iter()
-            .map(|d| d.records.as_ref().map(|r| r.records()).unwrap_or_default())
-            .collect();
         let seen: Vec<Seen<'_>> = dependencies
             .iter()
             .zip(arrivals)
-            .zip(&records)
+            .zip(records)
             .map(|((d, arrivals), records)| Seen {
                 name: &d.name,
                 arrivals,
