@@ -292,15 +292,19 @@ async fn a_dependency_that_refuses_is_a_connect_error() {
 async fn a_dependency_that_hangs_up_mid_exchange_is_a_broken_connection_not_a_connect_error() {
     let (connector, mut acceptor) = memory_pair(1024);
     tokio::spawn(async move {
-        while let Ok(stream) = acceptor.accept().await {
+        if let Ok(stream) = acceptor.accept().await {
             drop(stream);
         }
+        // A second dial would be refused: a request a fresh connection
+        // could not take is not sent again.
+        acceptor.pause().unwrap();
+        std::future::pending::<()>().await;
     });
     let upstream = Endpoint::parse("--upstream", "http://dependency:8080").unwrap();
     let client =
         KeptUpstream::new(Arc::new(connector), &upstream.authority, upstream.rewrite()).unwrap();
     let err = client.send(get("/")).await.expect_err("hung up");
-    assert!(!err.is_connect(), "{err}");
+    assert!(!err.is_connect(), "one connection, broken: {err}");
 }
 
 #[test]
@@ -313,7 +317,12 @@ fn http2_and_tls_dependencies_are_left_to_the_pooled_client() {
     }
     let endpoint = Endpoint::parse("--upstream", "http://dependency:8080").unwrap();
     let (connector, _acceptor) = memory_pair(1024);
+    let kept = KeptUpstream::new(Arc::new(connector), &endpoint.authority, endpoint.rewrite())
+        .expect("plain http is kept");
+    // A log line names the dependency it talks to.
+    let shown = format!("{kept:?}");
     assert!(
-        KeptUpstream::new(Arc::new(connector), &endpoint.authority, endpoint.rewrite()).is_some()
+        shown.starts_with("KeptUpstream") && shown.contains("dependency:8080"),
+        "{shown}"
     );
 }
