@@ -386,17 +386,19 @@ fn a_drill_killed_with_kill_9_leaves_the_agent_to_remove_its_fault_when_the_leas
     drill.kill().unwrap(); // SIGKILL: nothing of the drill runs after it
     drill.wait().unwrap();
     // The drill is gone, its connections closed: renewed every 2/3 s, the
-    // lease still holds the fault for 1.3 to 2 s.
-    assert_eq!(
-        toxics(&topology, 1, "inventory"),
-        ["inventory-500"],
-        "held by its lease"
-    );
+    // lease still holds the fault for 1.3 to 2 s, then the agent removes
+    // it. An agent that dropped it with the drill's connections would
+    // remove it within milliseconds; half a second leaves room for a
+    // stalled machine between the kill and the first look.
     let removed = poll_until(Duration::from_secs(6), || {
         toxics(&topology, 1, "inventory").is_empty()
     });
     let removed = removed.expect("the agent never removed the fault of a dead drill");
-    eprintln!("removed {} ms after the check", removed.as_millis());
+    assert!(
+        removed >= Duration::from_millis(500),
+        "removed {} ms after the kill: not held by its lease",
+        removed.as_millis()
+    );
     // The catalog's calls pass again: its breaker closes, nothing is faulted.
     let (_, page) = topology.api(1, "/proxies/inventory/records?since=0");
     assert!(page["records"].as_array().is_some_and(|r| !r.is_empty()));
