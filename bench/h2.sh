@@ -92,13 +92,7 @@ backend nginx
     http-reuse always
     server nginx 127.0.0.1:$P_NGINX proto h2
 EOF
-cat >"$TMP/defend.yaml" <<EOF
-routes:
-  api:
-    match: /*
-    breaker: { model: window, sliding_window_type: count, sliding_window_size: 100, minimum_calls: 20, failure_rate_threshold: 50%, wait_in_open: 10s }
-    bulkhead: { max_concurrent: 512, max_wait: 1s }
-EOF
+defend_conf 512 >"$TMP/defend.yaml"
 
 start nginx nginx -c "$TMP/nginx.conf" -p "$TMP"
 wait_port "$P_NGINX" "$LAST_PID" nginx

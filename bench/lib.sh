@@ -76,6 +76,19 @@ http {
 EOF
 }
 
+# defend_conf MAX_CONCURRENT: a `firedrill defend` config whose breaker
+# and bulkhead stay out of the way of a benchmark (every call succeeds; at
+# most MAX_CONCURRENT calls are in flight).
+defend_conf() {
+    cat <<EOF
+routes:
+  api:
+    match: /*
+    breaker: { model: window, sliding_window_type: count, sliding_window_size: 100, minimum_calls: 20, failure_rate_threshold: 50%, wait_in_open: 10s }
+    bulkhead: { max_concurrent: $1, max_wait: 1s }
+EOF
+}
+
 # median / pctl P: of a column of numbers on stdin (pctl: nearest rank).
 median() { sort -g | awk '{a[NR]=$1} END{if(NR==0){print "nan"; exit} if(NR%2)print a[(NR+1)/2]; else printf "%.6g\n",(a[NR/2]+a[NR/2+1])/2}'; }
 pctl() { sort -g | awk -v p="$1" '{a[NR]=$1} END{if(NR==0){print "nan";exit} i=int((p/100)*NR+0.999999); if(i<1)i=1; if(i>NR)i=NR; print a[i]}'; }

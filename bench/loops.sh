@@ -76,13 +76,7 @@ backend be_nginx
     server nginx 127.0.0.1:$P_NGINX
 EOF
 # The breaker and bulkhead of bench/proxy.sh's defend row.
-cat >"$TMP/defend.yaml" <<EOF
-routes:
-  api:
-    match: /*
-    breaker: { model: window, sliding_window_type: count, sliding_window_size: 100, minimum_calls: 20, failure_rate_threshold: 50%, wait_in_open: 10s }
-    bulkhead: { max_concurrent: 64, max_wait: 1s }
-EOF
+defend_conf 64 >"$TMP/defend.yaml"
 
 log "on cores $CPU ($N): nginx x$N, haproxy nbthread $N, firedrill --loops 1 and $N"
 start nginx nginx -c "$TMP/nginx.conf" -p "$TMP"

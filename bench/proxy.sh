@@ -178,15 +178,8 @@ backend be_iperf
 EOF
 
 printf 'faults:\n  - { name: lag, latency: { delay: %sms } }\n' "$LAT_DELAY_MS" >"$TMP/lag.yaml"
-# `firedrill defend` with a breaker and a bulkhead that stay out of the way
-# (every call succeeds; at most 32 calls are in flight).
-cat >"$TMP/defend.yaml" <<EOF
-routes:
-  api:
-    match: /*
-    breaker: { model: window, sliding_window_type: count, sliding_window_size: 100, minimum_calls: 20, failure_rate_threshold: 50%, wait_in_open: 10s }
-    bulkhead: { max_concurrent: 64, max_wait: 1s }
-EOF
+# `firedrill defend` with a breaker and a bulkhead that stay out of the way.
+defend_conf 64 >"$TMP/defend.yaml"
 
 log "starting nginx, haproxy, iperf3 on core $CPU (ports $PORT_BASE..)"
 start nginx nginx -c "$TMP/nginx.conf" -p "$TMP"
