@@ -273,4 +273,30 @@ mod tests {
         r.success = Some(true);
         assert!(r.succeeded(), "the route's own success statuses decide");
     }
+
+    #[test]
+    fn a_moved_out_timeline_takes_the_per_request_lists_and_copies_the_rest() {
+        let mut timeline = Timeline {
+            duration: Duration::from_secs(60),
+            requests: vec![RequestRecord::sent(1, "shop", "/stock/1", Duration::ZERO)],
+            target_hits: vec![TargetHit {
+                at: Duration::from_millis(3),
+                path: "/inventory/1".into(),
+                request_id: Some(1),
+                instance: None,
+            }],
+            phases: vec![Phase {
+                name: "outage".into(),
+                from: Duration::from_secs(10),
+                to: Duration::from_secs(20),
+            }],
+            ..Timeline::default()
+        };
+        let whole = serde_json::to_value(&timeline).unwrap();
+        let moved = timeline.moved_out();
+        assert_eq!(serde_json::to_value(&moved).unwrap(), whole);
+        assert!(timeline.requests.is_empty() && timeline.target_hits.is_empty());
+        assert_eq!(timeline.duration, moved.duration);
+        assert_eq!(timeline.phases.len(), 1, "the rest is still the run's");
+    }
 }
