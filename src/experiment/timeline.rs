@@ -97,7 +97,7 @@ pub struct RequestRecord {
     pub success: Option<bool>,
     /// The pool server that answered, when the dependency is a pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub served_by: Option<ServedBy>,
+    pub served_by: Option<Box<ServedBy>>,
     /// A gRPC answer's `grpc-status` (0 is OK), from its head or its
     /// trailers.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -60,12 +60,12 @@ fn routed(
     server: &str,
 ) -> crate::experiment::timeline::RequestRecord {
     let mut r = req(id, "A", sent, 200, 5);
-    r.served_by = Some(ServedBy {
+    r.served_by = Some(Box::new(ServedBy {
         pool: "inventory".into(),
         server: server.into(),
         backup: server == "d",
         picked: s(picked),
-    });
+    }));
     r
 }
 

@@ -42,7 +42,7 @@ impl Open {
             r.breaker_state = c.breaker_state;
             r.attempts = c.attempts;
             r.fallback = r.fallback.or(c.fallback);
-            r.served_by = c.served_by.clone();
+            r.served_by = c.served_by.clone().map(Box::new);
         }
         r
     }

@@ -233,7 +233,7 @@ fn whole_timeline(
                 r.breaker_state = c.breaker_state;
                 r.attempts = c.attempts;
                 r.fallback = r.fallback.or(c.fallback);
-                r.served_by = c.served_by;
+                r.served_by = c.served_by.map(Box::new);
             }
             Some(r)
         })
