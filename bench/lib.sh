@@ -89,6 +89,46 @@ routes:
 EOF
 }
 
+# The `system:` drill bench/soak.sh and bench/system-memory.sh share: a
+# user's service (a `firedrill defend`) on $SERVICE_PORT calls its
+# dependency through the drill's fault proxy on $DEPENDENCY_PORT, which
+# flaps: FLAP_FAULT answers 503 for 4 s of every 12 s from 5 s on.
+FLAP_FAULT="{ name: inventory-flap, match: /inventory/*, status: { code: 503 }, at: 5s, pattern: { up: 8s, down: 4s } }"
+
+# service_defense_conf: the service's defense line, a consecutive breaker
+# (5 failures, 3 successes, wait 2s) with a static fallback.
+service_defense_conf() {
+    cat <<EOF
+timeout: 1s
+routes:
+  inventory:
+    match: /inventory/*
+    breaker: { model: consecutive, failure_threshold: 5, success_threshold: 3, wait_in_open: 2s }
+    fallback: { static: { status: 200, body: '{"items":[]}' } }
+EOF
+}
+
+# system_drill_head NAME SECONDS: the drill's file up to its dependencies;
+# its load, faults and expectations follow.
+system_drill_head() {
+    cat <<EOF
+name: $1
+seed: 5
+duration: ${2}s
+clock: real
+system:
+  url: http://127.0.0.1:$SERVICE_PORT
+  breakers:
+    inventory: { dependency: inventory, wait_in_open: 2s, probes: 3 }
+dependencies:
+  inventory:
+    listen: 127.0.0.1:$DEPENDENCY_PORT
+    builtin:
+      routes:
+        - { path: /inventory/*, latency: 2ms, body: '{"items":["sku-1"]}' }
+EOF
+}
+
 # median / pctl P: of a column of numbers on stdin (pctl: nearest rank).
 median() { sort -g | awk '{a[NR]=$1} END{if(NR==0){print "nan"; exit} if(NR%2)print a[(NR+1)/2]; else printf "%.6g\n",(a[NR/2]+a[NR/2+1])/2}'; }
 pctl() { sort -g | awk -v p="$1" '{a[NR]=$1} END{if(NR==0){print "nan";exit} i=int((p/100)*NR+0.999999); if(i<1)i=1; if(i>NR)i=NR; print a[i]}'; }

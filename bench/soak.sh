@@ -85,7 +85,7 @@ DEPENDENCY_PORT=$((PORT_BASE + 1))
 # one open per 12 s cycle of the pattern.
 MIN_OPENS=$(((DURATION - 5) / 12))
 ((MIN_OPENS > 0)) || MIN_OPENS=1
-FAULT="{ name: inventory-flap, match: /inventory/*, status: { code: 503 }, at: 5s, pattern: { up: 8s, down: 4s } }"
+FAULT=$FLAP_FAULT
 LOAD="{ name: shop, request: GET /inventory/sku-1, rate: $RATE/s, arrivals: poisson, timeout: 2s"
 
 # the_rest LOAD_ROUTE: the load, faults and expectations of both variants.
@@ -120,32 +120,11 @@ defense:
 $(the_rest "$LOAD }")
 EOF
 
-cat >"$TMP/service-defense.yaml" <<EOF
-timeout: 1s
-routes:
-  inventory:
-    match: /inventory/*
-    breaker: { model: consecutive, failure_threshold: 5, success_threshold: 3, wait_in_open: 2s }
-    fallback: { static: { status: 200, body: '{"items":[]}' } }
-EOF
-
-cat >"$TMP/system.yaml" <<EOF
-name: soak, a user's service, flapping dependency
-seed: 5
-duration: ${DURATION}s
-clock: real
-system:
-  url: http://127.0.0.1:$SERVICE_PORT
-  breakers:
-    inventory: { dependency: inventory, wait_in_open: 2s, probes: 3 }
-dependencies:
-  inventory:
-    listen: 127.0.0.1:$DEPENDENCY_PORT
-    builtin:
-      routes:
-        - { path: /inventory/*, latency: 2ms, body: '{"items":["sku-1"]}' }
-$(the_rest "$LOAD, fallback: { header: x-firedrill-fallback } }")
-EOF
+service_defense_conf >"$TMP/service-defense.yaml"
+{
+    system_drill_head "soak, a user's service, flapping dependency" "$DURATION"
+    the_rest "$LOAD, fallback: { header: x-firedrill-fallback } }"
+} >"$TMP/system.yaml"
 
 # cpu_of I: the core list of variant I.
 cpu_of() {

@@ -45,46 +45,26 @@ firedrill_binary release
 
 LOGDIR=$OUT
 bench_processes firedrill-bench-sysmem
-SERVICE=$PORT_BASE
-DEPENDENCY=$((PORT_BASE + 1))
+SERVICE_PORT=$PORT_BASE
+DEPENDENCY_PORT=$((PORT_BASE + 1))
 
-cat >"$TMP/defense.yaml" <<EOF
-timeout: 1s
-routes:
-  inventory:
-    match: /inventory/*
-    breaker: { model: consecutive, failure_threshold: 5, success_threshold: 3, wait_in_open: 2s }
-    fallback: { static: { status: 200, body: '{"items":[]}' } }
-EOF
+service_defense_conf >"$TMP/defense.yaml"
 # drill SECONDS: the experiment, run for SECONDS.
 drill() {
+    system_drill_head "memory of a user's service's drill" "$1"
     cat <<EOF
-name: memory of a user's service's drill
-seed: 5
-duration: ${1}s
-clock: real
-system:
-  url: http://127.0.0.1:$SERVICE
-  breakers:
-    inventory: { dependency: inventory, wait_in_open: 2s, probes: 3 }
-dependencies:
-  inventory:
-    listen: 127.0.0.1:$DEPENDENCY
-    builtin:
-      routes:
-        - { path: /inventory/*, latency: 2ms, body: '{"items":["sku-1"]}' }
 load:
   - { name: shop, request: GET /inventory/sku-1, rate: $RATE/s, arrivals: poisson, timeout: 2s, fallback: { header: x-firedrill-fallback } }
 faults:
-  - { name: inventory-flap, match: /inventory/*, status: { code: 503 }, at: 5s, pattern: { up: 8s, down: 4s } }
+  - $FLAP_FAULT
 expect:
   - breaker inventory opens at least 2 times
 EOF
 }
 
 start service "$FIREDRILL" defend --config "$TMP/defense.yaml" \
-    --listen "127.0.0.1:$SERVICE" --upstream "127.0.0.1:$DEPENDENCY"
-wait_port "$SERVICE" "$LAST_PID" service
+    --listen "127.0.0.1:$SERVICE_PORT" --upstream "127.0.0.1:$DEPENDENCY_PORT"
+wait_port "$SERVICE_PORT" "$LAST_PID" service
 
 declare -A RSS REQUESTS
 for d in "$SHORT" "$LONG"; do

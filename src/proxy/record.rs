@@ -312,30 +312,29 @@ impl Recorder {
     /// Starts the log of a request that arrived at `arrival`.
     pub(crate) fn begin<B>(&self, req: &Request<B>, arrival: Instant) -> RequestLog<'_> {
         let shared = self.0.as_deref();
-        let record = shared
-            .filter(|s| s.sink.as_ref().is_some_and(|k| k.wanted()))
-            .map(|s| {
-                let uri = req.uri();
-                Box::new(Record {
-                    at_ms: millis(arrival.saturating_duration_since(s.start)),
-                    proxy: s.counters.proxy().clone(),
-                    method: req.method().clone(),
-                    http2: req.version() == http::Version::HTTP_2,
-                    path: uri
-                        .path_and_query()
-                        .map_or_else(|| uri.path(), |p| p.as_str())
-                        .to_string(),
-                    request_id: request_id(req.headers(), s.raw_correlation),
-                    status: None,
-                    fault: None,
-                    latency_ms: None,
-                    closed_after_ms: None,
-                    bytes_in: 0,
-                    bytes_out: 0,
-                    reached_upstream: false,
-                    grpc_status: None,
-                })
-            });
+        let wanted = |s: &&Shared| s.sink.as_ref().is_some_and(|k| k.wanted());
+        let record = shared.filter(wanted).map(|s| {
+            let uri = req.uri();
+            Box::new(Record {
+                at_ms: millis(arrival.saturating_duration_since(s.start)),
+                proxy: s.counters.proxy().clone(),
+                method: req.method().clone(),
+                http2: req.version() == http::Version::HTTP_2,
+                path: uri
+                    .path_and_query()
+                    .map_or_else(|| uri.path(), |p| p.as_str())
+                    .to_string(),
+                request_id: request_id(req.headers(), s.raw_correlation),
+                status: None,
+                fault: None,
+                latency_ms: None,
+                closed_after_ms: None,
+                bytes_in: 0,
+                bytes_out: 0,
+                reached_upstream: false,
+                grpc_status: None,
+            })
+        });
         RequestLog {
             shared,
             arrival,
