@@ -133,7 +133,7 @@ async fn a_passed_through_request_is_recorded_with_status_sizes_path_and_request
         (&*r.proxy, r.method.as_str(), r.path.as_str()),
         ("shop", "POST", "/echo?page=2")
     );
-    assert_eq!(r.request_id.as_deref(), Some("42"));
+    assert_eq!(r.request_id, Some(42));
     assert_eq!((r.status, r.fault.as_deref()), (Some(200), None));
     assert_eq!((r.bytes_in, r.bytes_out), (1234, 1234));
     assert!(r.reached_upstream);
@@ -309,7 +309,8 @@ fn a_record_is_one_json_line_with_the_documented_fields_and_millisecond_decimals
         method: http::Method::GET,
         http2: false,
         path: "/a?b=c".to_string(),
-        request_id: Some("7".to_string()),
+        request_id: Some(7),
+        carried: None,
         status: None,
         fault: Some("hole".to_string()),
         latency_ms: None,

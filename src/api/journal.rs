@@ -124,6 +124,7 @@ mod tests {
             http2: false,
             path: format!("/{n}"),
             request_id: None,
+            carried: None,
             status: Some(200),
             fault: None,
             latency_ms: Some(1.0),

@@ -49,7 +49,7 @@ pub struct CallReport {
     /// The route it matched (`default` when none did).
     pub route: String,
     /// The caller's `x-firedrill-request-id`, if it sent one.
-    pub request_id: Option<String>,
+    pub request_id: Option<u64>,
     /// The status returned to the caller.
     pub status: u16,
     /// Time from arrival to the response head.

@@ -203,6 +203,10 @@ pub struct BreakerInfo {
     pub wait_in_open: Duration,
     /// The path glob of its route, if it has one.
     pub path_glob: Option<String>,
+    /// A user's service's breaker inferred from both sides: what its
+    /// evidence holds (`None` for the defense line's own, and for one
+    /// read from the dependency's side alone).
+    pub evidence: Option<crate::experiment::blackbox::evidence::Quality>,
 }
 
 /// A pool of the defense line and its servers.

@@ -4,6 +4,21 @@
 /// The load generator's sequence number of a request, carried through the
 /// defense line and the fault proxy so the report can join them.
 pub const REQUEST_ID_HEADER: &str = "x-firedrill-request-id";
+/// The load request id in `x-firedrill-request-id`: firedrill writes it as
+/// a plain decimal number, so that is the one form read (no sign, no
+/// leading zero, no spaces); any other text carries no id.
+pub fn load_request_id(headers: &http::HeaderMap) -> Option<u64> {
+    decimal_id(headers.get(REQUEST_ID_HEADER)?.to_str().ok()?)
+}
+
+/// `text` as firedrill writes a request id: `u64`'s decimal form and
+/// nothing else (`"007"` and `"+7"` are not ids).
+pub fn decimal_id(text: &str) -> Option<u64> {
+    let canonical =
+        text.bytes().all(|b| b.is_ascii_digit()) && (text == "0" || !text.starts_with('0'));
+    canonical.then(|| text.parse().ok()).flatten()
+}
+
 /// Header naming the fallback that answered: `stale`, `static`, `backup`.
 pub const FALLBACK_HEADER: &str = "x-firedrill-fallback";
 /// Header naming why the defense answered instead of the dependency.
@@ -174,6 +189,38 @@ mod tests {
                 assert_eq!(c.request_id(&headers), Some(id), "{name} as {form}");
             }
         }
+    }
+
+    #[test]
+    fn a_request_id_header_is_read_only_in_the_decimal_form_firedrill_writes() {
+        assert_eq!(decimal_id("0"), Some(0));
+        assert_eq!(decimal_id("41"), Some(41));
+        assert_eq!(decimal_id("18446744073709551615"), Some(u64::MAX));
+        // A trace id of seed 7 made only of digits is not a decimal id.
+        for text in [
+            "00000000000000078000000000000029",
+            "007",
+            "+7",
+            " 7",
+            "7a",
+            "",
+            "18446744073709551616",
+        ] {
+            assert_eq!(decimal_id(text), None, "{text:?}");
+        }
+        let mut headers = http::HeaderMap::new();
+        headers.insert(REQUEST_ID_HEADER, http::HeaderValue::from_static("12"));
+        assert_eq!(load_request_id(&headers), Some(12));
+    }
+
+    #[test]
+    fn a_trace_id_made_only_of_digits_is_read_as_the_trace_it_is() {
+        // Seed 7 and request 41: every hex digit of the trace is a decimal
+        // digit, which a decimal reading would take for 78000000000000029.
+        let c = both(7);
+        let trace = c.value(&c.headers[0], 41);
+        assert_eq!(trace, "00000000000000078000000000000029");
+        assert_eq!(c.parse(trace.to_str().unwrap()), Some(41));
     }
 
     #[test]

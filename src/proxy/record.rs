@@ -25,7 +25,6 @@ use crate::clock::{self, Duration, Instant};
 use crate::fault::Hit;
 use crate::http::body::{BoxBody, BoxError};
 use crate::http::grpc;
-use crate::http::headers::REQUEST_ID_HEADER;
 use crate::spill::Spill;
 
 /// One request through an HTTP-mode proxy, as `--record` writes it.
@@ -48,8 +47,16 @@ pub struct Record {
     pub path: String,
     /// The load request it belongs to: its `x-firedrill-request-id`
     /// header, or (an experiment's dependency proxy) the correlation header
-    /// the service passed on.
-    pub request_id: Option<String>,
+    /// the service passed on, read with the run's seed. Written as a
+    /// decimal string, as the header carries it.
+    #[serde(default, with = "decimal")]
+    pub request_id: Option<u64>,
+    /// An agent's proxy (`firedrill server`), which knows no run's seed:
+    /// the correlation header the request carried, as it came, for the
+    /// drill on another host to read. Kept apart from `request_id` so that
+    /// nobody has to guess which form a value is in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub carried: Option<Carried>,
     /// The status returned to the client; `None` when the connection was
     /// cut, reset or blackholed and no response head was sent.
     pub status: Option<u16>,
@@ -76,6 +83,47 @@ pub struct Record {
     /// trailers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc_status: Option<u8>,
+}
+
+impl Record {
+    /// The load request an agent's record belongs to: the id firedrill's
+    /// own header carried, else the correlation header the service passed
+    /// on, read with the run's seed. Each is read in its own form only.
+    pub fn load_request(
+        &self,
+        correlation: Option<&crate::http::headers::Correlation>,
+    ) -> Option<u64> {
+        self.request_id
+            .or_else(|| correlation?.parse(&self.carried.as_ref()?.value))
+    }
+}
+
+/// A correlation header as a request carried it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Carried {
+    /// Its name (`x-request-id`, `traceparent`).
+    pub header: String,
+    /// Its value, untouched.
+    pub value: String,
+}
+
+/// A request id as `--record` files and the agents' records endpoint write
+/// it: the decimal string of `x-firedrill-request-id`. Reading takes that
+/// form only; any other text (an older agent's raw trace id) is no id.
+mod decimal {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(id: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match id {
+            Some(id) => s.serialize_str(&id.to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        let text = Option::<String>::deserialize(d)?;
+        Ok(text.as_deref().and_then(crate::http::headers::decimal_id))
+    }
 }
 
 fn as_str<S: serde::Serializer, T: AsRef<str>>(value: &T, s: S) -> Result<S::Ok, S::Error> {
@@ -206,7 +254,8 @@ pub struct Spilled {
     method: String,
     http2: bool,
     path: String,
-    request_id: Option<String>,
+    request_id: Option<u64>,
+    carried: Option<Carried>,
     status: Option<u16>,
     fault: Option<String>,
     latency_ms: Option<u64>,
@@ -225,7 +274,8 @@ impl From<&Record> for Spilled {
             method: r.method.to_string(),
             http2: r.http2,
             path: r.path.clone(),
-            request_id: r.request_id.clone(),
+            request_id: r.request_id,
+            carried: r.carried.clone(),
             status: r.status,
             fault: r.fault.clone(),
             latency_ms: r.latency_ms.map(f64::to_bits),
@@ -248,6 +298,7 @@ impl From<Spilled> for Record {
             http2: s.http2,
             path: s.path,
             request_id: s.request_id,
+            carried: s.carried,
             status: s.status,
             fault: s.fault,
             latency_ms: s.latency_ms.map(f64::from_bits),
@@ -324,7 +375,8 @@ impl Recorder {
                     .path_and_query()
                     .map_or_else(|| uri.path(), |p| p.as_str())
                     .to_string(),
-                request_id: request_id(req.headers(), s.raw_correlation),
+                request_id: crate::http::headers::load_request_id(req.headers()),
+                carried: s.raw_correlation.then(|| carried(req.headers())).flatten(),
                 status: None,
                 fault: None,
                 latency_ms: None,
@@ -347,25 +399,20 @@ impl Recorder {
     }
 }
 
-/// The request id a record starts with: `x-firedrill-request-id`, else
-/// (`raw_correlation`) the raw `x-request-id` or `traceparent`.
-fn request_id(headers: &http::HeaderMap, raw_correlation: bool) -> Option<String> {
-    let raw = |name: &str| {
-        headers
-            .get(name)
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-    };
-    raw(REQUEST_ID_HEADER).or_else(|| {
-        raw_correlation
-            .then(|| {
-                [
-                    crate::http::headers::X_REQUEST_ID,
-                    crate::http::headers::TRACEPARENT,
-                ]
-                .into_iter()
-                .find_map(raw)
-            })
-            .flatten()
+/// The first correlation header a request carries (`x-request-id`, then
+/// `traceparent`), as it came.
+fn carried(headers: &http::HeaderMap) -> Option<Carried> {
+    [
+        crate::http::headers::X_REQUEST_ID,
+        crate::http::headers::TRACEPARENT,
+    ]
+    .into_iter()
+    .find_map(|header| {
+        let value = headers.get(header)?;
+        Some(Carried {
+            header: header.to_string(),
+            value: String::from_utf8_lossy(value.as_bytes()).into_owned(),
+        })
     })
 }
 
@@ -396,7 +443,7 @@ impl RequestLog<'_> {
         if let (Some(record), Some(id)) = (self.record.as_mut(), request_id)
             && record.request_id.is_none()
         {
-            record.request_id = Some(id.to_string());
+            record.request_id = Some(id);
         }
     }
 
@@ -629,7 +676,11 @@ mod tests {
                 },
                 http2: i % 3 == 0,
                 path: format!("/inventory/{i}"),
-                request_id: Some(i.to_string()),
+                request_id: (i % 2 == 0).then_some(u64::from(i)),
+                carried: (i % 2 == 1).then(|| Carried {
+                    header: "traceparent".to_string(),
+                    value: format!("00-{i:032x}-{i:016x}-01"),
+                }),
                 status: (i % 3 != 0).then_some(200),
                 fault: (i % 3 == 0).then(|| "inventory-down".to_string()),
                 latency_ms: (i % 3 != 0).then(|| f64::from(i).sqrt()),
@@ -703,5 +754,56 @@ mod tests {
         assert_eq!(in_memory, 0, "records held in memory");
         assert_eq!(collected.records(), sent);
         assert!(collected.error().is_none());
+    }
+
+    #[test]
+    fn an_agents_record_keeps_the_carried_header_apart_and_the_drill_reads_it_with_its_seed() {
+        let collected = Arc::new(Collected::default());
+        let recorder = Recorder::with_raw_correlation("catalog", clock::now(), collected.clone());
+        let correlation = crate::http::headers::Correlation {
+            headers: vec![http::HeaderName::from_static(
+                crate::http::headers::X_REQUEST_ID,
+            )],
+            seed: 7,
+        };
+        // Seed 7, request 41: a trace id made only of decimal digits.
+        let trace = correlation.value(&correlation.headers[0], 41);
+        let req = Request::get("/inventory/1")
+            .header(crate::http::headers::X_REQUEST_ID, trace.clone())
+            .body(())
+            .unwrap();
+        drop(recorder.begin(&req, clock::now()));
+        let mut record = collected.records().remove(0);
+        assert_eq!(record.request_id, None, "an agent knows no seed");
+        let carried = record.carried.clone().expect("the header as it came");
+        assert_eq!(
+            (carried.header.as_str(), carried.value.as_str()),
+            ("x-request-id", trace.to_str().unwrap())
+        );
+        // Through the agent's JSON to the drill, and read there.
+        let wire = serde_json::to_string(&record).unwrap();
+        record = serde_json::from_str(&wire).unwrap();
+        assert_eq!(record.load_request(Some(&correlation)), Some(41));
+        assert_eq!(record.load_request(None), None, "no seed, no id");
+        // firedrill's own header wins, in its decimal form only.
+        record.request_id = Some(5);
+        assert_eq!(record.load_request(Some(&correlation)), Some(5));
+    }
+
+    #[test]
+    fn a_request_id_is_written_as_a_decimal_string_and_only_that_form_is_read_back() {
+        let mut record = records(1).remove(0);
+        record.request_id = Some(42);
+        let line = serde_json::to_string(&record).unwrap();
+        assert!(line.contains("\"request_id\":\"42\""), "{line}");
+        // An older agent wrote the raw trace id there: it is not an id.
+        let old = line.replace("\"42\"", "\"00000000000000078000000000000029\"");
+        let read: Record = serde_json::from_str(&old).unwrap();
+        assert_eq!(read.request_id, None);
+        let none = line.replace("\"42\"", "null");
+        assert_eq!(
+            serde_json::from_str::<Record>(&none).unwrap().request_id,
+            None
+        );
     }
 }

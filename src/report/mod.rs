@@ -259,27 +259,34 @@ pub struct BreakerReport {
 /// only by time.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CorrelationReport {
-    /// Arrivals that carried a load request's id.
+    /// Arrivals whose id is the id of a request the drill sent: an id no
+    /// request of the drill has pairs nothing.
     pub paired: u64,
     /// Arrivals counted: every one at the dependency proxies that matches
-    /// the breaker's `path` (all of them without one).
+    /// the breaker's `path` (all of them without one), during the run.
     pub of: u64,
-    /// `id` when every arrival carried an id, `time` when none did,
+    /// `id` when every arrival was paired by id, `time` when none was,
     /// `mixed` otherwise.
     pub by: &'static str,
 }
 
 impl CorrelationReport {
-    /// The pairing of the `hits` matching `path`.
+    /// The pairing of the `hits` matching `path`, paired when their id is
+    /// one of `sent`.
     fn of(
         hits: &[crate::experiment::timeline::TargetHit],
         path: Option<&crate::fault::HttpMatch>,
+        sent: &std::collections::BTreeSet<u64>,
+        duration: crate::clock::Duration,
     ) -> Self {
         let mine = hits.iter().filter(|h| {
-            path.is_none_or(|m| m.matches(&http::Method::GET, &h.path, &http::HeaderMap::new()))
+            h.at <= duration
+                && path
+                    .is_none_or(|m| m.matches(&http::Method::GET, &h.path, &http::HeaderMap::new()))
         });
         let (paired, of) = mine.fold((0, 0), |(p, n), h| {
-            (p + u64::from(h.request_id.is_some()), n + 1)
+            let known = h.request_id.is_some_and(|id| sent.contains(&id));
+            (p + u64::from(known), n + 1)
         });
         let by = match paired {
             0 => "time",
@@ -359,6 +366,7 @@ impl RunReport {
         fold: html::picture::Fold,
     ) -> RunReport {
         let t = &result.timeline;
+        let sent: std::collections::BTreeSet<u64> = t.requests.iter().map(|r| r.id).collect();
         let breakers = t
             .breakers
             .iter()
@@ -392,8 +400,9 @@ impl RunReport {
                     final_state,
                     transitions,
                     reported,
-                    correlation: inferred
-                        .map(|i| CorrelationReport::of(&t.target_hits, i.path.as_ref())),
+                    correlation: inferred.map(|i| {
+                        CorrelationReport::of(&t.target_hits, i.path.as_ref(), &sent, t.duration)
+                    }),
                 }
             })
             .collect();

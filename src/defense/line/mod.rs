@@ -21,7 +21,7 @@ use crate::clock::{self, Duration, RunRng};
 use crate::fault::HttpMatch;
 use crate::http::body::BoxBody;
 use crate::http::client::Upstream;
-use crate::http::headers::REQUEST_ID_HEADER;
+use crate::http::headers::load_request_id;
 
 mod answer;
 mod attempts;
@@ -144,11 +144,7 @@ impl DefenseLine {
             .expect("the default route matches everything");
         let report = CallReport {
             route: route.name.clone(),
-            request_id: req
-                .headers()
-                .get(REQUEST_ID_HEADER)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string),
+            request_id: load_request_id(req.headers()),
             status: 0,
             latency: Duration::ZERO,
             breaker_state: None,

@@ -56,6 +56,9 @@ pub struct Call {
     pub ended: Option<Duration>,
     /// A failure: a 5xx, or no answer (cut, blackholed, abandoned).
     pub failed: bool,
+    /// It ended without an answer: the proxy let it go when the service
+    /// closed its connection (or a fault cut it).
+    pub let_go: bool,
     /// Its path.
     pub path: String,
     /// The caller request it was made for, when the service passed the

@@ -17,6 +17,7 @@ fn call(at: u64, took: Option<u64>, failed: bool) -> Call {
         at: ms(at),
         ended: took.map(|t| ms(at + t)),
         failed,
+        let_go: false,
         path: "/inventory/1".to_string(),
         request_id: None,
     }

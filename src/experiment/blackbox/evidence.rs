@@ -7,6 +7,15 @@
 //! when the service passed it on (the proxy saw it on the call), else by
 //! time: a request answered with no call arriving between its send and
 //! its answer was short-circuited.
+//!
+//! Evidence the end of the run cut off is not evidence: a request answered
+//! after the run's end (its calls may arrive after it too, unseen) is
+//! never taken for a short-circuit, only counted ([`Quality::cut_off`]).
+//! A call the service gave up on without an answer ended when the service
+//! answered its caller, if that came before the service closed the call's
+//! connection (a library that times out and closes its socket later).
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::caller::{Call, ShortCircuit};
 use crate::clock::Duration;
@@ -48,21 +57,55 @@ pub struct Evidence {
     pub shorts: Vec<ShortCircuit>,
     /// How the two sides were paired.
     pub pairing: Pairing,
+    /// What the evidence is worth, for the report and the evidence gate.
+    pub quality: Quality,
+}
+
+/// What one breaker's evidence holds and lacks: the figures the evidence
+/// gate reads before a verdict, shown per breaker in the report.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Quality {
+    /// Calls that reached the dependency on the breaker's paths during
+    /// the run.
+    pub calls: u64,
+    /// Of them, the calls whose id is the id of a request the drill sent:
+    /// paired exactly. A call carrying no id, or an id no request of the
+    /// drill has, is not paired.
+    pub paired: u64,
+    /// Requests the drill sent on the breaker's routes.
+    pub requests: u64,
+    /// Of them, requests a paired call was made for.
+    pub requests_reached: u64,
+    /// Requests answered after the run's end, or never: what became of
+    /// them is cut off, so none is taken for a short-circuit.
+    pub cut_off: u64,
+    /// Calls still outstanding at the run's end (no answer, not let go).
+    pub outstanding: u64,
 }
 
 /// The calls of `records` (one dependency's, on the breaker's paths), and
 /// the short-circuits among `requests` (the breaker's routes), in a run of
 /// `duration`. A record carries a request id when the service passed one
-/// on.
-pub fn gather(records: &[&Record], requests: &[&RequestRecord], duration: Duration) -> Evidence {
+/// on; `sent` holds the id of every request the drill sent (on any route).
+pub fn gather(
+    records: &[&Record],
+    requests: &[&RequestRecord],
+    sent: &BTreeSet<u64>,
+    duration: Duration,
+) -> Evidence {
     let mut calls: Vec<Call> = records.iter().map(|r| call(r, duration)).collect();
     calls.sort_by_key(|c| c.at);
+    // Only an id of one of the drill's requests pairs.
+    for c in &mut calls {
+        c.request_id = c.request_id.filter(|id| sent.contains(id));
+    }
     let by_id = calls.iter().any(|c| c.request_id.is_some());
-    let reached: std::collections::BTreeSet<u64> =
-        calls.iter().filter_map(|c| c.request_id).collect();
+    let reached: BTreeSet<u64> = calls.iter().filter_map(|c| c.request_id).collect();
+    let answered = |r: &RequestRecord| Some(r.sent + r.latency?).filter(|at| *at <= duration);
+    given_up_when_answered(&mut calls, requests, by_id, answered);
     let mut shorts: Vec<ShortCircuit> = requests
         .iter()
-        .filter_map(|r| Some((r, r.sent + r.latency?)))
+        .filter_map(|r| Some((r, answered(r)?)))
         .filter(|&(r, answered)| {
             if by_id {
                 !reached.contains(&r.id)
@@ -76,6 +119,15 @@ pub fn gather(records: &[&Record], requests: &[&RequestRecord], duration: Durati
         })
         .collect();
     shorts.sort_by_key(|s| s.answered);
+    let count = |n: usize| n as u64;
+    let quality = Quality {
+        calls: count(calls.len()),
+        paired: count(calls.iter().filter(|c| c.request_id.is_some()).count()),
+        requests: count(requests.len()),
+        requests_reached: count(requests.iter().filter(|r| reached.contains(&r.id)).count()),
+        cut_off: count(requests.iter().filter(|r| answered(r).is_none()).count()),
+        outstanding: count(calls.iter().filter(|c| c.ended.is_none()).count()),
+    };
     Evidence {
         calls,
         shorts,
@@ -84,6 +136,45 @@ pub fn gather(records: &[&Record], requests: &[&RequestRecord], duration: Durati
         } else {
             Pairing::ByTime
         },
+        quality,
+    }
+}
+
+/// A failed call let go without an answer ended when the service gave up
+/// on it: when it answered the caller request the call was made for, if
+/// that came first (a service closes the call's socket some time after its
+/// own timeout fired). The request is the call's id, or by time the last
+/// one sent before the call arrived and answered after.
+fn given_up_when_answered(
+    calls: &mut [Call],
+    requests: &[&RequestRecord],
+    by_id: bool,
+    answered: impl Fn(&RequestRecord) -> Option<Duration>,
+) {
+    let by_id_answers: BTreeMap<u64, Duration> = requests
+        .iter()
+        .filter_map(|r| Some((r.id, answered(r)?)))
+        .collect();
+    let mut by_send: Vec<(Duration, Duration)> = requests
+        .iter()
+        .filter_map(|r| Some((r.sent, answered(r)?)))
+        .collect();
+    by_send.sort();
+    for c in calls.iter_mut().filter(|c| c.failed && c.let_go) {
+        let Some(ended) = c.ended else { continue };
+        let answer = if by_id {
+            c.request_id.and_then(|id| by_id_answers.get(&id).copied())
+        } else {
+            let before = by_send.partition_point(|(sent, _)| *sent <= c.at);
+            by_send[..before]
+                .iter()
+                .rev()
+                .find(|(_, answer)| *answer >= c.at)
+                .map(|(_, answer)| *answer)
+        };
+        if let Some(answer) = answer.filter(|a| *a >= c.at && *a < ended) {
+            c.ended = Some(answer);
+        }
     }
 }
 
@@ -101,13 +192,14 @@ fn call(record: &Record, duration: Duration) -> Call {
         .filter(|at| *at < duration);
     Call {
         at: ms(record.at_ms),
+        let_go: answered.is_none() && let_go.is_some(),
         ended: answered.or(let_go),
         failed: record.status.is_none_or(|s| s >= 500)
             || record.grpc_status.is_some_and(|g| {
                 matches!(Classifier::standard().classify_grpc(g), Outcome::Failure(_))
             }),
         path: record.path.clone(),
-        request_id: record.request_id.as_deref().and_then(|i| i.parse().ok()),
+        request_id: record.request_id,
     }
 }
 
@@ -121,14 +213,15 @@ fn none_between(calls: &[Call], from: Duration, to: Duration) -> bool {
 mod tests {
     use super::*;
 
-    fn record(at_ms: f64, status: Option<u16>, took_ms: f64, id: Option<&str>) -> Record {
+    fn record(at_ms: f64, status: Option<u16>, took_ms: f64, id: Option<u64>) -> Record {
         Record {
             at_ms,
             proxy: std::sync::Arc::from("inventory"),
             method: http::Method::GET,
             http2: false,
             path: "/inventory/1".to_string(),
-            request_id: id.map(str::to_string),
+            request_id: id,
+            carried: None,
             status,
             fault: None,
             latency_ms: status.map(|_| took_ms),
@@ -192,6 +285,7 @@ mod tests {
         let evidence = gather(
             &calls.iter().collect::<Vec<_>>(),
             &requests.iter().collect::<Vec<_>>(),
+            &ids(&requests),
             ms(10_000),
         );
         assert_eq!(evidence.pairing, Pairing::ByTime);
@@ -203,15 +297,102 @@ mod tests {
     fn by_id_a_request_whose_id_no_call_carried_was_short_circuited_whatever_the_times() {
         // Request 1's window holds request 0's call: by time it would look
         // like it reached the dependency.
-        let calls = [record(10.0, Some(200), 5.0, Some("0"))];
+        let calls = [record(10.0, Some(200), 5.0, Some(0))];
         let requests = [request(0, 8, 10), request(1, 9, 10)];
         let evidence = gather(
             &calls.iter().collect::<Vec<_>>(),
             &requests.iter().collect::<Vec<_>>(),
+            &ids(&requests),
             ms(10_000),
         );
         assert_eq!(evidence.pairing, Pairing::ById);
         let shorts: Vec<Duration> = evidence.shorts.iter().map(|s| s.sent).collect();
         assert_eq!(shorts, [ms(9)]);
+    }
+
+    fn ids(requests: &[RequestRecord]) -> BTreeSet<u64> {
+        requests.iter().map(|r| r.id).collect()
+    }
+
+    fn gathered(calls: &[Record], requests: &[RequestRecord], run_ms: u64) -> Evidence {
+        gather(
+            &calls.iter().collect::<Vec<_>>(),
+            &requests.iter().collect::<Vec<_>>(),
+            &ids(requests),
+            ms(run_ms),
+        )
+    }
+
+    #[test]
+    fn a_call_whose_id_is_no_request_of_the_drill_is_not_paired_and_proves_no_reach() {
+        // Request 0 reached the dependency; a call carries an id (9) that
+        // no request of the drill has: neither paired nor proof that
+        // request 1 reached it.
+        let calls = [
+            record(10.0, Some(200), 5.0, Some(0)),
+            record(52.0, Some(200), 5.0, Some(9)),
+        ];
+        let requests = [request(0, 8, 10), request(1, 50, 10)];
+        let evidence = gathered(&calls, &requests, 10_000);
+        assert_eq!(evidence.pairing, Pairing::ById);
+        assert_eq!(
+            (evidence.quality.calls, evidence.quality.paired),
+            (2, 1),
+            "{:?}",
+            evidence.quality
+        );
+        assert_eq!(evidence.quality.requests_reached, 1);
+        assert_eq!(evidence.calls[1].request_id, None);
+    }
+
+    #[test]
+    fn a_request_answered_after_the_runs_end_is_cut_off_not_a_short_circuit() {
+        // The service stalled at 4.75 s of a 5 s run: the requests sent
+        // then are answered after the end, their calls arrive after it.
+        let requests: Vec<RequestRecord> = (0..6)
+            .map(|i| request(i, 4_750 + i * 50, 5_150 - (4_750 + i * 50)))
+            .collect();
+        for by_id in [false, true] {
+            let calls: Vec<Record> = (0..6u64)
+                .map(|i| record(5_140.0, Some(200), 5.0, by_id.then_some(i)))
+                .filter(|r| r.at_ms <= 5_000.0)
+                .collect();
+            let evidence = gathered(&calls, &requests, 5_000);
+            assert!(
+                evidence.shorts.is_empty(),
+                "by id {by_id}: {:?}",
+                evidence.shorts
+            );
+            assert_eq!(evidence.quality.cut_off, 6);
+        }
+        // One answered before the end with no call is still one.
+        let mut early = requests.clone();
+        early[0].latency = Some(ms(10));
+        let evidence = gathered(&[], &early, 5_000);
+        assert_eq!(evidence.shorts.len(), 1);
+    }
+
+    #[test]
+    fn a_failed_call_let_go_late_ended_when_the_service_answered_its_caller() {
+        // The service gave up at 1000 ms (its caller got the fallback at
+        // 1005 ms) and closed the call's socket 250 ms later.
+        let late = record(5.0, None, 1_245.0, Some(0));
+        let requests = [request(0, 0, 1_005), request(1, 2_000, 5)];
+        let evidence = gathered(std::slice::from_ref(&late), &requests, 10_000);
+        assert_eq!(evidence.calls[0].ended, Some(ms(1_005)));
+        // By time: the last request sent before the call arrived.
+        let mut no_id = late.clone();
+        no_id.request_id = None;
+        let evidence = gathered(&[no_id], &requests, 10_000);
+        assert_eq!(evidence.pairing, Pairing::ByTime);
+        assert_eq!(evidence.calls[0].ended, Some(ms(1_005)));
+        // A call answered (a 500), or one let go before its caller's
+        // answer, keeps its own end.
+        let answered = record(5.0, Some(500), 1_245.0, Some(0));
+        let evidence = gathered(&[answered], &requests, 10_000);
+        assert_eq!(evidence.calls[0].ended, Some(ms(1_250)));
+        let closed_first = record(5.0, None, 500.0, Some(0));
+        let evidence = gathered(&[closed_first], &requests, 10_000);
+        assert_eq!(evidence.calls[0].ended, Some(ms(505)));
     }
 }

@@ -5,7 +5,9 @@
 //! outside traffic only the arrivals ([`super::infer`]).
 
 use super::caller::{CallerParams, DEFAULT_MIN_SHORT_CIRCUITS, infer_from_caller};
-use super::evidence::{ONE_SIDE, gather};
+use std::collections::BTreeSet;
+
+use super::evidence::{ONE_SIDE, Quality, gather};
 use super::infer::{InferParams, InferredTransition, infer, infer_calls};
 use crate::clock::Duration;
 use crate::defense::breaker::State;
@@ -38,8 +40,10 @@ pub fn breakers(
 ) -> (Vec<Transition>, Vec<BreakerInfo>) {
     let mut transitions = Vec::new();
     let mut infos = Vec::new();
+    let sent: BTreeSet<u64> = requests.iter().map(|r| r.id).collect();
     for (name, breaker) in &system.breakers {
-        let (inferred, confidence) = infer_one(breaker, load, requests, dependencies, duration);
+        let (inferred, confidence, quality) =
+            infer_one(breaker, load, requests, &sent, dependencies, duration);
         for t in inferred {
             transitions.push(Transition {
                 at: t.at,
@@ -62,6 +66,7 @@ pub fn breakers(
                 .as_ref()
                 .and_then(|m| m.path_glob())
                 .map(str::to_string),
+            evidence: quality,
         });
     }
     (transitions, infos)
@@ -74,19 +79,20 @@ fn infer_one(
     breaker: &InferredBreaker,
     load: &[LoadRoute],
     requests: &[RequestRecord],
+    sent: &BTreeSet<u64>,
     dependencies: &[Seen<'_>],
     duration: Duration,
-) -> (Vec<InferredTransition>, &'static str) {
+) -> (Vec<InferredTransition>, &'static str, Option<Quality>) {
     let uses = |route: &str| breaker.routes.is_empty() || breaker.routes.iter().any(|r| r == route);
     // A breaker deeper in the system: the requests the proxy in front of
     // it passed on (one a fault answered there never reached the service).
-    let reached: Option<std::collections::BTreeSet<u64>> = breaker.via.as_ref().map(|via| {
+    let reached: Option<BTreeSet<u64>> = breaker.via.as_ref().map(|via| {
         dependencies
             .iter()
             .filter(|d| d.name == via)
             .flat_map(|d| d.records)
             .filter(|r| r.reached_upstream)
-            .filter_map(|r| r.request_id.as_deref()?.parse().ok())
+            .filter_map(|r| r.request_id)
             .collect()
     });
     let chance = |r: &RequestRecord| {
@@ -132,14 +138,14 @@ fn infer_one(
         .filter(|r| on_path(&r.path) && r.at_ms <= duration.as_secs_f64() * 1000.0)
         .collect();
     let routes: Vec<&RequestRecord> = requests.iter().filter(|r| chance(r)).collect();
-    let evidence = gather(&records, &routes, duration);
+    let evidence = gather(&records, &routes, sent, duration);
     if records.is_empty() {
-        (arrivals_only(&sends, &arrivals, &params), ONE_SIDE)
+        (arrivals_only(&sends, &arrivals, &params), ONE_SIDE, None)
     } else if sends.is_empty() {
         // Outside traffic: what the caller got is not seen.
         let calls: Vec<(Duration, Option<Duration>)> =
             evidence.calls.iter().map(|c| (c.at, c.ended)).collect();
-        (infer_calls(&sends, &calls, &params), ONE_SIDE)
+        (infer_calls(&sends, &calls, &params), ONE_SIDE, None)
     } else {
         let caller = CallerParams {
             wait_in_open: breaker.wait_in_open,
@@ -148,7 +154,11 @@ fn infer_one(
             min_short_circuits: DEFAULT_MIN_SHORT_CIRCUITS,
         };
         let found = infer_from_caller(&evidence.calls, &evidence.shorts, &caller);
-        (found.transitions, evidence.pairing.confidence())
+        (
+            found.transitions,
+            evidence.pairing.confidence(),
+            Some(evidence.quality),
+        )
     }
 }
 

@@ -193,10 +193,7 @@ impl FaultPlan {
     /// passed on).
     pub fn note_arrival(&self, path: &str, headers: &http::HeaderMap) -> Option<u64> {
         let log = self.arrivals.as_ref()?;
-        let request_id = headers
-            .get(crate::http::headers::REQUEST_ID_HEADER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.parse().ok())
+        let request_id = crate::http::headers::load_request_id(headers)
             .or_else(|| self.correlation.get()?.request_id(headers));
         let at = self.elapsed();
         log.lock().unwrap_or_else(|e| e.into_inner()).push(Arrival {

@@ -53,6 +53,7 @@ pub fn timeline(
             name: name.to_string(),
             wait_in_open: breaker.wait_in_open(),
             path_glob: glob.map(str::to_string),
+            evidence: None,
         })
         .collect();
     let pools = line

@@ -440,11 +440,7 @@ impl Remote {
             let Some(at) = state.clocks.to_drill(zero_us + record.at_ms * 1000.0) else {
                 continue;
             };
-            let request_id = record.request_id.as_deref().and_then(|id| {
-                id.parse::<u64>()
-                    .ok()
-                    .or_else(|| self.correlation.as_ref()?.parse(id))
-            });
+            let request_id = record.load_request(self.correlation.as_ref());
             if let Some(fault) = &record.fault
                 && self.planned.iter().any(|p| &p.fault == fault)
             {
@@ -452,7 +448,7 @@ impl Remote {
             }
             record.at_ms = at.as_micros() as f64 / 1000.0;
             record.proxy = Arc::from(self.name.as_str());
-            record.request_id = request_id.map(|id| id.to_string());
+            record.request_id = request_id;
             arrivals.push(Arrival {
                 at,
                 path: record.path.split('?').next().unwrap_or("").to_string(),

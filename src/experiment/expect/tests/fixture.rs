@@ -28,6 +28,7 @@ pub(super) fn run() -> Timeline {
             name: "inventory".into(),
             wait_in_open: s(5.0),
             path_glob: Some("/inventory/*".into()),
+            evidence: None,
         }],
         faults: vec![FaultWindows {
             name: "inventory-down".into(),

@@ -268,7 +268,7 @@ impl Stream {
 
     /// The defense line's report of a call.
     fn call(&self, report: &CallReport) {
-        let Some(id) = report.request_id.as_deref().and_then(|i| i.parse().ok()) else {
+        let Some(id) = report.request_id else {
             return;
         };
         let now = self.now();

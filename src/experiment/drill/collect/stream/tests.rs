@@ -141,7 +141,7 @@ fn report(id: u64, gens: &[Gen]) -> CallReport {
     let (_, rejected, timed_out) = g.report.unwrap_or_default();
     CallReport {
         route: "r".to_string(),
-        request_id: Some(id.to_string()),
+        request_id: Some(id),
         status: g.status,
         latency: ms(g.latency_ms.unwrap_or(0)),
         breaker_state: Some(State::Closed),
