@@ -349,6 +349,63 @@ fn a_catalog_service_without_its_breaker_fails_the_drill_judged_from_the_agent_s
 }
 
 /// The toxics on agent `i`'s `proxy`.
+/// The across-hosts drill under each seed of `SEEDS`, each on a topology
+/// of its own with the catalog's `switches`.
+fn across_hosts_under_seeds(switches: &[(&str, &str)]) -> Vec<(u64, Topology, Drill)> {
+    blackbox_support::under_seeds(|seed| {
+        let topology = Topology::start(switches);
+        let seed_line = format!("seed: {seed}");
+        let ran = topology.run(&[("seed: 23", &seed_line)]);
+        (topology, ran)
+    })
+    .into_iter()
+    .map(|(seed, (topology, ran))| (seed, topology, ran))
+    .collect()
+}
+
+/// Seeds whose trace ids are made only of decimal digits (7) and seeds
+/// whose are not (10, 11) get the same verdict: every call paired with its
+/// request by the id the services passed on, every journal a path of the
+/// state machine.
+#[test]
+fn a_correct_game_day_across_hosts_passes_under_every_seed_with_its_calls_paired_by_id() {
+    for (seed, _topology, ran) in across_hosts_under_seeds(&[]) {
+        assert_eq!(
+            ran.exit,
+            Some(0),
+            "seed {seed}: {}\n{:#}",
+            ran.output,
+            ran.report["verdicts"]
+        );
+        for breaker in ["catalog", "inventory"] {
+            let (paired, of) = blackbox_support::paired_share(&ran.report, breaker);
+            assert!(
+                of > 50 && paired * 100 >= of * 95,
+                "seed {seed}: {breaker}: {paired} of {of} calls paired by id"
+            );
+            let invalid = blackbox_support::invalid_path(&ran.report, breaker);
+            assert_eq!(invalid, None, "seed {seed}");
+        }
+    }
+}
+
+#[test]
+fn a_leaking_catalog_breaker_fails_under_every_seed_naming_the_leaked_calls() {
+    let proof = "calls to /db/inventory/* while inventory is open == 0";
+    for (seed, topology, ran) in across_hosts_under_seeds(&[("LEAK_EVERY", "5")]) {
+        assert_eq!(ran.exit, Some(1), "seed {seed}: {}", ran.output);
+        let verdict = ran.verdict(proof);
+        assert_eq!(verdict["passed"], false, "seed {seed}: {verdict}");
+        let leaks = std::fs::read_to_string(&topology.leaks).unwrap_or_default();
+        assert!(!leaks.is_empty(), "seed {seed}: the service leaked nothing");
+        let seen = verdict["seen"].as_str().unwrap();
+        assert!(
+            seen.contains("/db/inventory/sku-1"),
+            "seed {seed}: the leak is named: {seen}"
+        );
+    }
+}
+
 fn toxics(topology: &Topology, i: usize, proxy: &str) -> Vec<String> {
     let (_, toxics) = topology.api(i, &format!("/proxies/{proxy}/toxics"));
     toxics

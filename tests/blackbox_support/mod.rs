@@ -331,3 +331,50 @@ pub fn firedrill(args: &[&str], file: &Path) -> (Option<i32>, String) {
         ),
     )
 }
+
+/// The seeds every real-clock story runs its correct and its broken
+/// system under: a verdict must not depend on the seed.
+pub const SEEDS: [u64; 5] = [7, 10, 11, 23, 42];
+
+/// `drill(seed)` for each of [`SEEDS`], side by side (each on its own
+/// ports), in the order of the seeds.
+pub fn under_seeds<T: Send>(drill: impl Fn(u64) -> T + Sync) -> Vec<(u64, T)> {
+    let drill = &drill;
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = SEEDS
+            .iter()
+            .map(|&seed| (seed, scope.spawn(move || drill(seed))))
+            .collect();
+        runs.into_iter()
+            .map(|(seed, run)| (seed, run.join().expect("a seed's drill panicked")))
+            .collect()
+    })
+}
+
+/// Where `breaker`'s inferred journal in `report` is not a path of the
+/// state machine (from closed, each transition from the state the one
+/// before reached, never to the state it is in); `None` when it is.
+pub fn invalid_path(report: &serde_json::Value, breaker: &str) -> Option<String> {
+    let mut state = "closed".to_string();
+    for (at, from, to) in transitions(report, breaker) {
+        if from != state || from == to {
+            return Some(format!(
+                "{breaker}: {from} -> {to} at {at:.0} ms while {state}"
+            ));
+        }
+        state = to;
+    }
+    None
+}
+
+/// `breaker`'s `correlation` in `report`: calls paired by a request id of
+/// the drill, of the calls counted.
+pub fn paired_share(report: &serde_json::Value, breaker: &str) -> (u64, u64) {
+    let breakers = report["breakers"].as_array().expect("a breakers list");
+    let b = breakers
+        .iter()
+        .find(|b| b["name"] == breaker)
+        .unwrap_or_else(|| panic!("no breaker {breaker}"));
+    let c = &b["correlation"];
+    (c["paired"].as_u64().unwrap(), c["of"].as_u64().unwrap())
+}
