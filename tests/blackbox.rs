@@ -237,8 +237,20 @@ fn root() -> &'static Path {
 
 /// The opossum service (installed by ci/install-test-clients.sh).
 fn opossum(dependency_port: u16, events: &Path, breaker: bool) -> Service {
+    opossum_closing_late(dependency_port, events, breaker, 0)
+}
+
+/// The opossum service closing a timed-out call's socket `late_ms` after
+/// opossum gave up on it.
+fn opossum_closing_late(
+    dependency_port: u16,
+    events: &Path,
+    breaker: bool,
+    late_ms: u64,
+) -> Service {
     let server = root().join("tests/services/opossum/server.js");
     let mut env = vec![
+        ("CLOSE_LATE_MS", late_ms.to_string()),
         (
             "DEPENDENCY_URL",
             format!("http://127.0.0.1:{dependency_port}"),
@@ -1021,6 +1033,27 @@ fn inferred_matches_the_library_with_a_hanging_dependency(
 #[test]
 fn opossum_behind_a_hanging_dependency_is_inferred_as_its_own_events_say() {
     inferred_matches_the_library_with_a_hanging_dependency("opossum", opossum);
+}
+
+/// opossum gives up on a hanging trial at its 1 s timeout, and the app
+/// closes the call's socket 250 ms or 600 ms later: the breaker reopened
+/// when opossum gave up (its caller got the fallback then), not at the
+/// close, so the next trial is no leak and the counter proof holds.
+#[test]
+fn opossum_closing_a_timed_out_call_late_reopens_when_it_gave_up_and_leaks_nothing() {
+    fn late_250(port: u16, events: &Path, breaker: bool) -> Service {
+        opossum_closing_late(port, events, breaker, 250)
+    }
+    fn late_600(port: u16, events: &Path, breaker: bool) -> Service {
+        opossum_closing_late(port, events, breaker, 600)
+    }
+    for start in [late_250 as fn(u16, &Path, bool) -> Service, late_600] {
+        let (drill, events) = hanging_dependency_drill("opossum", start);
+        let proof = drill.verdict("calls to /inventory/* while inventory is open == 0");
+        assert_eq!(proof["passed"], true, "{proof}");
+        assert!(events.len() >= 5, "opossum reopened on a trial: {events:?}");
+        inferred_follows_the_events("opossum", &drill, &events);
+    }
 }
 
 #[test]

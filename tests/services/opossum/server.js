@@ -17,6 +17,9 @@
 //   ROLLING_COUNT_BUCKETS       opossum rollingCountBuckets (default 10)
 //   PROPAGATE                   1 (default): copy `x-request-id` and `traceparent` from
 //                               the incoming request to the dependency call; 0: do not
+//   CLOSE_LATE_MS               close a timed-out dependency call's socket this many ms
+//                               after giving up on it (default 0: at once), as an app
+//                               whose own client outlives opossum's timeout does
 //   NO_BREAKER=1                call the dependency directly, no breaker (failures
 //                               still get the fallback answer; no events are written)
 //   EVENTS_FILE                 append one JSON line per breaker state change, at the
@@ -63,6 +66,7 @@ function numberEnv (name, fallback, { integer = false } = {}) {
 const PORT = numberEnv('PORT', 0, { integer: true });
 const CALL_TIMEOUT_MS = numberEnv('CALL_TIMEOUT_MS', 1000, { integer: true });
 const NO_BREAKER = process.env.NO_BREAKER === '1';
+const CLOSE_LATE_MS = numberEnv('CLOSE_LATE_MS', 0, { integer: true });
 const PROPAGATE = process.env.PROPAGATE === undefined || process.env.PROPAGATE === '' ? '1' : process.env.PROPAGATE;
 if (PROPAGATE !== '0' && PROPAGATE !== '1') fail(`PROPAGATE=${PROPAGATE}: expected 0 or 1`);
 // The correlation headers copied onto the dependency call (PROPAGATE=1).
@@ -121,7 +125,8 @@ function fetchInventory (sku, headers) {
     req.on('error', err => settle(reject, err));
     timer = setTimeout(() => {
       settle(reject, Object.assign(new Error(`timed out after ${CALL_TIMEOUT_MS}ms`), { code: 'ETIMEDOUT' }));
-      req.destroy();
+      if (CLOSE_LATE_MS > 0) setTimeout(() => req.destroy(), CLOSE_LATE_MS);
+      else req.destroy();
     }, CALL_TIMEOUT_MS);
   });
 }
