@@ -617,6 +617,47 @@ fn handwritten_drill(switches: &[(&str, &str)], expectation: Option<&str>) -> Ra
     )
 }
 
+/// A service with no breaker stalls 400 ms from its `at`th request at
+/// 20 req/s (request n is sent (n - 1) / 20 s in) in the last second of a
+/// 5 s drill, under each seed: the requests the stall holds past the end
+/// are cut off, not answered without reaching the dependency, so nothing
+/// opens.
+#[test]
+fn a_stall_in_the_last_second_of_the_drill_never_opens_a_breaker() {
+    let file = root().join("fixtures/blackbox/stall-at-the-end.yaml");
+    for at in [82, 92, 95, 98, 100] {
+        let runs = blackbox_support::under_seeds(|seed| {
+            let dependency_port = free_port();
+            let dir = tempfile::tempdir().unwrap();
+            let stall = at.to_string();
+            let service = handwritten_with(
+                dependency_port,
+                &dir.path().join("events.jsonl"),
+                &[("NO_BREAKER", "1"), ("STALL_AT", &stall)],
+            );
+            let seed_line = format!("seed: {seed}");
+            let drill = Drill::run_with(
+                &file,
+                service.port,
+                dependency_port,
+                dir.path(),
+                &[("seed: 11", seed_line)],
+            );
+            drop(service);
+            drill
+        });
+        for (seed, drill) in runs {
+            assert_eq!(
+                drill.exit,
+                Some(0),
+                "stall from request {at}, seed {seed}: {}\n{:#}",
+                drill.output,
+                drill.report["verdicts"]
+            );
+        }
+    }
+}
+
 /// The verdict of `expectation` in a report.
 fn verdict<'a>(report: &'a serde_json::Value, expectation: &str) -> &'a serde_json::Value {
     report["verdicts"]

@@ -33,6 +33,10 @@ The switches that break it:
                    trial, every other call rejected until it completes
   NO_BREAKER=1     no breaker at all: every call goes to the dependency (failures
                    still get the fallback; no events are written)
+A stall (not a breaker defect; a pause such as a garbage collector's):
+  STALL_AT=N       the Nth /stock request (from 1) starts a stall of STALL_MS
+  STALL_MS         (default 400): it and every request arriving during the stall
+                   wait until it ends before calling the dependency
 
 Routes:
   GET /stock/<sku>  -> GET {DEPENDENCY_URL}/inventory/<sku> through the breaker.
@@ -186,10 +190,30 @@ class Dependency:
             conn.close()
 
 
-def make_answer(dependency, breaker, leaks):
+class Stall:
+    """STALL_AT: holds requests from the Nth on for STALL_MS."""
+
+    def __init__(self, at: int, ms: float):
+        self.at, self.seconds = at, ms / 1000
+        self.lock = threading.Lock()
+        self.seen = 0
+        self.until = None
+
+    def wait(self) -> None:
+        with self.lock:
+            self.seen += 1
+            if self.at and self.seen == self.at:
+                self.until = time.monotonic() + self.seconds
+            until = self.until
+        if until is not None and time.monotonic() < until:
+            time.sleep(until - time.monotonic())
+
+
+def make_answer(dependency, breaker, leaks, stall):
     """The answer to one /stock/<sku> through the breaker (see stock.serve)."""
 
     def answer(sku: str, along: dict, incoming):
+        stall.wait()
         kind = breaker.before() if breaker else "call"
         if kind == "reject":
             return None
@@ -226,7 +250,8 @@ def main() -> None:
             burst=half_open == "burst",
         )
 
-    stock.serve("handwritten", make_answer(dependency, breaker, leaks))
+    stall = Stall(int(number_env("STALL_AT", 0, integer=True)), number_env("STALL_MS", 400))
+    stock.serve("handwritten", make_answer(dependency, breaker, leaks, stall))
 
 
 if __name__ == "__main__":
