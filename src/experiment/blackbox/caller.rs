@@ -30,6 +30,12 @@
 //!   half-open are the calls rejected while the trials are on.
 //! * A call still outstanding (no end) decides nothing: a half-open episode
 //!   whose trial never ends stays half-open.
+//! * An open interval in which the caller saw no short-circuit at all while
+//!   calls kept reaching the dependency contradicts the breaker's declared
+//!   settings (a `probes` or `wait_in_open` the service does not have made
+//!   the walk reopen a breaker the service had closed): its calls are not
+//!   evidence of leaks, and the interval is named
+//!   ([`CallerInference::contradictions`]) for the evidence gate.
 
 use super::infer::{InferredTransition, count as plural};
 use crate::clock::Duration;
@@ -103,6 +109,18 @@ pub struct Leak {
     pub open_for: Duration,
 }
 
+/// An open interval the caller contradicts: no request short-circuited,
+/// while calls reached the dependency.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contradiction {
+    /// When the inferred open began.
+    pub from: Duration,
+    /// When it ended (a trial, or the run's last event).
+    pub to: Duration,
+    /// The calls that reached the dependency meanwhile.
+    pub calls: u64,
+}
+
 /// What the walk concluded: the transitions and the calls let through
 /// while open.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -111,6 +129,8 @@ pub struct CallerInference {
     pub transitions: Vec<InferredTransition>,
     /// The leaks, in arrival order.
     pub leaks: Vec<Leak>,
+    /// The open intervals the caller's side contradicts.
+    pub contradictions: Vec<Contradiction>,
 }
 
 /// One event of the walk; at one instant, ends come first, then arrivals,
@@ -136,8 +156,13 @@ enum Phase {
         first: Option<ShortCircuit>,
         failure_ended: Option<Duration>,
     },
-    /// Open since `since`, with `shorts` short-circuits so far.
-    Open { since: Duration, shorts: u64 },
+    /// Open since `since`, with `shorts` short-circuits and `calls` calls
+    /// (leaks) so far.
+    Open {
+        since: Duration,
+        shorts: u64,
+        calls: u64,
+    },
     /// Half-open: the trials admitted, how many succeeded, when it began.
     HalfOpen {
         trials: Vec<usize>,
@@ -174,8 +199,12 @@ pub fn infer_from_caller(
         },
         out: CallerInference::default(),
     };
+    let last = events.last().map(|(at, _)| *at);
     for (at, event) in events {
         walk.step(at, event);
+    }
+    if let Some(last) = last {
+        walk.open_ends(last);
     }
     walk.out
 }
@@ -209,8 +238,9 @@ impl CallerWalk<'_> {
                 *failure_ended = None;
             }
             (Phase::Closed { .. }, Event::Short(j)) => self.short_while_closed(j),
-            (Phase::Open { since, .. }, Event::Arrival(i)) => {
+            (Phase::Open { since, calls, .. }, Event::Arrival(i)) => {
                 let since = *since;
+                *calls += 1;
                 self.arrival_while_open(since, i);
             }
             (Phase::Open { shorts, .. }, Event::Short(_)) => *shorts += 1,
@@ -255,6 +285,7 @@ impl CallerWalk<'_> {
         self.phase = Phase::Open {
             since: at,
             shorts: u64::from(count),
+            calls: 0,
         };
     }
 
@@ -276,6 +307,11 @@ impl CallerWalk<'_> {
             });
             return;
         }
+        // The trial itself is no call of the open interval.
+        if let Phase::Open { calls, .. } = &mut self.phase {
+            *calls -= 1;
+        }
+        self.open_ends(call.at);
         let shorts = match self.phase {
             Phase::Open { shorts, .. } => shorts,
             _ => 0,
@@ -314,6 +350,7 @@ impl CallerWalk<'_> {
             self.phase = Phase::Open {
                 since: at,
                 shorts: 0,
+                calls: 0,
             };
             return;
         }
@@ -332,6 +369,25 @@ impl CallerWalk<'_> {
             first: None,
             failure_ended: None,
         };
+    }
+
+    /// An open interval ends at `at` (a trial, or the walk's end): one in
+    /// which the caller saw no short-circuit while enough calls reached the
+    /// dependency to have opened a closed breaker is a contradiction.
+    fn open_ends(&mut self, at: Duration) {
+        if let Phase::Open {
+            since,
+            shorts: 0,
+            calls,
+        } = self.phase
+            && calls >= u64::from(self.params.min_short_circuits.max(1))
+        {
+            self.out.contradictions.push(Contradiction {
+                from: since,
+                to: at,
+                calls,
+            });
+        }
     }
 
     /// Records a transition from the current state to `to`.

@@ -391,3 +391,47 @@ fn without_a_declared_wait_a_call_exactly_a_gap_after_the_open_is_a_leak() {
     assert_eq!(out.leaks.len(), 1, "{:?}", out.leaks);
     assert_eq!(out.leaks[0].open_for, ms(750));
 }
+
+#[test]
+fn an_open_in_which_the_caller_saw_no_short_circuit_while_calls_went_on_is_a_contradiction() {
+    // Opened at 1202 ms; a trial at 3250 ms fails at 3255 ms: the walk
+    // reopens, but the service had closed (its declared settings are not
+    // its own): every request after reaches the dependency, none is
+    // short-circuited.
+    let mut calls: Vec<Call> = (0..20).map(|i| call(i * 50, Some(5), false)).collect();
+    calls.extend((20..25).map(|i| call(i * 50, Some(2), true)));
+    calls.push(call(3250, Some(5), true));
+    calls.extend((66..80).map(|i| call(i * 50, Some(5), false)));
+    let shorts: Vec<ShortCircuit> = (25..65).map(|i| short(i * 50)).collect();
+    let out = infer_from_caller(&calls, &shorts, &params(Some(2000)));
+    assert_eq!(
+        out.contradictions,
+        [Contradiction {
+            from: ms(3255),
+            to: ms(3955),
+            calls: 14
+        }]
+    );
+    // The first open, short-circuited throughout, is none.
+    assert_eq!(walk(&out)[0], (1202, Closed, Open));
+}
+
+#[test]
+fn a_leaking_breaker_that_short_circuits_the_rest_is_no_contradiction() {
+    // Open from 1202 ms; every 5th request leaks, the others are
+    // short-circuited.
+    let mut calls: Vec<Call> = (0..20).map(|i| call(i * 50, Some(5), false)).collect();
+    calls.extend((20..25).map(|i| call(i * 50, Some(2), true)));
+    calls.extend(
+        (25..65)
+            .filter(|i| i % 5 == 0)
+            .map(|i| call(i * 50, Some(5), false)),
+    );
+    let shorts: Vec<ShortCircuit> = (25..65)
+        .filter(|i| i % 5 != 0)
+        .map(|i| short(i * 50))
+        .collect();
+    let out = infer_from_caller(&calls, &shorts, &params(Some(2000)));
+    assert!(out.contradictions.is_empty(), "{:?}", out.contradictions);
+    assert!(!out.leaks.is_empty());
+}

@@ -81,6 +81,18 @@ pub struct Quality {
     pub cut_off: u64,
     /// Calls still outstanding at the run's end (no answer, not let go).
     pub outstanding: u64,
+    /// Whether the calls were expected to carry the requests' ids: the
+    /// experiment names its correlation headers, the breaker is reached
+    /// `via` another dependency, or some call did carry one.
+    pub ids_expected: bool,
+    /// What the dependency's agent lost of its records (dropped, or not
+    /// read), if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
+    /// Open intervals the caller's side contradicts (no request
+    /// short-circuited while calls reached the dependency), as sentences.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub contradicted: Vec<String>,
 }
 
 /// The calls of `records` (one dependency's, on the breaker's paths), and
@@ -127,6 +139,9 @@ pub fn gather(
         requests_reached: count(requests.iter().filter(|r| reached.contains(&r.id)).count()),
         cut_off: count(requests.iter().filter(|r| answered(r).is_none()).count()),
         outstanding: count(calls.iter().filter(|c| c.ended.is_none()).count()),
+        ids_expected: by_id,
+        lost: None,
+        contradicted: Vec::new(),
     };
     Evidence {
         calls,

@@ -8,11 +8,13 @@ use super::caller::{CallerParams, DEFAULT_MIN_SHORT_CIRCUITS, infer_from_caller}
 use std::collections::BTreeSet;
 
 use super::evidence::{ONE_SIDE, Quality, gather};
+use super::infer::count as plural;
 use super::infer::{InferParams, InferredTransition, infer, infer_calls};
 use crate::clock::Duration;
 use crate::defense::breaker::State;
 use crate::defense::breaker::journal::{Reason, Transition};
 use crate::experiment::config::{InferredBreaker, LoadRoute, SystemSpec};
+use crate::experiment::expect::verdict::secs;
 use crate::experiment::timeline::{BreakerInfo, RequestRecord};
 use crate::fault::plan::Arrival;
 use crate::proxy::record::Record;
@@ -26,6 +28,9 @@ pub struct Seen<'a> {
     pub arrivals: &'a [Arrival],
     /// Its records: every call with its outcome, once it ended.
     pub records: &'a [Record],
+    /// What its agent lost of the records (dropped, or not read), if
+    /// anything.
+    pub lost: Option<&'a str>,
 }
 
 /// The service's breakers as inferred from the run: their transitions, in
@@ -42,8 +47,17 @@ pub fn breakers(
     let mut infos = Vec::new();
     let sent: BTreeSet<u64> = requests.iter().map(|r| r.id).collect();
     for (name, breaker) in &system.breakers {
-        let (inferred, confidence, quality) =
+        let (inferred, confidence, mut quality) =
             infer_one(breaker, load, requests, &sent, dependencies, duration);
+        if let Some(q) = &mut quality {
+            q.ids_expected |= system.correlation_declared || breaker.via.is_some();
+            let lost: Vec<&str> = dependencies
+                .iter()
+                .filter(|d| d.name == breaker.dependency || Some(d.name) == breaker.via.as_deref())
+                .filter_map(|d| d.lost)
+                .collect();
+            q.lost = (!lost.is_empty()).then(|| lost.join("; "));
+        }
         for t in inferred {
             transitions.push(Transition {
                 at: t.at,
@@ -154,10 +168,23 @@ fn infer_one(
             min_short_circuits: DEFAULT_MIN_SHORT_CIRCUITS,
         };
         let found = infer_from_caller(&evidence.calls, &evidence.shorts, &caller);
+        let mut quality = evidence.quality;
+        quality.contradicted = found
+            .contradictions
+            .iter()
+            .map(|c| {
+                format!(
+                    "inferred open from {} to {}, but no request was short-circuited while {} reached the dependency",
+                    secs(c.from),
+                    secs(c.to),
+                    plural(c.calls, "call")
+                )
+            })
+            .collect();
         (
             found.transitions,
             evidence.pairing.confidence(),
-            Some(evidence.quality),
+            Some(quality),
         )
     }
 }

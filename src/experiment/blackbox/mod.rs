@@ -10,11 +10,13 @@
 //!   breakers: its events file (as written, or a library's log read through
 //!   a mapping) and its Prometheus endpoint.
 //! * [`classify`] — which of its answers were its own fallback.
+//! * [`gate`] — whether the evidence of each breaker can carry a verdict.
 
 pub mod caller;
 pub mod classify;
 pub mod events;
 pub mod evidence;
+pub mod gate;
 pub mod infer;
 pub mod inferred;
 pub mod reported;

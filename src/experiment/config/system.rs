@@ -38,6 +38,10 @@ pub struct SystemSpec {
     /// The headers each load request carries its id in, for the service to
     /// pass on to its dependencies (empty: `correlation: none`).
     pub correlation: Vec<http::HeaderName>,
+    /// The file names its correlation headers (`correlation: { headers:
+    /// ... }`): the service is said to pass the ids on, so the evidence
+    /// gate expects the calls to carry them.
+    pub correlation_declared: bool,
 }
 
 /// A breaker of the user's service, inferred black-box.
@@ -460,6 +464,7 @@ pub(super) fn read(
         SystemSpec {
             service,
             breakers: system.breakers,
+            correlation_declared: system.correlation.as_ref().is_some_and(|c| !c.0.is_empty()),
             correlation: system.correlation.map_or_else(
                 || {
                     [X_REQUEST_ID, TRACEPARENT]

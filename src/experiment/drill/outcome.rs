@@ -47,6 +47,10 @@ pub struct RunResult {
     /// Each agent of the run: its clock, its windows as applied, its
     /// evidence.
     pub agents: Vec<crate::agent::AgentReport>,
+    /// Why the evidence cannot carry a verdict (the evidence gate): every
+    /// sentence about a breaker named is inconclusive, and a finding on no
+    /// breaker makes every sentence so. Empty when the evidence holds.
+    pub inconclusive: Vec<crate::experiment::blackbox::gate::Finding>,
     /// How many times each fault was injected, by name.
     pub injected: std::collections::BTreeMap<String, u64>,
     /// What was counted of the requests as they finished: the tallies of

@@ -95,6 +95,8 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
         }
     }
     let agents = remotes.iter().map(|r| r.report()).collect();
+    let inconclusive =
+        crate::experiment::blackbox::gate::audit(&timeline.breakers, &timeline.transitions);
     Ok(RunResult {
         timeline,
         ending: driven.ending,
@@ -105,6 +107,7 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
         warnings,
         nothing_to_judge: nothing_to_judge.map(|_| blackbox::NO_CALLS.to_string()),
         agents,
+        inconclusive,
     })
 }
 

@@ -69,6 +69,9 @@ struct State {
     /// Records read, and records the agent no longer had.
     read: u64,
     dropped: u64,
+    /// Why the last read of the records failed, if it did: what the agent
+    /// recorded since the read before is not seen.
+    unread: Option<String>,
     /// Requests each of the drill's faults hit, by name.
     injected: BTreeMap<String, u64>,
     /// What the report should say went wrong.
@@ -417,8 +420,12 @@ impl Remote {
                 .and_then(|a| a.json())
             {
                 Ok(page) => page,
-                Err(e) => return self.warn(format!("reading its records: {e}")),
+                Err(e) => {
+                    self.lock().unread = Some(e.to_string());
+                    return self.warn(format!("reading its records: {e}"));
+                }
             };
+            self.lock().unread = None;
             let full = page.records.len() >= crate::api::journal::PAGE;
             self.take(page);
             if !full {
@@ -523,6 +530,26 @@ impl Remote {
             ));
         }
         warnings
+    }
+
+    /// What the drill lost of the agent's records, for the evidence gate:
+    /// records the agent no longer kept when read, or a last read that
+    /// failed; `None` when every record was read.
+    pub fn lost(&self) -> Option<String> {
+        let state = self.lock();
+        let mut lost = Vec::new();
+        if state.dropped > 0 {
+            lost.push(format!(
+                "its agent dropped {} of its records before the drill read them",
+                state.dropped
+            ));
+        }
+        if let Some(why) = &state.unread {
+            lost.push(format!(
+                "the last read of its agent's records failed ({why})"
+            ));
+        }
+        (!lost.is_empty()).then(|| format!("dependency {}: {}", self.name, lost.join(", ")))
     }
 
     /// The report's account of the agent.

@@ -129,14 +129,20 @@ impl<'a> OwnService<'a> {
         records: &[Vec<Record>],
         duration: Duration,
     ) -> (Vec<Transition>, Vec<BreakerInfo>) {
+        let lost: Vec<Option<String>> = dependencies
+            .iter()
+            .map(|d| d.remote.as_ref()?.lost())
+            .collect();
         let seen: Vec<Seen<'_>> = dependencies
             .iter()
             .zip(arrivals)
             .zip(records)
-            .map(|((d, arrivals), records)| Seen {
+            .zip(&lost)
+            .map(|(((d, arrivals), records), lost)| Seen {
                 name: &d.name,
                 arrivals,
                 records,
+                lost: lost.as_deref(),
             })
             .collect();
         crate::experiment::blackbox::inferred::breakers(
