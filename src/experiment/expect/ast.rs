@@ -138,9 +138,10 @@ pub struct Regress {
     /// The sentence up to its comparison: the name the figure is kept
     /// under in the history.
     pub key: String,
-    /// The figure in past passing runs, newest first, as the history gave
-    /// it before the run; `None`: the run keeps no history.
-    pub past: Option<Vec<f64>>,
+    /// The figure in the past runs fit for its baseline (the sentence
+    /// judged and held in them, or seeded by them), newest first, as the
+    /// history gave it before the run; `None`: the run keeps no history.
+    pub past: Option<Vec<super::baseline::PastRun>>,
 }
 
 /// The figure of a regression sentence.
