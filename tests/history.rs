@@ -98,6 +98,12 @@ fn thirty_runs(history: &str) -> Vec<Value> {
         let seed = i + 1;
         assert_eq!(run["seed"], seed.to_string());
         let opens = opens_verdict(run);
+        let state = match seed {
+            1..=5 => "seed",
+            REGRESSED => "failed",
+            _ => "held",
+        };
+        assert_eq!(opens["state"], state, "run {seed}: {opens}");
         if seed <= 5 {
             // Not five passing runs before it yet: said, and not failed.
             assert_eq!(run["passed"], true, "run {seed}");

@@ -119,7 +119,7 @@ pub enum Rule {
     /// The sentences about pools: `instance ...`, `pool ...`.
     Pool(PoolRule),
     /// `FIGURE no worse than BASELINE [+ MARGIN]`: a figure of this run
-    /// against the same figure of past passing runs in the history.
+    /// against the same figure of past runs of the history in which it held.
     Regress(Regress),
 }
 

@@ -48,7 +48,7 @@ pub struct Verdict {
     /// sentence up to its comparison (`breaker inventory opens`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub figure_key: Option<String>,
-    /// Not judged because the history holds too few past passing runs yet:
+    /// Not judged because the history holds too few fit past runs yet:
     /// says so, and does not fail the run (the runs that fill the history
     /// could never pass otherwise).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
