@@ -1,10 +1,13 @@
 //! Drill history end to end: 30 virtual runs of one drill (seeds 1 to 30,
 //! run 20 with a breaker that needs 60 calls to judge) recorded in SQLite
 //! and in a real PostgreSQL server; both give back the same trend, and the
-//! regression expectation fails exactly at run 20. Four parallel writers to
-//! one SQLite file lose no run; a file that is not a history, a history of
-//! a newer schema, and a history that is not there are exit 3 with the
-//! file left as it was.
+//! regression expectation fails exactly at run 20. A worse run that was not
+//! judged (the history too short) never enters a later baseline, and the
+//! sentence names the runs its baseline was made of; a history of schema 1
+//! still opens, its runs' states read from what it kept. Four parallel
+//! writers to one SQLite file lose no run; a file that is not a history, a
+//! history of a newer schema, and a history that is not there are exit 3
+//! with the file left as it was.
 
 mod history_support;
 mod port_support;
@@ -29,10 +32,15 @@ fn firedrill(args: &[&str]) -> Output {
 /// Runs the drill with `seed` into `history`; the injected regression
 /// when `regressed`.
 fn drill(history: &str, seed: usize, regressed: bool) -> Output {
+    drill_file(DRILL, history, seed, regressed)
+}
+
+/// [`drill`] of the drill at `file`.
+fn drill_file(file: &str, history: &str, seed: usize, regressed: bool) -> Output {
     let seed = seed.to_string();
     let mut args = vec![
         "run",
-        DRILL,
+        file,
         "--quiet",
         "--seed",
         &seed,
@@ -90,6 +98,12 @@ fn thirty_runs(history: &str) -> Vec<Value> {
         let seed = i + 1;
         assert_eq!(run["seed"], seed.to_string());
         let opens = opens_verdict(run);
+        let state = match seed {
+            1..=5 => "seed",
+            REGRESSED => "failed",
+            _ => "held",
+        };
+        assert_eq!(opens["state"], state, "run {seed}: {opens}");
         if seed <= 5 {
             // Not five passing runs before it yet: said, and not failed.
             assert_eq!(run["passed"], true, "run {seed}");
@@ -290,7 +304,7 @@ fn a_history_of_a_newer_schema_is_refused_with_exit_3_and_left_as_it_was() {
     drop(db);
     refused(
         &file,
-        "written by a newer firedrill (history schema 99; this build knows up to 1)",
+        "written by a newer firedrill (history schema 99; this build knows up to 2)",
     );
 }
 
@@ -381,5 +395,141 @@ fn a_bad_history_is_said_at_the_file_s_history_key_or_at_the_flag() {
     assert!(
         stderr.contains("error: --history (or FIREDRILL_HISTORY): history "),
         "{stderr}"
+    );
+}
+
+/// The drill, its breaker sentence replaced by `sentence`, written into
+/// `dir`; its path.
+fn drill_saying(dir: &Path, sentence: &str) -> String {
+    let text = std::fs::read_to_string(DRILL).unwrap();
+    assert!(text.contains(OPENS));
+    let file = dir.join("drill.yaml");
+    std::fs::write(&file, text.replace(OPENS, sentence)).unwrap();
+    file.to_str().unwrap().to_string()
+}
+
+/// The verdict on `sentence` in a stored run.
+fn verdict_on<'a>(run: &'a Value, sentence: &str) -> &'a Value {
+    run["expectations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["sentence"] == sentence)
+        .unwrap_or_else(|| panic!("{sentence} in {run}"))
+}
+
+#[test]
+fn a_worse_run_that_was_not_judged_never_enters_a_later_baseline_and_the_sentence_names_its_runs() {
+    const MAX3: &str =
+        "breaker inventory opens no later than the max of the last 3 passing runs + 300ms";
+    let dir = tempfile::tempdir().unwrap();
+    let file = drill_saying(dir.path(), MAX3);
+    let history = dir.path().join("history.db");
+    let history = history.to_str().unwrap();
+    // Runs 3 and 5 carry the regression (their breaker opens about 1.5 s
+    // later). Run 3 comes while the history is too short to judge: it is
+    // not failed, but it must not become the norm that lets run 5 pass.
+    for (seed, regressed, code) in [(1, false, 0), (2, false, 0), (3, true, 0), (4, false, 0)] {
+        let out = drill_file(&file, history, seed, regressed);
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "run {seed}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let out = drill_file(&file, history, 5, true);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the second regressed run is judged against runs #1, #2, #4, not against the first \
+         regressed run: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = firedrill(&["run", &file, "--seed", "6", "--history", history]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("         baseline: max of seeds #1, #2, #4: 721ms + 300ms\n"),
+        "a held sentence names the runs of its baseline: {stdout}"
+    );
+
+    let runs = trend(history);
+    let states: Vec<&str> = runs
+        .iter()
+        .map(|r| verdict_on(r, MAX3)["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        states,
+        ["seed", "seed", "not_judged", "seed", "failed", "held"]
+    );
+    let worse = verdict_on(&runs[2], MAX3);
+    assert!(
+        worse["not_judged"]
+            .as_str()
+            .unwrap()
+            .contains("this run does not seed it: it would not hold against the ones so far (max of seeds #1, #2: 721ms + 300ms)"),
+        "{worse}"
+    );
+    for run in &runs[4..] {
+        let v = verdict_on(run, MAX3);
+        assert_eq!(v["baseline_runs"], serde_json::json!([1, 2, 4]), "{v}");
+        assert!(
+            v["expected"]
+                .as_str()
+                .unwrap()
+                .ends_with("no later than 1.021s (max of seeds #1, #2, #4: 721ms + 300ms)"),
+            "{v}"
+        );
+    }
+}
+
+#[test]
+fn a_history_of_schema_1_still_opens_and_its_runs_states_are_read_from_what_it_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("history.db");
+    let history = file.to_str().unwrap();
+    for seed in 1..=6 {
+        assert_eq!(drill(history, seed, false).status.code(), Some(0));
+    }
+    // Back to what schema 1 kept: no state, no baseline runs.
+    let db = rusqlite::Connection::open(&file).unwrap();
+    db.execute_batch(
+        "ALTER TABLE firedrill_expectations DROP COLUMN state;
+         ALTER TABLE firedrill_expectations DROP COLUMN baseline_runs;
+         UPDATE firedrill_history SET version = 1;",
+    )
+    .unwrap();
+    drop(db);
+    let runs = trend(history);
+    let states: Vec<&str> = runs
+        .iter()
+        .map(|r| opens_verdict(r)["state"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        states,
+        [
+            "not_judged",
+            "not_judged",
+            "not_judged",
+            "not_judged",
+            "not_judged",
+            "held"
+        ],
+        "schema 1 kept whether each sentence held and why one was not judged; \
+         whether a run seeded a baseline it did not"
+    );
+    assert!(opens_verdict(&runs[5]).get("baseline_runs").is_none());
+    let out = drill(history, 7, false);
+    assert_eq!(out.status.code(), Some(0));
+    let runs = trend(history);
+    let seventh = opens_verdict(&runs[6]);
+    assert_eq!(seventh["state"], "seed", "{seventh}");
+    assert!(
+        seventh["not_judged"]
+            .as_str()
+            .unwrap()
+            .starts_with("the history has 1 past run fit for its baseline;"),
+        "only run #6 was judged and held: {seventh}"
     );
 }

@@ -1,6 +1,6 @@
 //! trend.html of a history in headless Chromium: one chart per figure,
 //! every run a point, the run that regressed marked on each of its
-//! figures, every point and table row linking to a report.html that
+//! figures, each sentence's state per run in the table, every point and table row linking to a report.html that
 //! exists, no console message, and screenshots at 1400 and 800 px that are
 //! not blank (`FIREDRILL_SCREENSHOTS=DIR` keeps them).
 
@@ -97,6 +97,7 @@ fn the_trend_page_draws_a_chart_per_figure_with_the_regressed_run_marked_in_chro
         points,
         "a point per run and figure"
     );
+    sentence_states(&html);
     // Every link, from the points and the table, reaches a report.html.
     let links: BTreeSet<&str> = html
         .split("href=\"")
@@ -112,4 +113,20 @@ fn the_trend_page_draws_a_chart_per_figure_with_the_regressed_run_marked_in_chro
         let pixels = screenshot(&browser, &page, width, &format!("history-trend-{name}.png"));
         assert!(colours(&pixels) > 20, "the {width}px screenshot is blank");
     }
+}
+
+/// Each sentence's state in each run, in the table: the two regression
+/// sentences seeded by runs 1 to 5, the breaker's failed by run 6.
+fn sentence_states(html: &str) {
+    assert_eq!(
+        count(html, "<td class=\"state-"),
+        6 * 3,
+        "a state per run and sentence"
+    );
+    assert_eq!(count(html, "<td class=\"state-seed\">seed</td>"), 2 * 5);
+    assert_eq!(count(html, "<td class=\"state-failed\">FAILED</td>"), 1);
+    assert!(
+        html.contains("expect 2: <code>breaker inventory opens no later than"),
+        "the sentences the columns stand for"
+    );
 }

@@ -222,14 +222,19 @@ fn history_error(
     CliError::runtime(error.to_string()).context("--history (or FIREDRILL_HISTORY)")
 }
 
-/// Hands each regression sentence the figure of the past passing runs it
-/// needs, before the run.
+/// Hands each regression sentence the figure of the past runs fit for its
+/// baseline, before the run.
 fn past_figures(loaded: &mut Loaded, history: &mut History) -> Result<(), CliError> {
     let experiment = loaded.experiment.name.clone();
     for expectation in &mut loaded.expectations {
         if let Rule::Regress(regress) = &mut expectation.rule {
             let past = history
-                .baseline(&experiment, &regress.key, regress.baseline.runs())
+                .baseline(
+                    &experiment,
+                    &expectation.text,
+                    &regress.key,
+                    regress.baseline.runs(),
+                )
                 .map_err(CliError::runtime)?;
             regress.past = Some(past);
         }

@@ -6,7 +6,9 @@
 //!   [`Location`].
 //! * `schema` — the tables and their versioned migrations.
 //! * [`record`] — what a run leaves: its row, figures and expectations.
-//! * [`read`] — runs read back, and the baselines of past passing runs.
+//! * [`read`] — runs read back, and the past runs a regression sentence's
+//!   baseline is made of: only those in which it was judged and held, or
+//!   that seeded it.
 //! * [`trend`] — the trend as a table, CSV or JSON; [`page`], as
 //!   `trend.html`.
 
@@ -21,6 +23,7 @@ pub use db::Location;
 pub use read::{Filter, StoredRun};
 pub use record::Provenance;
 
+use crate::experiment::expect::baseline::PastRun;
 use crate::report::RunReport;
 
 /// Why a history could not be used. Every one names the database.
@@ -96,15 +99,16 @@ impl History {
         read::runs(&mut self.db, filter).map_err(|e| HistoryError::Query(self.shown.clone(), e))
     }
 
-    /// The figure `name` of the last `last` passing runs of `experiment`,
-    /// newest first.
+    /// The figure `key` of the last `last` runs of `experiment` fit for
+    /// the baseline of `sentence` (see [`read`]), newest first.
     pub fn baseline(
         &mut self,
         experiment: &str,
-        name: &str,
+        sentence: &str,
+        key: &str,
         last: usize,
-    ) -> Result<Vec<f64>, HistoryError> {
-        read::baseline(&mut self.db, experiment, name, last)
+    ) -> Result<Vec<PastRun>, HistoryError> {
+        read::baseline(&mut self.db, experiment, sentence, key, last)
             .map_err(|e| HistoryError::Query(self.shown.clone(), e))
     }
 

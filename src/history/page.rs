@@ -2,13 +2,14 @@
 //! per figure (runs on the x axis in the order they were recorded, the
 //! figure on the y axis), every run a point that links to its own
 //! report.html, the runs that did not pass marked; then the runs as a
-//! table. Self-contained like report.html: inline CSS and SVG, no script.
+//! table, with each sentence's state in each run (held, failed, seed, not
+//! judged). Self-contained like report.html: inline CSS and SVG, no script.
 
 use std::fmt::Write as _;
 use std::path::{Component, Path, PathBuf};
 
 use super::read::StoredRun;
-use super::trend::{experiments, figure_names, number};
+use super::trend::{STATES, experiments, figure_names, number, sentences, state_in};
 use crate::report::html::page::{CSS, esc};
 
 /// Chart size, in SVG units.
@@ -39,7 +40,8 @@ pub fn render(runs: &[StoredRun], dir: &Path) -> String {
          svg.trend polyline {{ fill: none; stroke: #2f5d8a; stroke-width: 1.5; }}\n\
          svg.trend circle.run {{ fill: #2f5d8a; }} svg.trend circle.failed {{ fill: #c0392b; stroke: #5a0f07; }}\n\
          svg.trend text {{ font-size: 10px; fill: #555; }} svg.trend line.axis {{ stroke: #bbb; }}\n\
-         td.failed {{ color: #8a2c00; font-weight: 700; }} .runs {{ overflow-x: auto; }}\n\
+         td.failed, td.state-failed {{ color: #8a2c00; font-weight: 700; }} .runs {{ overflow-x: auto; }}\n\
+         td.state-seed, td.state-skip {{ color: #6b5a00; }}\n\
          </style>\n</head>\n<body>\n<header>\n<h1>drill history</h1>\n\
          <p class=\"description\">{} run(s) of {} experiment(s); a red point is a run that did not pass; \
          each point links to its run's report.</p>\n</header>\n",
@@ -141,20 +143,33 @@ fn chart(h: &mut String, figure: &str, runs: &[&StoredRun], dir: &Path) {
     h.push_str("</svg></figure>\n");
 }
 
-/// The runs: id, when, seed, build, verdict, report.
+/// The runs: id, when, seed, build, verdict, each sentence's state,
+/// report; then the sentences the state columns stand for.
 fn table(h: &mut String, runs: &[&StoredRun], dir: &Path) {
+    let sentences = sentences(runs);
     h.push_str(
         "<div class=\"runs\"><table>\n<thead><tr><th>run</th><th>recorded</th><th>seed</th>\
-         <th>clock</th><th>build</th><th>verdict</th><th>report</th></tr></thead>\n<tbody>\n",
+         <th>clock</th><th>build</th><th>verdict</th>",
     );
+    for (i, sentence) in sentences.iter().enumerate() {
+        let _ = write!(h, "<th title=\"{}\">expect {}</th>", esc(sentence), i + 1);
+    }
+    h.push_str("<th>report</th></tr></thead>\n<tbody>\n");
     for r in runs {
+        let states: String = sentences
+            .iter()
+            .map(|s| {
+                let mark = state_in(r, s);
+                format!("<td class=\"state-{}\">{mark}</td>", mark.to_lowercase())
+            })
+            .collect();
         let report = report_link(r, dir).map_or(String::new(), |href| {
             format!("<a href=\"{}\">report</a>", esc(&href))
         });
         let _ = writeln!(
             h,
             "<tr class=\"run\"><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td class=\"{}\">{}</td><td>{report}</td></tr>",
+             <td class=\"{}\">{}</td>{states}<td>{report}</td></tr>",
             r.id,
             esc(r.started_at.as_deref().unwrap_or(&r.recorded_at)),
             esc(&r.seed),
@@ -165,6 +180,19 @@ fn table(h: &mut String, runs: &[&StoredRun], dir: &Path) {
         );
     }
     h.push_str("</tbody>\n</table></div>\n");
+    if !sentences.is_empty() {
+        h.push_str("<ol class=\"sentences\">\n");
+        for (i, sentence) in sentences.iter().enumerate() {
+            let _ = writeln!(
+                h,
+                "<li value=\"{}\">expect {}: <code>{}</code></li>",
+                i + 1,
+                i + 1,
+                esc(sentence)
+            );
+        }
+        let _ = writeln!(h, "</ol>\n<p class=\"hint\">{}</p>", esc(STATES));
+    }
 }
 
 /// The run's report.html, relative to `dir` when both are absolute paths.

@@ -1,9 +1,22 @@
-//! Runs read back from a history, and the baselines regression
-//! expectations are judged against.
+//! Runs read back from a history, and the past runs a regression
+//! sentence's baseline is made of.
+//!
+//! A past run is fit for a sentence's baseline when it passed and, in it,
+//!
+//! * the sentence was judged and held (`held`), or
+//! * the sentence was not judged for too little history but seeded the
+//!   baseline (`seed`: the first run, or one that held against the seeds
+//!   before it; see `experiment::expect::baseline`), or
+//! * the sentence was not there at all (new to the experiment, or
+//!   reworded) and every sentence of the run was judged.
+//!
+//! A run in which the sentence was not judged otherwise, or failed, never
+//! is: a worse run does not become the norm by not being judged.
 
 use serde::Serialize;
 
 use super::db::{Cell, Db, Kind};
+use crate::experiment::expect::baseline::PastRun;
 
 /// Which runs to read.
 #[derive(Debug, Clone, Default)]
@@ -66,7 +79,23 @@ pub struct StoredExpectation {
     /// Its figure, where it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub figure: Option<f64>,
+    /// `held`, `failed`, `not_judged`, or `seed` (not judged for too little
+    /// history, and seeds the baseline): what a baseline is chosen by.
+    pub state: String,
+    /// A regression sentence judged against past runs: their numbers.
+    /// Empty for one recorded before history schema 2 (not kept then).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub baseline_runs: Vec<i64>,
 }
+
+/// A sentence's state in a run: judged and held.
+pub const HELD: &str = "held";
+/// Judged and failed.
+pub const FAILED: &str = "failed";
+/// Not judged (the reason is kept beside it).
+pub const NOT_JUDGED: &str = "not_judged";
+/// Not judged for too little history, and seeds the sentence's baseline.
+pub const SEED: &str = "seed";
 
 const RUN_COLUMNS: &str = "id, experiment, file_hash, build, seed, clock, started_at, \
      recorded_at, host, verdict, passed, duration_ms, report_dir";
@@ -125,8 +154,8 @@ pub(crate) fn runs(db: &mut Db, filter: &Filter) -> Result<Vec<StoredRun>, Strin
         }
     }
     for row in db.query(
-        "SELECT run_id, sentence, passed, not_judged, expected, seen, figure \
-         FROM firedrill_expectations WHERE run_id >= $1 ORDER BY run_id, position",
+        "SELECT run_id, sentence, passed, not_judged, expected, seen, figure, state, \
+         baseline_runs FROM firedrill_expectations WHERE run_id >= $1 ORDER BY run_id, position",
         &[Cell::Int(first)],
         &[
             Kind::Int,
@@ -136,13 +165,23 @@ pub(crate) fn runs(db: &mut Db, filter: &Filter) -> Result<Vec<StoredRun>, Strin
             Kind::Text,
             Kind::Text,
             Kind::Real,
+            Kind::Text,
+            Kind::Text,
         ],
     )? {
         let mut row = row.into_iter();
         let id = row.next().map_or(0, |c| c.int());
         let mut text = || row.next().unwrap_or(Cell::Null(Kind::Text));
-        let (sentence, passed, not_judged, expected, seen, figure) =
-            (text(), text(), text(), text(), text(), text());
+        let (sentence, passed, not_judged, expected, seen, figure, state, baseline_runs) = (
+            text(),
+            text(),
+            text(),
+            text(),
+            text(),
+            text(),
+            text(),
+            text(),
+        );
         if let Some(i) = index.get(&id) {
             runs[*i].expectations.push(StoredExpectation {
                 sentence: sentence.text().unwrap_or_default(),
@@ -151,6 +190,11 @@ pub(crate) fn runs(db: &mut Db, filter: &Filter) -> Result<Vec<StoredRun>, Strin
                 expected: expected.text().unwrap_or_default(),
                 seen: seen.text().unwrap_or_default(),
                 figure: figure.real(),
+                state: state.text().unwrap_or_default(),
+                baseline_runs: baseline_runs
+                    .text()
+                    .map(|ids| ids.split(',').filter_map(|id| id.parse().ok()).collect())
+                    .unwrap_or_default(),
             });
         }
     }
@@ -180,22 +224,141 @@ fn run_of(row: Vec<Cell>) -> StoredRun {
     }
 }
 
+/// A past passing run with the figure, as the baseline query reads it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Candidate {
+    /// Its number.
+    pub id: i64,
+    /// The figure.
+    pub value: f64,
+    /// The sentence's state in it, once per time the run has the sentence
+    /// (none: the run did not have it).
+    pub states: Vec<String>,
+    /// How many of its sentences were not judged (seeds included).
+    pub unjudged: i64,
+}
+
+/// The newest `last` of `candidates` (newest first, one per run) fit for
+/// the sentence's baseline; the rule is in the module's head.
+pub(crate) fn fit(candidates: &[Candidate], last: usize) -> Vec<PastRun> {
+    candidates
+        .iter()
+        .filter_map(|c| {
+            let seed = if c.states.is_empty() {
+                if c.unjudged > 0 {
+                    return None;
+                }
+                false
+            } else if c.states.iter().all(|s| s == HELD) {
+                false
+            } else if c.states.iter().all(|s| s == HELD || s == SEED) {
+                true
+            } else {
+                return None;
+            };
+            Some(PastRun {
+                run: c.id,
+                value: c.value,
+                seed,
+            })
+        })
+        .take(last)
+        .collect()
+}
+
+/// The past runs of `experiment` fit for the baseline of `sentence` (whose
+/// figure is kept under `key`), the newest `last` of them, newest first.
 pub(crate) fn baseline(
     db: &mut Db,
     experiment: &str,
-    name: &str,
+    sentence: &str,
+    key: &str,
     last: usize,
-) -> Result<Vec<f64>, String> {
+) -> Result<Vec<PastRun>, String> {
     let rows = db.query(
-        "SELECT f.value FROM firedrill_figures f JOIN firedrill_runs r ON r.id = f.run_id \
-         WHERE r.experiment = $1 AND r.passed = $2 AND f.name = $3 ORDER BY r.id DESC LIMIT $4",
+        "SELECT r.id, f.value, e.state, (SELECT count(*) FROM firedrill_expectations u \
+         WHERE u.run_id = r.id AND u.state IN ($4, $5)) \
+         FROM firedrill_runs r JOIN firedrill_figures f ON f.run_id = r.id AND f.name = $2 \
+         LEFT JOIN firedrill_expectations e ON e.run_id = r.id AND e.sentence = $3 \
+         WHERE r.experiment = $1 AND r.passed = $6 ORDER BY r.id DESC",
         &[
             Cell::from(experiment),
+            Cell::from(key),
+            Cell::from(sentence),
+            Cell::from(NOT_JUDGED),
+            Cell::from(SEED),
             Cell::Bool(true),
-            Cell::from(name),
-            Cell::Int(last as i64),
         ],
-        &[Kind::Real],
+        &[Kind::Int, Kind::Real, Kind::Text, Kind::Int],
     )?;
-    Ok(rows.iter().filter_map(|r| r[0].real()).collect())
+    let mut candidates: Vec<Candidate> = Vec::new();
+    for row in rows {
+        let (id, value, state) = (row[0].int(), row[1].real(), row[2].clone().text());
+        let Some(value) = value else { continue };
+        if candidates.last().is_none_or(|c| c.id != id) {
+            candidates.push(Candidate {
+                id,
+                value,
+                states: Vec::new(),
+                unjudged: row[3].int(),
+            });
+        }
+        if let (Some(state), Some(c)) = (state, candidates.last_mut()) {
+            c.states.push(state);
+        }
+    }
+    Ok(fit(&candidates, last))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(id: i64, states: &[&str], unjudged: i64) -> Candidate {
+        Candidate {
+            id,
+            value: id as f64 * 100.0,
+            states: states.iter().map(|s| s.to_string()).collect(),
+            unjudged,
+        }
+    }
+
+    fn ids(past: &[PastRun]) -> Vec<(i64, bool)> {
+        past.iter().map(|p| (p.run, p.seed)).collect()
+    }
+
+    #[test]
+    fn a_baseline_takes_held_runs_and_seeds_and_never_a_run_whose_sentence_was_not_judged() {
+        let newest_first = [
+            run(9, &[HELD], 0),
+            run(8, &[NOT_JUDGED], 1),
+            run(7, &[FAILED], 0),
+            run(6, &[HELD], 1),
+            run(5, &[SEED], 1),
+            run(4, &[NOT_JUDGED], 1),
+            run(3, &[SEED], 1),
+        ];
+        assert_eq!(
+            ids(&fit(&newest_first, 10)),
+            vec![(9, false), (6, false), (5, true), (3, true)],
+            "#8 not judged and #4 not a seed stay out; #6 held its sentence though another was not judged"
+        );
+        assert_eq!(ids(&fit(&newest_first, 2)), vec![(9, false), (6, false)]);
+    }
+
+    #[test]
+    fn a_run_without_the_sentence_counts_only_when_every_sentence_of_it_was_judged() {
+        let newest_first = [run(3, &[], 0), run(2, &[], 1), run(1, &[], 0)];
+        assert_eq!(ids(&fit(&newest_first, 5)), vec![(3, false), (1, false)]);
+    }
+
+    #[test]
+    fn a_sentence_written_twice_counts_a_run_only_when_it_held_both_times() {
+        let newest_first = [
+            run(3, &[HELD, FAILED], 0),
+            run(2, &[SEED, HELD], 1),
+            run(1, &[HELD, HELD], 0),
+        ];
+        assert_eq!(ids(&fit(&newest_first, 5)), vec![(2, true), (1, false)]);
+    }
 }

@@ -1,5 +1,8 @@
 //! What a run leaves in the history: its row (who, what, when, how it
-//! ended), its figures by name, and its expectations with what they saw.
+//! ended), its figures by name, and its expectations with what they saw,
+//! each with its state (held, failed, not judged, or seeding a baseline)
+//! and, for a judged regression sentence, the runs its baseline was made
+//! of.
 //!
 //! Breaker figures are measured from the faults: `time_to_open_ms` from
 //! the first fault's start to the first opening at or after it,
@@ -12,6 +15,7 @@ use crate::report::RunReport;
 
 use super::HistoryError;
 use super::db::{Cell, Db, Kind};
+use super::read::{FAILED, HELD, NOT_JUDGED, SEED};
 
 /// What the report does not say about a run.
 #[derive(Debug, Clone, Default)]
@@ -165,7 +169,8 @@ fn insert_locked(db: &mut Db, report: &RunReport, provenance: &Provenance) -> Re
     for (position, v) in report.verdicts.iter().enumerate() {
         db.execute(
             "INSERT INTO firedrill_expectations (run_id, position, sentence, passed, not_judged, \
-             expected, seen, figure) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+             expected, seen, figure, state, baseline_runs) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             &[
                 Cell::Int(id),
                 Cell::Int(position as i64),
@@ -175,10 +180,30 @@ fn insert_locked(db: &mut Db, report: &RunReport, provenance: &Provenance) -> Re
                 Cell::from(v.expected.as_str()),
                 Cell::from(v.seen.as_str()),
                 Cell::from(v.figure),
+                Cell::from(state(v)),
+                Cell::from(
+                    (!v.baseline_runs.is_empty())
+                        .then(|| {
+                            let ids: Vec<String> =
+                                v.baseline_runs.iter().map(i64::to_string).collect();
+                            ids.join(",")
+                        })
+                        .as_deref(),
+                ),
             ],
         )?;
     }
     Ok(id)
+}
+
+/// The sentence's state in the run, as baselines choose by it.
+fn state(v: &crate::experiment::expect::Verdict) -> &'static str {
+    match (&v.not_judged, v.passed) {
+        (Some(_), _) if v.seeds_baseline => SEED,
+        (Some(_), _) => NOT_JUDGED,
+        (None, true) => HELD,
+        (None, false) => FAILED,
+    }
 }
 
 #[cfg(test)]

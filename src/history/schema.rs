@@ -15,9 +15,10 @@ struct Migration {
     sql: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    sql: "
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        sql: "
 CREATE TABLE firedrill_runs (
     id {id},
     experiment TEXT NOT NULL,
@@ -53,10 +54,28 @@ CREATE TABLE firedrill_expectations (
     PRIMARY KEY (run_id, position)
 );
 ",
-}];
+    },
+    // Each sentence's state in its run, so a baseline takes only the runs
+    // in which its sentence was judged and held (or seeded it), and the
+    // runs a regression sentence's baseline was made of. A run recorded
+    // by schema 1 kept whether each sentence held and why one was not
+    // judged: its state is read from those; it never seeds a baseline
+    // (seeds were not checked then) and its baseline runs are unknown.
+    Migration {
+        version: 2,
+        sql: "
+ALTER TABLE firedrill_expectations ADD COLUMN state TEXT;
+ALTER TABLE firedrill_expectations ADD COLUMN baseline_runs TEXT;
+UPDATE firedrill_expectations SET state = CASE
+    WHEN not_judged IS NOT NULL THEN 'not_judged'
+    WHEN passed THEN 'held'
+    ELSE 'failed' END;
+",
+    },
+];
 
 /// The schema version this build writes and reads.
-pub(crate) const LATEST: i64 = 1;
+pub(crate) const LATEST: i64 = 2;
 
 /// The tables a history has; one of them without the version table is
 /// not firedrill's.

@@ -1,10 +1,11 @@
 //! The trend of every figure across runs: a table per experiment (a row
-//! per figure, a column per run, failed runs marked), CSV (one row per run
-//! and figure, for spreadsheets and plotting), or JSON (the runs whole).
+//! per figure, then a row per sentence with its state in each run, a
+//! column per run, failed runs marked), CSV (one row per run and figure,
+//! for spreadsheets and plotting), or JSON (the runs whole).
 
 use std::fmt::Write as _;
 
-use super::read::StoredRun;
+use super::read::{FAILED, HELD, NOT_JUDGED, SEED, StoredRun};
 
 /// `firedrill history --format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -75,6 +76,13 @@ fn table(runs: &[StoredRun]) -> String {
                     .collect(),
             ));
         }
+        let sentences = sentences(&these);
+        for (i, sentence) in sentences.iter().enumerate() {
+            rows.push((
+                format!("expect {}", i + 1),
+                these.iter().map(|r| state_in(r, sentence).into()).collect(),
+            ));
+        }
         let label = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
         let widths: Vec<usize> = (0..these.len())
             .map(|i| rows.iter().map(|r| r.1[i].len()).max().unwrap_or(0))
@@ -86,8 +94,51 @@ fn table(runs: &[StoredRun]) -> String {
             }
             out.push('\n');
         }
+        for (i, sentence) in sentences.iter().enumerate() {
+            let _ = writeln!(out, "  expect {}: {sentence}", i + 1);
+        }
+        if !sentences.is_empty() {
+            let _ = writeln!(out, "  ({STATES})");
+        }
     }
     out
+}
+
+/// What the marks of a sentence's state say.
+pub(super) const STATES: &str = "held: judged and held; FAILED: judged and failed; seed: not judged \
+     (too little history), seeds the baseline; skip: not judged; -: not in the run";
+
+/// Every sentence of `runs`, in the order they first appear.
+pub(super) fn sentences<'a>(runs: &[&'a StoredRun]) -> Vec<&'a str> {
+    let mut found: Vec<&str> = Vec::new();
+    for e in runs.iter().flat_map(|r| &r.expectations) {
+        if !found.contains(&e.sentence.as_str()) {
+            found.push(&e.sentence);
+        }
+    }
+    found
+}
+
+/// `sentence`'s state in `run`, as a mark: `held`, `FAILED`, `seed`,
+/// `skip` (not judged), `-` (not in the run); the worst when it is there
+/// twice.
+pub(super) fn state_in(run: &StoredRun, sentence: &str) -> &'static str {
+    let states: Vec<&str> = run
+        .expectations
+        .iter()
+        .filter(|e| e.sentence == sentence)
+        .map(|e| e.state.as_str())
+        .collect();
+    let marks = [
+        (FAILED, "FAILED"),
+        (NOT_JUDGED, "skip"),
+        (SEED, "seed"),
+        (HELD, "held"),
+    ];
+    marks
+        .iter()
+        .find(|(state, _)| states.contains(state))
+        .map_or("-", |(_, mark)| mark)
 }
 
 /// Every figure any of `runs` has, by name.
@@ -166,6 +217,46 @@ mod tests {
             figures: [("route.a.p99_ms".to_string(), p99)].into_iter().collect(),
             expectations: vec![],
         }
+    }
+
+    fn expectation(sentence: &str, state: &str) -> super::super::read::StoredExpectation {
+        super::super::read::StoredExpectation {
+            sentence: sentence.into(),
+            passed: state == HELD,
+            not_judged: None,
+            expected: String::new(),
+            seen: String::new(),
+            figure: None,
+            state: state.into(),
+            baseline_runs: vec![],
+        }
+    }
+
+    #[test]
+    fn the_table_shows_each_sentence_s_state_per_run() {
+        let mut runs = [run(1, true, 1.0), run(2, true, 1.0), run(3, false, 1.0)];
+        runs[0].expectations = vec![expectation("a no later than b", SEED)];
+        runs[1].expectations = vec![
+            expectation("a no later than b", NOT_JUDGED),
+            expectation("c", HELD),
+        ];
+        runs[2].expectations = vec![expectation("a no later than b", FAILED)];
+        let text = render(&runs, Format::Table);
+        let row = |label: &str| {
+            text.lines()
+                .find(|l| l.trim_start().starts_with(label))
+                .unwrap_or_else(|| panic!("{label}: {text}"))
+                .split_whitespace()
+                .skip(2)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(row("expect 1 "), ["seed", "skip", "FAILED"]);
+        assert_eq!(row("expect 2 "), ["-", "held", "-"]);
+        assert!(text.contains("  expect 1: a no later than b\n"), "{text}");
+        assert!(
+            text.contains("seed: not judged (too little history)"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -155,7 +155,8 @@ fn ending(out: &mut String, ending: &Ending) {
 }
 
 /// The expectations, each failed one with what was expected and seen, one
-/// not judged with why, and the run's verdict.
+/// not judged with why, a held regression sentence with the runs its
+/// baseline was made of, and the run's verdict.
 fn verdicts(out: &mut String, report: &RunReport) {
     if !report.verdicts.is_empty() {
         let _ = writeln!(out, "\n  expectations:");
@@ -168,6 +169,11 @@ fn verdicts(out: &mut String, report: &RunReport) {
         }
         let mark = if v.passed { "ok  " } else { "FAIL" };
         let _ = writeln!(out, "  {mark} {}", v.expectation);
+        if v.passed
+            && let Some(baseline) = &v.baseline
+        {
+            let _ = writeln!(out, "         baseline: {baseline}");
+        }
         if !v.passed {
             let _ = writeln!(out, "         expected: {}", v.expected);
             let _ = writeln!(out, "         seen:     {}", v.seen);

@@ -119,7 +119,7 @@ pub enum Rule {
     /// The sentences about pools: `instance ...`, `pool ...`.
     Pool(PoolRule),
     /// `FIGURE no worse than BASELINE [+ MARGIN]`: a figure of this run
-    /// against the same figure of past passing runs in the history.
+    /// against the same figure of past runs of the history in which it held.
     Regress(Regress),
 }
 
@@ -138,9 +138,10 @@ pub struct Regress {
     /// The sentence up to its comparison: the name the figure is kept
     /// under in the history.
     pub key: String,
-    /// The figure in past passing runs, newest first, as the history gave
-    /// it before the run; `None`: the run keeps no history.
-    pub past: Option<Vec<f64>>,
+    /// The figure in the past runs fit for its baseline (the sentence
+    /// judged and held in them, or seeded by them), newest first, as the
+    /// history gave it before the run; `None`: the run keeps no history.
+    pub past: Option<Vec<super::baseline::PastRun>>,
 }
 
 /// The figure of a regression sentence.

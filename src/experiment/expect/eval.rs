@@ -119,6 +119,9 @@ pub fn evaluate_tallied(expectation: &Expectation, timeline: &Timeline, tally: &
         figure: super::regress::figure_of(&expectation.rule, timeline, route_tally, calls_tally),
         figure_key: None,
         awaits_history: false,
+        baseline: None,
+        baseline_runs: Vec::new(),
+        seeds_baseline: false,
     }
 }
 

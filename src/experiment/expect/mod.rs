@@ -13,6 +13,9 @@
 //! * [`verdict`] — [`Verdict`]: expected, seen, where.
 //! * [`names`] — an experiment's names, and every sentence of its file
 //!   parsed and checked against them before the run.
+//! * `regress` and [`baseline`] — regression sentences, judged against
+//!   past runs of a history that held them (or seeded them), named by
+//!   number.
 //! * [`steady`] — the steady state: sentences judged over the warm-up and
 //!   after the last fault.
 //!
@@ -25,6 +28,7 @@
 //! fails, except under `<=`/`<` (see `metrics`).
 
 pub mod ast;
+pub mod baseline;
 pub mod check;
 mod eval;
 pub mod grammar;

@@ -1,17 +1,20 @@
 //! Judging a regression sentence: this run's figure against the same
-//! figure of past passing runs, which the history handed over before the
-//! run (`Regress::past`). Too few past runs is said (not judged, and the
-//! run is not failed for it: the runs that fill the history must be able
-//! to pass); a run that keeps no history cannot judge one at all, and
-//! fails it.
+//! figure of past runs in which the sentence was judged and held (or that
+//! seeded it), which the history handed over before the run
+//! (`Regress::past`; `baseline` makes the limit and names the runs). Too
+//! few past runs is said (not judged, and the run is not failed for it:
+//! the runs that fill the history must be able to pass, and they seed the
+//! baseline only when they hold against the seeds before them); a run
+//! that keeps no history cannot judge one at all, and fails it.
 
 use crate::clock::Duration;
 use crate::experiment::timeline::Timeline;
 
 use super::ast::{
-    Anchor, Baseline, Bound, Direction, Event, Expectation, Margin, Measure, Metric, Name, Op,
-    Regress, Stat, Value, ValueKind,
+    Anchor, Bound, Direction, Event, Expectation, Measure, Metric, Name, Op, Regress, Value,
+    ValueKind,
 };
+use super::baseline::{Basis, baseline_words, basis, short};
 use super::metrics::{nothing, route_figure};
 use super::tally::RouteTally;
 use super::verdict::{Verdict, latency, ratio, secs};
@@ -32,8 +35,12 @@ pub(crate) fn judge(
         Measure::Transition { .. } => ValueKind::Duration,
         Measure::Route { metric, .. } => metric.kind(),
     };
-    let limit = limit(regress);
-    let (figure, seen, at) = measure(&regress.measure, timeline, tally, limit.as_ref(), kind);
+    let basis = basis(regress, kind);
+    let limit = match &basis {
+        Basis::Judged(made) | Basis::Short(Some(made)) => Some(made.limit),
+        Basis::NoHistory | Basis::Short(None) => None,
+    };
+    let (figure, seen, at) = measure(&regress.measure, timeline, tally, limit, kind);
     let mut verdict = Verdict {
         expectation: expectation.text.clone(),
         passed: false,
@@ -45,41 +52,61 @@ pub(crate) fn judge(
         figure,
         figure_key: Some(regress.key.clone()),
         awaits_history: false,
+        baseline: None,
+        baseline_runs: Vec::new(),
+        seeds_baseline: false,
     };
     let words = comparison(regress.direction, &regress.measure);
-    match limit {
-        Err(why) => {
+    let held = |limit: f64| holds(regress, figure, limit);
+    match basis {
+        Basis::Judged(made) => {
+            verdict.expected = format!(
+                "{} {words} {} ({})",
+                regress.key,
+                show(made.limit, kind),
+                made.words
+            );
+            verdict.passed = held(made.limit);
+            verdict.baseline = Some(made.words);
+            verdict.baseline_runs = made.runs;
+        }
+        short_or_none => {
             verdict.expected = format!("{} {words} {}", regress.key, baseline_words(regress));
-            let awaits = regress.past.is_some();
+            let (why, seeds) = match &short_or_none {
+                Basis::Short(so_far) => {
+                    let held = so_far
+                        .as_ref()
+                        .is_some_and(|m| held(m.limit) && figure.is_some());
+                    short(regress, so_far.as_ref(), held)
+                }
+                _ => (NO_HISTORY.to_string(), false),
+            };
             let seen = std::mem::take(&mut verdict.seen);
             verdict.set_not_judged(&why);
             verdict.seen = seen;
             verdict.figure = figure;
-            verdict.awaits_history = awaits;
-        }
-        Ok((limit, base)) => {
-            verdict.expected = format!(
-                "{} {words} {} ({}: {})",
-                regress.key,
-                show(limit, kind),
-                baseline_words(regress),
-                base_words(base, regress.margin, kind)
-            );
-            verdict.passed = match figure {
-                Some(value) => match regress.direction {
-                    Direction::AtMost => value <= limit,
-                    Direction::AtLeast => value >= limit,
-                },
-                // Nothing to measure over holds an upper bound vacuously
-                // for a route figure; a transition that never came fails.
-                None => {
-                    regress.direction == Direction::AtMost
-                        && matches!(regress.measure, Measure::Route { .. })
-                }
-            };
+            verdict.awaits_history = matches!(short_or_none, Basis::Short(_));
+            // A seed with no figure would seed nothing.
+            verdict.seeds_baseline = seeds && figure.is_some();
         }
     }
     verdict
+}
+
+/// Whether `figure` is on the right side of `limit`. Nothing to measure
+/// over holds an upper bound vacuously for a route figure; a transition
+/// that never came fails.
+fn holds(regress: &Regress, figure: Option<f64>, limit: f64) -> bool {
+    match figure {
+        Some(value) => match regress.direction {
+            Direction::AtMost => value <= limit,
+            Direction::AtLeast => value >= limit,
+        },
+        None => {
+            regress.direction == Direction::AtMost
+                && matches!(regress.measure, Measure::Route { .. })
+        }
+    }
 }
 
 /// `no later than`, `no worse than`, ... as the verdict restates it.
@@ -92,83 +119,12 @@ fn comparison(direction: Direction, measure: &Measure) -> &'static str {
     }
 }
 
-/// `the median of the last 10 passing runs`.
-fn baseline_words(regress: &Regress) -> String {
-    match regress.baseline {
-        Baseline::Last => "the last passing run".into(),
-        Baseline::Of { stat, runs } => {
-            let stat = match stat {
-                Stat::Median => "median",
-                Stat::Mean => "mean",
-                Stat::Min => "min",
-                Stat::Max => "max",
-            };
-            format!("the {stat} of the last {runs} passing runs")
-        }
-    }
-}
-
-/// `: 750ms + 500ms`.
-fn base_words(base: f64, margin: Option<Margin>, kind: ValueKind) -> String {
-    let margin = match margin {
-        None => String::new(),
-        Some(Margin::Relative(p)) => format!(" + {}%", ratio(p)),
-        Some(Margin::Absolute(x)) => format!(" + {}", show(x, kind)),
-    };
-    format!("{}{margin}", show(base, kind))
-}
-
 /// A figure in its unit: a time (kept in milliseconds), a share, a number.
-fn show(value: f64, kind: ValueKind) -> String {
+pub(super) fn show(value: f64, kind: ValueKind) -> String {
     match kind {
         ValueKind::Duration => latency(Duration::from_secs_f64(value.max(0.0) / 1000.0)),
         ValueKind::Share => format!("{}%", ratio(value)),
         ValueKind::Count | ValueKind::Ratio => ratio(value),
-    }
-}
-
-/// The limit and the baseline it was made from; why there is none.
-fn limit(regress: &Regress) -> Result<(f64, f64), String> {
-    let Some(past) = &regress.past else {
-        return Err(NO_HISTORY.to_string());
-    };
-    let needed = regress.baseline.runs();
-    if past.len() < needed {
-        return Err(format!(
-            "the history has {} past passing run{} with this figure; {} needs {needed}",
-            past.len(),
-            if past.len() == 1 { "" } else { "s" },
-            baseline_words(regress)
-        ));
-    }
-    let values = &past[..needed];
-    let base = match regress.baseline {
-        Baseline::Last => values[0],
-        Baseline::Of { stat, .. } => summed(values, stat),
-    };
-    let margin = match regress.margin {
-        None => 0.0,
-        Some(Margin::Relative(p)) => base.abs() * p / 100.0,
-        Some(Margin::Absolute(x)) => x,
-    };
-    let limit = match regress.direction {
-        Direction::AtMost => base + margin,
-        Direction::AtLeast => base - margin,
-    };
-    Ok((limit, base))
-}
-
-/// `values` summed up as `stat`.
-fn summed(values: &[f64], stat: Stat) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    match stat {
-        Stat::Median if n % 2 == 1 => sorted[n / 2],
-        Stat::Median => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
-        Stat::Mean => sorted.iter().sum::<f64>() / n as f64,
-        Stat::Min => sorted[0],
-        Stat::Max => sorted[n - 1],
     }
 }
 
@@ -177,7 +133,7 @@ fn measure(
     measure: &Measure,
     timeline: &Timeline,
     tally: &RouteTally,
-    limit: Result<&(f64, f64), &String>,
+    limit: Option<f64>,
     kind: ValueKind,
 ) -> (Option<f64>, String, Option<Duration>) {
     match measure {
@@ -219,7 +175,7 @@ fn measure(
                 Err(seen) => return (None, seen, None),
             };
             let at = intervals.first().map(|i| i.0);
-            let bound = Bound::Cmp(Op::Le, value_of(limit.map_or(0.0, |l| l.0), kind));
+            let bound = Bound::Cmp(Op::Le, value_of(limit.unwrap_or(0.0), kind));
             match route_figure(*metric, tally, bound) {
                 Some((value, shown)) => (
                     Some(in_unit(*metric, value)),
@@ -333,19 +289,5 @@ fn judged(measure: &Measure, timeline: &Timeline) -> Vec<(Duration, Duration)> {
             .into_iter()
             .filter(|(a, b)| a < b)
             .collect(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
-        assert_eq!(summed(&[4.0, 1.0, 3.0, 2.0], Stat::Median), 2.5);
-        assert_eq!(summed(&[5.0, 1.0, 3.0], Stat::Median), 3.0);
-        assert_eq!(summed(&[5.0, 1.0, 3.0], Stat::Mean), 3.0);
-        assert_eq!(summed(&[5.0, 1.0, 3.0], Stat::Min), 1.0);
-        assert_eq!(summed(&[5.0, 1.0, 3.0], Stat::Max), 5.0);
     }
 }

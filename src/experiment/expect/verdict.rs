@@ -48,11 +48,25 @@ pub struct Verdict {
     /// sentence up to its comparison (`breaker inventory opens`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub figure_key: Option<String>,
-    /// Not judged because the history holds too few past passing runs yet:
+    /// Not judged because the history holds too few fit past runs yet:
     /// says so, and does not fail the run (the runs that fill the history
     /// could never pass otherwise).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub awaits_history: bool,
+    /// A judged regression sentence: the past runs its limit was made of
+    /// and from them (`median of runs #6, #7 and seeds #3, #4, #5: 750ms +
+    /// 500ms`), so a reader sees which runs are the norm, not only a value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+    /// The numbers in the history of those runs, oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub baseline_runs: Vec<i64>,
+    /// Not judged for too little history, and this run's figure seeds the
+    /// sentence's baseline (the first run, or one that held against the
+    /// seeds before it): the history keeps it as a seed, and never takes
+    /// any other run whose sentence was not judged.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub seeds_baseline: bool,
 }
 
 fn as_ms<S: Serializer>(spans: &[(Duration, Duration)], s: S) -> Result<S::Ok, S::Error> {
@@ -70,6 +84,7 @@ impl Verdict {
         self.passed = false;
         self.not_judged = Some(why.to_string());
         self.awaits_history = false;
+        self.seeds_baseline = false;
         self.at = None;
         self.judged.clear();
     }

@@ -7,6 +7,7 @@ use super::fixture::{outage, req, run, s};
 use crate::experiment::expect::ast::{
     Baseline, Direction, Margin, Measure, Metric, Regress, Rule, Stat,
 };
+use crate::experiment::expect::baseline::PastRun;
 use crate::experiment::expect::regress::NO_HISTORY;
 use crate::experiment::expect::{Verdict, evaluate, parse};
 use crate::experiment::timeline::Timeline;
@@ -21,12 +22,26 @@ fn regress(sentence: &str) -> Regress {
     }
 }
 
+/// `values` (newest first) as the runs a history hands over: judged and
+/// held, numbered so that the last is run #1.
+fn held_runs(values: &[f64]) -> Vec<PastRun> {
+    values
+        .iter()
+        .enumerate()
+        .map(|(i, &value)| PastRun {
+            run: (values.len() - i) as i64,
+            value,
+            seed: false,
+        })
+        .collect()
+}
+
 /// Judges `sentence` on `timeline` with `past` as the history's figures
 /// (newest first), or with no history when `None`.
 fn judge(sentence: &str, timeline: &Timeline, past: Option<&[f64]>) -> Verdict {
     let mut expectation = parse(sentence).unwrap_or_else(|e| panic!("{sentence}: {e}"));
     if let Rule::Regress(r) = &mut expectation.rule {
-        r.past = past.map(<[f64]>::to_vec);
+        r.past = past.map(held_runs);
     }
     evaluate(&expectation, timeline)
 }
@@ -135,8 +150,14 @@ fn an_opening_within_the_median_plus_margin_holds_and_one_past_it_fails() {
     assert_eq!(held.figure_key.as_deref(), Some("breaker inventory opens"));
     assert_eq!(
         held.expected,
-        "breaker inventory opens no later than 700ms (the median of the last 3 passing runs: 200ms + 500ms)"
+        "breaker inventory opens no later than 700ms (median of runs #2, #3, #4: 200ms + 500ms)"
     );
+    assert_eq!(
+        held.baseline.as_deref(),
+        Some("median of runs #2, #3, #4: 200ms + 500ms"),
+        "the runs that made the baseline, not #1"
+    );
+    assert_eq!(held.baseline_runs, vec![2, 3, 4]);
     let broken = judge(OPENS, &outage(), Some(&[-150.0, -100.0, -120.0]));
     assert!(!broken.passed, "{broken}");
     assert!(broken.not_judged.is_none());
@@ -154,10 +175,39 @@ fn too_few_past_runs_is_not_judged_awaiting_history_and_the_figure_is_still_kept
     assert_eq!(
         v.not_judged.as_deref(),
         Some(
-            "the history has 2 past passing runs with this figure; the median of the last 3 passing runs needs 3"
+            "the history has 2 past runs fit for its baseline; the median of the last 3 passing \
+             runs needs 3; this run seeds it: it holds against the ones so far (median of runs \
+             #1, #2: 200ms + 500ms)"
         )
     );
+    assert!(v.seeds_baseline, "400ms is within 200ms + 500ms");
     assert_eq!(v.figure, Some(400.0));
+}
+
+#[test]
+fn a_run_worse_than_the_seeds_so_far_is_not_judged_and_does_not_seed_the_baseline() {
+    // The outage opens 0.4 s after the fault: later than 100ms + 200ms.
+    let sentence =
+        "breaker inventory opens no later than the max of the last 3 passing runs + 200ms";
+    let worse = judge(sentence, &outage(), Some(&[100.0, 50.0]));
+    assert!(
+        worse.awaits_history,
+        "not failed: the history is still short"
+    );
+    assert!(!worse.seeds_baseline, "{worse}");
+    assert!(
+        worse
+            .not_judged
+            .as_deref()
+            .is_some_and(|w| w.contains("this run does not seed it")),
+        "{worse}"
+    );
+    let first = judge(sentence, &outage(), Some(&[]));
+    assert!(first.seeds_baseline, "the very first run seeds it as it is");
+    assert!(
+        !judge(sentence, &run(), Some(&[])).seeds_baseline,
+        "a breaker that never opened has no figure to seed with"
+    );
 }
 
 #[test]
@@ -227,7 +277,7 @@ proptest::proptest! {
         let sentence = words.join(" ");
         if let Ok(mut expectation) = parse(&sentence) {
             if let Rule::Regress(r) = &mut expectation.rule {
-                r.past = Some(past);
+                r.past = Some(held_runs(&past));
             }
             let _ = evaluate(&expectation, &outage());
         }
