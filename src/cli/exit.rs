@@ -13,6 +13,9 @@ pub const EXIT_RUNTIME: u8 = 3;
 /// Exit code: the steady state did not hold before the first fault, so no
 /// fault was injected.
 pub const EXIT_NOT_HEALTHY: u8 = 4;
+/// Exit code: the run completed, no expectation failed, and the evidence
+/// gate found that the evidence cannot carry at least one verdict.
+pub const EXIT_INCONCLUSIVE: u8 = 5;
 /// Exit code: interrupted by Ctrl-C or SIGTERM.
 pub const EXIT_INTERRUPTED: u8 = 130;
 

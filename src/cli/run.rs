@@ -3,13 +3,16 @@
 
 use std::path::{Path, PathBuf};
 
-use super::exit::{CliError, EXIT_ASSERTION, EXIT_INTERRUPTED, EXIT_NOT_HEALTHY, EXIT_OK};
+use super::exit::{
+    CliError, EXIT_ASSERTION, EXIT_INCONCLUSIVE, EXIT_INTERRUPTED, EXIT_NOT_HEALTHY, EXIT_OK,
+};
 use super::stdout::out;
 use crate::experiment::config::{ClockKind, TargetSpec};
 use crate::experiment::drill::{ControlOptions, Ending, Live, RunError};
 use crate::experiment::expect::Rule;
 use crate::experiment::file::Loaded;
 use crate::history::{History, Location, Provenance};
+use crate::report::RunVerdict;
 use crate::report::{self, RunReport};
 use crate::schema::{SchemaError, Segment};
 
@@ -181,8 +184,11 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
         Ending::Interrupted => EXIT_INTERRUPTED,
         Ending::NotHealthy { .. } => EXIT_NOT_HEALTHY,
         Ending::Halted { .. } => EXIT_ASSERTION,
-        Ending::Completed if report.passed => EXIT_OK,
-        Ending::Completed => EXIT_ASSERTION,
+        Ending::Completed => match report.verdict {
+            RunVerdict::Passed => EXIT_OK,
+            RunVerdict::Inconclusive => EXIT_INCONCLUSIVE,
+            _ => EXIT_ASSERTION,
+        },
     })
 }
 

@@ -96,6 +96,9 @@ pub const FAILED: &str = "failed";
 pub const NOT_JUDGED: &str = "not_judged";
 /// Not judged for too little history, and seeds the sentence's baseline.
 pub const SEED: &str = "seed";
+/// Judged, but the evidence could not carry the verdict (the reason is
+/// kept beside it): neither held nor failed, never in a baseline.
+pub const INCONCLUSIVE: &str = "inconclusive";
 
 const RUN_COLUMNS: &str = "id, experiment, file_hash, build, seed, clock, started_at, \
      recorded_at, host, verdict, passed, duration_ms, report_dir";

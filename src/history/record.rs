@@ -15,7 +15,7 @@ use crate::report::RunReport;
 
 use super::HistoryError;
 use super::db::{Cell, Db, Kind};
-use super::read::{FAILED, HELD, NOT_JUDGED, SEED};
+use super::read::{FAILED, HELD, INCONCLUSIVE, NOT_JUDGED, SEED};
 
 /// What the report does not say about a run.
 #[derive(Debug, Clone, Default)]
@@ -176,7 +176,7 @@ fn insert_locked(db: &mut Db, report: &RunReport, provenance: &Provenance) -> Re
                 Cell::Int(position as i64),
                 Cell::from(v.expectation.as_str()),
                 Cell::Bool(v.passed),
-                Cell::from(v.not_judged.as_deref()),
+                Cell::from(v.not_judged.as_deref().or(v.inconclusive.as_deref())),
                 Cell::from(v.expected.as_str()),
                 Cell::from(v.seen.as_str()),
                 Cell::from(v.figure),
@@ -201,6 +201,7 @@ fn state(v: &crate::experiment::expect::Verdict) -> &'static str {
     match (&v.not_judged, v.passed) {
         (Some(_), _) if v.seeds_baseline => SEED,
         (Some(_), _) => NOT_JUDGED,
+        (None, _) if v.inconclusive.is_some() => INCONCLUSIVE,
         (None, true) => HELD,
         (None, false) => FAILED,
     }

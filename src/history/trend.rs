@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use super::read::{FAILED, HELD, NOT_JUDGED, SEED, StoredRun};
+use super::read::{FAILED, HELD, INCONCLUSIVE, NOT_JUDGED, SEED, StoredRun};
 
 /// `firedrill history --format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -131,6 +131,7 @@ pub(super) fn state_in(run: &StoredRun, sentence: &str) -> &'static str {
         .collect();
     let marks = [
         (FAILED, "FAILED"),
+        (INCONCLUSIVE, "????"),
         (NOT_JUDGED, "skip"),
         (SEED, "seed"),
         (HELD, "held"),

@@ -167,6 +167,12 @@ fn verdicts(out: &mut String, report: &RunReport) {
             let _ = writeln!(out, "         not judged: {why}");
             continue;
         }
+        if let Some(why) = &v.inconclusive {
+            let _ = writeln!(out, "  ???? {}", v.expectation);
+            let _ = writeln!(out, "         inconclusive: {why}");
+            let _ = writeln!(out, "         would have seen: {}", v.seen);
+            continue;
+        }
         let mark = if v.passed { "ok  " } else { "FAIL" };
         let _ = writeln!(out, "  {mark} {}", v.expectation);
         if v.passed
@@ -195,6 +201,13 @@ pub fn verdict_line(report: &RunReport) -> String {
         .collect();
     let held = judged.iter().filter(|v| v.passed).count();
     let mut of = format!("{held} of {} held", plural(judged.len(), "expectation"));
+    let inconclusive = judged.iter().filter(|v| v.inconclusive.is_some()).count();
+    if inconclusive > 0 {
+        of.push_str(&format!(
+            "; {inconclusive} inconclusive: the evidence cannot carry {}",
+            if inconclusive == 1 { "it" } else { "them" }
+        ));
+    }
     let awaiting = report.verdicts.iter().filter(|v| v.awaits_history).count();
     if awaiting > 0 {
         of.push_str(&format!(

@@ -22,6 +22,14 @@ impl Exporter for Junit {
                 let mut s = TestCaseStatus::skipped();
                 s.set_message(format!("not judged: {why}"));
                 s
+            } else if let Some(why) = &v.inconclusive {
+                // Neither a pass nor a failure: an error of the evidence,
+                // which a CI run must not take for a pass.
+                let mut s = TestCaseStatus::non_success(NonSuccessKind::Error);
+                s.set_message(format!("inconclusive: {why}"));
+                s.set_type("inconclusive");
+                s.set_description(format!("would have seen {}", v.seen));
+                s
             } else if v.passed {
                 TestCaseStatus::success()
             } else {

@@ -70,6 +70,10 @@ pub struct RunReport {
     /// The run's verdict in one word, as the console, the page and JUnit
     /// say it.
     pub verdict: RunVerdict,
+    /// Why the evidence cannot carry some verdicts (the evidence gate),
+    /// each naming the breaker and the evidence; empty when it can.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub inconclusive: Vec<crate::experiment::blackbox::gate::Finding>,
     /// One per expectation.
     pub verdicts: Vec<Verdict>,
     /// Figures per load route.
@@ -121,6 +125,10 @@ pub enum RunVerdict {
     Passed,
     /// It completed and an expectation failed.
     Failed,
+    /// It completed, no expectation failed, and the evidence gate found
+    /// that the evidence cannot carry at least one verdict: neither a pass
+    /// nor a fail.
+    Inconclusive,
     /// The steady state failed over the warm-up: no fault was injected and
     /// the expectations were not judged.
     NotHealthy,
@@ -131,11 +139,16 @@ pub enum RunVerdict {
 }
 
 impl RunVerdict {
-    /// The verdict of a run that ended so and `passed` or not.
-    pub fn of(ending: &Ending, passed: bool) -> RunVerdict {
+    /// The verdict of a run that ended so, with these verdicts.
+    pub fn of(ending: &Ending, verdicts: &[Verdict]) -> RunVerdict {
+        let failed = verdicts
+            .iter()
+            .any(|v| !v.passed && !v.awaits_history && v.inconclusive.is_none());
+        let inconclusive = verdicts.iter().any(|v| v.inconclusive.is_some());
         match ending {
-            Ending::Completed if passed => RunVerdict::Passed,
-            Ending::Completed => RunVerdict::Failed,
+            Ending::Completed if failed => RunVerdict::Failed,
+            Ending::Completed if inconclusive => RunVerdict::Inconclusive,
+            Ending::Completed => RunVerdict::Passed,
             Ending::NotHealthy { .. } => RunVerdict::NotHealthy,
             Ending::Halted { .. } => RunVerdict::Halted,
             Ending::Interrupted => RunVerdict::Interrupted,
@@ -147,6 +160,7 @@ impl RunVerdict {
         match self {
             RunVerdict::Passed => "PASSED",
             RunVerdict::Failed => "FAILED",
+            RunVerdict::Inconclusive => "INCONCLUSIVE",
             RunVerdict::NotHealthy => "NOT HEALTHY",
             RunVerdict::Halted => "HALTED",
             RunVerdict::Interrupted => "INTERRUPTED",
@@ -251,6 +265,10 @@ pub struct BreakerReport {
     /// dependency were paired with the load's requests.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub correlation: Option<CorrelationReport>,
+    /// A user's service's breaker inferred from both sides: what its
+    /// evidence holds, as the evidence gate read it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<crate::experiment::blackbox::evidence::Quality>,
 }
 
 /// How the arrivals an inferred breaker was read from were paired with the
@@ -263,7 +281,7 @@ pub struct CorrelationReport {
     /// request of the drill has pairs nothing.
     pub paired: u64,
     /// Arrivals counted: every one at the dependency proxies that matches
-    /// the breaker's `path` (all of them without one), during the run.
+    /// the breaker's `path` (all of them without one).
     pub of: u64,
     /// `id` when every arrival was paired by id, `time` when none was,
     /// `mixed` otherwise.
@@ -277,12 +295,9 @@ impl CorrelationReport {
         hits: &[crate::experiment::timeline::TargetHit],
         path: Option<&crate::fault::HttpMatch>,
         sent: &std::collections::BTreeSet<u64>,
-        duration: crate::clock::Duration,
     ) -> Self {
         let mine = hits.iter().filter(|h| {
-            h.at <= duration
-                && path
-                    .is_none_or(|m| m.matches(&http::Method::GET, &h.path, &http::HeaderMap::new()))
+            path.is_none_or(|m| m.matches(&http::Method::GET, &h.path, &http::HeaderMap::new()))
         });
         let (paired, of) = mine.fold((0, 0), |(p, n), h| {
             let known = h.request_id.is_some_and(|id| sent.contains(&id));
@@ -400,9 +415,9 @@ impl RunReport {
                     final_state,
                     transitions,
                     reported,
-                    correlation: inferred.map(|i| {
-                        CorrelationReport::of(&t.target_hits, i.path.as_ref(), &sent, t.duration)
-                    }),
+                    evidence: b.evidence.clone(),
+                    correlation: inferred
+                        .map(|i| CorrelationReport::of(&t.target_hits, i.path.as_ref(), &sent)),
                 }
             })
             .collect();
@@ -440,7 +455,8 @@ impl RunReport {
                 .then(|| ms(experiment.duration)),
             ending: result.ending.clone(),
             passed,
-            verdict: RunVerdict::of(&result.ending, passed),
+            verdict: RunVerdict::of(&result.ending, &verdicts),
+            inconclusive: result.inconclusive.clone(),
             verdicts,
             routes: summary::routes(&result.counted.routes),
             breakers,

@@ -47,6 +47,7 @@ pub fn judge(loaded: &Loaded, run: RunResult) -> Judged {
             verdicts.splice(0..0, steady);
         }
     }
+    inconclusive(loaded, &run, &mut verdicts);
     if let Some(seen) = &run.nothing_to_judge {
         for verdict in &mut verdicts {
             verdict.passed = false;
@@ -55,4 +56,29 @@ pub fn judge(loaded: &Loaded, run: RunResult) -> Judged {
         }
     }
     Judged { run, verdicts }
+}
+
+/// The evidence gate's findings on `run`, on the experiment's own
+/// sentences that were judged: one about a breaker named is inconclusive,
+/// every one for a finding on the whole run.
+fn inconclusive(loaded: &Loaded, run: &RunResult, verdicts: &mut [Verdict]) {
+    for verdict in verdicts.iter_mut().filter(|v| v.not_judged.is_none()) {
+        let Some(expectation) = loaded
+            .expectations
+            .iter()
+            .find(|e| e.text == verdict.expectation)
+        else {
+            continue;
+        };
+        let about = expectation.rule.breakers();
+        let reasons: Vec<String> = run
+            .inconclusive
+            .iter()
+            .filter(|f| f.breaker.as_deref().is_none_or(|b| about.contains(&b)))
+            .map(ToString::to_string)
+            .collect();
+        if !reasons.is_empty() {
+            verdict.set_inconclusive(&reasons.join("; "));
+        }
+    }
 }

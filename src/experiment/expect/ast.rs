@@ -242,6 +242,32 @@ impl Rule {
         }
     }
 
+    /// The breakers the sentence is about: the one it names, and the one
+    /// whose state bounds its window (`while inventory is open`).
+    pub fn breakers(&self) -> Vec<&str> {
+        let named = match self {
+            Rule::Sequence { breaker, .. }
+            | Rule::Reaches { breaker, .. }
+            | Rule::WaitInOpen { breaker, .. }
+            | Rule::Count { breaker, .. }
+            | Rule::Stays { breaker, .. }
+            | Rule::Regress(Regress {
+                measure: Measure::Transition { breaker, .. },
+                ..
+            }) => Some(breaker.text.as_str()),
+            _ => None,
+        };
+        let window = match self {
+            Rule::Count { window, .. } | Rule::Stays { window, .. } => Some(window),
+            _ => self.counted_window(),
+        };
+        let bounding = match window {
+            Some(Window::While { breaker, .. }) => Some(breaker.text.as_str()),
+            _ => None,
+        };
+        named.into_iter().chain(bounding).collect()
+    }
+
     /// The window whose requests or target hits the sentence counts (the
     /// sentences judged on figures); `None` for the others.
     pub fn counted_window(&self) -> Option<&Window> {

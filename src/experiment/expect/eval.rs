@@ -122,6 +122,7 @@ pub fn evaluate_tallied(expectation: &Expectation, timeline: &Timeline, tally: &
         baseline: None,
         baseline_runs: Vec::new(),
         seeds_baseline: false,
+        inconclusive: None,
     }
 }
 

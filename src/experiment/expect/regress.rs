@@ -55,6 +55,7 @@ pub(crate) fn judge(
         baseline: None,
         baseline_runs: Vec::new(),
         seeds_baseline: false,
+        inconclusive: None,
     };
     let words = comparison(regress.direction, &regress.measure);
     let held = |limit: f64| holds(regress, figure, limit);

@@ -67,6 +67,11 @@ pub struct Verdict {
     /// any other run whose sentence was not judged.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub seeds_baseline: bool,
+    /// The evidence gate found that the run's evidence cannot carry this
+    /// verdict (why, naming the evidence): neither a pass nor a fail.
+    /// `expected` and `seen` still say what the judgement would have been.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inconclusive: Option<String>,
 }
 
 fn as_ms<S: Serializer>(spans: &[(Duration, Duration)], s: S) -> Result<S::Ok, S::Error> {
@@ -79,6 +84,15 @@ fn as_at_ms<S: Serializer>(at: &Option<Duration>, s: S) -> Result<S::Ok, S::Erro
 }
 
 impl Verdict {
+    /// Marks it inconclusive, for `why`: the evidence cannot carry it, so
+    /// it neither passed nor failed.
+    pub fn set_inconclusive(&mut self, why: &str) {
+        self.passed = false;
+        self.inconclusive = Some(why.to_string());
+        self.awaits_history = false;
+        self.seeds_baseline = false;
+    }
+
     /// Marks it not judged, for `why`: it neither passed nor failed.
     pub fn set_not_judged(&mut self, why: &str) {
         self.passed = false;
@@ -94,6 +108,9 @@ impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(why) = &self.not_judged {
             return write!(f, "not judged: {} ({why})", self.expectation);
+        }
+        if let Some(why) = &self.inconclusive {
+            return write!(f, "inconclusive: {} ({why})", self.expectation);
         }
         let mark = if self.passed { "ok" } else { "FAILED" };
         write!(f, "{mark}: {}", self.expectation)?;

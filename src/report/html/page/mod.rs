@@ -20,7 +20,7 @@ use self::chart::timeline;
 pub(crate) use self::format::esc;
 use self::format::{Axis, time};
 use self::routes::routes;
-use self::sections::{header, journal, verdicts};
+use self::sections::{evidence, header, journal, verdicts};
 use super::picture::Picture;
 
 /// The page's style sheet (the sweep summary page uses it too).
@@ -57,6 +57,7 @@ pub fn render(p: &Picture) -> String {
     header(&mut h, p, verdict);
     timeline(&mut h, p, &axis);
     verdicts(&mut h, p);
+    evidence(&mut h, p);
     routes(&mut h, p);
     journal(&mut h, p);
     let _ = write!(

@@ -101,6 +101,73 @@ fn lead(h: &mut String, p: &Picture) {
         }
         _ => {}
     }
+    if !f.inconclusive.is_empty() {
+        h.push_str(
+            "<div class=\"lead\" id=\"inconclusive\">Inconclusive: the evidence cannot carry \
+             every verdict, so those are neither passed nor failed:<ul>",
+        );
+        for finding in &f.inconclusive {
+            let about = finding
+                .breaker
+                .as_deref()
+                .map(|b| format!("breaker {}: ", esc(b)))
+                .unwrap_or_default();
+            let _ = write!(h, "<li>{about}{}</li>", esc(&finding.reason));
+        }
+        h.push_str("</ul></div>\n");
+    }
+}
+
+/// Each inferred breaker's evidence, as the evidence gate read it.
+pub(super) fn evidence(h: &mut String, p: &Picture) {
+    let rows: Vec<_> = p
+        .facts
+        .breakers
+        .iter()
+        .filter_map(|b| Some((b, b.evidence.as_ref()?)))
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    h.push_str(
+        "<section id=\"evidence\">\n<h2>Evidence</h2>\n<table class=\"evidence\">\
+         <thead><tr><th>breaker</th><th>calls paired by id</th><th>requests reaching it</th>\
+         <th>cut off by the end</th><th>calls outstanding</th><th>gaps</th></tr></thead><tbody>\n",
+    );
+    for (b, e) in rows {
+        let share = |n: u64, of: u64| {
+            if of == 0 {
+                "–".to_string()
+            } else {
+                format!("{n} of {of} ({:.1}%)", n as f64 * 100.0 / of as f64)
+            }
+        };
+        let paired = if e.ids_expected {
+            share(e.paired, e.calls)
+        } else {
+            format!("by time ({} calls)", e.calls)
+        };
+        let gaps: Vec<String> = e
+            .lost
+            .iter()
+            .chain(&e.contradicted)
+            .map(|g| esc(g))
+            .collect();
+        let _ = writeln!(
+            h,
+            "<tr><td>{}</td><td>{paired}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&b.name),
+            share(e.requests_reached, e.requests),
+            e.cut_off,
+            e.outstanding,
+            if gaps.is_empty() {
+                "none".to_string()
+            } else {
+                gaps.join("<br>")
+            }
+        );
+    }
+    h.push_str("</tbody></table>\n</section>\n");
 }
 
 /// The expectations, each marked pass or fail, with the window it judged
@@ -113,18 +180,21 @@ pub(super) fn verdicts(h: &mut String, p: &Picture) {
             .iter()
             .map(|(a, b)| format!("[{a},{b}]"))
             .collect();
-        let (class, mark) = match (&v.not_judged, v.passed) {
-            (Some(_), _) => ("skip", "– not judged"),
-            (None, true) => ("pass", "✓ pass"),
-            (None, false) => ("fail", "✗ FAIL"),
+        let (class, mark) = match (&v.not_judged, &v.inconclusive, v.passed) {
+            (Some(_), _, _) => ("skip", "– not judged"),
+            (None, Some(_), _) => ("inconclusive", "? inconclusive"),
+            (None, None, true) => ("pass", "✓ pass"),
+            (None, None, false) => ("fail", "✗ FAIL"),
         };
-        let detail = match &v.not_judged {
-            Some(why) => format!("<span>not judged: {}</span>", esc(why)),
-            None => format!(
-                "<span>expected: {}</span><span>seen: {}</span>",
-                esc(&v.expected),
-                esc(&v.seen)
-            ),
+        let weighed = format!(
+            "<span>expected: {}</span><span>seen: {}</span>",
+            esc(&v.expected),
+            esc(&v.seen)
+        );
+        let detail = match (&v.not_judged, &v.inconclusive) {
+            (Some(why), _) => format!("<span>not judged: {}</span>", esc(why)),
+            (None, Some(why)) => format!("<span>inconclusive: {}</span>{weighed}", esc(why)),
+            (None, None) => weighed,
         };
         let _ = writeln!(
             h,

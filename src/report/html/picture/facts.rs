@@ -51,6 +51,44 @@ pub struct Facts {
     /// external`).
     #[serde(default)]
     pub routes: Vec<RouteFacts>,
+    /// Why the evidence cannot carry some verdicts (the evidence gate).
+    #[serde(default)]
+    pub inconclusive: Vec<FindingFacts>,
+}
+
+/// One finding of the evidence gate.
+#[derive(Debug, Clone, Deserialize)]
+pub struct FindingFacts {
+    /// The breaker it is about (none: the whole run).
+    #[serde(default)]
+    pub breaker: Option<String>,
+    /// What is wrong with the evidence.
+    pub reason: String,
+}
+
+/// What an inferred breaker's evidence holds.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EvidenceFacts {
+    /// Calls that reached the dependency.
+    pub calls: u64,
+    /// Of them, paired by a request id of the drill.
+    pub paired: u64,
+    /// Requests sent on the breaker's routes.
+    pub requests: u64,
+    /// Of them, requests a paired call was made for.
+    pub requests_reached: u64,
+    /// Requests answered after the end, or never.
+    pub cut_off: u64,
+    /// Calls outstanding at the end.
+    pub outstanding: u64,
+    /// Whether the calls were expected to carry ids.
+    pub ids_expected: bool,
+    /// Records the agent lost.
+    #[serde(default)]
+    pub lost: Option<String>,
+    /// Open intervals the caller contradicts.
+    #[serde(default)]
+    pub contradicted: Vec<String>,
 }
 
 /// One load route's figures over the run.
@@ -122,6 +160,9 @@ pub struct VerdictFacts {
     /// Why it was not judged, when it was not.
     #[serde(default)]
     pub not_judged: Option<String>,
+    /// Why the evidence cannot carry it, when it cannot.
+    #[serde(default)]
+    pub inconclusive: Option<String>,
 }
 
 /// One breaker.
@@ -132,6 +173,9 @@ pub struct BreakerFacts {
     /// `inferred` for a user's service's breaker.
     #[serde(default)]
     pub source: Option<String>,
+    /// An inferred breaker's evidence, as the evidence gate read it.
+    #[serde(default)]
+    pub evidence: Option<EvidenceFacts>,
     /// Its transitions.
     pub transitions: Vec<TransitionFacts>,
     /// What the service reported itself, when it did.
