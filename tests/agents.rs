@@ -62,12 +62,18 @@ fn firedrill_process(args: &[&str], port: u16, log: Stdio) -> Process {
 /// `firedrill server` on a free port (with `token`, if any), its log into
 /// `log`.
 fn agent(token: Option<&str>, log: Stdio) -> (Process, u16) {
+    agent_with(token, &[], log)
+}
+
+/// [`agent`] with `extra` flags.
+fn agent_with(token: Option<&str>, extra: &[&str], log: Stdio) -> (Process, u16) {
     let port = free_port();
     let port_arg = port.to_string();
     let mut args = vec!["server", "--port", &port_arg];
     if let Some(token) = token {
         args.extend(["--api-token", token]);
     }
+    args.extend(extra);
     (firedrill_process(&args, port, log), port)
 }
 
@@ -97,13 +103,19 @@ impl Topology {
     /// Starts the database, the two agents and the two services, the
     /// catalog with `switches` (LEAK_EVERY, NO_BREAKER).
     fn start(switches: &[(&str, &str)]) -> Topology {
+        Topology::start_with(switches, &[])
+    }
+
+    /// [`Topology::start`], the second agent (the inventory's) started
+    /// with `agent_flags`.
+    fn start_with(switches: &[(&str, &str)], agent_flags: &[&str]) -> Topology {
         let dir = tempfile::tempdir().unwrap();
         let database = free_port();
         let db_listen = format!("127.0.0.1:{database}");
         let database_process =
             firedrill_process(&["target", "--listen", &db_listen], database, Stdio::null());
         let log = |i: usize| Stdio::from(std::fs::File::create(agent_log(dir.path(), i)).unwrap());
-        let agents = [agent(None, log(0)), agent(None, log(1))];
+        let agents = [agent(None, log(0)), agent_with(None, agent_flags, log(1))];
         let proxies = [free_port(), free_port()];
         let events = [
             dir.path().join("shop.jsonl"),
@@ -404,6 +416,34 @@ fn a_leaking_catalog_breaker_fails_under_every_seed_naming_the_leaked_calls() {
             "seed {seed}: the leak is named: {seen}"
         );
     }
+}
+
+/// An agent that keeps only its 5 newest records drops most of them
+/// between two reads of the drill (every half second, at 20 req/s): the
+/// inventory breaker's sentences are inconclusive, naming the loss; the
+/// catalog's, whose agent lost nothing, are judged and hold.
+#[test]
+fn an_agent_whose_records_are_cut_leaves_its_breakers_verdicts_inconclusive() {
+    let topology = Topology::start_with(&[], &["--records-kept", "5"]);
+    let ran = topology.run(&[]);
+    assert_eq!(ran.exit, Some(5), "{}", ran.output);
+    let findings = ran.report["inconclusive"].as_array().unwrap();
+    assert!(
+        findings.iter().any(|f| f["breaker"] == "inventory"
+            && f["reason"]
+                .as_str()
+                .unwrap()
+                .contains("dependency inventory: its agent dropped")),
+        "{findings:?}"
+    );
+    assert!(
+        findings.iter().all(|f| f["breaker"] == "inventory"),
+        "{findings:?}"
+    );
+    let inventory = ran.verdict("calls to /db/inventory/* while inventory is open == 0");
+    assert!(inventory["inconclusive"].is_string(), "{inventory}");
+    let catalog = ran.verdict("calls to /inventory/* while catalog is open == 0");
+    assert_eq!(catalog["passed"], true, "{catalog}");
 }
 
 fn toxics(topology: &Topology, i: usize, proxy: &str) -> Vec<String> {

@@ -776,8 +776,12 @@ fn a_service_passing_the_request_id_on_has_every_arrival_paired_by_id() {
     );
 }
 
+/// The experiment names its correlation headers, so the calls must carry
+/// the requests' ids: a service that strips them leaves the breaker's
+/// verdicts inconclusive (exit 5), the reason naming the evidence, while
+/// the route's own figure is still judged.
 #[test]
-fn a_service_dropping_the_request_id_has_its_arrivals_paired_by_time() {
+fn a_service_stripping_the_request_ids_the_drill_expects_is_inconclusive() {
     let Ran { drill, .. } = handwritten_drill(&[("PROPAGATE", "0")], None);
     let (paired, of, by) = correlation(&drill.report);
     assert!(of >= 100, "{of} arrivals");
@@ -787,6 +791,81 @@ fn a_service_dropping_the_request_id_has_its_arrivals_paired_by_time() {
         "{:#}",
         drill.report["breakers"]
     );
+    assert_eq!(drill.exit, Some(5), "{}", drill.output);
+    assert_eq!(drill.report["verdict"], "inconclusive");
+    let reason = drill.report["inconclusive"][0]["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with(&format!(
+            "0 of {of} calls to its dependency (0.0%) carried the id"
+        )),
+        "{reason}"
+    );
+    let proof = drill.verdict("calls to /inventory/* while inventory is open == 0");
+    assert!(proof["inconclusive"].is_string(), "{proof}");
+    let route = drill.verdict("route stock success >= 99%");
+    assert_eq!(
+        (route["passed"].as_bool(), route.get("inconclusive")),
+        (Some(true), None)
+    );
+    assert!(
+        drill.html.contains("id=\"inconclusive\""),
+        "the page says why"
+    );
+    assert!(
+        drill
+            .output
+            .contains("  ???? calls to /inventory/* while inventory is open == 0")
+            && drill
+                .output
+                .contains("INCONCLUSIVE: 1 of 5 expectations held; 4 inconclusive"),
+        "{}",
+        drill.output
+    );
+    assert!(
+        drill.junit.contains("type=\"inconclusive\""),
+        "{}",
+        drill.junit
+    );
+}
+
+/// A declared `probes: 25` on a breaker that closes after one trial: a
+/// short burst of 500s after it closed makes the walk reopen a breaker the
+/// service had closed, and the caller then sees no short-circuit while the
+/// calls go on. The caller contradicts the declaration: inconclusive, not
+/// 20 healthy calls named as leaks.
+#[test]
+fn a_breaker_declared_with_settings_the_caller_contradicts_is_inconclusive() {
+    let ran = black_box_run(
+        "handwritten",
+        |port, events| handwritten_with(port, events, &[]),
+        events_file,
+        &[
+            ("wait_in_open: 2s", "wait_in_open: 2s\n      probes: 25".to_string()),
+            (
+                "at: 5s, for: 1500ms }",
+                "at: 5s, for: 1500ms }\n  - { name: blip, match: /inventory/*, status: { code: 500 }, at: 6s, for: 100ms }"
+                    .to_string(),
+            ),
+        ],
+    );
+    let drill = ran.drill;
+    assert_eq!(drill.exit, Some(5), "{}", drill.output);
+    let reasons: Vec<&str> = drill.report["inconclusive"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["reason"].as_str().unwrap())
+        .collect();
+    assert!(
+        reasons.iter().any(
+            |r| r.starts_with("the caller contradicts its declared settings")
+                && r.contains("no request was short-circuited")
+        ),
+        "{reasons:?}"
+    );
+    // The service's own events: it closed once and stayed closed.
+    let opens = ran.events.iter().filter(|(_, _, to)| to == "open").count();
+    assert_eq!(opens, 1, "{:?}", ran.events);
 }
 
 #[test]

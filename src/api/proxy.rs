@@ -199,11 +199,12 @@ impl ManagedProxy {
         addrs: Addrs,
         mode: ProxyMode,
         seed: u64,
+        records_kept: usize,
     ) -> Self {
         let start = clock::now();
         let journal = Arc::new(Journal::new(
             clock::unix_micros() as f64 / 1000.0,
-            super::journal::KEPT,
+            records_kept,
         ));
         ManagedProxy {
             telemetry: Telemetry {
@@ -238,6 +239,7 @@ impl ManagedProxy {
             addrs,
             ProxyMode::Tcp,
             1,
+            super::journal::KEPT,
         );
         let (stop, _shutdown) = ShutdownSignal::new();
         let task = tokio::spawn(std::future::pending());

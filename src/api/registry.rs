@@ -26,6 +26,9 @@ pub struct Registry {
     proxies: Mutex<BTreeMap<String, ManagedProxy>>,
     /// Seed of every proxy's fault plan (toxicity rolls, jitter).
     seed: u64,
+    /// How many request records each HTTP proxy keeps for a drill to read
+    /// (`firedrill server --records-kept`).
+    records_kept: std::sync::atomic::AtomicUsize,
     /// Woken when a lease is taken or renewed: the reaper looks again at
     /// when the next one runs out.
     leases_changed: tokio::sync::Notify,
@@ -72,12 +75,22 @@ impl Registry {
         Registry {
             proxies: Mutex::new(BTreeMap::new()),
             seed,
+            records_kept: std::sync::atomic::AtomicUsize::new(super::journal::KEPT),
             leases_changed: tokio::sync::Notify::new(),
         }
     }
 
+    /// Each HTTP proxy created from now on keeps its newest `kept` request
+    /// records (at least one) for a drill to read.
+    pub fn keep_records(&self, kept: usize) {
+        self.records_kept
+            .store(kept.max(1), std::sync::atomic::Ordering::Relaxed);
+    }
+
     async fn start_new(&self, p: NewProxy, addrs: Addrs) -> Result<ManagedProxy, ApiError> {
-        let mut proxy = ManagedProxy::new(p.name, p.listen, p.upstream, addrs, p.mode, self.seed);
+        let kept = self.records_kept.load(std::sync::atomic::Ordering::Relaxed);
+        let mut proxy =
+            ManagedProxy::new(p.name, p.listen, p.upstream, addrs, p.mode, self.seed, kept);
         if p.enabled {
             proxy.start().await?;
         }

@@ -32,6 +32,11 @@ pub struct ServerArgs {
     /// Seed of every random decision (toxicity, jitter).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// How many request records each HTTP proxy keeps for a drill on
+    /// another host to read; older ones are dropped, and the drill counts
+    /// them lost.
+    #[arg(long, default_value_t = crate::api::journal::KEPT as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub records_kept: u64,
 }
 
 /// Runs the server until a stop signal.
@@ -77,6 +82,8 @@ pub fn server(args: &ServerArgs) -> Result<u8, CliError> {
         })?;
         let bound = listener.local_addr().map_err(CliError::runtime)?;
         let api = Arc::new(Api::new(Guard::new(token, BODY_LIMIT), args.seed));
+        api.registry
+            .keep_records(usize::try_from(args.records_kept).unwrap_or(usize::MAX));
         if !initial.is_empty() {
             let count = initial.len();
             api.registry.populate(initial).await.1.map_err(|e| {

@@ -108,6 +108,8 @@ pub struct Drill {
     pub report: serde_json::Value,
     /// report.html (empty when none was written).
     pub html: String,
+    /// junit.xml (empty when none was written).
+    pub junit: String,
 }
 
 impl Drill {
@@ -143,7 +145,6 @@ impl Drill {
             .env("DEPENDENCY_PORT", dependency_port.to_string())
             .arg("run")
             .arg(&file)
-            .arg("--quiet")
             .arg("--report-dir")
             .arg(&reports);
         Drill::finish(command, &reports)
@@ -162,6 +163,7 @@ impl Drill {
             ),
             report: report_in(reports),
             html: std::fs::read_to_string(reports.join("report.html")).unwrap_or_default(),
+            junit: std::fs::read_to_string(reports.join("junit.xml")).unwrap_or_default(),
         }
     }
 
