@@ -418,6 +418,136 @@ fn a_leaking_catalog_breaker_fails_under_every_seed_naming_the_leaked_calls() {
     }
 }
 
+/// One service with two dependencies, each behind an agent
+/// (experiments/gameday/two-dependencies.yaml): the databases, the agents
+/// and the hand-written service calling both, with `switches`.
+struct TwoDependencies {
+    _database: Process,
+    agents: [(Process, u16); 2],
+    shop: Service,
+    proxies: [u16; 2],
+    database: u16,
+    /// The inventory's and the pricing's leaked calls (`LEAK_EVENTS`).
+    leaks: PathBuf,
+    dir: tempfile::TempDir,
+}
+
+impl TwoDependencies {
+    fn start(switches: &[(&str, &str)]) -> TwoDependencies {
+        let dir = tempfile::tempdir().unwrap();
+        let database = free_port();
+        let db_listen = format!("127.0.0.1:{database}");
+        let database_process =
+            firedrill_process(&["target", "--listen", &db_listen], database, Stdio::null());
+        let log = |i: usize| Stdio::from(std::fs::File::create(agent_log(dir.path(), i)).unwrap());
+        let agents = [agent(None, log(0)), agent(None, log(1))];
+        let proxies = [free_port(), free_port()];
+        let leaks = dir.path().join("leaks.jsonl");
+        let mut env = vec![
+            (
+                "DEPENDENCY_URL",
+                format!("http://127.0.0.1:{}/inventory-db", proxies[0]),
+            ),
+            (
+                "SECOND_DEPENDENCY_URL",
+                format!("http://127.0.0.1:{}/pricing-db", proxies[1]),
+            ),
+            ("RESET_TIMEOUT_S", "2".to_string()),
+            ("LEAK_EVENTS", leaks.display().to_string()),
+        ];
+        env.extend(switches.iter().map(|(k, v)| (*k, v.to_string())));
+        TwoDependencies {
+            _database: database_process,
+            shop: handwritten(env),
+            agents,
+            proxies,
+            database,
+            leaks,
+            dir,
+        }
+    }
+
+    /// The drill under `seed`, to its end.
+    fn run(&self, seed: u64) -> Drill {
+        let text =
+            std::fs::read_to_string(root().join("experiments/gameday/two-dependencies.yaml"))
+                .unwrap()
+                .replace("seed: 23", &format!("seed: {seed}"));
+        let file = self.dir.path().join("drill.yaml");
+        std::fs::write(&file, text).unwrap();
+        let reports = self.dir.path().join("report");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_firedrill"));
+        command
+            .envs([
+                ("SHOP_PORT", self.shop.port.to_string()),
+                ("DATABASE_PORT", self.database.to_string()),
+                ("INVENTORY_PROXY_PORT", self.proxies[0].to_string()),
+                ("PRICING_PROXY_PORT", self.proxies[1].to_string()),
+                ("AGENT_1_PORT", self.agents[0].1.to_string()),
+                ("AGENT_2_PORT", self.agents[1].1.to_string()),
+            ])
+            .arg("run")
+            .arg(&file)
+            .arg("--report-dir")
+            .arg(&reports);
+        Drill::finish(command, &reports)
+    }
+}
+
+/// A correct service with two dependencies on two agents passes under
+/// every seed, each breaker's calls paired by id; the same service leaking
+/// while open fails under every seed, naming leaked calls of both.
+#[test]
+fn a_service_with_two_agent_dependencies_passes_correct_and_fails_leaking_under_every_seed() {
+    let runs = blackbox_support::under_seeds(|seed| {
+        let correct = TwoDependencies::start(&[]);
+        let leaking = TwoDependencies::start(&[("LEAK_EVERY", "5")]);
+        let leaked = leaking.run(seed);
+        let leaks = std::fs::read_to_string(&leaking.leaks).unwrap_or_default();
+        (correct.run(seed), leaked, leaks)
+    });
+    for (seed, (correct, leaked, leaks)) in runs {
+        assert_eq!(
+            correct.exit,
+            Some(0),
+            "seed {seed}: {}\n{:#}",
+            correct.output,
+            correct.report["verdicts"]
+        );
+        for breaker in ["inventory", "pricing"] {
+            let (paired, of) = blackbox_support::paired_share(&correct.report, breaker);
+            assert!(
+                of > 50 && paired * 100 >= of * 95,
+                "seed {seed}: {breaker}: {paired} of {of} calls paired by id"
+            );
+            assert_eq!(
+                blackbox_support::invalid_path(&correct.report, breaker),
+                None
+            );
+        }
+        assert_eq!(leaked.exit, Some(1), "seed {seed}: {}", leaked.output);
+        assert!(!leaks.is_empty(), "seed {seed}: the service leaked nothing");
+        for (proof, path) in [
+            (
+                "calls to /inventory-db/* while inventory is open == 0",
+                "/inventory-db/inventory/sku-1",
+            ),
+            (
+                "calls to /pricing-db/* while pricing is open == 0",
+                "/pricing-db/inventory/sku-1",
+            ),
+        ] {
+            let verdict = leaked.verdict(proof);
+            assert_eq!(verdict["passed"], false, "seed {seed}: {verdict}");
+            let seen = verdict["seen"].as_str().unwrap();
+            assert!(
+                seen.contains(path),
+                "seed {seed}: the leak is named: {seen}"
+            );
+        }
+    }
+}
+
 /// An agent that keeps only its 5 newest records drops most of them
 /// between two reads of the drill (every half second, at 20 req/s): the
 /// inventory breaker's sentences are inconclusive, naming the loss; the

@@ -338,12 +338,28 @@ pub fn firedrill(args: &[&str], file: &Path) -> (Option<i32>, String) {
 /// system under: a verdict must not depend on the seed.
 pub const SEEDS: [u64; 5] = [7, 10, 11, 23, 42];
 
-/// `drill(seed)` for each of [`SEEDS`], side by side (each on its own
-/// ports), in the order of the seeds.
+/// `drill(seed)` for each of [`SEEDS`] (or of `FIREDRILL_TEST_SEEDS`, a
+/// comma-separated list, to try more), side by side (each on its own
+/// ports), in the order of the seeds. One sweep of seeds at a time in a
+/// test binary: several at once would load a 2-core machine past the
+/// margins of a real-clock drill.
 pub fn under_seeds<T: Send>(drill: impl Fn(u64) -> T + Sync) -> Vec<(u64, T)> {
+    static ONE_SWEEP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_SWEEP.lock().unwrap_or_else(|e| e.into_inner());
     let drill = &drill;
+    let seeds: Vec<u64> = match std::env::var("FIREDRILL_TEST_SEEDS") {
+        Ok(list) => list
+            .split(',')
+            .map(|s| {
+                s.trim()
+                    .parse()
+                    .expect("FIREDRILL_TEST_SEEDS: seeds, comma-separated")
+            })
+            .collect(),
+        Err(_) => SEEDS.to_vec(),
+    };
     std::thread::scope(|scope| {
-        let runs: Vec<_> = SEEDS
+        let runs: Vec<_> = seeds
             .iter()
             .map(|&seed| (seed, scope.spawn(move || drill(seed))))
             .collect();

@@ -19,6 +19,11 @@ tests/services/README.md:
                    (the file is created, empty, at start-up)
   PROPAGATE        1 (default): copy `x-request-id` and `traceparent` from the
                    incoming request to the dependency call; 0: do not
+  SECOND_DEPENDENCY_URL  a second dependency, called for every request after
+                   the first through a breaker of its own (the same settings
+                   and switches): the answer is the fallback when either
+                   fails or is rejected
+  SECOND_EVENTS_FILE     the second breaker's state changes, as EVENTS_FILE
 The switches that break it:
   LEAK_EVERY=N     while open, every Nth call is sent to the dependency anyway
                    (a leak); its outcome changes nothing and EVENTS_FILE still
@@ -209,21 +214,28 @@ class Stall:
             time.sleep(until - time.monotonic())
 
 
-def make_answer(dependency, breaker, leaks, stall):
-    """The answer to one /stock/<sku> through the breaker (see stock.serve)."""
+def make_answer(guarded, leaks, stall):
+    """The answer to one /stock/<sku> through each (dependency, breaker) of
+    `guarded` in turn (see stock.serve): the first one's answer, or the
+    fallback when any failed or was rejected."""
 
-    def answer(sku: str, along: dict, incoming):
-        stall.wait()
+    def call(dependency, breaker, sku: str, along: dict, incoming):
         kind = breaker.before() if breaker else "call"
         if kind == "reject":
             return None
         if kind == "leak" and leaks:
-            leaks.write({"at_ms": now_ms(), "leak": True, "path": f"/inventory/{sku}",
+            leaks.write({"at_ms": now_ms(), "leak": True,
+                         "path": f"{dependency.prefix}/inventory/{sku}",
                          "request_id": incoming.get("x-request-id")})
         ok, content_type, body = dependency.fetch(sku, along)
         if breaker:
             breaker.after(kind, ok)
         return (content_type, body) if ok else None
+
+    def answer(sku: str, along: dict, incoming):
+        stall.wait()
+        results = [call(d, b, sku, along, incoming) for d, b in guarded]
+        return None if None in results else results[0]
 
     return answer
 
@@ -232,26 +244,32 @@ def main() -> None:
     base_url = os.environ.get("DEPENDENCY_URL", "").rstrip("/")
     if not base_url:
         die("DEPENDENCY_URL is required (e.g. http://127.0.0.1:19001)")
-    dependency = Dependency(base_url, number_env("CALL_TIMEOUT_MS", 1000, integer=True) / 1000)
+    timeout_s = number_env("CALL_TIMEOUT_MS", 1000, integer=True) / 1000
     half_open = os.environ.get("HALF_OPEN", "single")
     if half_open not in ("single", "burst"):
         die(f"HALF_OPEN={half_open}: expected single or burst")
-    events_path = os.environ.get("EVENTS_FILE", "")
-    events = JsonLines(events_path) if events_path else None
     leaks_path = os.environ.get("LEAK_EVENTS", "")
     leaks = JsonLines(leaks_path) if leaks_path else None
-    breaker = None
-    if os.environ.get("NO_BREAKER") != "1":
-        breaker = Breaker(
+
+    def guard(events_path: str):
+        if os.environ.get("NO_BREAKER") == "1":
+            return None
+        return Breaker(
             fail_max=int(number_env("FAIL_MAX", 5, integer=True)),
             reset_s=number_env("RESET_TIMEOUT_S", 2),
-            events=events,
+            events=JsonLines(events_path) if events_path else None,
             leak_every=int(number_env("LEAK_EVERY", 0, integer=True)),
             burst=half_open == "burst",
         )
 
+    guarded = [(Dependency(base_url, timeout_s), guard(os.environ.get("EVENTS_FILE", "")))]
+    second_url = os.environ.get("SECOND_DEPENDENCY_URL", "").rstrip("/")
+    if second_url:
+        second_events = os.environ.get("SECOND_EVENTS_FILE", "")
+        guarded.append((Dependency(second_url, timeout_s), guard(second_events)))
+
     stall = Stall(int(number_env("STALL_AT", 0, integer=True)), number_env("STALL_MS", 400))
-    stock.serve("handwritten", make_answer(dependency, breaker, leaks, stall))
+    stock.serve("handwritten", make_answer(guarded, leaks, stall))
 
 
 if __name__ == "__main__":
