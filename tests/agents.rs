@@ -83,20 +83,59 @@ fn handwritten(env: Vec<(&str, String)>) -> Service {
     Service::program("python3", &[service.to_str().unwrap()], &env)
 }
 
+/// What every game day here stands on: a database (`firedrill target`)
+/// and two agents, each a real process on a free port, the ports of the
+/// proxies the drill makes on the agents, and the drill's folder.
+struct Hosts {
+    _database: Process,
+    database: u16,
+    agents: [(Process, u16); 2],
+    proxies: [u16; 2],
+    dir: tempfile::TempDir,
+}
+
+impl Hosts {
+    /// The database and the agents, the second with `agent_flags`.
+    fn start(agent_flags: &[&str]) -> Hosts {
+        let dir = tempfile::tempdir().unwrap();
+        let database = free_port();
+        let db_listen = format!("127.0.0.1:{database}");
+        let database_process =
+            firedrill_process(&["target", "--listen", &db_listen], database, Stdio::null());
+        let log = |i: usize| Stdio::from(std::fs::File::create(agent_log(dir.path(), i)).unwrap());
+        let agents = [agent(None, log(0)), agent_with(None, agent_flags, log(1))];
+        Hosts {
+            _database: database_process,
+            database,
+            agents,
+            proxies: [free_port(), free_port()],
+            dir,
+        }
+    }
+
+    /// The experiment's port variables: the database, the agents, and the
+    /// proxies `names` (`CATALOG` for `CATALOG_PROXY_PORT`).
+    fn variables(&self, names: [&str; 2]) -> Vec<(String, String)> {
+        let [first, second] = names;
+        vec![
+            ("DATABASE_PORT".into(), self.database.to_string()),
+            (format!("{first}_PROXY_PORT"), self.proxies[0].to_string()),
+            (format!("{second}_PROXY_PORT"), self.proxies[1].to_string()),
+            ("AGENT_1_PORT".into(), self.agents[0].1.to_string()),
+            ("AGENT_2_PORT".into(), self.agents[1].1.to_string()),
+        ]
+    }
+}
+
 /// Everything the drill reaches, each part a real process on a free port.
 struct Topology {
-    _database: Process,
-    agents: [(Process, u16); 2],
+    hosts: Hosts,
     catalog: Service,
     shop: Service,
-    /// The proxies' ports on the agents: catalog's, inventory's.
-    proxies: [u16; 2],
-    database: u16,
     /// The services' own breaker events: the shop's, the catalog's.
     events: [PathBuf; 2],
     /// The catalog's leaked calls (`LEAK_EVENTS`).
     leaks: PathBuf,
-    dir: tempfile::TempDir,
 }
 
 impl Topology {
@@ -109,14 +148,8 @@ impl Topology {
     /// [`Topology::start`], the second agent (the inventory's) started
     /// with `agent_flags`.
     fn start_with(switches: &[(&str, &str)], agent_flags: &[&str]) -> Topology {
-        let dir = tempfile::tempdir().unwrap();
-        let database = free_port();
-        let db_listen = format!("127.0.0.1:{database}");
-        let database_process =
-            firedrill_process(&["target", "--listen", &db_listen], database, Stdio::null());
-        let log = |i: usize| Stdio::from(std::fs::File::create(agent_log(dir.path(), i)).unwrap());
-        let agents = [agent(None, log(0)), agent_with(None, agent_flags, log(1))];
-        let proxies = [free_port(), free_port()];
+        let hosts = Hosts::start(agent_flags);
+        let (dir, proxies) = (&hosts.dir, hosts.proxies);
         let events = [
             dir.path().join("shop.jsonl"),
             dir.path().join("catalog.jsonl"),
@@ -140,29 +173,20 @@ impl Topology {
             ("EVENTS_FILE", events[0].display().to_string()),
         ]);
         Topology {
-            _database: database_process,
-            agents,
+            hosts,
             catalog,
             shop,
-            proxies,
-            database,
             events,
             leaks,
-            dir,
         }
     }
 
     /// The experiment's port variables.
-    fn variables(&self) -> Vec<(&'static str, String)> {
-        vec![
-            ("SHOP_PORT", self.shop.port.to_string()),
-            ("CATALOG_PORT", self.catalog.port.to_string()),
-            ("DATABASE_PORT", self.database.to_string()),
-            ("CATALOG_PROXY_PORT", self.proxies[0].to_string()),
-            ("INVENTORY_PROXY_PORT", self.proxies[1].to_string()),
-            ("AGENT_1_PORT", self.agents[0].1.to_string()),
-            ("AGENT_2_PORT", self.agents[1].1.to_string()),
-        ]
+    fn variables(&self) -> Vec<(String, String)> {
+        let mut variables = self.hosts.variables(["CATALOG", "INVENTORY"]);
+        variables.push(("SHOP_PORT".into(), self.shop.port.to_string()));
+        variables.push(("CATALOG_PORT".into(), self.catalog.port.to_string()));
+        variables
     }
 
     /// experiments/gameday/across-hosts.yaml with each `(from, to)` of
@@ -177,7 +201,7 @@ impl Topology {
             );
             text = text.replace(from, to);
         }
-        let file = self.dir.path().join("drill.yaml");
+        let file = self.hosts.dir.path().join("drill.yaml");
         std::fs::write(&file, text).unwrap();
         file
     }
@@ -201,7 +225,7 @@ impl Topology {
     }
 
     fn reports(&self) -> PathBuf {
-        self.dir.path().join("report")
+        self.hosts.dir.path().join("report")
     }
 
     fn report(&self) -> serde_json::Value {
@@ -210,12 +234,12 @@ impl Topology {
 
     /// What agent `i` logged so far.
     fn agent_log(&self, i: usize) -> String {
-        std::fs::read_to_string(agent_log(self.dir.path(), i)).unwrap_or_default()
+        std::fs::read_to_string(agent_log(self.hosts.dir.path(), i)).unwrap_or_default()
     }
 
     /// `GET PATH` on agent `i`'s API: the status and the JSON body.
     fn api(&self, i: usize, path: &str) -> (u16, serde_json::Value) {
-        api_get(self.agents[i].1, path, None)
+        api_get(self.hosts.agents[i].1, path, None)
     }
 }
 
@@ -322,27 +346,6 @@ fn two_services_breakers_are_judged_from_two_agents_records_as_their_own_events_
 }
 
 #[test]
-fn a_catalog_breaker_leaking_calls_while_open_fails_the_counter_proof_from_the_agent_s_records() {
-    let topology = Topology::start(&[("LEAK_EVERY", "5")]);
-    let ran = topology.run(&[]);
-    assert_eq!(ran.exit, Some(1), "{}", ran.output);
-    let proof = ran.verdict("calls to /db/inventory/* while inventory is open == 0");
-    assert_eq!(proof["passed"], false, "{proof}");
-    let leaks = std::fs::read_to_string(&topology.leaks).unwrap_or_default();
-    assert!(!leaks.is_empty(), "the service leaked nothing");
-    let seen = proof["seen"].as_str().unwrap();
-    assert!(
-        seen.contains("/db/inventory/sku-1"),
-        "the leak is named: {seen}"
-    );
-    // The shop's breaker, correct, still holds.
-    assert_eq!(
-        ran.verdict("calls to /inventory/* while catalog is open == 0")["passed"],
-        true
-    );
-}
-
-#[test]
 fn a_catalog_service_without_its_breaker_fails_the_drill_judged_from_the_agent_s_records() {
     let topology = Topology::start(&[("NO_BREAKER", "1")]);
     let ran = topology.run(&[]);
@@ -382,22 +385,7 @@ fn across_hosts_under_seeds(switches: &[(&str, &str)]) -> Vec<(u64, Topology, Dr
 #[test]
 fn a_correct_game_day_across_hosts_passes_under_every_seed_with_its_calls_paired_by_id() {
     for (seed, _topology, ran) in across_hosts_under_seeds(&[]) {
-        assert_eq!(
-            ran.exit,
-            Some(0),
-            "seed {seed}: {}\n{:#}",
-            ran.output,
-            ran.report["verdicts"]
-        );
-        for breaker in ["catalog", "inventory"] {
-            let (paired, of) = blackbox_support::paired_share(&ran.report, breaker);
-            assert!(
-                of > 50 && paired * 100 >= of * 95,
-                "seed {seed}: {breaker}: {paired} of {of} calls paired by id"
-            );
-            let invalid = blackbox_support::invalid_path(&ran.report, breaker);
-            assert_eq!(invalid, None, "seed {seed}");
-        }
+        blackbox_support::passed_paired_by_id(seed, &ran, &["catalog", "inventory"]);
     }
 }
 
@@ -405,16 +393,11 @@ fn a_correct_game_day_across_hosts_passes_under_every_seed_with_its_calls_paired
 fn a_leaking_catalog_breaker_fails_under_every_seed_naming_the_leaked_calls() {
     let proof = "calls to /db/inventory/* while inventory is open == 0";
     for (seed, topology, ran) in across_hosts_under_seeds(&[("LEAK_EVERY", "5")]) {
-        assert_eq!(ran.exit, Some(1), "seed {seed}: {}", ran.output);
-        let verdict = ran.verdict(proof);
-        assert_eq!(verdict["passed"], false, "seed {seed}: {verdict}");
         let leaks = std::fs::read_to_string(&topology.leaks).unwrap_or_default();
-        assert!(!leaks.is_empty(), "seed {seed}: the service leaked nothing");
-        let seen = verdict["seen"].as_str().unwrap();
-        assert!(
-            seen.contains("/db/inventory/sku-1"),
-            "seed {seed}: the leak is named: {seen}"
-        );
+        blackbox_support::failed_naming_leaks(seed, &ran, &leaks, proof, "/db/inventory/sku-1");
+        // The shop's breaker, correct, still holds.
+        let shop = ran.verdict("calls to /inventory/* while catalog is open == 0");
+        assert_eq!(shop["passed"], true, "seed {seed}: {shop}");
     }
 }
 
@@ -422,27 +405,17 @@ fn a_leaking_catalog_breaker_fails_under_every_seed_naming_the_leaked_calls() {
 /// (experiments/gameday/two-dependencies.yaml): the databases, the agents
 /// and the hand-written service calling both, with `switches`.
 struct TwoDependencies {
-    _database: Process,
-    agents: [(Process, u16); 2],
+    hosts: Hosts,
     shop: Service,
-    proxies: [u16; 2],
-    database: u16,
     /// The inventory's and the pricing's leaked calls (`LEAK_EVENTS`).
     leaks: PathBuf,
-    dir: tempfile::TempDir,
 }
 
 impl TwoDependencies {
     fn start(switches: &[(&str, &str)]) -> TwoDependencies {
-        let dir = tempfile::tempdir().unwrap();
-        let database = free_port();
-        let db_listen = format!("127.0.0.1:{database}");
-        let database_process =
-            firedrill_process(&["target", "--listen", &db_listen], database, Stdio::null());
-        let log = |i: usize| Stdio::from(std::fs::File::create(agent_log(dir.path(), i)).unwrap());
-        let agents = [agent(None, log(0)), agent(None, log(1))];
-        let proxies = [free_port(), free_port()];
-        let leaks = dir.path().join("leaks.jsonl");
+        let hosts = Hosts::start(&[]);
+        let proxies = hosts.proxies;
+        let leaks = hosts.dir.path().join("leaks.jsonl");
         let mut env = vec![
             (
                 "DEPENDENCY_URL",
@@ -457,13 +430,9 @@ impl TwoDependencies {
         ];
         env.extend(switches.iter().map(|(k, v)| (*k, v.to_string())));
         TwoDependencies {
-            _database: database_process,
+            hosts,
             shop: handwritten(env),
-            agents,
-            proxies,
-            database,
             leaks,
-            dir,
         }
     }
 
@@ -473,19 +442,13 @@ impl TwoDependencies {
             std::fs::read_to_string(root().join("experiments/gameday/two-dependencies.yaml"))
                 .unwrap()
                 .replace("seed: 23", &format!("seed: {seed}"));
-        let file = self.dir.path().join("drill.yaml");
+        let file = self.hosts.dir.path().join("drill.yaml");
         std::fs::write(&file, text).unwrap();
-        let reports = self.dir.path().join("report");
+        let reports = self.hosts.dir.path().join("report");
         let mut command = Command::new(env!("CARGO_BIN_EXE_firedrill"));
         command
-            .envs([
-                ("SHOP_PORT", self.shop.port.to_string()),
-                ("DATABASE_PORT", self.database.to_string()),
-                ("INVENTORY_PROXY_PORT", self.proxies[0].to_string()),
-                ("PRICING_PROXY_PORT", self.proxies[1].to_string()),
-                ("AGENT_1_PORT", self.agents[0].1.to_string()),
-                ("AGENT_2_PORT", self.agents[1].1.to_string()),
-            ])
+            .envs(self.hosts.variables(["INVENTORY", "PRICING"]))
+            .env("SHOP_PORT", self.shop.port.to_string())
             .arg("run")
             .arg(&file)
             .arg("--report-dir")
@@ -507,26 +470,7 @@ fn a_service_with_two_agent_dependencies_passes_correct_and_fails_leaking_under_
         (correct.run(seed), leaked, leaks)
     });
     for (seed, (correct, leaked, leaks)) in runs {
-        assert_eq!(
-            correct.exit,
-            Some(0),
-            "seed {seed}: {}\n{:#}",
-            correct.output,
-            correct.report["verdicts"]
-        );
-        for breaker in ["inventory", "pricing"] {
-            let (paired, of) = blackbox_support::paired_share(&correct.report, breaker);
-            assert!(
-                of > 50 && paired * 100 >= of * 95,
-                "seed {seed}: {breaker}: {paired} of {of} calls paired by id"
-            );
-            assert_eq!(
-                blackbox_support::invalid_path(&correct.report, breaker),
-                None
-            );
-        }
-        assert_eq!(leaked.exit, Some(1), "seed {seed}: {}", leaked.output);
-        assert!(!leaks.is_empty(), "seed {seed}: the service leaked nothing");
+        blackbox_support::passed_paired_by_id(seed, &correct, &["inventory", "pricing"]);
         for (proof, path) in [
             (
                 "calls to /inventory-db/* while inventory is open == 0",
@@ -537,13 +481,7 @@ fn a_service_with_two_agent_dependencies_passes_correct_and_fails_leaking_under_
                 "/pricing-db/inventory/sku-1",
             ),
         ] {
-            let verdict = leaked.verdict(proof);
-            assert_eq!(verdict["passed"], false, "seed {seed}: {verdict}");
-            let seen = verdict["seen"].as_str().unwrap();
-            assert!(
-                seen.contains(path),
-                "seed {seed}: the leak is named: {seen}"
-            );
+            blackbox_support::failed_naming_leaks(seed, &leaked, &leaks, proof, path);
         }
     }
 }

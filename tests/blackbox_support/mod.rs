@@ -396,3 +396,39 @@ pub fn paired_share(report: &serde_json::Value, breaker: &str) -> (u64, u64) {
     let c = &b["correlation"];
     (c["paired"].as_u64().unwrap(), c["of"].as_u64().unwrap())
 }
+
+/// The drill of `seed` passed, and each of `breakers` was read from calls
+/// at least 95% of which carried the id of a request of the drill, into a
+/// journal that is a path of the state machine.
+pub fn passed_paired_by_id(seed: u64, drill: &Drill, breakers: &[&str]) {
+    assert_eq!(
+        drill.exit,
+        Some(0),
+        "seed {seed}: {}\n{:#}",
+        drill.output,
+        drill.report["verdicts"]
+    );
+    for breaker in breakers {
+        let (paired, of) = paired_share(&drill.report, breaker);
+        assert!(
+            of > 50 && paired * 100 >= of * 95,
+            "seed {seed}: {breaker}: {paired} of {of} calls paired by id"
+        );
+        assert_eq!(invalid_path(&drill.report, breaker), None, "seed {seed}");
+    }
+}
+
+/// The drill of `seed` against a service that leaked (`leaks`: what it
+/// wrote of its leaked calls) failed, its counter proof `proof` naming a
+/// call to `path`.
+pub fn failed_naming_leaks(seed: u64, drill: &Drill, leaks: &str, proof: &str, path: &str) {
+    assert_eq!(drill.exit, Some(1), "seed {seed}: {}", drill.output);
+    assert!(!leaks.is_empty(), "seed {seed}: the service leaked nothing");
+    let verdict = drill.verdict(proof);
+    assert_eq!(verdict["passed"], false, "seed {seed}: {verdict}");
+    let seen = verdict["seen"].as_str().unwrap();
+    assert!(
+        seen.contains(path),
+        "seed {seed}: the leak is named: {seen}"
+    );
+}

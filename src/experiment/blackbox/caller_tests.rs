@@ -49,12 +49,19 @@ fn walk(out: &CallerInference) -> Vec<(u64, State, State)> {
 
 use State::{Closed, HalfOpen, Open};
 
+/// Calls every 50ms from 0, the last five (from 1000ms) failing fast: a
+/// breaker that opens when the last one ends, at 1202ms.
+fn tripping() -> Vec<Call> {
+    let mut calls: Vec<Call> = (0..20).map(|i| call(i * 50, Some(5), false)).collect();
+    calls.extend((20..25).map(|i| call(i * 50, Some(2), true)));
+    calls
+}
+
 #[test]
 fn a_fast_failure_opens_at_its_end_a_trial_after_the_wait_half_opens_and_its_success_closes() {
     // Calls every 50ms; 500s from 1000ms; short-circuits from 1250ms to
     // the trial at 3250ms, which succeeds in 5ms.
-    let mut calls: Vec<Call> = (0..20).map(|i| call(i * 50, Some(5), false)).collect();
-    calls.extend((20..25).map(|i| call(i * 50, Some(2), true)));
+    let mut calls = tripping();
     calls.push(call(3250, Some(5), false));
     calls.extend((66..70).map(|i| call(i * 50, Some(5), false)));
     let shorts: Vec<ShortCircuit> = (25..65).map(|i| short(i * 50)).collect();
@@ -398,8 +405,7 @@ fn an_open_in_which_the_caller_saw_no_short_circuit_while_calls_went_on_is_a_con
     // reopens, but the service had closed (its declared settings are not
     // its own): every request after reaches the dependency, none is
     // short-circuited.
-    let mut calls: Vec<Call> = (0..20).map(|i| call(i * 50, Some(5), false)).collect();
-    calls.extend((20..25).map(|i| call(i * 50, Some(2), true)));
+    let mut calls = tripping();
     calls.push(call(3250, Some(5), true));
     calls.extend((66..80).map(|i| call(i * 50, Some(5), false)));
     let shorts: Vec<ShortCircuit> = (25..65).map(|i| short(i * 50)).collect();
@@ -420,8 +426,7 @@ fn an_open_in_which_the_caller_saw_no_short_circuit_while_calls_went_on_is_a_con
 fn a_leaking_breaker_that_short_circuits_the_rest_is_no_contradiction() {
     // Open from 1202 ms; every 5th request leaks, the others are
     // short-circuited.
-    let mut calls: Vec<Call> = (0..20).map(|i| call(i * 50, Some(5), false)).collect();
-    calls.extend((20..25).map(|i| call(i * 50, Some(2), true)));
+    let mut calls = tripping();
     calls.extend(
         (25..65)
             .filter(|i| i % 5 == 0)

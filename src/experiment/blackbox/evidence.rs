@@ -63,7 +63,7 @@ pub struct Evidence {
 
 /// What one breaker's evidence holds and lacks: the figures the evidence
 /// gate reads before a verdict, shown per breaker in the report.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Quality {
     /// Calls that reached the dependency on the breaker's paths during
     /// the run.
@@ -87,11 +87,11 @@ pub struct Quality {
     pub ids_expected: bool,
     /// What the dependency's agent lost of its records (dropped, or not
     /// read), if anything.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lost: Option<String>,
     /// Open intervals the caller's side contradicts (no request
     /// short-circuited while calls reached the dependency), as sentences.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub contradicted: Vec<String>,
 }
 

@@ -26,10 +26,10 @@ use crate::experiment::timeline::BreakerInfo;
 pub const PAIRED_FLOOR: u64 = 95;
 
 /// Why one breaker's evidence cannot carry a verdict.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Finding {
     /// The breaker (`None`: the whole run, such as a load worker's loss).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breaker: Option<String>,
     /// What is wrong with the evidence, with its figures.
     pub reason: String,

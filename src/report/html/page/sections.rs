@@ -107,12 +107,7 @@ fn lead(h: &mut String, p: &Picture) {
              every verdict, so those are neither passed nor failed:<ul>",
         );
         for finding in &f.inconclusive {
-            let about = finding
-                .breaker
-                .as_deref()
-                .map(|b| format!("breaker {}: ", esc(b)))
-                .unwrap_or_default();
-            let _ = write!(h, "<li>{about}{}</li>", esc(&finding.reason));
+            let _ = write!(h, "<li>{}</li>", esc(&finding.to_string()));
         }
         h.push_str("</ul></div>\n");
     }

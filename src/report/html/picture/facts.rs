@@ -53,42 +53,7 @@ pub struct Facts {
     pub routes: Vec<RouteFacts>,
     /// Why the evidence cannot carry some verdicts (the evidence gate).
     #[serde(default)]
-    pub inconclusive: Vec<FindingFacts>,
-}
-
-/// One finding of the evidence gate.
-#[derive(Debug, Clone, Deserialize)]
-pub struct FindingFacts {
-    /// The breaker it is about (none: the whole run).
-    #[serde(default)]
-    pub breaker: Option<String>,
-    /// What is wrong with the evidence.
-    pub reason: String,
-}
-
-/// What an inferred breaker's evidence holds.
-#[derive(Debug, Clone, Deserialize)]
-pub struct EvidenceFacts {
-    /// Calls that reached the dependency.
-    pub calls: u64,
-    /// Of them, paired by a request id of the drill.
-    pub paired: u64,
-    /// Requests sent on the breaker's routes.
-    pub requests: u64,
-    /// Of them, requests a paired call was made for.
-    pub requests_reached: u64,
-    /// Requests answered after the end, or never.
-    pub cut_off: u64,
-    /// Calls outstanding at the end.
-    pub outstanding: u64,
-    /// Whether the calls were expected to carry ids.
-    pub ids_expected: bool,
-    /// Records the agent lost.
-    #[serde(default)]
-    pub lost: Option<String>,
-    /// Open intervals the caller contradicts.
-    #[serde(default)]
-    pub contradicted: Vec<String>,
+    pub inconclusive: Vec<crate::experiment::blackbox::gate::Finding>,
 }
 
 /// One load route's figures over the run.
@@ -175,7 +140,7 @@ pub struct BreakerFacts {
     pub source: Option<String>,
     /// An inferred breaker's evidence, as the evidence gate read it.
     #[serde(default)]
-    pub evidence: Option<EvidenceFacts>,
+    pub evidence: Option<crate::experiment::blackbox::evidence::Quality>,
     /// Its transitions.
     pub transitions: Vec<TransitionFacts>,
     /// What the service reported itself, when it did.
