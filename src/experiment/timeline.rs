@@ -206,7 +206,41 @@ pub struct BreakerInfo {
     /// A user's service's breaker inferred from both sides: what its
     /// evidence holds (`None` for the defense line's own, and for one
     /// read from the dependency's side alone).
-    pub evidence: Option<crate::experiment::blackbox::evidence::Quality>,
+    pub evidence: Option<Quality>,
+}
+
+/// What one breaker's evidence holds and lacks: the figures the evidence
+/// gate reads before a verdict, shown per breaker in the report.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Quality {
+    /// Calls that reached the dependency on the breaker's paths during
+    /// the run.
+    pub calls: u64,
+    /// Of them, the calls whose id is the id of a request the drill sent:
+    /// paired exactly. A call carrying no id, or an id no request of the
+    /// drill has, is not paired.
+    pub paired: u64,
+    /// Requests the drill sent on the breaker's routes.
+    pub requests: u64,
+    /// Of them, requests a paired call was made for.
+    pub requests_reached: u64,
+    /// Requests answered after the run's end, or never: what became of
+    /// them is cut off, so none is taken for a short-circuit.
+    pub cut_off: u64,
+    /// Calls still outstanding at the run's end (no answer, not let go).
+    pub outstanding: u64,
+    /// Whether the calls were expected to carry the requests' ids: the
+    /// experiment names its correlation headers, the breaker is reached
+    /// `via` another dependency, or some call did carry one.
+    pub ids_expected: bool,
+    /// What the dependency's agent lost of its records (dropped, or not
+    /// read), if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<String>,
+    /// Open intervals the caller's side contradicts (no request
+    /// short-circuited while calls reached the dependency), as sentences.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contradicted: Vec<String>,
 }
 
 /// A pool of the defense line and its servers.

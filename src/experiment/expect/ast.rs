@@ -141,7 +141,20 @@ pub struct Regress {
     /// The figure in the past runs fit for its baseline (the sentence
     /// judged and held in them, or seeded by them), newest first, as the
     /// history gave it before the run; `None`: the run keeps no history.
-    pub past: Option<Vec<super::baseline::PastRun>>,
+    pub past: Option<Vec<PastRun>>,
+}
+
+/// A past run's figure a regression sentence's baseline may be made of.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PastRun {
+    /// Its number in the history (`#3`), so the sentence can name it.
+    pub run: i64,
+    /// The figure, in the unit the history keeps it in.
+    pub value: f64,
+    /// It seeded the baseline (the sentence was not judged in it, the
+    /// history being too short) rather than being judged and held: named
+    /// apart, so nobody takes it for a judged run.
+    pub seed: bool,
 }
 
 /// The figure of a regression sentence.

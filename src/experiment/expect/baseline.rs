@@ -12,20 +12,9 @@
 //! a worse run during the first runs is said and kept out of the norm.
 
 use super::ast::{Baseline, Direction, Margin, Regress, Stat, ValueKind};
-use super::regress::show;
+use super::verdict::show;
 
-/// A past run's figure a regression sentence's baseline may be made of.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct PastRun {
-    /// Its number in the history (`#3`), so the sentence can name it.
-    pub run: i64,
-    /// The figure, in the unit the history keeps it in.
-    pub value: f64,
-    /// It seeded the baseline (the sentence was not judged in it, the
-    /// history being too short) rather than being judged and held: named
-    /// apart, so nobody takes it for a judged run.
-    pub seed: bool,
-}
+pub use super::ast::PastRun;
 
 /// A limit and what it was made of.
 #[derive(Debug, Clone, PartialEq)]

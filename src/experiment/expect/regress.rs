@@ -17,7 +17,7 @@ use super::ast::{
 use super::baseline::{Basis, baseline_words, basis, short};
 use super::metrics::{nothing, route_figure};
 use super::tally::RouteTally;
-use super::verdict::{Verdict, latency, ratio, secs};
+use super::verdict::{Verdict, latency, secs, show};
 use super::window::{anchor_time, describe, resolve};
 
 /// Why a sentence of a run without a history is not judged.
@@ -117,15 +117,6 @@ fn comparison(direction: Direction, measure: &Measure) -> &'static str {
         (Direction::AtLeast, Measure::Transition { .. }) => "no earlier than",
         (Direction::AtMost, _) => "<=",
         (Direction::AtLeast, _) => ">=",
-    }
-}
-
-/// A figure in its unit: a time (kept in milliseconds), a share, a number.
-pub(super) fn show(value: f64, kind: ValueKind) -> String {
-    match kind {
-        ValueKind::Duration => latency(Duration::from_secs_f64(value.max(0.0) / 1000.0)),
-        ValueKind::Share => format!("{}%", ratio(value)),
-        ValueKind::Count | ValueKind::Ratio => ratio(value),
     }
 }
 

@@ -163,6 +163,16 @@ fn trim(text: String) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
+/// A figure in its unit: a time (kept in milliseconds), a share, a number.
+pub(crate) fn show(value: f64, kind: super::ast::ValueKind) -> String {
+    use super::ast::ValueKind;
+    match kind {
+        ValueKind::Duration => latency(Duration::from_secs_f64(value.max(0.0) / 1000.0)),
+        ValueKind::Share => format!("{}%", ratio(value)),
+        ValueKind::Count | ValueKind::Ratio => ratio(value),
+    }
+}
+
 /// A share in percent with one decimal: `61.3%`, `100.0%`.
 pub(crate) fn percent(value: f64) -> String {
     format!("{value:.1}%")
