@@ -14,6 +14,11 @@ mod port_support;
 
 use std::path::{Path, PathBuf};
 
+use blackbox_support::services::{
+    Ran, black_box_drill, black_box_run, events_file, experiment, fails_as_without_a_breaker,
+    fails_the_counter_proof_naming_a_leak, grpc_pybreaker, handwritten, handwritten_with, opossum,
+    opossum_closing_late, pybreaker, root,
+};
 use blackbox_support::{Drill, Service, free_port, journal_sequence, report_sequence};
 
 fn fixture(name: &str) -> PathBuf {
@@ -230,137 +235,6 @@ fn with_external_load_the_drill_judges_from_what_reached_the_dependency() {
     );
 }
 
-/// The repository's root.
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The opossum service (installed by ci/install-test-clients.sh).
-fn opossum(dependency_port: u16, events: &Path, breaker: bool) -> Service {
-    opossum_closing_late(dependency_port, events, breaker, 0)
-}
-
-/// The opossum service closing a timed-out call's socket `late_ms` after
-/// opossum gave up on it.
-fn opossum_closing_late(
-    dependency_port: u16,
-    events: &Path,
-    breaker: bool,
-    late_ms: u64,
-) -> Service {
-    let server = root().join("tests/services/opossum/server.js");
-    let mut env = vec![
-        ("CLOSE_LATE_MS", late_ms.to_string()),
-        (
-            "DEPENDENCY_URL",
-            format!("http://127.0.0.1:{dependency_port}"),
-        ),
-        ("EVENTS_FILE", events.display().to_string()),
-        ("RESET_TIMEOUT_MS", "2000".to_string()),
-        ("ROLLING_COUNT_TIMEOUT_MS", "1000".to_string()),
-    ];
-    if !breaker {
-        env.push(("NO_BREAKER", "1".to_string()));
-    }
-    Service::program("node", &[server.to_str().unwrap()], &env)
-}
-
-/// The pybreaker service (installed by ci/install-test-clients.sh).
-fn pybreaker(dependency_port: u16, events: &Path, breaker: bool) -> Service {
-    let python = root().join("tests/services/pybreaker/.venv/bin/python");
-    let service = root().join("tests/services/pybreaker/service.py");
-    let mut env = vec![
-        (
-            "DEPENDENCY_URL",
-            format!("http://127.0.0.1:{dependency_port}"),
-        ),
-        ("EVENTS_FILE", events.display().to_string()),
-        ("RESET_TIMEOUT_S", "2".to_string()),
-    ];
-    if !breaker {
-        env.push(("NO_BREAKER", "1".to_string()));
-    }
-    Service::program(python.to_str().unwrap(), &[service.to_str().unwrap()], &env)
-}
-
-/// A finished drill of `experiments/blackbox/NAME.yaml` and what the
-/// service wrote: its events file, and the calls it leaked
-/// (`leaks.jsonl` beside it, the hand-written service's `LEAK_EVENTS`).
-struct Ran {
-    drill: Drill,
-    events: Vec<(f64, String, String)>,
-    leaks: Vec<serde_json::Value>,
-}
-
-/// Runs `experiments/blackbox/NAME.yaml` against a service started by
-/// `start` (the dependency proxy's port, the events file), with its
-/// `reported:` source replaced by what `reported` gives for the events file
-/// and the service's port, and each `(from, to)` of `edits` replaced.
-fn black_box_run(
-    name: &str,
-    start: impl Fn(u16, &Path) -> Service,
-    reported: impl Fn(&Path, u16) -> String,
-    edits: &[(&str, String)],
-) -> Ran {
-    let dependency_port = free_port();
-    let dir = tempfile::tempdir().unwrap();
-    let events = dir.path().join("events.jsonl");
-    let service = start(dependency_port, &events);
-    let experiment = root().join(format!("experiments/blackbox/{name}.yaml"));
-    let text = std::fs::read_to_string(&experiment).unwrap();
-    for (from, _) in edits {
-        assert!(text.contains(from), "{name}.yaml no longer holds {from:?}");
-    }
-    let mut replacements = vec![(
-        format!("{{ events: /tmp/{name}-events.jsonl }}"),
-        reported(&events, service.port),
-    )];
-    replacements.extend(edits.iter().map(|(f, t)| (f.to_string(), t.clone())));
-    let replacements: Vec<(&str, String)> = replacements
-        .iter()
-        .map(|(f, t)| (f.as_str(), t.clone()))
-        .collect();
-    let drill = Drill::run_with(
-        &experiment,
-        service.port,
-        dependency_port,
-        dir.path(),
-        &replacements,
-    );
-    drop(service);
-    let leaks = std::fs::read_to_string(events.with_file_name("leaks.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    Ran {
-        drill,
-        events: blackbox_support::events(&events),
-        leaks,
-    }
-}
-
-/// The service's events file as the experiment's `reported:` source.
-fn events_file(events: &Path, _port: u16) -> String {
-    format!("{{ events: {} }}", events.display())
-}
-
-/// Runs `experiments/blackbox/NAME.yaml` against a service started by
-/// `start`; returns the drill and the service's own events.
-fn black_box_drill(
-    name: &str,
-    start: fn(u16, &Path, bool) -> Service,
-    breaker: bool,
-) -> (blackbox_support::Drill, Vec<(f64, String, String)>) {
-    let ran = black_box_run(
-        name,
-        |port, events| start(port, events, breaker),
-        events_file,
-        &[],
-    );
-    (ran.drill, ran.events)
-}
-
 /// The drill passes, and its inferred transitions are the library's own
 /// (see [`inferred_follows_the_events`]).
 fn inferred_matches_the_library(name: &str, start: fn(u16, &Path, bool) -> Service) {
@@ -423,45 +297,7 @@ fn inferred_follows_the_events(name: &str, drill: &Drill, events: &[(f64, String
 /// so nothing opens.
 fn without_a_breaker_the_drill_fails(name: &str, start: fn(u16, &Path, bool) -> Service) {
     let (drill, events) = black_box_drill(name, start, false);
-    assert!(events.is_empty(), "no breaker, no events: {events:?}");
-    assert_eq!(drill.exit, Some(1), "{}", drill.output);
-    let verdicts = drill.report["verdicts"].as_array().unwrap();
-    let failed: Vec<&str> = verdicts
-        .iter()
-        .filter(|v| v["passed"] == false)
-        .map(|v| v["expectation"].as_str().unwrap())
-        .collect();
-    let is = |v: &&serde_json::Value, prefix: &str, part: &str| {
-        let text = v["expectation"].as_str().unwrap();
-        text.starts_with(prefix) && text.contains(part)
-    };
-    // The sequence, the opening's timing and the fallback while open.
-    for (prefix, part) in [
-        ("breaker inventory goes closed -> open", ""),
-        ("breaker inventory opens within", ".start"),
-        ("route ", " fallback service while inventory is open >= 95%"),
-    ] {
-        let expectation = verdicts
-            .iter()
-            .find(|v| is(v, prefix, part))
-            .unwrap_or_else(|| panic!("{name}.yaml has no `{prefix}...{part}`"));
-        assert_eq!(
-            expectation["passed"], false,
-            "{expectation} held: {failed:?}"
-        );
-    }
-    // The counter proof has nothing to prove: the breaker was never open.
-    let proof = verdicts
-        .iter()
-        .find(|v| is(v, "calls to ", " while inventory is open == 0"))
-        .unwrap();
-    assert!(
-        proof["seen"]
-            .as_str()
-            .unwrap()
-            .contains("0s in 0 intervals"),
-        "{proof}"
-    );
+    fails_as_without_a_breaker(name, &drill, &events);
 }
 
 #[test]
@@ -481,8 +317,12 @@ fn opossum_prometheus_counters_scraped_during_the_drill_match_its_own_events() {
             "{{ prometheus: {{ url: http://127.0.0.1:{port}/metrics, name: inventory, interval: {interval_ms}ms }} }}"
         )
     };
-    let Ran { drill, events, .. } =
-        black_box_run("opossum", |p, e| opossum(p, e, true), scraped, &[]);
+    let Ran { drill, events, .. } = black_box_run(
+        &experiment("opossum"),
+        |p, e| opossum(p, e, true),
+        scraped,
+        &[],
+    );
     assert_eq!(drill.exit, Some(0), "{}", drill.output);
     let reported = blackbox_support::reported(&drill.report, "inventory");
     let started = drill.report["started_at_unix_ms"].as_f64().unwrap();
@@ -508,22 +348,6 @@ fn opossum_prometheus_counters_scraped_during_the_drill_match_its_own_events() {
 #[test]
 fn pybreaker_breaker_is_inferred_as_its_own_events_say() {
     inferred_matches_the_library("pybreaker", pybreaker);
-}
-
-/// The gRPC shop service, its dependency guarded by pybreaker
-/// (tests/services/grpc, installed by ci/install-test-clients.sh).
-fn grpc_pybreaker(dependency_port: u16, events: &Path, breaker: bool) -> Service {
-    let python = root().join("tests/services/grpc/.venv/bin/python");
-    let service = root().join("tests/services/grpc/shop.py");
-    let mut env = vec![
-        ("DEPENDENCY_ADDR", format!("127.0.0.1:{dependency_port}")),
-        ("EVENTS_FILE", events.display().to_string()),
-        ("RESET_TIMEOUT_S", "2".to_string()),
-    ];
-    if !breaker {
-        env.push(("NO_BREAKER", "1".to_string()));
-    }
-    Service::program(python.to_str().unwrap(), &[service.to_str().unwrap()], &env)
 }
 
 /// A grpcio service called over HTTP/2, its gRPC dependency failing with
@@ -574,33 +398,6 @@ fn a_defense_line_per_dependency_guards_a_service_that_has_no_breaker() {
     );
 }
 
-/// The hand-written service (`tests/services/handwritten`, Python standard
-/// library only) with `switches` set; its leaked calls go to `leaks.jsonl`
-/// beside the events file.
-fn handwritten_with(dependency_port: u16, events: &Path, switches: &[(&str, &str)]) -> Service {
-    let service = root().join("tests/services/handwritten/service.py");
-    let mut env = vec![
-        (
-            "DEPENDENCY_URL",
-            format!("http://127.0.0.1:{dependency_port}"),
-        ),
-        ("EVENTS_FILE", events.display().to_string()),
-        (
-            "LEAK_EVENTS",
-            events.with_file_name("leaks.jsonl").display().to_string(),
-        ),
-        ("RESET_TIMEOUT_S", "2".to_string()),
-    ];
-    env.extend(switches.iter().map(|(k, v)| (*k, v.to_string())));
-    Service::program("python3", &[service.to_str().unwrap()], &env)
-}
-
-/// The hand-written service, correct, or with `NO_BREAKER=1`.
-fn handwritten(dependency_port: u16, events: &Path, breaker: bool) -> Service {
-    let switches: &[(&str, &str)] = if breaker { &[] } else { &[("NO_BREAKER", "1")] };
-    handwritten_with(dependency_port, events, switches)
-}
-
 /// A drill of `handwritten.yaml` against the hand-written service with
 /// `switches`, with `expectation` added to the experiment's.
 fn handwritten_drill(switches: &[(&str, &str)], expectation: Option<&str>) -> Ran {
@@ -610,7 +407,7 @@ fn handwritten_drill(switches: &[(&str, &str)], expectation: Option<&str>) -> Ra
         .into_iter()
         .collect();
     black_box_run(
-        "handwritten",
+        &experiment("handwritten"),
         |port, events| handwritten_with(port, events, switches),
         events_file,
         &edits,
@@ -666,15 +463,6 @@ fn verdict<'a>(report: &'a serde_json::Value, expectation: &str) -> &'a serde_js
         .unwrap_or_else(|| panic!("no verdict for {expectation}: {report:#}"))
 }
 
-/// The load request id in a leaked call's `x-request-id` (the trace id:
-/// the seed, then 2^63 | the id, 16 hex digits each).
-fn load_request_id(leak: &serde_json::Value) -> u64 {
-    let value = leak["request_id"]
-        .as_str()
-        .unwrap_or_else(|| panic!("the leak carries no x-request-id: {leak}"));
-    u64::from_str_radix(&value[16..], 16).unwrap() & !(1 << 63)
-}
-
 #[test]
 fn a_correct_hand_written_breaker_passes_the_drill_as_its_own_events_say() {
     inferred_matches_the_library("handwritten", handwritten);
@@ -689,29 +477,8 @@ fn a_hand_written_service_without_its_breaker_fails_the_drill() {
 /// while open to the dependency anyway: the proof fails and names a
 /// leaked call (its path and the load request's id).
 fn a_leaking_breaker_fails_the_counter_proof(every: &str) {
-    let Ran { drill, leaks, .. } = handwritten_drill(&[("LEAK_EVERY", every)], None);
-    assert!(
-        !leaks.is_empty(),
-        "the service leaked no call: {}",
-        drill.output
-    );
-    let proof = verdict(
-        &drill.report,
-        "calls to /inventory/* while inventory is open == 0",
-    );
-    assert_eq!(
-        proof["passed"],
-        false,
-        "{} leaked calls: {proof:#}",
-        leaks.len()
-    );
-    assert_eq!(drill.exit, Some(1), "{}", drill.output);
-    let seen = proof["seen"].as_str().unwrap();
-    let named = leaks.iter().any(|leak| {
-        seen.contains(leak["path"].as_str().unwrap())
-            && seen.contains(&load_request_id(leak).to_string())
-    });
-    assert!(named, "no leaked call named in {seen:?}: {leaks:?}");
+    let ran = handwritten_drill(&[("LEAK_EVERY", every)], None);
+    fails_the_counter_proof_naming_a_leak(&format!("LEAK_EVERY={every}"), &ran);
 }
 
 #[test]
@@ -836,7 +603,7 @@ fn a_service_stripping_the_request_ids_the_drill_expects_is_inconclusive() {
 #[test]
 fn a_breaker_declared_with_settings_the_caller_contradicts_is_inconclusive() {
     let ran = black_box_run(
-        "handwritten",
+        &experiment("handwritten"),
         |port, events| handwritten_with(port, events, &[]),
         events_file,
         &[
@@ -871,7 +638,7 @@ fn a_breaker_declared_with_settings_the_caller_contradicts_is_inconclusive() {
 #[test]
 fn a_bad_correlation_header_is_a_located_error_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let text = std::fs::read_to_string(root().join("experiments/blackbox/handwritten.yaml"))
+    let text = std::fs::read_to_string(experiment("handwritten"))
         .unwrap()
         .replace(
             "correlation: { headers: [x-request-id, traceparent] }",
@@ -1099,7 +866,7 @@ fn hanging_dependency_drill(
     let events = dir.path().join("events.jsonl");
     let service = start(dependency_port, &events, true);
     let drill = Drill::run_with(
-        &root().join(format!("experiments/blackbox/{name}.yaml")),
+        &experiment(name),
         service.port,
         dependency_port,
         dir.path(),

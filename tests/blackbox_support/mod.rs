@@ -10,6 +10,8 @@ use std::process::{Child, Command, Stdio};
 
 pub(crate) use super::port_support::free_port;
 
+pub mod services;
+
 /// A service under test; killed (and reaped) on drop.
 pub struct Service {
     pub port: u16,
