@@ -419,18 +419,3 @@ pub fn passed_paired_by_id(seed: u64, drill: &Drill, breakers: &[&str]) {
         assert_eq!(invalid_path(&drill.report, breaker), None, "seed {seed}");
     }
 }
-
-/// The drill of `seed` against a service that leaked (`leaks`: what it
-/// wrote of its leaked calls) failed, its counter proof `proof` naming a
-/// call to `path`.
-pub fn failed_naming_leaks(seed: u64, drill: &Drill, leaks: &str, proof: &str, path: &str) {
-    assert_eq!(drill.exit, Some(1), "seed {seed}: {}", drill.output);
-    assert!(!leaks.is_empty(), "seed {seed}: the service leaked nothing");
-    let verdict = drill.verdict(proof);
-    assert_eq!(verdict["passed"], false, "seed {seed}: {verdict}");
-    let seen = verdict["seen"].as_str().unwrap();
-    assert!(
-        seen.contains(path),
-        "seed {seed}: the leak is named: {seen}"
-    );
-}

@@ -116,11 +116,7 @@ pub fn black_box_run(
         &replacements,
     );
     drop(service);
-    let leaks = std::fs::read_to_string(events.with_file_name("leaks.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let leaks = leaks_in(&events.with_file_name("leaks.jsonl"));
     Ran {
         drill,
         events: super::events(&events),
@@ -255,13 +251,30 @@ pub fn fails_as_without_a_breaker(label: &str, drill: &Drill, events: &[(f64, St
 /// says which run), naming a call the service leaked: its path and the
 /// load request's id.
 pub fn fails_the_counter_proof_naming_a_leak(label: &str, ran: &Ran) {
-    let Ran { drill, leaks, .. } = ran;
+    let proof = "calls to /inventory/* while inventory is open == 0";
+    fails_naming_a_leak(label, &ran.drill, &ran.leaks, proof);
+}
+
+/// The calls a hand-written service leaked (`LEAK_EVENTS`), one JSON
+/// value each (none when it wrote no file).
+pub fn leaks_in(file: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// A drill of a service that leaked `leaks` while open failed on the
+/// counter proof `proof` (`label` says which run), naming a leaked call:
+/// its path and the load request's id.
+pub fn fails_naming_a_leak(label: &str, drill: &Drill, leaks: &[serde_json::Value], proof: &str) {
     assert!(
         !leaks.is_empty(),
         "{label}: the service leaked no call: {}",
         drill.output
     );
-    let proof = drill.verdict("calls to /inventory/* while inventory is open == 0");
+    let proof = drill.verdict(proof);
     assert_eq!(
         proof["passed"],
         false,
