@@ -27,7 +27,11 @@
 //!   that fails reopens it when it ends (`half_open -> open`, the wait
 //!   starts again); [`CallerParams::probes`] successful trials close it
 //!   when the last of them ends (`half_open -> closed`). Short-circuits in
-//!   half-open are the calls rejected while the trials are on.
+//!   half-open are the calls rejected while the trials are on; so is one
+//!   sent before the close whose answer the caller took in only after it
+//!   (a loaded load generator's answers come in late): it does not count
+//!   towards reopening the breaker, so no transition is dated before the
+//!   one it follows.
 //! * A call still outstanding (no end) decides nothing: a half-open episode
 //!   whose trial never ends stays half-open.
 //! * An open interval in which the caller saw no short-circuit at all while
@@ -148,10 +152,11 @@ enum Event {
 /// Where the walk stands.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Phase {
-    /// Closed: the short-circuits seen in a row since the last arrival,
-    /// the first of them, and the end of the first failure since the last
-    /// arrival.
+    /// Closed since `since` (the start, or the close): the short-circuits
+    /// seen in a row since the last arrival, the first of them, and the end
+    /// of the first failure since the last arrival.
     Closed {
+        since: Duration,
         shorts: u32,
         first: Option<ShortCircuit>,
         failure_ended: Option<Duration>,
@@ -193,6 +198,7 @@ pub fn infer_from_caller(
         shorts,
         params,
         phase: Phase::Closed {
+            since: Duration::ZERO,
             shorts: 0,
             first: None,
             failure_ended: None,
@@ -230,6 +236,7 @@ impl CallerWalk<'_> {
                     shorts,
                     first,
                     failure_ended,
+                    ..
                 },
                 Event::Arrival(_),
             ) => {
@@ -253,10 +260,13 @@ impl CallerWalk<'_> {
     }
 
     /// A short-circuit while closed: the breaker opened once enough came
-    /// in a row.
+    /// in a row. One sent before the breaker closed was rejected by the
+    /// half-open breaker (its answer only came in late): it says nothing
+    /// of this closed spell.
     fn short_while_closed(&mut self, j: usize) {
         let short = self.shorts[j];
         let Phase::Closed {
+            since,
             shorts,
             first,
             failure_ended,
@@ -264,6 +274,9 @@ impl CallerWalk<'_> {
         else {
             return;
         };
+        if short.sent < *since {
+            return;
+        }
         *shorts += 1;
         let first = *first.get_or_insert(short);
         if *shorts < self.params.min_short_circuits.max(1) {
@@ -365,6 +378,7 @@ impl CallerWalk<'_> {
         );
         self.push(at, State::Closed, reason, admitted, 0);
         self.phase = Phase::Closed {
+            since: at,
             shorts: 0,
             first: None,
             failure_ended: None,

@@ -440,3 +440,75 @@ fn a_leaking_breaker_that_short_circuits_the_rest_is_no_contradiction() {
     assert!(out.contradictions.is_empty(), "{:?}", out.contradictions);
     assert!(!out.leaks.is_empty());
 }
+
+/// Requests the service rejected while its trial was on, whose answers
+/// the caller took in after the trial closed the breaker (Locust under
+/// load: gevent's response times run long), were short-circuited by the
+/// half-open breaker: they do not reopen it, and no transition is dated
+/// before the one it follows. From a Locust run (two workers) that gave
+/// `closed -> open` at 5484ms while open since 3222ms.
+#[test]
+fn requests_rejected_in_half_open_answered_after_the_close_do_not_reopen_it_before_the_close() {
+    let mut calls = vec![call(3000, Some(2), true)];
+    calls.push(call(5488, Some(7), false));
+    calls.extend((0..10).map(|i| call(5502 + i * 50, Some(40), false)));
+    let mut shorts: Vec<ShortCircuit> = (0..40).map(|i| short(3222 + i * 50)).collect();
+    for (sent, answered) in [(5483, 5499), (5484, 5500)] {
+        shorts.push(ShortCircuit {
+            sent: ms(sent),
+            answered: ms(answered),
+        });
+    }
+    let out = infer_from_caller(&calls, &shorts, &params(Some(2000)));
+    assert_eq!(
+        walk(&out),
+        [
+            (3002, Closed, Open),
+            (5488, Open, HalfOpen),
+            (5495, HalfOpen, Closed)
+        ]
+    );
+    assert!(out.leaks.is_empty(), "{:?}", out.leaks);
+}
+
+/// Each transition's `from` is the previous one's `to` (from closed), and
+/// none is dated before the one it follows: the journal's order.
+fn a_valid_path(walk: &[(u64, State, State)]) -> bool {
+    let mut state = (0, Closed);
+    walk.iter().all(|&(at, from, to)| {
+        let follows = from == state.1 && at >= state.0;
+        state = (at, to);
+        follows
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The caller takes its answers in only every `stall` ms (a loaded
+    /// load generator: gevent's response times run long): the inferred
+    /// transitions still form a valid path, and (a breaker that does not
+    /// leak) no request rejected before a close reopens the breaker after
+    /// it.
+    #[test]
+    fn answers_the_caller_took_in_late_still_give_a_valid_path(
+        sim in simulated(),
+        stall in prop_oneof![Just(1u64), Just(30), Just(200)],
+    ) {
+        let mut truth = sim.run(20_000);
+        for s in &mut truth.shorts {
+            let answered = s.answered.as_millis() as u64;
+            s.answered = ms(answered.div_ceil(stall) * stall);
+        }
+        let p = CallerParams {
+            wait_in_open: Some(ms(sim.wait)),
+            gap: ms(750),
+            probes: 1,
+            min_short_circuits: 2,
+        };
+        let got = walk(&infer_from_caller(&truth.calls, &truth.shorts, &p));
+        prop_assert!(a_valid_path(&got), "{:?}", got);
+        let opens = |w: &[(u64, State, State)]| w.iter().filter(|t| t.1 == Closed).count();
+        prop_assert!(sim.leak_every.is_some() || opens(&got) <= opens(&truth.transitions), "got {:?}, truth {:?}", got, truth.transitions);
+    }
+}
