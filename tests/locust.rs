@@ -3,7 +3,10 @@
 //! service; the drill's figures for the route are what Locust itself saw
 //! (each Locust process writes its own view of every request, apart from
 //! firedrill's hook), the breaker's verdicts hold, and fail on a service
-//! with no breaker. Locust 2.47 comes from ci/install-test-clients.sh.
+//! with no breaker, each under several seeds at once (a loaded box, where
+//! Locust takes its answers in late), the breaker's inferred journal a
+//! valid path every time. Locust 2.47 comes from
+//! ci/install-test-clients.sh.
 
 #[path = "blackbox_support/mod.rs"]
 mod blackbox_support;
@@ -28,10 +31,15 @@ fn locust() -> PathBuf {
     locust
 }
 
-/// The drill, and each Locust process's own view: (pid, lines).
+/// The seeds the service's verdicts are checked under, run at once.
+const SEEDS: [u64; 3] = [31, 7, 2026];
+
+/// The drill, each Locust process's own view: (pid, lines), and the
+/// journal: `(at_ms, from, to)` of each transition.
 struct Ran {
     drill: Drill,
     seen: Vec<(String, Vec<serde_json::Value>)>,
+    journal: Vec<(f64, String, String)>,
 }
 
 impl std::ops::Deref for Ran {
@@ -87,6 +95,15 @@ fn run(breaker: bool, edits: &[(&str, &str)]) -> Ran {
         .arg(&reports);
     let drill = Drill::finish(command, &reports);
     drop(service);
+    let journal = std::fs::read_to_string(reports.join("journal.jsonl"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let t: serde_json::Value = serde_json::from_str(l).unwrap();
+            let state = |key: &str| t[key].as_str().unwrap().to_string();
+            (t["at_ms"].as_f64().unwrap(), state("from"), state("to"))
+        })
+        .collect();
     let mut seen: Vec<(String, Vec<serde_json::Value>)> = std::fs::read_dir(&seen_dir)
         .unwrap()
         .map(|e| {
@@ -103,7 +120,43 @@ fn run(breaker: bool, edits: &[(&str, &str)]) -> Ran {
         })
         .collect();
     seen.sort_by(|a, b| a.0.cmp(&b.0));
-    Ran { drill, seen }
+    Ran {
+        drill,
+        seen,
+        journal,
+    }
+}
+
+/// [`run`] under each of [`SEEDS`], all at once.
+fn runs(breaker: bool) -> Vec<(u64, Ran)> {
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = SEEDS
+            .map(|seed| {
+                scope.spawn(move || {
+                    let seed_line = format!("seed: {seed}");
+                    (seed, run(breaker, &[("seed: 31", seed_line.as_str())]))
+                })
+            })
+            .into_iter()
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    })
+}
+
+/// The journal is a path of the breaker's state machine: from closed,
+/// each transition from the state the one before it left, none before it.
+fn assert_a_valid_path(seed: u64, ran: &Ran) {
+    let mut state = (0.0, "closed");
+    for (at, from, to) in &ran.journal {
+        assert!(
+            from == state.1 && *at >= state.0,
+            "seed {seed}: {from} -> {to} at {at}ms after {} at {}ms: {:?}",
+            state.1,
+            state.0,
+            ran.journal
+        );
+        state = (*at, to);
+    }
 }
 
 fn route<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
@@ -114,15 +167,23 @@ fn route<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value
 }
 
 #[test]
-fn a_locust_master_with_two_workers_drives_a_drill_whose_figures_are_what_locust_saw() {
-    let ran = run(true, &[]);
-    assert_eq!(
-        ran.exit,
-        Some(0),
-        "{}\n{:#}",
-        ran.output,
-        ran.report["verdicts"]
-    );
+fn two_locust_workers_pass_a_correct_service_on_a_valid_path_with_the_figures_locust_saw() {
+    for (seed, ran) in runs(true) {
+        assert_a_valid_path(seed, &ran);
+        assert_eq!(
+            ran.exit,
+            Some(0),
+            "seed {seed}: {}\n{:#}\n{:?}",
+            ran.output,
+            ran.report["verdicts"],
+            ran.journal
+        );
+        figures_are_what_locust_saw(&ran);
+    }
+}
+
+/// The route's figures are those Locust's own processes saw.
+fn figures_are_what_locust_saw(ran: &Ran) {
     // Two worker processes made the requests (the master makes none).
     let workers: Vec<&(String, Vec<serde_json::Value>)> = ran
         .seen
@@ -166,8 +227,15 @@ fn a_locust_master_with_two_workers_drives_a_drill_whose_figures_are_what_locust
 }
 
 #[test]
-fn a_service_without_its_breaker_under_locust_s_load_fails_the_drill() {
-    let ran = run(false, &[]);
+fn a_service_without_its_breaker_under_locust_s_load_fails_the_drill_under_every_seed() {
+    for (seed, ran) in runs(false) {
+        assert_a_valid_path(seed, &ran);
+        without_its_breaker_it_fails(&ran);
+    }
+}
+
+/// The breaker's verdicts fail; success holds.
+fn without_its_breaker_it_fails(ran: &Ran) {
     assert_eq!(ran.exit, Some(1), "{}", ran.output);
     let verdicts = ran.report["verdicts"].as_array().unwrap();
     let failed = |text: &str| {
