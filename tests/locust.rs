@@ -3,9 +3,9 @@
 //! service; the drill's figures for the route are what Locust itself saw
 //! (each Locust process writes its own view of every request, apart from
 //! firedrill's hook), the breaker's verdicts hold, and fail on a service
-//! with no breaker, each under several seeds at once (a loaded box, where
-//! Locust takes its answers in late), the breaker's inferred journal a
-//! valid path every time. Locust 2.47 comes from
+//! with no breaker, each under the harness's seeds side by side (a loaded
+//! box, where Locust takes its answers in late), the breaker's inferred
+//! journal a valid path every time. Locust 2.47 comes from
 //! ci/install-test-clients.sh.
 
 #[path = "blackbox_support/mod.rs"]
@@ -30,9 +30,6 @@ fn locust() -> PathBuf {
     );
     locust
 }
-
-/// The seeds the service's verdicts are checked under, run at once.
-const SEEDS: [u64; 3] = [31, 7, 2026];
 
 /// The drill, each Locust process's own view: (pid, lines), and the
 /// journal: `(at_ms, from, to)` of each transition.
@@ -127,19 +124,11 @@ fn run(breaker: bool, edits: &[(&str, &str)]) -> Ran {
     }
 }
 
-/// [`run`] under each of [`SEEDS`], all at once.
+/// [`run`] under each of the harness's seeds, side by side.
 fn runs(breaker: bool) -> Vec<(u64, Ran)> {
-    std::thread::scope(|scope| {
-        let runs: Vec<_> = SEEDS
-            .map(|seed| {
-                scope.spawn(move || {
-                    let seed_line = format!("seed: {seed}");
-                    (seed, run(breaker, &[("seed: 31", seed_line.as_str())]))
-                })
-            })
-            .into_iter()
-            .collect();
-        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    blackbox_support::under_seeds(|seed| {
+        let seed_line = format!("seed: {seed}");
+        run(breaker, &[("seed: 31", seed_line.as_str())])
     })
 }
 
