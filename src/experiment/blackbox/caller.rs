@@ -20,8 +20,11 @@
 //! * While open, a call that reaches the dependency is a trial only once
 //!   the breaker has been open for its wait (`wait_in_open`, less
 //!   [`WAIT_TOLERANCE`]; without a declared wait, for longer than
-//!   [`CallerParams::gap`]): then `open -> half_open` at its arrival. Any
-//!   other call is a leak: the breaker let it through while open.
+//!   [`CallerParams::gap`]): then `open -> half_open` when the caller sent
+//!   its request (paired by id; the service went half-open when it took
+//!   that request in, which a loaded caller's later requests may overtake),
+//!   else at its arrival. Any other call is a leak: the breaker let it
+//!   through while open.
 //! * Half-open admits whatever the service lets through (one trial, or a
 //!   burst until the first ends): the outcomes decide. The first trial
 //!   that fails reopens it when it ends (`half_open -> open`, the wait
@@ -74,6 +77,10 @@ pub struct Call {
     /// The caller request it was made for, when the service passed the
     /// request's id on.
     pub request_id: Option<u64>,
+    /// When the caller sent that request (paired by id): a trial's breaker
+    /// went half-open when the service took the request in, between this
+    /// and the call's arrival.
+    pub sent: Option<Duration>,
 }
 
 /// A caller request answered without any call of it reaching the
@@ -324,7 +331,11 @@ impl CallerWalk<'_> {
         if let Phase::Open { calls, .. } = &mut self.phase {
             *calls -= 1;
         }
-        self.open_ends(call.at);
+        // Half-open from when its request was sent, if known: a request
+        // sent after it reached a half-open (or closed) breaker, however
+        // late the service took it in.
+        let at = call.sent.map_or(call.at, |sent| sent.clamp(since, call.at));
+        self.open_ends(at);
         let shorts = match self.phase {
             Phase::Open { shorts, .. } => shorts,
             _ => 0,
@@ -334,11 +345,11 @@ impl CallerWalk<'_> {
             latency(open_for),
             plural(shorts, "request")
         );
-        self.push(call.at, State::HalfOpen, reason, 1, shorts);
+        self.push(at, State::HalfOpen, reason, 1, shorts);
         self.phase = Phase::HalfOpen {
             trials: vec![i],
             succeeded: 0,
-            since: call.at,
+            since: at,
         };
     }
 

@@ -76,8 +76,10 @@ pub fn gather(
     let mut calls: Vec<Call> = records.iter().map(|r| call(r, duration)).collect();
     calls.sort_by_key(|c| c.at);
     // Only an id of one of the drill's requests pairs.
+    let sent_at: BTreeMap<u64, Duration> = requests.iter().map(|r| (r.id, r.sent)).collect();
     for c in &mut calls {
         c.request_id = c.request_id.filter(|id| sent.contains(id));
+        c.sent = c.request_id.and_then(|id| sent_at.get(&id).copied());
     }
     let by_id = calls.iter().any(|c| c.request_id.is_some());
     let reached: BTreeSet<u64> = calls.iter().filter_map(|c| c.request_id).collect();
@@ -183,6 +185,7 @@ fn call(record: &Record, duration: Duration) -> Call {
             }),
         path: record.path.clone(),
         request_id: record.request_id,
+        sent: None,
     }
 }
 
