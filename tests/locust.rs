@@ -124,6 +124,39 @@ fn route<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value
         .unwrap_or_else(|| panic!("no route {name}: {report:#}"))
 }
 
+/// A hook that loses every 10th outcome on the workers: Locust counted
+/// more requests than came back, so the verdicts cannot rest on what is
+/// left: inconclusive (exit 5), the loss named.
+#[test]
+fn outcomes_a_locust_worker_lost_leave_the_drill_inconclusive() {
+    let lossy = root().join("tests/clients/locust/lossy_locustfile.py");
+    let from = root().join("tests/clients/locust/locustfile.py");
+    let (from, to) = (
+        format!("locustfile: {}", from.display()),
+        format!("locustfile: {}", lossy.display()),
+    );
+    let ran = run(true, &[(from.as_str(), to.as_str())]);
+    assert_eq!(ran.exit, Some(5), "{}", ran.output);
+    // The calls of the lost requests pair with no request either.
+    let reasons: Vec<&str> = ran.report["inconclusive"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["reason"].as_str().unwrap())
+        .collect();
+    assert!(
+        reasons
+            .iter()
+            .any(|r| r.starts_with("Locust counted") && r.ends_with("lost on the way")),
+        "{reasons:?}"
+    );
+    let verdicts = ran.report["verdicts"].as_array().unwrap();
+    assert!(
+        verdicts.iter().all(|v| v["inconclusive"].is_string()),
+        "a loss of the whole load leaves every sentence inconclusive: {verdicts:#?}"
+    );
+}
+
 #[test]
 fn two_locust_workers_pass_a_correct_service_on_a_valid_path_with_the_figures_locust_saw() {
     for (seed, ran) in runs(true) {

@@ -334,7 +334,9 @@ impl CallerWalk<'_> {
         // Half-open from when its request was sent, if known: a request
         // sent after it reached a half-open (or closed) breaker, however
         // late the service took it in.
-        let at = call.sent.map_or(call.at, |sent| sent.clamp(since, call.at));
+        let at = call
+            .sent
+            .map_or(call.at, |sent| sent.max(since).min(call.at));
         self.open_ends(at);
         let shorts = match self.phase {
             Phase::Open { shorts, .. } => shorts,

@@ -81,6 +81,11 @@ pub struct Swarm {
     unrouted: Mutex<BTreeMap<String, u64>>,
     /// The next id for a request the hook gave none.
     next_id: Mutex<u64>,
+    /// Outcomes read from the hook, routed or not.
+    received: Mutex<u64>,
+    /// What the drill lost of Locust's outcomes, once the run is over:
+    /// requests Locust counted that no outcome came for.
+    lost: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for Swarm {
@@ -212,6 +217,8 @@ impl Swarm {
             host,
             unrouted: Mutex::default(),
             next_id: Mutex::new(1 << 62),
+            received: Mutex::default(),
+            lost: Mutex::default(),
         };
         swarm.wait_ready(distributed).await?;
         Ok(swarm)
@@ -314,6 +321,47 @@ impl Swarm {
                 still_since = clock::now();
             }
         }
+        self.count_lost().await;
+    }
+
+    /// Compares the requests Locust's master counted (every worker's
+    /// statistics) with the outcomes that came back through the hook: a
+    /// request counted with no outcome was lost on the way, and the
+    /// verdicts cannot rest on what is left.
+    async fn count_lost(&self) {
+        #[derive(serde::Deserialize)]
+        struct Stats {
+            stats: Vec<Entry>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Entry {
+            num_requests: u64,
+        }
+        let counted = match self
+            .web
+            .send(Method::GET, "/stats/requests", None)
+            .await
+            .and_then(|a| a.json::<Stats>())
+        {
+            // The last entry is Locust's total over every name.
+            Ok(stats) => stats.stats.last().map_or(0, |e| e.num_requests),
+            Err(e) => {
+                tracing::warn!(%e, "Locust's statistics could not be read");
+                return;
+            }
+        };
+        let received = *self.received.lock().unwrap_or_else(|e| e.into_inner());
+        if counted > received {
+            *self.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!(
+                "Locust counted {counted} requests and its workers sent the drill {received} outcomes: {} lost on the way",
+                counted - received
+            ));
+        }
+    }
+
+    /// What the drill lost of Locust's outcomes (see [`Swarm::drive`]).
+    pub fn lost(&self) -> Option<String> {
+        self.lost.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Stops every process now (an interrupt, a halt).
@@ -345,6 +393,7 @@ impl Swarm {
         while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line.ends_with('\n') {
             *read += line.len() as u64;
             if let Ok(outcome) = serde_json::from_str::<Outcome>(&line) {
+                *self.received.lock().unwrap_or_else(|e| e.into_inner()) += 1;
                 match self.record(&outcome, routes, started_unix_ms) {
                     Some(record) => {
                         stream.sent(record.clone());

@@ -95,8 +95,14 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
         }
     }
     let agents = remotes.iter().map(|r| r.report()).collect();
-    let inconclusive =
+    let mut inconclusive =
         crate::experiment::blackbox::gate::audit(&timeline.breakers, &timeline.transitions);
+    inconclusive.extend(stood.swarm.iter().filter_map(|s| s.lost()).map(|reason| {
+        crate::experiment::blackbox::gate::Finding {
+            breaker: None,
+            reason,
+        }
+    }));
     Ok(RunResult {
         timeline,
         ending: driven.ending,
