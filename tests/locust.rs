@@ -3,7 +3,7 @@
 //! service; the drill's figures for the route are what Locust itself saw
 //! (each Locust process writes its own view of every request, apart from
 //! firedrill's hook), the breaker's verdicts hold, and fail on a service
-//! with no breaker, each under the harness's seeds side by side (a loaded
+//! with no breaker or one that leaks while open, each under the harness's seeds side by side (a loaded
 //! box, where Locust takes its answers in late), the breaker's inferred
 //! journal a valid path every time. Locust 2.47 comes from
 //! ci/install-test-clients.sh.
@@ -15,7 +15,7 @@ mod port_support;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use blackbox_support::{Drill, Service, free_port, invalid_path};
+use blackbox_support::{Drill, Service, free_port, invalid_path, services};
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -35,6 +35,8 @@ fn locust() -> PathBuf {
 struct Ran {
     drill: Drill,
     seen: Vec<(String, Vec<serde_json::Value>)>,
+    /// The calls the service leaked while open (`LEAK_EVERY`).
+    leaks: Vec<serde_json::Value>,
 }
 
 impl std::ops::Deref for Ran {
@@ -49,16 +51,18 @@ impl std::ops::Deref for Ran {
 /// (`NO_BREAKER=1` unless `breaker`), its locustfile replaced by the test's
 /// (which records Locust's own view), each `(from, to)` of `edits`
 /// replaced.
-fn run(breaker: bool, edits: &[(&str, &str)]) -> Ran {
+fn run(switches: &[(&str, &str)], edits: &[(&str, &str)]) -> Ran {
     let dir = tempfile::tempdir().unwrap();
     let dependency = free_port();
     let mut env = vec![
         ("DEPENDENCY_URL", format!("http://127.0.0.1:{dependency}")),
         ("RESET_TIMEOUT_S", "2".to_string()),
+        (
+            "LEAK_EVENTS",
+            dir.path().join("leaks.jsonl").display().to_string(),
+        ),
     ];
-    if !breaker {
-        env.push(("NO_BREAKER", "1".to_string()));
-    }
+    env.extend(switches.iter().map(|(k, v)| (*k, v.to_string())));
     let script = root().join("tests/services/handwritten/service.py");
     let service = Service::program("python3", &[script.to_str().unwrap()], &env);
     let mut text = std::fs::read_to_string(root().join("experiments/locust/stock.yaml"))
@@ -106,14 +110,15 @@ fn run(breaker: bool, edits: &[(&str, &str)]) -> Ran {
         })
         .collect();
     seen.sort_by(|a, b| a.0.cmp(&b.0));
-    Ran { drill, seen }
+    let leaks = services::leaks_in(&dir.path().join("leaks.jsonl"));
+    Ran { drill, seen, leaks }
 }
 
 /// [`run`] under each of the harness's seeds, side by side.
-fn runs(breaker: bool) -> Vec<(u64, Ran)> {
+fn runs(switches: &[(&str, &str)]) -> Vec<(u64, Ran)> {
     blackbox_support::under_seeds(|seed| {
         let seed_line = format!("seed: {seed}");
-        run(breaker, &[("seed: 31", seed_line.as_str())])
+        run(switches, &[("seed: 31", seed_line.as_str())])
     })
 }
 
@@ -135,7 +140,7 @@ fn outcomes_a_locust_worker_lost_leave_the_drill_inconclusive() {
         format!("locustfile: {}", from.display()),
         format!("locustfile: {}", lossy.display()),
     );
-    let ran = run(true, &[(from.as_str(), to.as_str())]);
+    let ran = run(&[], &[(from.as_str(), to.as_str())]);
     assert_eq!(ran.exit, Some(5), "{}", ran.output);
     // The calls of the lost requests pair with no request either.
     let reasons: Vec<&str> = ran.report["inconclusive"]
@@ -159,7 +164,7 @@ fn outcomes_a_locust_worker_lost_leave_the_drill_inconclusive() {
 
 #[test]
 fn two_locust_workers_pass_a_correct_service_on_a_valid_path_with_the_figures_locust_saw() {
-    for (seed, ran) in runs(true) {
+    for (seed, ran) in runs(&[]) {
         assert_eq!(invalid_path(&ran.report, "inventory"), None, "seed {seed}");
         assert_eq!(
             ran.exit,
@@ -218,9 +223,21 @@ fn figures_are_what_locust_saw(ran: &Ran) {
 
 #[test]
 fn a_service_without_its_breaker_under_locust_s_load_fails_the_drill_under_every_seed() {
-    for (seed, ran) in runs(false) {
+    for (seed, ran) in runs(&[("NO_BREAKER", "1")]) {
         assert_eq!(invalid_path(&ran.report, "inventory"), None, "seed {seed}");
         without_its_breaker_it_fails(&ran);
+    }
+}
+
+/// A breaker that sends every 5th call while open to the dependency anyway,
+/// under Locust's load: the counter proof fails naming a leaked call,
+/// under every seed.
+#[test]
+fn a_breaker_leaking_while_open_under_locust_s_load_fails_the_counter_proof_under_every_seed() {
+    for (seed, ran) in runs(&[("LEAK_EVERY", "5")]) {
+        assert_eq!(invalid_path(&ran.report, "inventory"), None, "seed {seed}");
+        let proof = "calls to /inventory/* while inventory is open == 0";
+        services::fails_naming_a_leak(&format!("seed {seed}"), &ran, &ran.leaks, proof);
     }
 }
 
@@ -247,7 +264,7 @@ fn without_its_breaker_it_fails(ran: &Ran) {
 #[test]
 fn requests_locust_names_apart_from_the_routes_are_not_counted_and_the_report_says_so() {
     let ran = run(
-        true,
+        &[],
         &[
             (
                 "{ name: stock, success: [200]",
@@ -269,7 +286,7 @@ fn requests_locust_names_apart_from_the_routes_are_not_counted_and_the_report_sa
 #[test]
 fn a_locust_command_that_cannot_start_is_exit_3_at_load_locust() {
     let ran = run(
-        true,
+        &[],
         &[("program: ${LOCUST:-locust}", "program: /nonexistent/locust")],
     );
     assert_eq!(ran.exit, Some(3), "{}", ran.output);
