@@ -61,7 +61,8 @@ pub fn audit(breakers: &[BreakerInfo], transitions: &[Transition]) -> Vec<Findin
             findings.push(finding(broken));
         }
         let Some(q) = &info.evidence else { continue };
-        if q.ids_expected && q.calls > 0 && q.paired * 100 < q.calls * PAIRED_FLOOR {
+        // No call at all holds no share below the floor (0 < 0 is false).
+        if q.ids_expected && q.paired * 100 < q.calls * PAIRED_FLOOR {
             findings.push(finding(format!(
                 "{} of {} calls to its dependency ({:.1}%) carried the id of one of the drill's requests, where the ids were expected (at least {PAIRED_FLOOR}%): the service does not pass them on, or passes others",
                 q.paired,
