@@ -192,9 +192,15 @@ mod tests {
         q.paired = 0;
         q.ids_expected = false;
         assert_eq!(
-            audit(&[info(Some(q))], &[]),
+            audit(&[info(Some(q.clone()))], &[]),
             [],
             "paired by time, as declared"
+        );
+        (q.calls, q.ids_expected) = (0, true);
+        assert_eq!(
+            audit(&[info(Some(q))], &[]),
+            [],
+            "no call, no share to judge"
         );
     }
 
