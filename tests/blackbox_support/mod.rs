@@ -346,10 +346,37 @@ pub const SEEDS: [u64; 5] = [7, 10, 11, 23, 42];
 /// test binary: several at once would load a 2-core machine past the
 /// margins of a real-clock drill.
 pub fn under_seeds<T: Send>(drill: impl Fn(u64) -> T + Sync) -> Vec<(u64, T)> {
-    static ONE_SWEEP: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_SWEEP.lock().unwrap_or_else(|e| e.into_inner());
     let drill = &drill;
-    let seeds: Vec<u64> = match std::env::var("FIREDRILL_TEST_SEEDS") {
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = seeds()
+            .into_iter()
+            .map(|seed| (seed, scope.spawn(move || drill(seed))))
+            .collect();
+        runs.into_iter()
+            .map(|(seed, run)| (seed, run.join().expect("a seed's drill panicked")))
+            .collect()
+    })
+}
+
+/// [`under_seeds`], one seed after the other: for a load that is itself
+/// several processes a drill (a Locust master and its workers), which
+/// side by side would load a 2-core machine past a real-clock drill's
+/// margins.
+pub fn seed_after_seed<T>(drill: impl Fn(u64) -> T) -> Vec<(u64, T)> {
+    let _turn = ONE_SWEEP.lock().unwrap_or_else(|e| e.into_inner());
+    seeds()
+        .into_iter()
+        .map(|seed| (seed, drill(seed)))
+        .collect()
+}
+
+/// One sweep of seeds at a time in a test binary.
+static ONE_SWEEP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// [`SEEDS`], or those of `FIREDRILL_TEST_SEEDS`.
+fn seeds() -> Vec<u64> {
+    match std::env::var("FIREDRILL_TEST_SEEDS") {
         Ok(list) => list
             .split(',')
             .map(|s| {
@@ -359,16 +386,7 @@ pub fn under_seeds<T: Send>(drill: impl Fn(u64) -> T + Sync) -> Vec<(u64, T)> {
             })
             .collect(),
         Err(_) => SEEDS.to_vec(),
-    };
-    std::thread::scope(|scope| {
-        let runs: Vec<_> = seeds
-            .iter()
-            .map(|&seed| (seed, scope.spawn(move || drill(seed))))
-            .collect();
-        runs.into_iter()
-            .map(|(seed, run)| (seed, run.join().expect("a seed's drill panicked")))
-            .collect()
-    })
+    }
 }
 
 /// Where `breaker`'s inferred journal in `report` is not a path of the

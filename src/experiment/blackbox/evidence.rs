@@ -157,8 +157,8 @@ fn given_up_when_answered(
                 .find(|(_, answer)| *answer >= c.at)
                 .map(|(_, answer)| *answer)
         };
-        if let Some(answer) = answer.filter(|a| *a >= c.at && *a < ended) {
-            c.ended = Some(answer);
+        if let Some(answer) = answer.filter(|a| *a >= c.at) {
+            c.ended = Some(answer.min(ended));
         }
     }
 }
