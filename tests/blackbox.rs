@@ -615,14 +615,7 @@ fn a_breaker_declared_with_settings_the_caller_contradicts_is_inconclusive() {
             ),
         ],
     );
-    let drill = ran.drill;
-    assert_eq!(drill.exit, Some(5), "{}", drill.output);
-    let reasons: Vec<&str> = drill.report["inconclusive"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["reason"].as_str().unwrap())
-        .collect();
+    let reasons = ran.drill.inconclusive();
     assert!(
         reasons.iter().any(
             |r| r.starts_with("the caller contradicts its declared settings")

@@ -169,6 +169,18 @@ impl Drill {
         }
     }
 
+    /// The evidence gate's reasons, once the drill ended inconclusive
+    /// (exit 5); panics with the output otherwise.
+    pub fn inconclusive(&self) -> Vec<&str> {
+        assert_eq!(self.exit, Some(5), "{}", self.output);
+        self.report["inconclusive"]
+            .as_array()
+            .expect("an inconclusive list")
+            .iter()
+            .map(|f| f["reason"].as_str().unwrap())
+            .collect()
+    }
+
     /// The verdict of `expectation`; panics with the output without one.
     pub fn verdict(&self, expectation: &str) -> &serde_json::Value {
         self.report["verdicts"]
