@@ -6,6 +6,7 @@ pub mod http;
 pub mod mode;
 pub mod pace;
 pub mod record;
+mod record_id;
 pub mod requests;
 pub mod run;
 pub mod tcp;

@@ -20,6 +20,8 @@ use http::{Method, Request, Response};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 
+pub use super::record_id::Carried;
+use super::record_id::carried;
 use super::requests::RequestCounters;
 use crate::clock::{self, Duration, Instant};
 use crate::fault::Hit;
@@ -49,7 +51,7 @@ pub struct Record {
     /// header, or (an experiment's dependency proxy) the correlation header
     /// the service passed on, read with the run's seed. Written as a
     /// decimal string, as the header carries it.
-    #[serde(default, with = "decimal")]
+    #[serde(default, with = "super::record_id::decimal")]
     pub request_id: Option<u64>,
     /// An agent's proxy (`firedrill server`), which knows no run's seed:
     /// the correlation header the request carried, as it came, for the
@@ -83,47 +85,6 @@ pub struct Record {
     /// trailers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc_status: Option<u8>,
-}
-
-impl Record {
-    /// The load request an agent's record belongs to: the id firedrill's
-    /// own header carried, else the correlation header the service passed
-    /// on, read with the run's seed. Each is read in its own form only.
-    pub fn load_request(
-        &self,
-        correlation: Option<&crate::http::headers::Correlation>,
-    ) -> Option<u64> {
-        self.request_id
-            .or_else(|| correlation?.parse(&self.carried.as_ref()?.value))
-    }
-}
-
-/// A correlation header as a request carried it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Carried {
-    /// Its name (`x-request-id`, `traceparent`).
-    pub header: String,
-    /// Its value, untouched.
-    pub value: String,
-}
-
-/// A request id as `--record` files and the agents' records endpoint write
-/// it: the decimal string of `x-firedrill-request-id`. Reading takes that
-/// form only; any other text (an older agent's raw trace id) is no id.
-mod decimal {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub(super) fn serialize<S: Serializer>(id: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
-        match id {
-            Some(id) => s.serialize_str(&id.to_string()),
-            None => s.serialize_none(),
-        }
-    }
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-        let text = Option::<String>::deserialize(d)?;
-        Ok(text.as_deref().and_then(crate::http::headers::decimal_id))
-    }
 }
 
 fn as_str<S: serde::Serializer, T: AsRef<str>>(value: &T, s: S) -> Result<S::Ok, S::Error> {
@@ -399,23 +360,6 @@ impl Recorder {
     }
 }
 
-/// The first correlation header a request carries (`x-request-id`, then
-/// `traceparent`), as it came.
-fn carried(headers: &http::HeaderMap) -> Option<Carried> {
-    [
-        crate::http::headers::X_REQUEST_ID,
-        crate::http::headers::TRACEPARENT,
-    ]
-    .into_iter()
-    .find_map(|header| {
-        let value = headers.get(header)?;
-        Some(Carried {
-            header: header.to_string(),
-            value: String::from_utf8_lossy(value.as_bytes()).into_owned(),
-        })
-    })
-}
-
 /// One request's log while the proxy decides its answer. Dropped without
 /// an answer (a cut, a reset, a blackhole the client gave up on), it logs
 /// the request with no status.
@@ -659,151 +603,5 @@ impl<T: Tap> Body for Tapped<T> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Records of a long run, with times no decimal holds exactly.
-    fn records(n: u32) -> Vec<Record> {
-        let proxy: Arc<str> = Arc::from("inventory");
-        (0..n)
-            .map(|i| Record {
-                at_ms: 0.1 + f64::from(i) / 3.0,
-                proxy: proxy.clone(),
-                method: if i % 2 == 0 {
-                    Method::GET
-                } else {
-                    Method::PATCH
-                },
-                http2: i % 3 == 0,
-                path: format!("/inventory/{i}"),
-                request_id: (i % 2 == 0).then_some(u64::from(i)),
-                carried: (i % 2 == 1).then(|| Carried {
-                    header: "traceparent".to_string(),
-                    value: format!("00-{i:032x}-{i:016x}-01"),
-                }),
-                status: (i % 3 != 0).then_some(200),
-                fault: (i % 3 == 0).then(|| "inventory-down".to_string()),
-                latency_ms: (i % 3 != 0).then(|| f64::from(i).sqrt()),
-                closed_after_ms: (i % 3 == 0).then(|| f64::from(i) / 7.0),
-                bytes_in: u64::from(i),
-                bytes_out: 2,
-                reached_upstream: i % 3 != 0,
-                grpc_status: (i % 3 == 1).then_some(u8::try_from(i % 17).unwrap()),
-            })
-            .collect()
-    }
-
-    #[tokio::test]
-    async fn a_grpc_answers_status_is_recorded_from_its_head_or_its_trailers_and_only_for_grpc() {
-        let collected = Arc::new(Collected::default());
-        let recorder = Recorder::new("inventory", clock::now(), Some(collected.clone()));
-        let req = Request::post("/inventory.Inventory/Get").body(()).unwrap();
-        let mut not_grpc = Response::new(crate::http::body::full("x"));
-        not_grpc
-            .headers_mut()
-            .insert("grpc-status", http::HeaderValue::from_static("14"));
-        for resp in [
-            grpc::answered_call(b"sku-1"),
-            grpc::failed_call("UNAVAILABLE".parse().unwrap(), "down"),
-            not_grpc,
-        ] {
-            let passed = recorder.begin(&req, clock::now()).answered(resp);
-            passed.into_body().collect().await.unwrap();
-        }
-        let statuses: Vec<Option<u8>> = collected.records().iter().map(|r| r.grpc_status).collect();
-        assert_eq!(statuses, [Some(0), Some(14), None]);
-        let counters = recorder.counters().unwrap();
-        let counted: Vec<u64> = (0..=16).map(|code| counters.grpc(code)).collect();
-        let mut want = vec![0; 17];
-        (want[0], want[14]) = (1, 1);
-        assert_eq!(
-            counted, want,
-            "one OK, one UNAVAILABLE, the HTTP answer none"
-        );
-        // Counting only (no records): the trailers are still read.
-        let counting = Recorder::new("inventory", clock::now(), None);
-        let passed = counting
-            .begin(&req, clock::now())
-            .answered(grpc::answered_call(b"x"));
-        assert_eq!(
-            counting.counters().unwrap().grpc(0),
-            0,
-            "not before the trailers"
-        );
-        passed.into_body().collect().await.unwrap();
-        assert_eq!(counting.counters().unwrap().grpc(0), 1);
-        let mut page = crate::metrics::Exposition::default();
-        crate::metrics::MetricSource::collect(&**counters, &mut page);
-        let text = page.render();
-        for line in [
-            "firedrill_proxy_grpc_responses_total{proxy=\"inventory\",grpc_status=\"OK\"} 1",
-            "firedrill_proxy_grpc_responses_total{proxy=\"inventory\",grpc_status=\"UNAVAILABLE\"} 1",
-        ] {
-            assert!(text.contains(line), "{line}\n{text}");
-        }
-    }
-
-    #[test]
-    fn collected_records_are_held_on_disk_and_come_back_exactly() {
-        let collected = Collected::default();
-        let sent = records(20_000);
-        for r in &sent {
-            collected.record(r);
-        }
-        let in_memory = collected.0.lock().unwrap().in_memory();
-        assert_eq!(in_memory, 0, "records held in memory");
-        assert_eq!(collected.records(), sent);
-        assert!(collected.error().is_none());
-    }
-
-    #[test]
-    fn an_agents_record_keeps_the_carried_header_apart_and_the_drill_reads_it_with_its_seed() {
-        let collected = Arc::new(Collected::default());
-        let recorder = Recorder::with_raw_correlation("catalog", clock::now(), collected.clone());
-        let correlation = crate::http::headers::Correlation {
-            headers: vec![http::HeaderName::from_static(
-                crate::http::headers::X_REQUEST_ID,
-            )],
-            seed: 7,
-        };
-        // Seed 7, request 41: a trace id made only of decimal digits.
-        let trace = correlation.value(&correlation.headers[0], 41);
-        let req = Request::get("/inventory/1")
-            .header(crate::http::headers::X_REQUEST_ID, trace.clone())
-            .body(())
-            .unwrap();
-        drop(recorder.begin(&req, clock::now()));
-        let mut record = collected.records().remove(0);
-        assert_eq!(record.request_id, None, "an agent knows no seed");
-        let carried = record.carried.clone().expect("the header as it came");
-        assert_eq!(
-            (carried.header.as_str(), carried.value.as_str()),
-            ("x-request-id", trace.to_str().unwrap())
-        );
-        // Through the agent's JSON to the drill, and read there.
-        let wire = serde_json::to_string(&record).unwrap();
-        record = serde_json::from_str(&wire).unwrap();
-        assert_eq!(record.load_request(Some(&correlation)), Some(41));
-        assert_eq!(record.load_request(None), None, "no seed, no id");
-        // firedrill's own header wins, in its decimal form only.
-        record.request_id = Some(5);
-        assert_eq!(record.load_request(Some(&correlation)), Some(5));
-    }
-
-    #[test]
-    fn a_request_id_is_written_as_a_decimal_string_and_only_that_form_is_read_back() {
-        let mut record = records(1).remove(0);
-        record.request_id = Some(42);
-        let line = serde_json::to_string(&record).unwrap();
-        assert!(line.contains("\"request_id\":\"42\""), "{line}");
-        // An older agent wrote the raw trace id there: it is not an id.
-        let old = line.replace("\"42\"", "\"00000000000000078000000000000029\"");
-        let read: Record = serde_json::from_str(&old).unwrap();
-        assert_eq!(read.request_id, None);
-        let none = line.replace("\"42\"", "null");
-        assert_eq!(
-            serde_json::from_str::<Record>(&none).unwrap().request_id,
-            None
-        );
-    }
-}
+#[path = "record_tests.rs"]
+mod tests;
