@@ -87,6 +87,19 @@ pub struct Record {
     pub grpc_status: Option<u8>,
 }
 
+impl Record {
+    /// The load request an agent's record belongs to: the id firedrill's
+    /// own header carried, else the correlation header the service passed
+    /// on, read with the run's seed. Each is read in its own form only.
+    pub fn load_request(
+        &self,
+        correlation: Option<&crate::http::headers::Correlation>,
+    ) -> Option<u64> {
+        self.request_id
+            .or_else(|| correlation?.parse(&self.carried.as_ref()?.value))
+    }
+}
+
 fn as_str<S: serde::Serializer, T: AsRef<str>>(value: &T, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(value.as_ref())
 }

@@ -2,21 +2,6 @@
 //! its decimal form, and (an agent's proxy) the correlation header a
 //! request carried, kept apart so nobody guesses which form a value is in.
 
-use super::record::Record;
-
-impl Record {
-    /// The load request an agent's record belongs to: the id firedrill's
-    /// own header carried, else the correlation header the service passed
-    /// on, read with the run's seed. Each is read in its own form only.
-    pub fn load_request(
-        &self,
-        correlation: Option<&crate::http::headers::Correlation>,
-    ) -> Option<u64> {
-        self.request_id
-            .or_else(|| correlation?.parse(&self.carried.as_ref()?.value))
-    }
-}
-
 /// A correlation header as a request carried it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Carried {
@@ -32,14 +17,19 @@ pub struct Carried {
 pub(super) mod decimal {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    pub(in crate::proxy) fn serialize<S: Serializer>(id: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+    pub(in crate::proxy) fn serialize<S: Serializer>(
+        id: &Option<u64>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         match id {
             Some(id) => s.serialize_str(&id.to_string()),
             None => s.serialize_none(),
         }
     }
 
-    pub(in crate::proxy) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    pub(in crate::proxy) fn deserialize<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<u64>, D::Error> {
         let text = Option::<String>::deserialize(d)?;
         Ok(text.as_deref().and_then(crate::http::headers::decimal_id))
     }
