@@ -941,13 +941,12 @@ fn pybreaker_behind_a_hanging_dependency_is_inferred_as_its_own_events_say() {
     inferred_matches_the_library_with_a_hanging_dependency("pybreaker", pybreaker);
 }
 
-/// The example of README's "Testing your own service" passes as written
+/// The example of docs/own-service.md ("Testing your own service") passes as written
 /// against the opossum service (its reset timeout is the example's 2 s
 /// wait; the ports are the test's).
 #[test]
-fn the_readme_example_of_testing_your_own_service_passes_against_opossum() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let section = &readme[readme.find("## Testing your own service").unwrap()..];
+fn the_documented_example_of_testing_your_own_service_passes_against_opossum() {
+    let section = std::fs::read_to_string(root().join("docs/own-service.md")).unwrap();
     let start = section.find("```yaml\n").unwrap() + "```yaml\n".len();
     let yaml = &section[start..start + section[start..].find("```").unwrap()];
     let dir = tempfile::tempdir().unwrap();

@@ -1,9 +1,9 @@
-//! The outputs the README shows are the program's: every fenced block of
-//! README.md made of `$ firedrill ...` commands (optionally after `cd DIR
-//! &&`) is run from the repository's root, and each output line the README
-//! shows must appear, in order, in what the command prints (stdout and
-//! stderr, as a terminal shows them), line for line; a line `...` in the
-//! README stands for lines left out. A changed figure, a reworded
+//! The outputs the pages show are the program's: every fenced block of
+//! README.md and of each chapter under docs/ made of `$ firedrill ...`
+//! commands (optionally after `cd DIR &&`) is run from the repository's
+//! root, and each output line a page shows must appear, in order, in what
+//! the command prints (stdout and stderr, as a terminal shows them), line
+//! for line; a line `...` on a page stands for lines left out. A changed figure, a reworded
 //! message, a missing or reordered line fails.
 //!
 //! Blocks with any other command (`curl`, a real-clock run) are examples,
@@ -11,7 +11,7 @@
 //! are among the ones run.
 //!
 //! `FIREDRILL_BLESS=1 cargo test --test readme_outputs` writes the
-//! program's whole output in place of each README output that differs.
+//! program's whole output in place of each output that differs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -152,24 +152,27 @@ fn shows(shown: &[String], printed: &str) -> bool {
     )
 }
 
-#[test]
-fn every_firedrill_output_the_readme_shows_is_what_the_program_prints() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let text = std::fs::read_to_string(root.join("README.md")).unwrap();
+/// README.md and every chapter under docs/, relative to the root.
+fn pages(root: &Path) -> Vec<PathBuf> {
+    let mut pages = vec![PathBuf::from("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .map(|p| PathBuf::from("docs").join(p.file_name().unwrap()))
+        .collect();
+    docs.sort();
+    pages.extend(docs);
+    pages
+}
+
+/// Every shown output of one page that differs from what the program
+/// prints, each as a message; with `bless`, the page rewritten with the
+/// program's output in place of each.
+fn differences(root: &Path, page: &Path, bless: bool) -> (Vec<String>, Vec<String>) {
+    let text = std::fs::read_to_string(root.join(page)).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let all = shown(&lines);
-    let ran: Vec<&str> = all.iter().map(|s| s.command.as_str()).collect();
-    for tour in [
-        "firedrill run experiments/quickstart.yaml --clock virtual",
-        "firedrill validate probability_over_100.yaml",
-        "firedrill validate several_problems.yaml",
-    ] {
-        assert!(
-            ran.contains(&tour),
-            "the tour's `{tour}` is not run: {ran:#?}"
-        );
-    }
-    let bless = std::env::var_os("FIREDRILL_BLESS").is_some();
     let mut replaced: Vec<(std::ops::Range<usize>, Vec<String>)> = Vec::new();
     let mut wrong = Vec::new();
     for s in &all {
@@ -186,8 +189,9 @@ fn every_firedrill_output_the_readme_shows_is_what_the_program_prints() {
                 .map(|l| format!("{pad}{l}").trim_end().to_string());
             replaced.push((s.output.clone(), new.collect()));
             wrong.push(format!(
-                "README line {}: `{}` (in {}) shows\n{}\nbut prints\n{printed}",
-                s.output.start,
+                "{} line {}: `{}` (in {}) shows\n{}\nbut prints\n{printed}",
+                page.display(),
+                s.output.start + 1,
                 s.command,
                 s.dir.display(),
                 want.join("\n")
@@ -199,7 +203,35 @@ fn every_firedrill_output_the_readme_shows_is_what_the_program_prints() {
         for (range, new) in replaced.into_iter().rev() {
             out.splice(range, new);
         }
-        std::fs::write(root.join("README.md"), out.join("\n") + "\n").unwrap();
+        std::fs::write(root.join(page), out.join("\n") + "\n").unwrap();
+    }
+    let ran = all.into_iter().map(|s| s.command).collect();
+    (wrong, ran)
+}
+
+#[test]
+fn every_firedrill_output_a_page_shows_is_what_the_program_prints() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bless = std::env::var_os("FIREDRILL_BLESS").is_some();
+    let mut wrong = Vec::new();
+    let mut ran = Vec::new();
+    for page in pages(root) {
+        let (w, r) = differences(root, &page, bless);
+        wrong.extend(w);
+        ran.extend(r.into_iter().map(|c| (page.clone(), c)));
+    }
+    for (page, tour) in [
+        (
+            "README.md",
+            "firedrill run experiments/quickstart.yaml --clock virtual",
+        ),
+        ("docs/fault-proxy.md", "firedrill validate probability_over_100.yaml"),
+        ("docs/experiments.md", "firedrill validate several_problems.yaml"),
+    ] {
+        assert!(
+            ran.iter().any(|(p, c)| p == Path::new(page) && c == tour),
+            "{page}'s `{tour}` is not run: {ran:#?}"
+        );
     }
     assert!(wrong.is_empty(), "{}", wrong.join("\n\n"));
 }
@@ -227,13 +259,13 @@ fn a_shown_output_matches_line_for_line_where_dots_stand_for_lines_left_out() {
 }
 
 #[test]
-fn the_readme_journal_line_is_the_first_transition_of_the_virtual_quickstart() {
+fn the_journal_line_the_defense_line_chapter_shows_is_the_first_transition_of_the_virtual_quickstart() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let shown = readme
+    let page = std::fs::read_to_string(root.join("docs/defense-line.md")).unwrap();
+    let shown = page
         .lines()
         .find(|l| l.starts_with("{\"at_ms\":"))
-        .expect("the README shows a journal line");
+        .expect("the defense line chapter shows a journal line");
     let dir = tempfile::tempdir().unwrap();
     let status = Command::new(env!("CARGO_BIN_EXE_firedrill"))
         .args([
@@ -253,20 +285,22 @@ fn the_readme_journal_line_is_the_first_transition_of_the_virtual_quickstart() {
     assert_eq!(shown, journal.lines().next().unwrap());
 }
 
-/// The README's legend of the counts is the one the program defines
-/// (`src/experiment/vocabulary.rs`), word for word.
+/// The legend of the counts in getting started is the one the program
+/// defines (`src/experiment/vocabulary.rs`), word for word.
 #[test]
-fn the_readme_legend_is_the_vocabulary_the_program_counts_with() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let legend = readme
+fn the_legend_of_the_counts_is_the_vocabulary_the_program_counts_with() {
+    let page = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/getting-started.md"),
+    )
+    .unwrap();
+    let legend = page
         .split("<!-- vocabulary: begin -->\n")
         .nth(1)
         .and_then(|rest| rest.split("<!-- vocabulary: end -->").next())
-        .expect("the README has the vocabulary markers");
+        .expect("getting started has the vocabulary markers");
     assert_eq!(
         legend,
         firedrill::experiment::vocabulary::legend_markdown(),
-        "README.md's legend differs from src/experiment/vocabulary.rs"
+        "docs/getting-started.md's legend differs from src/experiment/vocabulary.rs"
     );
 }
