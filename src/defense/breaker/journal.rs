@@ -116,6 +116,19 @@ pub enum Reason {
         /// the dependency saw, paired by request id), `medium` (both,
         /// paired by time), `low` (the dependency's side alone).
         confidence: &'static str,
+        /// From when the breaker was certainly in its new state, where the
+        /// evidence proves it later than `at`: an open is dated at the end
+        /// of the failure that tripped it, but a service whose requests run
+        /// side by side may have let a request through after that instant
+        /// and before it recorded the failure; once the service had
+        /// answered a short-circuit it was open. Counting windows (`calls
+        /// to`, a route's shares while open) start here.
+        #[serde(
+            rename = "proven_ms",
+            serialize_with = "as_ms_opt",
+            skip_serializing_if = "Option::is_none"
+        )]
+        proven: Option<Duration>,
     },
 }
 
@@ -127,6 +140,10 @@ pub fn millis(d: Duration) -> f64 {
 
 fn as_ms<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     millis(*d).serialize(s)
+}
+
+fn as_ms_opt<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    d.map(millis).serialize(s)
 }
 
 /// A percentage for humans: `60%`, `66.7%`.

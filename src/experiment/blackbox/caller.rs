@@ -302,6 +302,12 @@ impl CallerWalk<'_> {
             plural(count, "request")
         );
         self.push(at, State::Open, reason, 0, u64::from(count));
+        // The service had opened once it answered the first short-circuit;
+        // a request it ran beside the tripping failure may reach the
+        // dependency between `at` and then.
+        if let Some(last) = self.out.transitions.last_mut() {
+            last.proven = (first.answered > at).then_some(first.answered);
+        }
         self.phase = Phase::Open {
             since: at,
             shorts: u64::from(count),
@@ -431,6 +437,7 @@ impl CallerWalk<'_> {
             reason,
             arrivals,
             sends,
+            proven: None,
         });
     }
 }

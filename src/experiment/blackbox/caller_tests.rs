@@ -541,3 +541,26 @@ fn a_trial_paired_with_its_request_half_opens_the_breaker_when_that_request_was_
     let out = infer_from_caller(&calls, &shorts, &params(Some(2000)));
     assert_eq!(walk(&out)[1], (3002, Open, HalfOpen));
 }
+
+#[test]
+fn an_open_is_proven_from_the_first_short_circuit_answered_after_the_failure_that_tripped_it() {
+    // Tripped by the failure that ended at 1202ms; the first
+    // short-circuit (sent 1250ms) was answered at 1251ms: the service was
+    // certainly open from then.
+    let calls = tripping();
+    let shorts: Vec<ShortCircuit> = (25..30).map(|i| short(i * 50)).collect();
+    let out = infer_from_caller(&calls, &shorts, &params(Some(2000)));
+    assert_eq!(walk(&out), [(1202, Closed, Open)]);
+    assert_eq!(out.transitions[0].proven, Some(ms(1251)));
+}
+
+#[test]
+fn an_open_dated_at_a_short_circuits_send_is_proven_at_its_answer() {
+    // No failure seen: the open is dated at the first short-circuit's
+    // send (1000ms), proven at its answer (1001ms).
+    let calls: Vec<Call> = (0..20).map(|i| call(i * 50, Some(5), false)).collect();
+    let shorts: Vec<ShortCircuit> = (20..25).map(|i| short(i * 50)).collect();
+    let out = infer_from_caller(&calls, &shorts, &params(Some(2000)));
+    assert_eq!(walk(&out), [(1000, Closed, Open)]);
+    assert_eq!(out.transitions[0].proven, Some(ms(1001)));
+}

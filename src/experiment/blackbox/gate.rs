@@ -120,6 +120,7 @@ mod tests {
                 arrivals: 0,
                 sends: 0,
                 confidence: "high",
+                proven: None,
             },
         }
     }

@@ -151,6 +151,10 @@ pub struct InferredTransition {
     pub arrivals: u64,
     /// Sends in the stretch that decided it (0 for external load).
     pub sends: u64,
+    /// From when the evidence proves the new state, where that is later
+    /// than `at` (an open seen from the caller's side: the first
+    /// short-circuit's answer); `None`: from `at`.
+    pub proven: Option<Duration>,
 }
 
 /// Infers the breaker's transitions from the times requests were sent to
@@ -343,6 +347,7 @@ impl Walk<'_> {
             reason,
             arrivals,
             sends,
+            proven: None,
         });
         self.state = to;
     }

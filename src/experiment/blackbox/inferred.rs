@@ -69,6 +69,7 @@ pub fn breakers(
                     arrivals: t.arrivals,
                     sends: t.sends,
                     confidence,
+                    proven: t.proven,
                 },
             });
         }

@@ -8,7 +8,7 @@ use crate::experiment::timeline::Timeline;
 use super::ast::{Anchor, CountBound, Event, Expectation, Name, PoolRule, Rule, Wait, Window};
 use super::tally::{CallTally, RouteTally, ShareTally, Tally};
 use super::verdict::{Judgement, Verdict, latency, list_times, secs, times};
-use super::window::{anchor_time, contains, describe, resolve, state_at, within_of};
+use super::window::{anchor_time, contains, counted, describe, resolve, state_at, within_of};
 
 /// Judges `expectation` on `timeline`, counting its requests and target
 /// hits there.
@@ -22,7 +22,7 @@ pub fn tally(expectation: &Expectation, timeline: &Timeline) -> Tally {
     let Some(window) = expectation.rule.counted_window() else {
         return Tally::None;
     };
-    let intervals = resolve(window, timeline).unwrap_or_default();
+    let intervals = counted(window, timeline).unwrap_or_default();
     match &expectation.rule {
         Rule::Calls { glob, instance, .. } => Tally::Calls(super::metrics::tally_calls(
             timeline,

@@ -4,6 +4,7 @@
 
 use crate::clock::Duration;
 use crate::defense::breaker::State;
+use crate::defense::breaker::journal::Reason;
 use crate::defense::report::HealthChange;
 use crate::experiment::timeline::Timeline;
 
@@ -41,6 +42,33 @@ pub(crate) fn resolve(window: &Window, timeline: &Timeline) -> Result<Intervals,
     Ok(raw
         .into_iter()
         .map(|(a, b)| (a.min(timeline.duration), b.min(timeline.duration)))
+        .filter(|(a, b)| a < b)
+        .collect())
+}
+
+/// The intervals a counting sentence (`calls to`, a route's figures)
+/// counts in: those of [`resolve`], where each span of a breaker's state
+/// starts once the evidence proves the state (an inferred open's
+/// `proven`), not at its estimated start: what came in between may have
+/// been let through before the service opened.
+pub(crate) fn counted(window: &Window, timeline: &Timeline) -> Result<Intervals, String> {
+    let intervals = resolve(window, timeline)?;
+    let Window::While { breaker, .. } = window else {
+        return Ok(intervals);
+    };
+    let proven = |start: Duration| {
+        timeline
+            .transitions
+            .iter()
+            .filter(|t| t.breaker == breaker.text && t.at == start)
+            .find_map(|t| match t.reason {
+                Reason::Inferred { proven, .. } => proven,
+                _ => None,
+            })
+    };
+    Ok(intervals
+        .into_iter()
+        .map(|(a, b)| (proven(a).map_or(a, |p| p.min(b)), b))
         .filter(|(a, b)| a < b)
         .collect())
 }

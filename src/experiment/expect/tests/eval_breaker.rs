@@ -382,3 +382,70 @@ fn a_transition_after_the_end_of_the_run_is_not_judged() {
     let v = judge("breaker inventory goes through open -> half_open", &t);
     assert!(v.passed, "{v}");
 }
+
+/// An inferred open at 10.4s (the end of the tripping failure) that the
+/// service proved at 10.45s (its first short-circuit answered), closed
+/// again at 15.6s; requests of route A every 10ms from 10.0s to 10.6s.
+fn inferred_open_proven_later() -> crate::experiment::timeline::Timeline {
+    use super::fixture::{hit, req};
+    let mut t = run();
+    let inferred = |proven: Option<f64>| Reason::Inferred {
+        evidence: String::new(),
+        arrivals: 0,
+        sends: 0,
+        confidence: "high",
+        proven: proven.map(s),
+    };
+    for (at, from, to, proven) in [
+        (10.4, Closed, Open, Some(10.45)),
+        (15.4, Open, HalfOpen, None),
+        (15.6, HalfOpen, Closed, None),
+    ] {
+        t.transitions.push(Transition {
+            at: s(at),
+            breaker: "inventory".into(),
+            from,
+            to,
+            reason: inferred(proven),
+        });
+    }
+    for i in 0..60u32 {
+        let sent = 10.0 + f64::from(i) * 0.01;
+        let mut r = req(u64::from(i), "A", sent, 200, 5);
+        if sent >= 10.45 {
+            r.fallback = Some(crate::defense::fallback::FallbackKind::Static);
+        }
+        t.requests.push(r);
+    }
+    // Requests 41..43 (sent 10.41s..10.43s) ran beside the tripping failure
+    // in the service and reached the dependency at 10.432s..10.435s, after
+    // the estimated open, before the service proved it open.
+    for (id, at) in [(41, 10.432), (42, 10.434), (43, 10.435)] {
+        t.target_hits.push(hit(at, "/inventory/1", Some(id)));
+    }
+    t
+}
+
+#[test]
+fn calls_sent_before_an_inferred_open_was_proven_are_not_counted_as_let_through_while_open() {
+    let t = inferred_open_proven_later();
+    let v = judge("calls to /inventory/* while inventory is open == 0", &t);
+    assert!(v.passed, "{}", v.seen);
+}
+
+#[test]
+fn a_call_sent_after_an_inferred_open_was_proven_is_a_leak() {
+    use super::fixture::hit;
+    let mut t = inferred_open_proven_later();
+    t.target_hits.push(hit(10.5, "/inventory/1", Some(50)));
+    let v = judge("calls to /inventory/* while inventory is open == 0", &t);
+    assert!(!v.passed, "{}", v.seen);
+    assert!(v.seen.starts_with("1 call"), "{}", v.seen);
+}
+
+#[test]
+fn a_routes_fallback_share_while_an_inferred_breaker_is_open_counts_from_when_it_was_proven() {
+    let t = inferred_open_proven_later();
+    let v = judge("route A fallback while inventory is open >= 100%", &t);
+    assert!(v.passed, "{}", v.seen);
+}
