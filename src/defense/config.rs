@@ -28,6 +28,10 @@ pub struct DefenseConfig {
     pub routes: IndexMap<String, RouteConfig>,
     /// Upstream pools by name; a route with `pool:` calls one.
     pub pools: IndexMap<String, PoolConfig>,
+    /// The keys of imported files the drill does not cover, one line each
+    /// (`key (file:line): why: ...`), for the report: a verdict never looks
+    /// broader than it is.
+    pub not_drilled: Vec<String>,
 }
 
 impl DefenseConfig {
@@ -224,6 +228,10 @@ struct RawDefense {
     /// Written out when the file is read, so never seen here.
     #[serde(default)]
     import: Option<RawImport>,
+    /// Written by `import:`: each key of the imported files the drill does
+    /// not cover (`key (file:line): why: ...`), carried into the report.
+    #[serde(default)]
+    not_drilled: Vec<String>,
 }
 
 /// `import:` — a file per format, paths relative to the file that names
@@ -257,6 +265,10 @@ struct RawImport {
     /// instances.
     #[serde(default)]
     servers: IndexMap<String, String>,
+    /// Refuse an imported key firedrill does not drill, instead of listing
+    /// it under `not_drilled` (`firedrill import --strict`).
+    #[serde(default)]
+    strict: bool,
 }
 
 /// One file, or several of one format (Sentinel's degrade and flow rules
@@ -394,6 +406,7 @@ impl TryFrom<RawDefense> for DefenseConfig {
             rate_limit: raw.rate_limit,
             routes,
             pools: raw.pools,
+            not_drilled: raw.not_drilled,
         })
     }
 }

@@ -66,6 +66,7 @@ fn the_circuits_options_are_ignored_with_a_note_when_it_is_off() {
         "o.json",
         r#"{"enabled": false, "resetTimeout": 5}"#,
         &[],
+        true,
     )
     .map(|i| i.render(Format::Opossum, "o.json"))
     .unwrap_or_default();

@@ -131,6 +131,7 @@ pub(super) fn import(source: &Source) -> Result<Imported, Vec<SchemaError>> {
         routes,
         pools: Vec::new(),
         notes: NOTES.iter().map(|s| s.to_string()).collect(),
+        not_drilled: Vec::new(),
     };
     super::finish(imported, problems, || {
         source.whole("no Sentinel rule: expected a JSON array of degrade or flow rules such as [{\"resource\": \"inventory\", \"grade\": 1, \"count\": 0.5, \"timeWindow\": 10}]")

@@ -200,7 +200,7 @@ fn yaml_and_properties_with_relaxed_names_import_the_same() {
         "{CB}.instances.a.sliding-window-size=12\n{CB}.instances.a.SLIDING_WINDOW_TYPE=time-based\n"
     );
     let yaml = "resilience4j:\n  circuitbreaker:\n    instances:\n      a:\n        slidingWindowSize: 12\n        slidingWindowType: TIME_BASED\n";
-    let from_yaml = import_text(Format::Resilience4j, "app.yml", yaml, &[]).unwrap();
+    let from_yaml = import_text(Format::Resilience4j, "app.yml", yaml, &[], true).unwrap();
     let a: Value =
         serde_yaml_ng::from_str(&from_yaml.render(Format::Resilience4j, "app.yml")).unwrap();
     assert_eq!(
@@ -218,7 +218,7 @@ fn a_key_that_changes_nothing_is_listed_as_ignored_with_why() {
     let text = format!(
         "{CB}.instances.a.registerHealthIndicator=true\n{CB}.instances.a.exponentialBackoffMultiplier=3\n"
     );
-    let imported = import_text(Format::Resilience4j, "app.properties", &text, &[]).unwrap();
+    let imported = import_text(Format::Resilience4j, "app.properties", &text, &[], true).unwrap();
     let out = imported.render(Format::Resilience4j, "app.properties");
     assert!(out.contains("# ignored: resilience4j.circuitbreaker.instances.a.registerHealthIndicator (line 1): only Spring's health endpoint"), "{out}");
     assert!(out.contains("# ignored: resilience4j.circuitbreaker.instances.a.exponentialBackoffMultiplier (line 2): no effect"), "{out}");
@@ -233,6 +233,7 @@ fn only_the_instances_asked_for_are_imported_and_an_unknown_one_is_an_error() {
         "app.properties",
         &text,
         &["b".to_string()],
+        true,
     )
     .unwrap();
     assert_eq!(one.instance_names(), ["b"]);
@@ -241,6 +242,7 @@ fn only_the_instances_asked_for_are_imported_and_an_unknown_one_is_an_error() {
         "app.properties",
         &text,
         &["c".to_string()],
+        true,
     )
     .unwrap_err();
     assert_eq!(
