@@ -358,11 +358,12 @@ impl<'a> Reader<'a> {
                 Node::leaf("false", "opossum default: allowWarmUp false"),
             ),
             Some(e) if e.value == "true" || e.value == "false" => {
-                let from = format!(
-                    "{} (line {}): no failure opens it during the first rolling window",
-                    e.key(),
-                    e.line
-                );
+                let does = if e.value == "true" {
+                    "warm-up: no failure opens it during the first rolling window"
+                } else {
+                    "no warm-up: a failure may open it from the first call"
+                };
+                let from = format!("{} (line {}): {does}", e.key(), e.line);
                 b.set("warm_up", Node::leaf(e.value.clone(), from));
             }
             Some(e) => self.refuse(e, "expected true or false (opossum warms up only for true)"),

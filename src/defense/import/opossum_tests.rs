@@ -159,3 +159,15 @@ fn every_refused_option_says_where_and_what_is_not_modelled() {
     ];
     test_support::assert_refused(Format::Opossum, "o.json", &cases);
 }
+
+#[test]
+fn allow_warm_up_false_is_commented_as_no_warm_up() {
+    for (value, says) in [("false", "no warm-up"), ("true", "warm-up: no failure opens it")] {
+        let text = format!(r#"{{"allowWarmUp": {value}}}"#);
+        let printed = super::import_text(Format::Opossum, "o.json", &text, &[], true)
+            .unwrap()
+            .render(Format::Opossum, "o.json");
+        let line = printed.lines().find(|l| l.contains("warm_up:")).unwrap();
+        assert!(line.contains(says), "{line}");
+    }
+}
