@@ -487,7 +487,12 @@ fn not_drilled(experiment: &Experiment) -> Vec<String> {
     experiment
         .defense
         .iter()
-        .chain(experiment.dependencies.iter().filter_map(|d| d.defense.as_ref()))
+        .chain(
+            experiment
+                .dependencies
+                .iter()
+                .filter_map(|d| d.defense.as_ref()),
+        )
         .flat_map(|d| d.not_drilled.iter().cloned())
         .collect()
 }

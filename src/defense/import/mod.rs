@@ -238,7 +238,9 @@ pub fn import_text(
     });
     let imported = imported.map_err(|problems| {
         let mut problems = problems;
-        problems.sort_by(|a, b| (a.line, a.column, &a.key, &a.message).cmp(&(b.line, b.column, &b.key, &b.message)));
+        problems.sort_by(|a, b| {
+            (a.line, a.column, &a.key, &a.message).cmp(&(b.line, b.column, &b.key, &b.message))
+        });
         // One message per key and place, however many instances inherit it.
         problems.dedup();
         match schema::all_problems(problems) {

@@ -132,8 +132,8 @@ pub fn without(mut source: Source, dropped: &[String]) -> Source {
 
 /// Reads the file with `read` until no key is left that firedrill does not
 /// model: each pass sets aside the keys the last one found not drilled.
-/// `strict` (or any error) returns every problem of the first pass that
-/// has an error, not-drilled keys included when strict.
+/// An error ends it with the problems of that pass; `strict` refuses
+/// every not-drilled key of every pass.
 pub fn read_whole<T>(
     file: &str,
     text: &str,
@@ -144,14 +144,16 @@ pub fn read_whole<T>(
     let mut text = text.to_string();
     let mut dropped: Vec<String> = Vec::new();
     let mut listed: Vec<NotDrilled> = Vec::new();
+    let mut refused: Vec<SchemaError> = Vec::new();
     // Each pass sets aside at least one key, so a file ends within as
     // many passes as it has keys; the bound is for safety only.
-    for _ in 0..64 {
+    for pass_number in 0..64 {
         let pass = Pass {
             text: &text,
             dropped: &dropped,
         };
         let problems = match read(&pass) {
+            Ok(_) if strict && !refused.is_empty() => return Err(refused),
             Ok(found) => {
                 listed.sort();
                 listed.dedup();
@@ -159,14 +161,19 @@ pub fn read_whole<T>(
             }
             Err(problems) => problems,
         };
-        let (skip, errors): (Vec<_>, Vec<_>) =
+        let (skip, mut errors): (Vec<_>, Vec<_>) =
             problems.into_iter().partition(|p| classify(p).is_some());
         if strict {
-            let mut all = errors;
-            all.extend(skip);
-            return Err(all);
+            // Every key refused, those a later pass finds included.
+            refused.extend(skip.iter().cloned());
         }
         if !errors.is_empty() || skip.is_empty() {
+            if strict && pass_number > 0 {
+                // An error of a later pass may come of the keys set
+                // aside: strict refuses them, not what their absence does.
+                return Err(refused);
+            }
+            errors.extend(refused);
             return Err(errors);
         }
         for p in skip {
@@ -234,7 +241,10 @@ pub fn blank_nginx(text: &str, line: usize, column: usize) -> String {
         || before.ends_with(';')
         || before.ends_with('{')
         || before.ends_with('}')
-        || before.rsplit('\n').next().is_some_and(|l| l.trim_start().starts_with('#'));
+        || before
+            .rsplit('\n')
+            .next()
+            .is_some_and(|l| l.trim_start().starts_with('#'));
     let bytes = text.as_bytes();
     let mut end = at;
     if starts_directive {
@@ -279,7 +289,9 @@ pub fn blank_yaml(text: &str, line: usize) -> String {
         if l.trim().is_empty() || l.trim_start().starts_with('#') {
             continue;
         }
-        if l.len() - l.trim_start().len() > own || (indent(l) > own && !l.trim_start().starts_with('-')) {
+        if l.len() - l.trim_start().len() > own
+            || (indent(l) > own && !l.trim_start().starts_with('-'))
+        {
             last = i;
         } else {
             break;
@@ -301,7 +313,12 @@ mod tests {
         assert_eq!(blanked.lines().nth(1).unwrap().trim(), "");
         let blanked = blank_nginx(text, 3, 21);
         assert_eq!(
-            blanked.lines().nth(2).unwrap().split_whitespace().collect::<Vec<_>>(),
+            blanked
+                .lines()
+                .nth(2)
+                .unwrap()
+                .split_whitespace()
+                .collect::<Vec<_>>(),
             ["server", "10.0.0.1", "weight=2;"]
         );
         assert_eq!(blanked.len(), text.len(), "every place keeps its column");
@@ -311,7 +328,13 @@ mod tests {
     fn a_yaml_key_is_blanked_with_the_lines_under_it() {
         let text = "a:\n  health_checks:\n    - timeout: 1s\n      interval: 2s\n  b: 1\n";
         let blanked = blank_yaml(text, 2);
-        assert_eq!(blanked.lines().filter(|l| !l.trim().is_empty()).collect::<Vec<_>>(), ["a:", "  b: 1"]);
+        assert_eq!(
+            blanked
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .collect::<Vec<_>>(),
+            ["a:", "  b: 1"]
+        );
     }
 
     #[test]

@@ -162,7 +162,10 @@ fn every_refused_option_says_where_and_what_is_not_modelled() {
 
 #[test]
 fn allow_warm_up_false_is_commented_as_no_warm_up() {
-    for (value, says) in [("false", "no warm-up"), ("true", "warm-up: no failure opens it")] {
+    for (value, says) in [
+        ("false", "no warm-up"),
+        ("true", "warm-up: no failure opens it"),
+    ] {
         let text = format!(r#"{{"allowWarmUp": {value}}}"#);
         let printed = super::import_text(Format::Opossum, "o.json", &text, &[], true)
             .unwrap()

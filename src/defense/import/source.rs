@@ -277,7 +277,9 @@ pub fn blank_comments(text: &str) -> String {
         let next = chars.get(i + 1).copied();
         if in_string {
             out.push(c);
-            if c == '\\' && let Some(n) = next {
+            if c == '\\'
+                && let Some(n) = next
+            {
                 out.push(n);
                 i += 1;
             } else if c == '"' {

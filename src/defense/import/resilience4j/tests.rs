@@ -108,7 +108,8 @@ fn an_exponential_retry_caps_at_its_maximum_or_at_its_longest_wait() {
 }
 
 #[test]
-fn the_wait_in_open_keeps_whole_milliseconds_and_a_wait_under_1ms_is_refused_as_resilience4j_refuses_it() {
+fn the_wait_in_open_keeps_whole_milliseconds_and_a_wait_under_1ms_is_refused_as_resilience4j_refuses_it()
+ {
     let text = format!(
         "{CB}.configs.default.waitDurationInOpenState=5s\n{CB}.instances.a.waitDurationInOpenState=1500us\n"
     );
@@ -118,7 +119,12 @@ fn the_wait_in_open_keeps_whole_milliseconds_and_a_wait_under_1ms_is_refused_as_
             "{CB}.configs.default.waitDurationInOpenState=5s\n{CB}.instances.b.waitDurationInOpenState={wait}\n"
         );
         let said = test_support::refused(Format::Resilience4j, "app.properties", &text);
-        assert_eq!(said, format!("app.properties:2:48: {CB}.instances.b.waitDurationInOpenState: waitDurationInOpenState {wait} is under 1 ms: resilience4j refuses it at start-up (\"waitDurationInOpenStateMillis must be greater than or equal to 1 millis.\")"));
+        assert_eq!(
+            said,
+            format!(
+                "app.properties:2:48: {CB}.instances.b.waitDurationInOpenState: waitDurationInOpenState {wait} is under 1 ms: resilience4j refuses it at start-up (\"waitDurationInOpenStateMillis must be greater than or equal to 1 millis.\")"
+            )
+        );
         // Not a key firedrill does not model: refused without --strict too.
         assert!(import_text(Format::Resilience4j, "app.properties", &text, &[], false).is_err());
     }
@@ -131,7 +137,12 @@ fn a_rate_threshold_under_1_is_refused_as_resilience4j_refuses_it() {
         let said = import_text(Format::Resilience4j, "app.properties", &text, &[], false)
             .unwrap_err()
             .to_string();
-        assert!(said.contains(&format!("{key} must be between 1 and 100 (resilience4j refuses 0.5 at start-up")), "{said}");
+        assert!(
+            said.contains(&format!(
+                "{key} must be between 1 and 100 (resilience4j refuses 0.5 at start-up"
+            )),
+            "{said}"
+        );
         let one = format!("{CB}.instances.a.{key}=1\n");
         assert!(import_text(Format::Resilience4j, "app.properties", &one, &[], false).is_ok());
     }

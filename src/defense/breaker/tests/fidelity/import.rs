@@ -144,7 +144,8 @@ impl Keys {
 /// `text` (the contents of `file`), read back as an experiment's defense
 /// reads it.
 pub(super) fn imported_breaker(format: Format, file: &str, text: &str) -> BreakerConfig {
-    let imported = import_text(format, file, text, &[], true).unwrap_or_else(|e| panic!("{text}\n{e}"));
+    let imported =
+        import_text(format, file, text, &[], true).unwrap_or_else(|e| panic!("{text}\n{e}"));
     let yaml = imported.render(format, file);
     let defense: DefenseConfig =
         crate::schema::from_yaml_str("out.yaml", &yaml).unwrap_or_else(|e| panic!("{yaml}\n{e}"));
