@@ -122,7 +122,7 @@ fn the_wait_in_open_keeps_whole_milliseconds_and_a_wait_under_1ms_is_refused_as_
         assert_eq!(
             said,
             format!(
-                "app.properties:2:48: {CB}.instances.b.waitDurationInOpenState: waitDurationInOpenState {wait} is under 1 ms: resilience4j refuses it at start-up (\"waitDurationInOpenStateMillis must be greater than or equal to 1 millis.\")"
+                "app.properties:2:65: {CB}.instances.b.waitDurationInOpenState: waitDurationInOpenState {wait} is under 1 ms: resilience4j refuses it at start-up (\"waitDurationInOpenStateMillis must be greater than or equal to 1 millis.\")"
             )
         );
         // Not a key firedrill does not model: refused without --strict too.
