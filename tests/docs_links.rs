@@ -146,7 +146,10 @@ fn every_relative_link_and_anchor_of_the_readme_and_the_docs_resolves() {
             }
         }
     }
-    assert!(checked > 30, "only {checked} links found: the reader is wrong");
+    assert!(
+        checked > 30,
+        "only {checked} links found: the reader is wrong"
+    );
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 

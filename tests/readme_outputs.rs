@@ -225,8 +225,14 @@ fn every_firedrill_output_a_page_shows_is_what_the_program_prints() {
             "README.md",
             "firedrill run experiments/quickstart.yaml --clock virtual",
         ),
-        ("docs/fault-proxy.md", "firedrill validate probability_over_100.yaml"),
-        ("docs/experiments.md", "firedrill validate several_problems.yaml"),
+        (
+            "docs/fault-proxy.md",
+            "firedrill validate probability_over_100.yaml",
+        ),
+        (
+            "docs/experiments.md",
+            "firedrill validate several_problems.yaml",
+        ),
     ] {
         assert!(
             ran.iter().any(|(p, c)| p == Path::new(page) && c == tour),
@@ -259,7 +265,8 @@ fn a_shown_output_matches_line_for_line_where_dots_stand_for_lines_left_out() {
 }
 
 #[test]
-fn the_journal_line_the_defense_line_chapter_shows_is_the_first_transition_of_the_virtual_quickstart() {
+fn the_journal_line_the_defense_line_chapter_shows_is_the_first_transition_of_the_virtual_quickstart()
+ {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let page = std::fs::read_to_string(root.join("docs/defense-line.md")).unwrap();
     let shown = page
