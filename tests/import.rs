@@ -1,9 +1,10 @@
 //! `firedrill import` on the realistic configurations in
 //! `fixtures/import/`: each prints the documented mapping (the committed
-//! `NAME.imported.yaml` next to it, compared byte for byte; run with
-//! `FIREDRILL_BLESS=1` to rewrite them after a deliberate change), or, for
-//! a configuration firedrill does not model (`NAME.refused.txt` next to
-//! it), exits 2 with exactly those located errors; its output passes
+//! `NAME.imported.yaml` next to it, compared byte for byte, the keys it
+//! does not drill listed; run with `FIREDRILL_BLESS=1` to rewrite them
+//! after a deliberate change), and with `--strict`, for a configuration
+//! with keys firedrill does not model (`NAME.refused.txt` next to it),
+//! exits 2 with exactly those located errors; its output passes
 //! `firedrill validate`, a refused key exits 2 with its place, and an experiment's `import:` lays its routes over the imported
 //! instances, with `--set` and `sweep` reaching the imported values.
 
@@ -28,10 +29,37 @@ fn sources() -> Vec<(String, PathBuf)> {
             continue;
         }
         let name = format.file_name().unwrap().to_string_lossy().into_owned();
+        if name == "real" {
+            continue; // below
+        }
         for file in std::fs::read_dir(&format).unwrap() {
             let file = file.unwrap().path();
             let shown = file.file_name().unwrap().to_string_lossy().into_owned();
             if !shown.ends_with(".imported.yaml") && !shown.ends_with(".refused.txt") {
+                found.push((name.clone(), file));
+            }
+        }
+    }
+    found.extend(real_sources());
+    found.sort();
+    found
+}
+
+/// The projects' own published files under `fixtures/import/real/FORMAT/`
+/// (README.md there names each source and licence).
+fn real_sources() -> Vec<(String, PathBuf)> {
+    let mut found = Vec::new();
+    let dir = root().join("fixtures/import/real");
+    for format in std::fs::read_dir(&dir).unwrap() {
+        let format = format.unwrap().path();
+        if !format.is_dir() {
+            continue;
+        }
+        let name = format.file_name().unwrap().to_string_lossy().into_owned();
+        for file in std::fs::read_dir(&format).unwrap() {
+            let file = file.unwrap().path();
+            let shown = file.file_name().unwrap().to_string_lossy().into_owned();
+            if !shown.ends_with(".imported.yaml") {
                 found.push((name.clone(), file));
             }
         }
@@ -62,10 +90,17 @@ fn each_fixture_imports_to_its_committed_mapping() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         let refused_file = PathBuf::from(format!("{}.refused.txt", file.display()));
         if refused_file.exists() {
-            assert_eq!(out.status.code(), Some(2), "{}: refused", file.display());
+            let relative = file.strip_prefix(root()).unwrap();
+            let strict = firedrill()
+                .current_dir(root())
+                .args(["import", format, "--strict"])
+                .arg(relative)
+                .output()
+                .unwrap();
+            assert_eq!(strict.status.code(), Some(2), "{}: refused", file.display());
             let expected = std::fs::read_to_string(&refused_file).unwrap();
-            assert_eq!(stderr, expected, "{}", refused_file.display());
-            continue;
+            let said = String::from_utf8_lossy(&strict.stderr);
+            assert_eq!(said, expected, "{}", refused_file.display());
         }
         assert_eq!(out.status.code(), Some(0), "{}: {stderr}", file.display());
         let printed = String::from_utf8(out.stdout).unwrap();
@@ -115,7 +150,96 @@ fn firedrill_validate_accepts_every_import() {
 }
 
 #[test]
-fn a_refused_key_exits_2_with_the_file_line_column_and_source_key() {
+fn each_real_public_file_imports_with_exit_0_and_strict_refuses_each_that_has_keys_not_drilled() {
+    let real = real_sources();
+    assert!(real.len() >= 4, "{real:?}");
+    let mut with_not_drilled = 0;
+    for (format, file) in &real {
+        let out = import(format, file);
+        assert_eq!(out.status.code(), Some(0), "{}", file.display());
+        let printed = String::from_utf8(out.stdout).unwrap();
+        if !printed.contains("\n# not drilled (") {
+            continue;
+        }
+        with_not_drilled += 1;
+        let relative = file.strip_prefix(root()).unwrap();
+        let strict = firedrill()
+            .current_dir(root())
+            .args(["import", format, "--strict"])
+            .arg(relative)
+            .output()
+            .unwrap();
+        assert_eq!(strict.status.code(), Some(2), "{}", file.display());
+        let stderr = String::from_utf8_lossy(&strict.stderr);
+        // Each key the list names is one of the refusals, at its line.
+        for listed in printed.lines().filter_map(|l| l.strip_prefix("#   ")) {
+            let (key, rest) = listed.split_once(" (").unwrap();
+            let line = rest.split_once(')').unwrap().0.rsplit(':').next().unwrap();
+            let at = format!("{}:{line}:", relative.display());
+            assert!(
+                stderr
+                    .lines()
+                    .any(|l| l.contains(&at) && l.contains(&format!(" {key}: "))),
+                "--strict does not refuse {key} at {at}:\n{stderr}"
+            );
+        }
+    }
+    assert!(
+        with_not_drilled >= 3,
+        "the public files have keys not drilled"
+    );
+}
+
+#[test]
+fn a_run_of_an_imported_file_lists_its_keys_not_drilled_in_report_json_the_summary_and_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(dir.path(), "    stock: { match: /stock/* }");
+    let yml = dir.path().join("application.yml");
+    let mut text = std::fs::read_to_string(&yml).unwrap();
+    text.push_str(
+        "resilience4j.ratelimiter:\n  instances:\n    stock:\n      limitForPeriod: 50\n",
+    );
+    std::fs::write(&yml, &text).unwrap();
+    let line = text.lines().count();
+    let reports = dir.path().join("reports");
+    let out = firedrill()
+        .arg("run")
+        .arg(&file)
+        .arg("--report-dir")
+        .arg(&reports)
+        .output()
+        .unwrap();
+    let console = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{console}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let listed = format!(
+        "resilience4j.ratelimiter.instances.stock.limitForPeriod ({}:{line}): another component: resilience4j's RateLimiter is not modelled",
+        yml.display()
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(reports.join("report.json")).unwrap())
+            .unwrap();
+    let in_json = json["not_drilled"].as_array().unwrap();
+    assert_eq!(in_json.len(), 1, "{in_json:?}");
+    assert!(
+        in_json[0].as_str().unwrap().starts_with(&listed),
+        "{in_json:?}"
+    );
+    assert!(
+        console.contains("not drilled (1 keys of the imported files"),
+        "{console}"
+    );
+    assert!(console.contains(&listed), "{console}");
+    let page = std::fs::read_to_string(reports.join("report.html")).unwrap();
+    assert!(page.contains("id=\"not-drilled\""), "the page lists them");
+    assert!(page.contains("resilience4j.ratelimiter.instances.stock.limitForPeriod"));
+}
+
+#[test]
+fn a_refused_key_exits_2_with_the_file_line_column_and_source_key_with_strict() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("application.yml");
     std::fs::write(
@@ -123,8 +247,16 @@ fn a_refused_key_exits_2_with_the_file_line_column_and_source_key() {
         "resilience4j:\n  circuitbreaker:\n    instances:\n      stock:\n        enableRandomizedWait: true\n        waitDurationInOpenState: 5s\n",
     )
     .unwrap();
-    let out = firedrill()
+    let lenient = firedrill()
         .args(["import", "resilience4j"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(lenient.status.code(), Some(0), "listed, not refused");
+    let printed = String::from_utf8_lossy(&lenient.stdout);
+    assert!(printed.contains(&format!("#   resilience4j.circuitbreaker.instances.stock.enableRandomizedWait ({}:5): no model: a randomized wait", file.display())), "{printed}");
+    let out = firedrill()
+        .args(["import", "resilience4j", "--strict"])
         .arg(&file)
         .output()
         .unwrap();
@@ -294,9 +426,14 @@ fn an_error_in_a_route_of_an_importing_experiment_is_at_its_place_in_the_file() 
 }
 
 #[test]
-fn a_refused_key_in_an_imported_file_is_reported_at_its_place_in_that_file() {
+fn a_refused_key_in_an_imported_file_is_reported_at_its_place_in_that_file_with_strict() {
     let dir = tempfile::tempdir().unwrap();
     let file = experiment(dir.path(), "    stock: { match: /stock/* }");
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "import: { resilience4j: application.yml }",
+        "import: { resilience4j: application.yml, strict: true }",
+    );
+    std::fs::write(&file, text).unwrap();
     std::fs::write(
         dir.path().join("application.yml"),
         "resilience4j.ratelimiter:\n  instances:\n    stock:\n      limitForPeriod: 50\n",

@@ -1,6 +1,7 @@
 //! `firedrill import FORMAT FILE`: prints the defense line a resilience4j,
 //! Sentinel, NGINX, Envoy or opossum configuration amounts to, every value
-//! commented with the source key it came from.
+//! commented with the source key it came from, and the keys it does not
+//! drill listed with why (refused instead with `--strict`).
 
 use std::path::PathBuf;
 
@@ -51,12 +52,16 @@ pub struct ImportArgs {
     /// Import only this instance (repeatable; default: every instance).
     #[arg(long = "instance", value_name = "NAME")]
     pub instances: Vec<String>,
+    /// Refuse the file when it has a key firedrill does not drill, instead
+    /// of listing it under "not drilled".
+    #[arg(long)]
+    pub strict: bool,
 }
 
 /// Prints the imported defense configuration on stdout.
 pub fn run(args: &ImportArgs) -> Result<u8, CliError> {
     let format = Format::from(args.format);
-    let imported = import::import_file(format, &args.file, &args.instances)?;
+    let imported = import::import_file(format, &args.file, &args.instances, args.strict)?;
     out!(
         "{}",
         imported.render(format, &args.file.display().to_string())

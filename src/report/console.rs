@@ -42,6 +42,16 @@ pub fn render(report: &RunReport) -> String {
     for w in &report.warnings {
         let _ = writeln!(out, "\n  warning: {w}");
     }
+    if !report.not_drilled.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n  not drilled ({} keys of the imported files; the verdict is about the rest):",
+            report.not_drilled.len()
+        );
+        for n in &report.not_drilled {
+            let _ = writeln!(out, "    {n}");
+        }
+    }
     ending(&mut out, &report.ending);
     verdicts(&mut out, report);
     out

@@ -98,6 +98,10 @@ pub struct RunReport {
     /// What could not be read after the run (a service's events file).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The keys of the imported defense files the drill does not cover
+    /// (`key (file:line): why: ...`): the verdict is about the rest.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_drilled: Vec<String>,
     /// The agents whose fault proxies stood in front of dependencies on
     /// other hosts: each one's clock offset and round trip, every fault
     /// window as planned and as applied, and the evidence it gave (omitted
@@ -466,6 +470,7 @@ impl RunReport {
             instance_hits: instance_hits(experiment, &result.counted.instance_hits),
             shed: result.shed,
             warnings: result.warnings.clone(),
+            not_drilled: not_drilled(experiment),
             agents: result.agents.clone(),
             system_under_test: experiment.system.is_some(),
             timeline: Timeline::default(),
@@ -474,6 +479,22 @@ impl RunReport {
         report.timeline = result.timeline.moved_out();
         report
     }
+}
+
+/// The not-drilled keys of the experiment's imported defense files, its
+/// dependencies' included, in file order.
+fn not_drilled(experiment: &Experiment) -> Vec<String> {
+    experiment
+        .defense
+        .iter()
+        .chain(
+            experiment
+                .dependencies
+                .iter()
+                .filter_map(|d| d.defense.as_ref()),
+        )
+        .flat_map(|d| d.not_drilled.iter().cloned())
+        .collect()
 }
 
 /// A `replay` fault's recording as the report draws it: at most

@@ -195,6 +195,7 @@ pub(super) fn import(file: &str, text: &str) -> Result<Imported, Vec<SchemaError
             "A pool server is the endpoint Envoy names; in an experiment, map it to a target instance".to_string(),
             "with import: { envoy: FILE, servers: { ADDRESS: INSTANCE } }. See docs/import.md.".to_string(),
         ],
+        not_drilled: Vec::new(),
     })
 }
 

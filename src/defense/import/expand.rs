@@ -64,6 +64,14 @@ pub fn expand(file: &str, text: &str, holder: Holder) -> Result<Option<String>, 
         };
         let imports = ctx.read_imports(&import)?;
         ctx.lay_over(defense, &imports)?;
+        let listed: Vec<Value> = imports
+            .iter()
+            .flat_map(|s| &s.imported.not_drilled)
+            .map(|n| Value::from(n.line_text()))
+            .collect();
+        if !listed.is_empty() {
+            defense.insert(Value::from("not_drilled"), Value::Sequence(listed));
+        }
         ctx.map_servers(defense, &import)?;
         changed = true;
     }
@@ -125,11 +133,21 @@ impl Context<'_> {
             return Err(self.error(&["import"], expected));
         }
         let base = Path::new(self.file).parent().unwrap_or(Path::new(""));
+        let strict = match map.get("strict") {
+            None | Some(Value::Bool(false)) => false,
+            Some(Value::Bool(true)) => true,
+            Some(_) => {
+                return Err(self.error(
+                    &["import", "strict"],
+                    "expected true (refuse a key firedrill does not drill) or false (list it as not drilled)",
+                ));
+            }
+        };
         let mut sources = Vec::new();
         for (name, path) in map {
             let name = name.as_str().unwrap_or_default();
-            if name == "servers" {
-                continue; // read by `lay_over`
+            if name == "servers" || name == "strict" {
+                continue; // read by `lay_over`, above
             }
             let Some(format) = Format::from_key(name) else {
                 return Err(self.error(
@@ -153,7 +171,7 @@ impl Context<'_> {
                 ));
             }
             for one in written {
-                let imported = super::import_file(format, &base.join(one), &[])?;
+                let imported = super::import_file(format, &base.join(one), &[], strict)?;
                 sources.push(Source { format, imported });
             }
         }

@@ -22,6 +22,7 @@ mod envoy;
 mod envoy_tests;
 pub mod expand;
 mod nginx;
+pub mod not_drilled;
 mod opossum;
 #[cfg(test)]
 mod opossum_tests;
@@ -38,6 +39,7 @@ pub mod tree;
 use std::path::Path;
 
 use crate::schema::{self, LoadError, SchemaError};
+use not_drilled::{Drop, NotDrilled, Pass};
 use source::Source;
 use tree::Node;
 
@@ -104,6 +106,9 @@ pub struct Imported {
     pub pools: Vec<(String, Node)>,
     /// What a reader of the output must know about the mapping as a whole.
     pub notes: Vec<String>,
+    /// The keys of the file firedrill does not drill, each with why (set
+    /// aside instead of refused, unless `--strict`).
+    pub not_drilled: Vec<NotDrilled>,
 }
 
 impl Imported {
@@ -148,6 +153,15 @@ impl Imported {
         );
         for note in &self.notes {
             out.push_str(&format!("# {note}\n"));
+        }
+        if !self.not_drilled.is_empty() {
+            out.push_str(&format!(
+                "# not drilled ({} keys: the drill does not cover them; `--strict` refuses them):\n",
+                self.not_drilled.len()
+            ));
+            for n in &self.not_drilled {
+                out.push_str(&format!("#   {}\n", n.line_text()));
+            }
         }
         let mut root = Node::map();
         if !self.routes.is_empty() {
@@ -196,10 +210,11 @@ pub fn import_file(
     format: Format,
     path: &Path,
     instances: &[String],
+    strict: bool,
 ) -> Result<Imported, LoadError> {
     let text = schema::read_bounded(path)?;
     let file = path.display().to_string();
-    import_text(format, &file, &text, instances)
+    import_text(format, &file, &text, instances, strict)
 }
 
 /// As [`import_file`], from `text` already read from `file`.
@@ -208,10 +223,26 @@ pub fn import_text(
     file: &str,
     text: &str,
     instances: &[String],
+    strict: bool,
 ) -> Result<Imported, LoadError> {
-    let imported = read(format, file, text).map_err(|problems| {
+    let drop = match format {
+        Format::Sentinel => Drop::Rule,
+        Format::Nginx => Drop::NginxText,
+        Format::Envoy => Drop::YamlText,
+        Format::Resilience4j | Format::Opossum => Drop::Key,
+    };
+    let read = not_drilled::read_whole(file, text, drop, strict, |pass| read(format, file, pass));
+    let imported = read.map(|(mut imported, listed)| {
+        imported.not_drilled = listed;
+        imported
+    });
+    let imported = imported.map_err(|problems| {
         let mut problems = problems;
-        problems.sort_by_key(|p| (p.line, p.column));
+        problems.sort_by(|a, b| {
+            (a.line, a.column, &a.key, &a.message).cmp(&(b.line, b.column, &b.key, &b.message))
+        });
+        // One message per key and place, however many instances inherit it.
+        problems.dedup();
         match schema::all_problems(problems) {
             Err(e) => e,
             Ok(()) => LoadError::Invalid(SchemaError {
@@ -234,20 +265,30 @@ pub fn import_text(
     })
 }
 
-fn read(format: Format, file: &str, text: &str) -> Result<Imported, Vec<SchemaError>> {
+/// One pass of the reader of `format` over what is left of the file.
+fn read(format: Format, file: &str, pass: &Pass) -> Result<Imported, Vec<SchemaError>> {
+    let text = pass.text;
+    let left = |source: Result<Source, SchemaError>| {
+        source
+            .map(|s| not_drilled::without(s, pass.dropped))
+            .map_err(|e| vec![e])
+    };
     match format {
         Format::Resilience4j => {
             let source = if file.ends_with(".properties") {
                 properties::read(file, text)
             } else {
                 Source::yaml(file, text, true)
-            }
-            .map_err(|e| vec![e])?;
-            resilience4j::import(&source)
+            };
+            resilience4j::import(&left(source)?)
         }
-        Format::Sentinel => sentinel::import(&Source::json(file, text).map_err(|e| vec![e])?),
+        Format::Sentinel => {
+            // fastjson skips `/* */` and `//` comments: so does the import.
+            let text = source::blank_comments(text);
+            sentinel::import(&left(Source::json(file, &text))?)
+        }
         Format::Nginx => nginx::import(file, text),
-        Format::Opossum => opossum::import(&Source::json(file, text).map_err(|e| vec![e])?),
+        Format::Opossum => opossum::import(&left(Source::json(file, text))?),
         Format::Envoy => envoy::import(file, text),
     }
 }

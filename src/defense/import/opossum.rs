@@ -107,6 +107,7 @@ pub(super) fn import(source: &Source) -> Result<Imported, Vec<SchemaError>> {
         routes,
         pools: Vec::new(),
         notes: NOTES.iter().map(|s| s.to_string()).collect(),
+        not_drilled: Vec::new(),
     };
     super::finish(imported, problems, || {
         source.whole("no opossum options: expected a JSON object such as {\"timeout\": 3000, \"enabled\": false}")
@@ -357,11 +358,12 @@ impl<'a> Reader<'a> {
                 Node::leaf("false", "opossum default: allowWarmUp false"),
             ),
             Some(e) if e.value == "true" || e.value == "false" => {
-                let from = format!(
-                    "{} (line {}): no failure opens it during the first rolling window",
-                    e.key(),
-                    e.line
-                );
+                let does = if e.value == "true" {
+                    "warm-up: no failure opens it during the first rolling window"
+                } else {
+                    "no warm-up: a failure may open it from the first call"
+                };
+                let from = format!("{} (line {}): {does}", e.key(), e.line);
                 b.set("warm_up", Node::leaf(e.value.clone(), from));
             }
             Some(e) => self.refuse(e, "expected true or false (opossum warms up only for true)"),

@@ -66,6 +66,7 @@ fn the_circuits_options_are_ignored_with_a_note_when_it_is_off() {
         "o.json",
         r#"{"enabled": false, "resetTimeout": 5}"#,
         &[],
+        true,
     )
     .map(|i| i.render(Format::Opossum, "o.json"))
     .unwrap_or_default();
@@ -157,4 +158,19 @@ fn every_refused_option_says_where_and_what_is_not_modelled() {
         (r#"{}"#, "no opossum options"),
     ];
     test_support::assert_refused(Format::Opossum, "o.json", &cases);
+}
+
+#[test]
+fn allow_warm_up_false_is_commented_as_no_warm_up() {
+    for (value, says) in [
+        ("false", "no warm-up"),
+        ("true", "warm-up: no failure opens it"),
+    ] {
+        let text = format!(r#"{{"allowWarmUp": {value}}}"#);
+        let printed = super::import_text(Format::Opossum, "o.json", &text, &[], true)
+            .unwrap()
+            .render(Format::Opossum, "o.json");
+        let line = printed.lines().find(|l| l.contains("warm_up:")).unwrap();
+        assert!(line.contains(says), "{line}");
+    }
 }

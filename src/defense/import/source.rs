@@ -206,6 +206,53 @@ fn scalar_text(value: &Value) -> String {
     }
 }
 
+/// `text` with its `/* ... */` and `// ...` comments outside strings
+/// blanked (line breaks kept, so every value keeps its place), as fastjson
+/// skips them.
+pub fn blank_comments(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let mut in_string = false;
+    while i < chars.len() {
+        let c = chars[i];
+        let next = chars.get(i + 1).copied();
+        if in_string {
+            out.push(c);
+            if c == '\\'
+                && let Some(n) = next
+            {
+                out.push(n);
+                i += 1;
+            } else if c == '"' {
+                in_string = false;
+            }
+        } else if c == '"' {
+            in_string = true;
+            out.push(c);
+        } else if c == '/' && next == Some('*') {
+            let end = (i + 2..chars.len().saturating_sub(1))
+                .find(|&j| chars[j] == '*' && chars[j + 1] == '/')
+                .map_or(chars.len(), |j| j + 2);
+            for &skipped in &chars[i..end] {
+                out.push(if skipped == '\n' { '\n' } else { ' ' });
+            }
+            i = end;
+            continue;
+        } else if c == '/' && next == Some('/') {
+            while i < chars.len() && chars[i] != '\n' {
+                out.push(' ');
+                i += 1;
+            }
+            continue;
+        } else {
+            out.push(c);
+        }
+        i += 1;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,13 +8,13 @@ use super::{Format, import_text};
 /// The defense line printed for `text` (the contents of `file`), read
 /// back as YAML.
 pub(super) fn imported(format: Format, file: &str, text: &str) -> Value {
-    let imported = import_text(format, file, text, &[]).unwrap_or_else(|e| panic!("{e}"));
+    let imported = import_text(format, file, text, &[], true).unwrap_or_else(|e| panic!("{e}"));
     serde_yaml_ng::from_str(&imported.render(format, file)).unwrap()
 }
 
 /// The whole error text of importing `text`, or `imported`.
 pub(super) fn refused(format: Format, file: &str, text: &str) -> String {
-    import_text(format, file, text, &[])
+    import_text(format, file, text, &[], true)
         .map(|_| "imported".to_string())
         .unwrap_or_else(|e| e.to_string())
 }

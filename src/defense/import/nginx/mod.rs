@@ -156,5 +156,6 @@ pub(super) fn import(file: &str, text: &str) -> Result<Imported, Vec<SchemaError
             "A pool server is the address NGINX names; in an experiment, map it to a target instance".to_string(),
             "with import: { nginx: FILE, servers: { ADDRESS: INSTANCE } }. See docs/import.md.".to_string(),
         ],
+        not_drilled: Vec::new(),
     })
 }

@@ -154,9 +154,11 @@ fn thresholds(r: &mut Reader, b: &mut Node) {
     for (property, shown, key, default) in rates {
         let found = r.value(property, |t| {
             let f = number(t)?;
-            if f <= 0.0 || f > 100.0 {
+            // InstanceProperties.set{Failure,SlowCall}RateThreshold
+            // (CommonCircuitBreakerConfigurationProperties): `< 1 || > 100`.
+            if !(1.0..=100.0).contains(&f) {
                 Err(format!(
-                    "{shown} must be between 1 and 100 (resilience4j refuses {t})"
+                    "{shown} must be between 1 and 100 (resilience4j refuses {t} at start-up: \"{shown} must be between 1 and 100.\")"
                 ))
             } else {
                 Ok(f)
@@ -236,7 +238,10 @@ fn open_wait(r: &mut Reader, b: &mut Node) {
         };
         let millis = Duration::from_millis(d.as_millis() as u64);
         if millis.is_zero() {
-            continue; // Spring Boot applies a wait only from 1 ms.
+            // InstanceProperties.setWaitDurationInOpenState refuses
+            // `toMillis() < 1`: the application does not start.
+            r.refuse(entry, format!("waitDurationInOpenState {} is under 1 ms: resilience4j refuses it at start-up (\"waitDurationInOpenStateMillis must be greater than or equal to 1 millis.\")", entry.value));
+            continue;
         }
         if randomized == Some(true) {
             let e = level.first("enablerandomizedwait").expect("set");

@@ -153,6 +153,7 @@ pub(super) fn import(source: &Source) -> Result<Imported, Vec<SchemaError>> {
         routes,
         pools: Vec::new(),
         notes: NOTES.iter().map(|s| s.to_string()).collect(),
+        not_drilled: Vec::new(),
     };
     super::finish(imported, problems, || {
         source.whole(

@@ -108,12 +108,44 @@ fn an_exponential_retry_caps_at_its_maximum_or_at_its_longest_wait() {
 }
 
 #[test]
-fn the_wait_in_open_keeps_whole_milliseconds_and_a_wait_under_1ms_is_skipped() {
+fn the_wait_in_open_keeps_whole_milliseconds_and_a_wait_under_1ms_is_refused_as_resilience4j_refuses_it()
+ {
     let text = format!(
-        "{CB}.configs.default.waitDurationInOpenState=5s\n{CB}.instances.a.waitDurationInOpenState=1500us\n{CB}.instances.b.waitDurationInOpenState=500us\n"
+        "{CB}.configs.default.waitDurationInOpenState=5s\n{CB}.instances.a.waitDurationInOpenState=1500us\n"
     );
     assert_eq!(value(&text, "a", "breaker.wait_in_open"), "1ms");
-    assert_eq!(value(&text, "b", "breaker.wait_in_open"), "5s");
+    for wait in ["500us", "0"] {
+        let text = format!(
+            "{CB}.configs.default.waitDurationInOpenState=5s\n{CB}.instances.b.waitDurationInOpenState={wait}\n"
+        );
+        let said = test_support::refused(Format::Resilience4j, "app.properties", &text);
+        assert_eq!(
+            said,
+            format!(
+                "app.properties:2:65: {CB}.instances.b.waitDurationInOpenState: waitDurationInOpenState {wait} is under 1 ms: resilience4j refuses it at start-up (\"waitDurationInOpenStateMillis must be greater than or equal to 1 millis.\")"
+            )
+        );
+        // Not a key firedrill does not model: refused without --strict too.
+        assert!(import_text(Format::Resilience4j, "app.properties", &text, &[], false).is_err());
+    }
+}
+
+#[test]
+fn a_rate_threshold_under_1_is_refused_as_resilience4j_refuses_it() {
+    for key in ["failureRateThreshold", "slowCallRateThreshold"] {
+        let text = format!("{CB}.instances.a.{key}=0.5\n");
+        let said = import_text(Format::Resilience4j, "app.properties", &text, &[], false)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            said.contains(&format!(
+                "{key} must be between 1 and 100 (resilience4j refuses 0.5 at start-up"
+            )),
+            "{said}"
+        );
+        let one = format!("{CB}.instances.a.{key}=1\n");
+        assert!(import_text(Format::Resilience4j, "app.properties", &one, &[], false).is_ok());
+    }
 }
 
 #[test]
@@ -200,7 +232,7 @@ fn yaml_and_properties_with_relaxed_names_import_the_same() {
         "{CB}.instances.a.sliding-window-size=12\n{CB}.instances.a.SLIDING_WINDOW_TYPE=time-based\n"
     );
     let yaml = "resilience4j:\n  circuitbreaker:\n    instances:\n      a:\n        slidingWindowSize: 12\n        slidingWindowType: TIME_BASED\n";
-    let from_yaml = import_text(Format::Resilience4j, "app.yml", yaml, &[]).unwrap();
+    let from_yaml = import_text(Format::Resilience4j, "app.yml", yaml, &[], true).unwrap();
     let a: Value =
         serde_yaml_ng::from_str(&from_yaml.render(Format::Resilience4j, "app.yml")).unwrap();
     assert_eq!(
@@ -218,7 +250,7 @@ fn a_key_that_changes_nothing_is_listed_as_ignored_with_why() {
     let text = format!(
         "{CB}.instances.a.registerHealthIndicator=true\n{CB}.instances.a.exponentialBackoffMultiplier=3\n"
     );
-    let imported = import_text(Format::Resilience4j, "app.properties", &text, &[]).unwrap();
+    let imported = import_text(Format::Resilience4j, "app.properties", &text, &[], true).unwrap();
     let out = imported.render(Format::Resilience4j, "app.properties");
     assert!(out.contains("# ignored: resilience4j.circuitbreaker.instances.a.registerHealthIndicator (line 1): only Spring's health endpoint"), "{out}");
     assert!(out.contains("# ignored: resilience4j.circuitbreaker.instances.a.exponentialBackoffMultiplier (line 2): no effect"), "{out}");
@@ -233,6 +265,7 @@ fn only_the_instances_asked_for_are_imported_and_an_unknown_one_is_an_error() {
         "app.properties",
         &text,
         &["b".to_string()],
+        true,
     )
     .unwrap();
     assert_eq!(one.instance_names(), ["b"]);
@@ -241,6 +274,7 @@ fn only_the_instances_asked_for_are_imported_and_an_unknown_one_is_an_error() {
         "app.properties",
         &text,
         &["c".to_string()],
+        true,
     )
     .unwrap_err();
     assert_eq!(

@@ -60,6 +60,17 @@ pub(super) fn header(h: &mut String, p: &Picture, verdict: &str) {
     for w in &f.warnings {
         let _ = writeln!(h, "<p class=\"warning\">{}</p>", esc(w));
     }
+    if !f.not_drilled.is_empty() {
+        let _ = write!(
+            h,
+            "<details class=\"warning\" id=\"not-drilled\"><summary>Not drilled: {} keys of the imported files (the verdict is about the rest)</summary><ul>",
+            f.not_drilled.len()
+        );
+        for n in &f.not_drilled {
+            let _ = write!(h, "<li>{}</li>", esc(n));
+        }
+        h.push_str("</ul></details>\n");
+    }
     h.push_str("</header>\n");
 }
 

@@ -47,6 +47,9 @@ pub struct Facts {
     /// What could not be read after the run.
     #[serde(default)]
     pub warnings: Vec<String>,
+    /// The keys of the imported defense files the drill does not cover.
+    #[serde(default)]
+    pub not_drilled: Vec<String>,
     /// Per load route, its figures over the run (none for `load:
     /// external`).
     #[serde(default)]
