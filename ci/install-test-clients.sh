@@ -13,10 +13,14 @@
 # and client tests/grpc.rs drives through firedrill
 # and Locust 2.47 into tests/clients/locust/.venv: the distributed load
 # tests/locust.rs drives a drill with (a master and two workers)
+# and prometheus-client into tests/services/checkout/.venv: the service
+# whose own metrics tests/prometheus.rs judges a drill by
 # and from Debian's packages (installed with apt-get when missing): headless
 # Chromium, which tests/html_report.rs opens report.html in, tmux, the
 # terminal tests/live_view.rs watches the live panel in, and PostgreSQL,
-# the shared history tests/history.rs records drills in.
+# the shared history tests/history.rs records drills in, and Prometheus,
+# which tests/prometheus.rs starts to scrape the service under test and
+# judge its query sentences.
 # Needs python3 (with venv) and npm. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +46,7 @@ node_env tests/clients/node toxiproxy-node-client
 python_env tests/services/pybreaker pybreaker
 python_env tests/services/grpc grpc
 python_env tests/clients/locust locust
+python_env tests/services/checkout prometheus_client
 node_env tests/services/opossum opossum
 # Debian packages the tests need, installed when their command is missing.
 missing=()
@@ -49,6 +54,7 @@ command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 # PostgreSQL's server, which tests/history.rs starts a cluster of.
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v prometheus >/dev/null 2>&1 || missing+=(prometheus)
 if [ ${#missing[@]} -gt 0 ]; then
   sudo=""
   if [ "$(id -u)" -ne 0 ]; then sudo=sudo; fi
@@ -58,4 +64,5 @@ fi
 chromium --version
 tmux -V
 ls /usr/lib/postgresql/*/bin/initdb
+prometheus --version 2>&1 | head -1
 echo "test clients installed"

@@ -58,6 +58,7 @@ fn build(raw: RawExperiment) -> Result<Experiment, String> {
         );
     }
     let grpc_load = load.iter().any(|route| route.grpc);
+    let (prometheus, queries) = super::prometheus::read(raw.prometheus, raw.queries, raw.clock)?;
     Ok(Experiment {
         name: raw.name,
         description: raw.description,
@@ -79,6 +80,8 @@ fn build(raw: RawExperiment) -> Result<Experiment, String> {
         dependencies,
         external_load,
         locust,
+        prometheus,
+        queries,
     })
 }
 

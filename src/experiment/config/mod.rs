@@ -23,6 +23,7 @@ pub mod instances;
 mod load;
 pub mod locust;
 pub mod message;
+pub mod prometheus;
 mod raw;
 pub mod system;
 
@@ -75,6 +76,11 @@ pub struct Experiment {
     /// `load: { locust: ... }`: Locust drives the load; `load` holds its
     /// routes (which send nothing themselves).
     pub locust: Option<locust::LocustSpec>,
+    /// Prometheus servers `query` sentences are judged by, checked for
+    /// reachability before the clock starts.
+    pub prometheus: Vec<prometheus::PrometheusSource>,
+    /// The named PromQL queries `query` sentences refer to.
+    pub queries: Vec<prometheus::PromQuery>,
 }
 
 /// Which clock a run uses.

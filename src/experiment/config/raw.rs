@@ -94,6 +94,15 @@ pub(super) struct RawExperiment {
     /// `postgres://` URL. `--history` and `FIREDRILL_HISTORY` override it.
     #[serde(default)]
     pub(super) history: Option<String>,
+    /// Prometheus servers by name, for `query` sentences (needs `clock:
+    /// real`): `url`, `headers` or `bearer_token` (from a variable),
+    /// `timeout`, `scrape_interval`.
+    #[serde(default)]
+    pub(super) prometheus: IndexMap<String, super::prometheus::RawSource>,
+    /// PromQL queries by name, each sent as written to a `prometheus:`
+    /// source: `query NAME max during FAULT <= 300ms` judges one.
+    #[serde(default)]
+    pub(super) queries: IndexMap<String, super::prometheus::RawQuery>,
 }
 
 /// The default seed.

@@ -118,6 +118,9 @@ pub enum Rule {
     },
     /// The sentences about pools: `instance ...`, `pool ...`.
     Pool(PoolRule),
+    /// `query NAME AGG [WINDOW] BOUND`: a named PromQL query's value over
+    /// the window, judged by Prometheus after the run.
+    Query(super::query::QueryRule),
     /// `FIGURE no worse than BASELINE [+ MARGIN]`: a figure of this run
     /// against the same figure of past runs of the history in which it held.
     Regress(Regress),
@@ -272,6 +275,10 @@ impl Rule {
         };
         let window = match self {
             Rule::Count { window, .. } | Rule::Stays { window, .. } => Some(window),
+            Rule::Query(super::query::QueryRule {
+                window: super::query::QueryWindow::Drill(window),
+                ..
+            }) => Some(window),
             _ => self.counted_window(),
         };
         let bounding = match window {
@@ -520,6 +527,9 @@ pub enum ValueKind {
     Count,
     /// A ratio, any non-negative number.
     Ratio,
+    /// What a PromQL query returns: a duration (`300ms`, in seconds), a
+    /// percentage (`99.5%`, a ratio) or any number (`2`, `-1.5`).
+    Quantity,
 }
 
 impl Metric {

@@ -30,6 +30,8 @@ pub struct Names {
     pub pool_servers: std::collections::BTreeMap<String, BTreeSet<String>>,
     /// Instances of the built-in target.
     pub instances: BTreeSet<String>,
+    /// PromQL queries of `queries:`.
+    pub queries: BTreeSet<String>,
     /// Breakers whose wait in open is not known (an inferred breaker
     /// declared without `wait_in_open`): a sentence measured against it
     /// has nothing to be measured against.
@@ -146,6 +148,12 @@ pub fn check(expectation: &Expectation, names: &Names) -> Result<(), String> {
         }) => {
             refs.push(("route", route, &names.routes));
             refs.extend(window(w));
+        }
+        Rule::Query(q) => {
+            refs.push(("query", &q.query, &names.queries));
+            if let super::query::QueryWindow::Drill(w) = &q.window {
+                refs.extend(window(w));
+            }
         }
         Rule::Regress(Regress {
             measure: Measure::Transition {

@@ -107,6 +107,14 @@ pub fn evaluate_tallied(expectation: &Expectation, timeline: &Timeline, tally: &
             bound,
         } => super::metrics::route(timeline, route, *metric, window, *bound, route_tally),
         Rule::Pool(rule) => super::pool::judge(timeline, rule, share_tally),
+        // Judged by Prometheus once the run is over; a run that never got
+        // that far (or a virtual one) has nothing to judge it on.
+        Rule::Query(q) => (
+            false,
+            format!("query {} {} {}", q.query, q.aggregate.words(), q.bound_text()),
+            "not queried: only a real-time run asks Prometheus".to_string(),
+            None,
+        ),
     };
     Verdict {
         expectation: expectation.text.clone(),
@@ -141,6 +149,7 @@ fn judged(rule: &Rule, timeline: &Timeline) -> Vec<(Duration, Duration)> {
             return span_after(timeline, anchor, *within);
         }
         Rule::Reaches { within, anchor, .. } => return span_after(timeline, anchor, *within),
+        Rule::Query(q) => return q.window.resolve(timeline).unwrap_or_default(),
         Rule::Sequence { .. } | Rule::WaitInOpen { .. } | Rule::Regress(_) => &Window::Run,
     };
     resolve(window, timeline).unwrap_or_default()

@@ -16,6 +16,8 @@
 //! * `regress` and [`baseline`] — regression sentences, judged against
 //!   past runs of a history that held them (or seeded them), named by
 //!   number.
+//! * [`query`] — `query NAME AGG [WINDOW] BOUND`: a named PromQL query
+//!   judged by the team's own Prometheus after the run.
 //! * [`steady`] — the steady state: sentences judged over the warm-up and
 //!   after the last fault.
 //!
@@ -36,6 +38,7 @@ pub mod latencies;
 mod metrics;
 pub mod names;
 mod pool;
+pub mod query;
 pub mod regress;
 pub mod steady;
 pub mod tally;

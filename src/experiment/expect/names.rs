@@ -52,6 +52,9 @@ pub fn names(experiment: &Experiment) -> Names {
         .routes
         .extend(experiment.load.iter().map(|l| l.name.clone()));
     names
+        .queries
+        .extend(experiment.queries.iter().map(|q| q.name.clone()));
+    names
         .phases
         .extend(experiment.phases.iter().map(|p| p.name.clone()));
     names

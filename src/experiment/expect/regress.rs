@@ -251,7 +251,7 @@ fn value_of(limit: f64, kind: ValueKind) -> Value {
     match kind {
         ValueKind::Duration => Value::Duration(Duration::from_secs_f64(limit.max(0.0) / 1000.0)),
         ValueKind::Share => Value::Percent(limit),
-        ValueKind::Count | ValueKind::Ratio => Value::Number(limit),
+        ValueKind::Count | ValueKind::Ratio | ValueKind::Quantity => Value::Number(limit),
     }
 }
 

@@ -169,7 +169,7 @@ pub(crate) fn show(value: f64, kind: super::ast::ValueKind) -> String {
     match kind {
         ValueKind::Duration => latency(Duration::from_secs_f64(value.max(0.0) / 1000.0)),
         ValueKind::Share => format!("{}%", ratio(value)),
-        ValueKind::Count | ValueKind::Ratio => ratio(value),
+        ValueKind::Count | ValueKind::Ratio | ValueKind::Quantity => ratio(value),
     }
 }
 

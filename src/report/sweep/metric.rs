@@ -108,7 +108,7 @@ impl Metric {
             | Rule::WaitInOpen { .. }
             | Rule::Count { .. }
             | Rule::Stays { .. } => Some(Metric::Opens),
-            Rule::Calls { .. } | Rule::Pool(_) | Rule::Regress(_) => None,
+            Rule::Calls { .. } | Rule::Pool(_) | Rule::Regress(_) | Rule::Query(_) => None,
         }
     }
 

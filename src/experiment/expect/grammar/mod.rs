@@ -10,6 +10,7 @@
 //! * `breaker`, `route`, `pool` — the sentences about one breaker, about a
 //!   route's figures and the calls to a dependency, about a pool and its
 //!   servers.
+//! * `query` — the sentence about a named PromQL query.
 //! * `parse` — the entry point: the first word picks the sentence.
 
 pub(crate) mod breaker;
@@ -18,6 +19,7 @@ pub(crate) mod error;
 pub(crate) mod lex;
 pub(crate) mod parse;
 pub(crate) mod pool;
+pub(crate) mod query;
 pub(crate) mod regress;
 pub(crate) mod route;
 pub(crate) mod terms;

@@ -31,10 +31,14 @@ pub fn parse(sentence: &str) -> Result<Expectation, ParseError> {
             p.advance();
             super::pool::pool(&mut p)?
         }
+        Some("query") => {
+            p.advance();
+            super::query::query(&mut p)?
+        }
         _ => {
             return Err(p.error(
-                "'breaker', 'calls', 'route', 'instance' or 'pool'",
-                &["breaker", "calls", "route", "instance", "pool"],
+                "'breaker', 'calls', 'route', 'instance', 'pool' or 'query'",
+                &["breaker", "calls", "route", "instance", "pool", "query"],
             ));
         }
     };

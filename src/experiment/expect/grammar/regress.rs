@@ -148,7 +148,7 @@ fn margin(p: &mut Parser, kind: ValueKind) -> Result<Option<Margin>, ParseError>
                 .parse::<Dur>()
                 .ok()
                 .map(|d| Margin::Absolute(d.get().as_secs_f64() * 1000.0)),
-            ValueKind::Count | ValueKind::Ratio => value
+            ValueKind::Count | ValueKind::Ratio | ValueKind::Quantity => value
                 .parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite() && *x >= 0.0)
@@ -159,7 +159,7 @@ fn margin(p: &mut Parser, kind: ValueKind) -> Result<Option<Margin>, ParseError>
     let what = match kind {
         ValueKind::Duration => "a margin such as \"20%\" (of the baseline) or \"500ms\"",
         ValueKind::Share => "a margin such as \"2%\" (of the baseline)",
-        ValueKind::Count | ValueKind::Ratio => {
+        ValueKind::Count | ValueKind::Ratio | ValueKind::Quantity => {
             "a margin such as \"20%\" (of the baseline) or a number such as \"3\""
         }
     };
