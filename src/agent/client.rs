@@ -167,7 +167,7 @@ impl AgentClient {
 
 /// An error with every cause under it: `client error (Connect): tcp
 /// connect error: Connection refused (os error 111)`.
-fn chain(error: &dyn std::error::Error) -> String {
+pub(crate) fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut cause = error.source();
     while let Some(c) = cause {

@@ -33,7 +33,11 @@ pub fn judge(loaded: &Loaded, run: RunResult) -> Judged {
         .expectations
         .iter()
         .zip(main)
-        .map(|(e, t)| crate::experiment::expect::evaluate_tallied(e, &run.timeline, t))
+        .enumerate()
+        .map(|(i, (e, t))| match run.queried.get(&i) {
+            Some(queried) => queried.clone(),
+            None => crate::experiment::expect::evaluate_tallied(e, &run.timeline, t),
+        })
         .collect();
     if let Some(steady) = &loaded.steady {
         let injected = !matches!(run.ending, Ending::NotHealthy { .. });

@@ -90,7 +90,16 @@ async fn execute<N: Network, R: Report>(
 ) -> Result<R::Output, RunError> {
     let stood = stand_up::stand_up(loaded, &network, report.sinks()).await?;
     let driven = drive::drive(loaded, &stood, N::WALL_CLOCK, interrupt, live).await?;
-    let run = collect::collect(loaded, stood, driven)?;
+    let start = stood.start;
+    let mut run = collect::collect(loaded, stood, driven)?;
+    run.queried = crate::experiment::prometheus::judge::judge_queries(
+        &loaded.experiment,
+        &loaded.expectations,
+        &run.timeline,
+        start,
+        run.started_at_unix_ms,
+    )
+    .await;
     let judged = judge::judge(loaded, run);
     Ok(report.report(judged))
 }

@@ -57,4 +57,7 @@ pub struct RunResult {
     /// the experiment's expectations, then of the steady state's before and
     /// after sentences; the figures per route.
     pub counted: Counted,
+    /// The verdicts of the `query` sentences, by index among the
+    /// expectations: judged by Prometheus after the run.
+    pub queried: std::collections::BTreeMap<usize, crate::experiment::Verdict>,
 }

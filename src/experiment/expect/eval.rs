@@ -111,7 +111,12 @@ pub fn evaluate_tallied(expectation: &Expectation, timeline: &Timeline, tally: &
         // that far (or a virtual one) has nothing to judge it on.
         Rule::Query(q) => (
             false,
-            format!("query {} {} {}", q.query, q.aggregate.words(), q.bound_text()),
+            format!(
+                "query {} {} {}",
+                q.query,
+                q.aggregate.words(),
+                q.bound_text()
+            ),
             "not queried: only a real-time run asks Prometheus".to_string(),
             None,
         ),

@@ -114,6 +114,7 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
         nothing_to_judge: nothing_to_judge.map(|_| blackbox::NO_CALLS.to_string()),
         agents,
         inconclusive,
+        queried: BTreeMap::new(),
     })
 }
 

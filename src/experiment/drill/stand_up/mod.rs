@@ -262,6 +262,8 @@ pub async fn stand_up<'a, N: Network>(
 ) -> Result<Stood<'a>, crate::experiment::error::RunError> {
     let experiment = &loaded.experiment;
     let mut under_test = UnderTest::of(experiment);
+    // The team's Prometheus answers before anything starts.
+    crate::experiment::prometheus::check_sources(experiment, N::WALL_CLOCK).await?;
     let mut dialed = dial::dial_all(experiment).await?;
     // Locust's workers join before the clock starts: its load starts at 0 s.
     let swarm = match &experiment.locust {

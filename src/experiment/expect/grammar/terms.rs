@@ -108,7 +108,10 @@ fn value(p: &mut Parser, kind: ValueKind) -> Result<Value, ParseError> {
             word.parse::<u64>().ok().map(Value::Count),
             "a whole number such as \"0\"",
         ),
-        ValueKind::Quantity => (quantity(word), "a duration (\"300ms\"), a percentage (\"99.5%\") or a number"),
+        ValueKind::Quantity => (
+            quantity(word),
+            "a duration (\"300ms\"), a percentage (\"99.5%\") or a number",
+        ),
         ValueKind::Ratio => (
             word.parse::<f64>()
                 .ok()
@@ -129,7 +132,10 @@ fn value(p: &mut Parser, kind: ValueKind) -> Result<Value, ParseError> {
 /// A duration, a percentage or any finite number (a query's bound).
 fn quantity(word: &str) -> Option<Value> {
     if word.ends_with('%') {
-        return word.parse::<Percent>().ok().map(|pc| Value::Percent(pc.percent()));
+        return word
+            .parse::<Percent>()
+            .ok()
+            .map(|pc| Value::Percent(pc.percent()));
     }
     if let Ok(x) = word.parse::<f64>() {
         return x.is_finite().then_some(Value::Number(x));

@@ -1,0 +1,210 @@
+//! Game days judged by the team's own monitoring, against a real
+//! Prometheus (Debian's package, started per test by prometheus_support)
+//! scraping the real checkout service (tests/services/checkout, the
+//! Python prometheus_client) every second: the example of
+//! docs/monitoring.md (experiments/prometheus/checkout.yaml) passes against
+//! the service as written and fails against one that waits for its slow
+//! dependency; a query with a typo, a query that returns nothing and a
+//! Prometheus that is down each fail, located, and never pass.
+
+mod blackbox_support;
+mod port_support;
+mod prometheus_support;
+
+use std::path::Path;
+use std::process::Command;
+
+use blackbox_support::{Drill, Service, free_port};
+use prometheus_support::Prometheus;
+
+/// The example drill of docs/monitoring.md.
+const EXAMPLE: &str = "experiments/prometheus/checkout.yaml";
+/// Its p99 query, as written there.
+const P99: &str =
+    "histogram_quantile(0.99, sum by (le) (rate(checkout_request_duration_seconds_bucket[3s])))";
+/// Its sentence judged during the fault.
+const DURING: &str = "query checkout_p99 max during inventory-slow <= 300ms";
+/// Its sentence judged before the first fault.
+const BEFORE: &str = "query checkout_p99 at every step before the first fault <= 100ms";
+
+/// The checkout service calling the drill's inventory proxy on
+/// `inventory_port`, giving up on it after `call_timeout_ms`.
+fn checkout(inventory_port: u16, call_timeout_ms: u64) -> Service {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let python = root.join("tests/services/checkout/.venv/bin/python");
+    let service = root.join("tests/services/checkout/service.py");
+    Service::program(
+        python.to_str().unwrap(),
+        &[service.to_str().unwrap()],
+        &[
+            (
+                "DEPENDENCY_URL",
+                format!("http://127.0.0.1:{inventory_port}"),
+            ),
+            ("CALL_TIMEOUT_MS", call_timeout_ms.to_string()),
+        ],
+    )
+}
+
+/// Runs the example with the PromQL of `checkout_p99` replaced by
+/// `promql`, the service on `service`, Prometheus on `prometheus_port`,
+/// `env` set.
+fn drill(
+    dir: &Path,
+    service: u16,
+    inventory: u16,
+    prometheus_port: u16,
+    promql: &str,
+    env: &[(&str, &str)],
+) -> Drill {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE))
+        .unwrap()
+        .replace(P99, promql);
+    let file = dir.join("checkout.yaml");
+    std::fs::write(&file, text).unwrap();
+    let reports = dir.join("report");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_firedrill"));
+    command
+        .env("CHECKOUT_PORT", service.to_string())
+        .env("INVENTORY_PORT", inventory.to_string())
+        .env("PROMETHEUS_PORT", prometheus_port.to_string())
+        .envs(env.iter().copied())
+        .arg("run")
+        .arg(&file)
+        .arg("--report-dir")
+        .arg(&reports);
+    Drill::finish(command, &reports)
+}
+
+/// The example against a checkout service giving up after
+/// `call_timeout_ms`, judged by a fresh Prometheus scraping it.
+fn example(call_timeout_ms: u64, promql: &str) -> Drill {
+    let dir = tempfile::tempdir().unwrap();
+    let inventory = free_port();
+    let service = checkout(inventory, call_timeout_ms);
+    let prometheus = Prometheus::start(&[service.port], None);
+    drill(
+        dir.path(),
+        service.port,
+        inventory,
+        prometheus.port,
+        promql,
+        &[],
+    )
+}
+
+#[test]
+fn the_example_passes_against_checkout_as_written_judged_by_a_real_prometheus() {
+    let run = example(100, P99);
+    assert_eq!(run.exit, Some(0), "{}", run.output);
+    for sentence in [DURING, BEFORE] {
+        let v = run.verdict(sentence);
+        assert_eq!(v["passed"], true, "{v}");
+        // The figure is Prometheus's, in the bound's unit (milliseconds).
+        let figure = v["figure"].as_f64().expect("a figure");
+        assert!(figure > 0.0 && figure <= 300.0, "{v}");
+        assert!(v["seen"].as_str().unwrap().contains("steps of 1s"), "{v}");
+    }
+    assert!(run.junit.contains("query checkout_p99"), "{}", run.junit);
+}
+
+#[test]
+fn a_checkout_that_waits_for_its_slow_dependency_fails_the_p99_sentence() {
+    let run = example(2000, P99);
+    assert_eq!(run.exit, Some(1), "{}", run.output);
+    let v = run.verdict(DURING);
+    assert_eq!(v["passed"], false, "{v}");
+    assert!(v["figure"].as_f64().unwrap() > 300.0, "{v}");
+    // Before the fault it was as fast as ever.
+    assert_eq!(run.verdict(BEFORE)["passed"], true, "{}", run.output);
+}
+
+#[test]
+fn a_query_with_a_typo_fails_naming_the_query_and_prometheus_own_message() {
+    // One closing parenthesis short.
+    let typo = &P99[..P99.len() - 1];
+    let run = example(100, typo);
+    assert_eq!(run.exit, Some(1), "{}", run.output);
+    let v = run.verdict(DURING);
+    assert_eq!(v["passed"], false, "{v}");
+    let seen = v["seen"].as_str().unwrap();
+    assert!(
+        seen.starts_with("query checkout_p99 (`histogram_quantile"),
+        "{seen}"
+    );
+    assert!(
+        seen.contains("Prometheus: ") && seen.contains("parse error"),
+        "{seen}"
+    );
+}
+
+#[test]
+fn a_query_that_returns_nothing_fails_and_never_passes() {
+    let run = example(100, &P99.replace("checkout_request", "checkout_requets"));
+    assert_eq!(run.exit, Some(1), "{}", run.output);
+    for sentence in [DURING, BEFORE] {
+        let v = run.verdict(sentence);
+        assert_eq!(v["passed"], false, "{v}");
+        assert!(
+            v["seen"].as_str().unwrap().contains("returned no samples"),
+            "{v}"
+        );
+        assert!(v.get("figure").is_none(), "{v}");
+    }
+}
+
+#[test]
+fn prometheus_down_at_start_is_exit_3_naming_the_source_and_masking_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let inventory = free_port();
+    let service = checkout(inventory, 100);
+    let nobody = free_port();
+    let token = "tok-9f3a7c1e55";
+    let run = drill(
+        dir.path(),
+        service.port,
+        inventory,
+        nobody,
+        P99,
+        &[("PROMETHEUS_TOKEN", token)],
+    );
+    assert_eq!(run.exit, Some(3), "{}", run.output);
+    assert!(run.output.contains("prometheus.team.url"), "{}", run.output);
+    assert!(
+        run.output.contains("Prometheus unreachable at start"),
+        "{}",
+        run.output
+    );
+    assert!(!run.output.contains(token), "{}", run.output);
+    // Nothing ran: no report.
+    assert!(run.report.is_null(), "{}", run.report);
+}
+
+#[test]
+fn a_virtual_time_experiment_with_a_prometheus_source_is_refused_located() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("virtual.yaml");
+    std::fs::write(
+        &file,
+        "name: v\nduration: 2s\nload:\n  - { name: a, request: GET /health, rate: 5/s }\n\
+         prometheus:\n  team: { url: 'http://127.0.0.1:9' }\n\
+         queries:\n  up: up\nexpect:\n  - query up min >= 1\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("prometheus") && text.contains("needs `clock: real`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("virtual.yaml:6:3: prometheus"),
+        "located at the source: {text}"
+    );
+}
