@@ -70,7 +70,11 @@ impl Prometheus {
         prometheus.wait_until(|p| p.get("/-/ready").0 == 200, "ready");
         let up = targets.len();
         prometheus.wait_until(
-            |p| p.get("/api/v1/query?query=sum(up)").1.contains(&format!("\"{up}\"]")),
+            |p| {
+                p.get("/api/v1/query?query=sum(up)")
+                    .1
+                    .contains(&format!("\"{up}\"]"))
+            },
             "scraping every target",
         );
         prometheus
