@@ -39,3 +39,54 @@ pub(crate) fn query(p: &mut Parser) -> Result<Rule, ParseError> {
         bound,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::experiment::expect::ast::{Bound, Op, Rule, Value};
+    use crate::experiment::expect::parse;
+    use crate::experiment::expect::query::{Aggregate, QueryRule, QueryWindow};
+
+    fn rule(sentence: &str) -> QueryRule {
+        match parse(sentence).unwrap().rule {
+            Rule::Query(q) => q,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn every_aggregate_and_the_steady_state_window_parse() {
+        let q = rule("query p99 at every step before the first fault <= 300ms");
+        assert_eq!(q.aggregate, Aggregate::EveryStep);
+        assert_eq!(q.window, QueryWindow::BeforeFirstFault);
+        for word in ["max", "min", "avg", "last"] {
+            let q = rule(&format!("query p99 {word} while inventory is open > 2"));
+            assert_eq!(q.aggregate.words(), word);
+        }
+    }
+
+    #[test]
+    fn bounds_are_read_in_prometheus_units_seconds_ratios_numbers() {
+        let scaled = |s: &str| rule(s).prometheus_bound();
+        assert_eq!(
+            scaled("query q max <= 300ms"),
+            Bound::Cmp(Op::Le, Value::Number(0.3))
+        );
+        assert_eq!(
+            scaled("query q min during f >= 99.5%"),
+            Bound::Cmp(Op::Ge, Value::Number(0.995))
+        );
+        assert_eq!(
+            scaled("query q last < -1.5"),
+            Bound::Cmp(Op::Lt, Value::Number(-1.5))
+        );
+    }
+
+    #[test]
+    fn a_missing_aggregate_is_located_with_the_closest_word() {
+        let e = parse("query p99 mx <= 300ms").unwrap_err();
+        assert_eq!(e.column, 11);
+        assert!(e.message.contains("(did you mean \"max\"?)"), "{e}");
+        let e = parse("query p99 max before the last fault <= 1").unwrap_err();
+        assert!(e.message.contains("'first'"), "{e}");
+    }
+}
