@@ -208,3 +208,104 @@ fn a_virtual_time_experiment_with_a_prometheus_source_is_refused_located() {
         "located at the source: {text}"
     );
 }
+
+/// Prometheus's rule file of the halt test: checkout's p99 over 300 ms.
+const RULES: &str = "groups:
+  - name: checkout
+    rules:
+      - alert: CheckoutSlow
+        expr: histogram_quantile(0.99, sum by (le) (rate(checkout_request_duration_seconds_bucket[3s]))) > 0.3
+";
+
+/// The example with `halt: [alert CheckoutSlow firing]`, against a
+/// checkout giving up after `call_timeout_ms`, judged by a Prometheus
+/// evaluating [`RULES`].
+fn halted_example(call_timeout_ms: u64) -> Drill {
+    let dir = tempfile::tempdir().unwrap();
+    let inventory = free_port();
+    let service = checkout(inventory, call_timeout_ms);
+    let prometheus = Prometheus::start(&[service.port], Some(RULES));
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE))
+        .unwrap()
+        .replace(
+            "expect:\n",
+            "halt:\n  - alert CheckoutSlow firing\nexpect:\n",
+        );
+    let file = dir.path().join("halted.yaml");
+    std::fs::write(&file, text).unwrap();
+    let reports = dir.path().join("report");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_firedrill"));
+    command
+        .env("CHECKOUT_PORT", service.port.to_string())
+        .env("INVENTORY_PORT", inventory.to_string())
+        .env("PROMETHEUS_PORT", prometheus.port.to_string())
+        .arg("run")
+        .arg(&file)
+        .arg("--report-dir")
+        .arg(&reports);
+    Drill::finish(command, &reports)
+}
+
+#[test]
+fn an_alert_firing_mid_drill_halts_it_naming_the_alert_and_removes_the_fault() {
+    let run = halted_example(2000);
+    assert_eq!(run.exit, Some(1), "{}", run.output);
+    let ending = &run.report["ending"];
+    assert_eq!(ending["kind"], "halted", "{}", run.report);
+    assert_eq!(ending["condition"], "alert CheckoutSlow firing", "{ending}");
+    let seen = ending["seen"].as_str().unwrap();
+    assert!(
+        seen.contains("alert CheckoutSlow firing in Prometheus team"),
+        "{seen}"
+    );
+    assert!(
+        run.output.contains(
+            "HALTED: alert CheckoutSlow firing (alert CheckoutSlow firing in Prometheus team ({__name__=\"ALERTS\", alertname=\"CheckoutSlow\""
+        ),
+        "{}",
+        run.output
+    );
+    // It fired after the fault began (3 s) and the drill stopped before its
+    // 8 s were out.
+    let duration = run.report["duration_ms"].as_f64().expect("duration_ms");
+    assert!(duration > 3000.0 && duration < 8000.0, "{}", run.report);
+    // The fault's window as applied ends with the drill.
+    let windows = &run.report["faults"][0]["windows_ms"];
+    let end = windows[0][1].as_f64().expect("an applied window");
+    assert!(end <= duration, "{windows} after {duration}");
+}
+
+#[test]
+fn the_same_alert_never_fires_against_checkout_as_written_and_the_drill_completes() {
+    let run = halted_example(100);
+    assert_eq!(run.exit, Some(0), "{}", run.output);
+    assert_eq!(run.report["ending"]["kind"], "completed", "{}", run.report);
+}
+
+#[test]
+fn a_halt_on_an_unknown_source_or_query_is_a_located_error_before_anything_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("halts.yaml");
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE))
+        .unwrap()
+        .replace(
+            "expect:\n",
+            "halt:\n  - alert CheckoutSlow firing on stagin\n  - query checkout_p9 > 500ms\nexpect:\n",
+        );
+    std::fs::write(&file, text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .arg("validate")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("halt[0]: column 30: no `prometheus:` source named `stagin`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("halt[1]: column 7: unknown query `checkout_p9`"),
+        "{text}"
+    );
+}

@@ -19,6 +19,9 @@ pub struct Loaded {
     pub experiment: Experiment,
     /// Its halt conditions, parsed.
     pub halts: Vec<HaltCondition>,
+    /// Its halt sentences read from Prometheus (`alert NAME firing`,
+    /// `query Q OP VALUE`), parsed.
+    pub prom_halts: Vec<super::prometheus::halt::PromHalt>,
     /// Its expectations, parsed and checked against its names.
     pub expectations: Vec<super::expect::names::Checked>,
     /// Its steady-state checks, windowed by the fault timeline.
@@ -99,7 +102,15 @@ pub fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
         .collect();
     let routes = super::expect::names::names(&experiment).routes;
     let mut halts = Vec::new();
+    let mut prom_halts = Vec::new();
     for (i, h) in experiment.halt.iter().enumerate() {
+        if super::prometheus::halt::is_prometheus_halt(h) {
+            match super::prometheus::halt::parse(h, &experiment) {
+                Ok(h) => prom_halts.push(h),
+                Err(e) => problems.push(at("halt", i, e)),
+            }
+            continue;
+        }
         match h.parse::<HaltCondition>() {
             Ok(h) if !routes.contains(&h.route) => {
                 let name = super::expect::ast::Name {
@@ -142,6 +153,7 @@ pub fn load_text(file: &str, text: &str) -> Result<Loaded, LoadError> {
     Ok(Loaded {
         experiment,
         halts,
+        prom_halts,
         expectations,
         steady,
         remote,

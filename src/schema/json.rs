@@ -184,9 +184,9 @@ pub fn halt_conditions(_: &mut SchemaGenerator) -> Schema {
         "type": "array",
         "items": {
             "type": "string",
-            "description": "`route NAME success|errors <|> PERCENT for DURATION`",
-            "pattern": r"^\s*route\s+\S+\s+(success|errors)\s+[<>]\s+\S+\s+for\s+\S+\s*$",
-            "examples": ["route B success < 50% for 5s"],
+            "description": "`route NAME success|errors <|> PERCENT for DURATION`, or read from Prometheus: `alert NAME firing [on SOURCE]`, `query Q OP VALUE`",
+            "pattern": r"^\s*(route\s+\S+\s+(success|errors)\s+[<>]\s+\S+\s+for\s+\S+|alert\s+\S+\s+firing(\s+on\s+\S+)?|query\s+.+)\s*$",
+            "examples": ["route B success < 50% for 5s", "alert CheckoutHighErrorRate firing"],
         },
     })
 }

@@ -105,6 +105,27 @@ impl PromClient {
         Ok(result.iter().map(series).collect())
     }
 
+    /// An instant `query` of `promql` at Prometheus's now: each series'
+    /// labels and value.
+    pub async fn query(&self, promql: &str) -> Result<Vec<(String, f64)>, String> {
+        let data = self
+            .api(&format!("/api/v1/query?query={}", encode(promql)))
+            .await?;
+        let result = data
+            .get("result")
+            .and_then(|r| r.as_array())
+            .cloned()
+            .unwrap_or_default();
+        Ok(result
+            .iter()
+            .filter_map(|v| {
+                let labels = series(v).labels;
+                let x = v.get("value")?.get(1)?.as_str()?.parse::<f64>().ok()?;
+                Some((labels, x))
+            })
+            .collect())
+    }
+
     /// `GET path`: the answer's `data` when its status is `success`, or
     /// Prometheus's `error` (or the status and body) when not.
     async fn api(&self, path: &str) -> Result<serde_json::Value, String> {

@@ -1,9 +1,11 @@
 //! The team's own monitoring as a judge: a Prometheus server's API
 //! ([`client`]), checked for reachability before the clock starts
 //! ([`check_sources`]), and the `query` sentences judged on it after the
-//! run ([`judge`]).
+//! run ([`judge`]); `halt:` sentences read from it while the drill runs
+//! ([`halt`]).
 
 pub mod client;
+pub mod halt;
 pub mod judge;
 
 use crate::experiment::config::Experiment;

@@ -226,6 +226,7 @@ async fn until_the_end(
         }
     };
     let watch = halt::watch(&loaded.halts, load, start);
+    let alarm = crate::experiment::prometheus::halt::watch(&loaded.prom_halts, start);
     let watched = progress::Watched {
         experiment,
         load,
@@ -242,7 +243,7 @@ async fn until_the_end(
         }
     };
     let warm_up = not_healthy(loaded, stood);
-    tokio::pin!(drive, watch, interrupt, bar, warm_up, halt_asked);
+    tokio::pin!(drive, watch, alarm, interrupt, bar, warm_up, halt_asked);
     tokio::select! {
         biased;
         _ = &mut interrupt => Ending::Interrupted,
@@ -252,6 +253,7 @@ async fn until_the_end(
         },
         failed = &mut warm_up => Ending::NotHealthy { failed },
         (condition, seen) = &mut watch => Ending::Halted { condition, seen },
+        (condition, seen) = &mut alarm => Ending::Halted { condition, seen },
         _ = &mut drive => Ending::Completed,
         _ = &mut bar => unreachable!("the live view never ends by itself"),
     }

@@ -41,6 +41,7 @@ fn loaded(yaml: &str) -> Loaded {
     Loaded {
         experiment: crate::schema::from_yaml_str("x.yaml", yaml).unwrap(),
         halts: Vec::new(),
+        prom_halts: Vec::new(),
         expectations: Vec::new(),
         steady: None,
         remote: Default::default(),

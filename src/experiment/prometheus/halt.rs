@@ -1,0 +1,183 @@
+//! The game day's stop button: `halt:` sentences read from Prometheus
+//! while the drill runs. `alert NAME firing [on SOURCE]` halts once
+//! Prometheus's `ALERTS` series has the alert firing; `query Q OP VALUE`
+//! halts once any series of the named query crosses the bound (`query
+//! checkout_p99 > 500ms`). Each is polled at its source's scrape interval;
+//! the first that holds ends the drill as a route halt does (faults
+//! removed at once, partial report, exit 1).
+
+use crate::clock::{self, Duration, Instant};
+use crate::experiment::config::Experiment;
+use crate::experiment::config::prometheus::PrometheusSource;
+use crate::experiment::expect::ast::Bound;
+use crate::experiment::expect::query::{Aggregate, QueryRule, QueryWindow};
+
+use super::client::PromClient;
+
+/// A halt sentence read from Prometheus.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PromHalt {
+    /// As written.
+    pub text: String,
+    /// The source polled.
+    pub source: PrometheusSource,
+    /// What is asked, and when it holds.
+    pub kind: PromHaltKind,
+}
+
+/// What a Prometheus halt asks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PromHaltKind {
+    /// `alert NAME firing`: the alert's name in `ALERTS`.
+    Alert(String),
+    /// `query Q OP VALUE`: the query's PromQL, and the bound that halts
+    /// (and how it is written).
+    Query {
+        /// The PromQL.
+        promql: String,
+        /// Its name, for the report.
+        name: String,
+        /// The bound; holding it halts.
+        rule: Box<QueryRule>,
+    },
+}
+
+/// Whether `text` is a halt sentence read from Prometheus (it starts with
+/// `alert` or `query`).
+pub fn is_prometheus_halt(text: &str) -> bool {
+    matches!(text.split_whitespace().next(), Some("alert" | "query"))
+}
+
+/// Parses a Prometheus halt sentence against `experiment`'s sources and
+/// queries; errors start with `column N:`.
+pub fn parse(text: &str, experiment: &Experiment) -> Result<PromHalt, String> {
+    let text = text.trim();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let source_named = |name: Option<&str>, column: usize| -> Result<PrometheusSource, String> {
+        let found = match (name, experiment.prometheus.as_slice()) {
+            (None, [only]) => Some(only),
+            (None, []) => None,
+            (None, _) => {
+                return Err(format!(
+                    "column {column}: several Prometheus sources: write `on SOURCE`"
+                ));
+            }
+            (Some(n), all) => all.iter().find(|s| s.name == n),
+        };
+        found.cloned().ok_or_else(|| {
+            format!(
+                "column {column}: no `prometheus:` source{} to read it from",
+                name.map(|n| format!(" named `{n}`")).unwrap_or_default()
+            )
+        })
+    };
+    if words.first() == Some(&"alert") {
+        let form = "`alert NAME firing [on SOURCE]`";
+        let (name, rest) = match words.as_slice() {
+            [_, name, "firing", rest @ ..] => (*name, rest),
+            _ => return Err(format!("column 1: expected {form}")),
+        };
+        let column = text.find(" on ").map_or(text.len() + 1, |i| i + 5);
+        let source = match rest {
+            [] => source_named(None, column)?,
+            ["on", s] => source_named(Some(s), column)?,
+            _ => return Err(format!("column {column}: expected {form}")),
+        };
+        return Ok(PromHalt {
+            text: text.to_string(),
+            source,
+            kind: PromHaltKind::Alert(name.to_string()),
+        });
+    }
+    // `query Q OP VALUE` is a query sentence's grammar with `last` and no
+    // window: the value now.
+    let sentence = text.replacen("query ", "", 1);
+    let (name, bound) = sentence.split_once(' ').unwrap_or((&sentence, ""));
+    let parsed =
+        crate::experiment::expect::parse(&format!("query {name} last {bound}")).map_err(|e| {
+            format!(
+                "column {}: {} (form: `query Q OP VALUE`)",
+                e.column.saturating_sub(5).max(1),
+                e.message
+            )
+        })?;
+    let crate::experiment::expect::ast::Rule::Query(rule) = parsed.rule else {
+        return Err("column 1: expected `query Q OP VALUE`".to_string());
+    };
+    let Some(query) = experiment
+        .queries
+        .iter()
+        .find(|q| q.name == rule.query.text)
+    else {
+        return Err(format!(
+            "column 7: unknown query `{name}` (give it under `queries:`)"
+        ));
+    };
+    Ok(PromHalt {
+        text: text.to_string(),
+        source: source_named(Some(&query.source), 7)?,
+        kind: PromHaltKind::Query {
+            promql: query.promql.clone(),
+            name: query.name.clone(),
+            rule: Box::new(QueryRule {
+                aggregate: Aggregate::Last,
+                window: QueryWindow::Drill(crate::experiment::expect::ast::Window::Run),
+                ..rule
+            }),
+        },
+    })
+}
+
+/// Resolves with (condition, what it saw) when a Prometheus halt holds;
+/// never when there are none. A poll Prometheus does not answer is tried
+/// again at the next interval.
+pub async fn watch(halts: &[PromHalt], start: Instant) -> (String, String) {
+    if halts.is_empty() {
+        return std::future::pending().await;
+    }
+    let mut clients = Vec::new();
+    for h in halts {
+        clients.push(PromClient::new(&h.source).await.ok());
+    }
+    let every = halts
+        .iter()
+        .map(|h| h.source.scrape_interval)
+        .min()
+        .unwrap_or(Duration::from_secs(1));
+    let mut tick = every;
+    loop {
+        clock::sleep_until(start + tick).await;
+        for (h, client) in halts.iter().zip(&clients) {
+            let Some(client) = client else { continue };
+            if let Some(seen) = holds(h, client).await {
+                let at = clock::now().saturating_duration_since(start).as_secs_f64();
+                return (h.text.clone(), format!("{seen} at {at:.1}s"));
+            }
+        }
+        tick += every;
+    }
+}
+
+/// What was seen when `halt` holds now.
+async fn holds(halt: &PromHalt, client: &PromClient) -> Option<String> {
+    match &halt.kind {
+        PromHaltKind::Alert(name) => {
+            let promql = format!("ALERTS{{alertname=\"{name}\",alertstate=\"firing\"}}");
+            let firing = client.query(&promql).await.ok()?;
+            let (labels, _) = firing.first()?;
+            Some(format!(
+                "alert {name} firing in Prometheus {} ({labels})",
+                halt.source.name
+            ))
+        }
+        PromHaltKind::Query { promql, name, rule } => {
+            let bound: Bound = rule.prometheus_bound();
+            let values = client.query(promql).await.ok()?;
+            let (labels, x) = values.into_iter().find(|(_, x)| bound.holds(*x))?;
+            Some(format!(
+                "query {name} at {x} {} ({labels})",
+                rule.bound_text()
+            ))
+        }
+    }
+}
