@@ -47,13 +47,13 @@ fn unknown_first_word_lists_the_sentence_kinds_and_suggests_one() {
     fails(
         "brekaer inventory never opens",
         "brekaer",
-        "expected 'breaker', 'calls', 'route', 'instance' or 'pool' at the start, found \"brekaer\" \
+        "expected 'breaker', 'calls', 'route', 'instance', 'pool' or 'query' at the start, found \"brekaer\" \
          (did you mean \"breaker\"?)",
     );
     fails(
         "",
         "",
-        "expected 'breaker', 'calls', 'route', 'instance' or 'pool' at the start, found the end of the sentence",
+        "expected 'breaker', 'calls', 'route', 'instance', 'pool' or 'query' at the start, found the end of the sentence",
     );
 }
 
