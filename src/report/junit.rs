@@ -43,6 +43,11 @@ impl Exporter for Junit {
             };
             let mut case = TestCase::new(v.expectation.as_str(), status);
             case.set_classname(format!("firedrill.{}", report.experiment));
+            // A query sentence that held: Prometheus's figure, so CI shows
+            // how close it came.
+            if v.passed && v.expectation.starts_with("query ") {
+                case.set_system_out(format!("seen {}", v.seen));
+            }
             suite.add_test_case(case);
         }
         // A run not healthy before injection says so in its steady-state

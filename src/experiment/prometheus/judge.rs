@@ -100,6 +100,17 @@ async fn one(
         Ok(s) => s,
         Err(e) => return (false, format!("{name}: {e}"), None),
     };
+    // NaN (a quantile of no traffic, 0/0) is no value: it never passes,
+    // nor hides behind a max; the verdict counts the steps without one.
+    let steps: usize = series.iter().map(|s| s.samples.len()).sum();
+    let series: Vec<Series> = series
+        .into_iter()
+        .map(|s| Series {
+            labels: s.labels,
+            samples: s.samples.into_iter().filter(|(_, x)| !x.is_nan()).collect(),
+        })
+        .collect();
+    let nan = steps - series.iter().map(|s| s.samples.len()).sum::<usize>();
     if series.iter().all(|s| s.samples.is_empty()) {
         return (
             false,
@@ -110,7 +121,11 @@ async fn one(
             None,
         );
     }
-    verdict(rule, query, &series)
+    let (passed, mut seen, figure) = verdict(rule, query, &series);
+    if nan > 0 {
+        seen.push_str(&format!("; {nan} of {steps} steps had no value (NaN)"));
+    }
+    (passed, seen, figure)
 }
 
 /// Every series over every interval, merged by labels.
@@ -129,10 +144,7 @@ async fn fetch(
             .query_range(&query.promql, at(*a), at(*b), step)
             .await?
         {
-            // NaN (a quantile of no traffic, 0/0) is no sample: it never
-            // passes, nor hides behind a max.
-            let numbers = s.samples.into_iter().filter(|(_, x)| !x.is_nan());
-            merged.entry(s.labels).or_default().extend(numbers);
+            merged.entry(s.labels).or_default().extend(s.samples);
         }
     }
     Ok(merged
@@ -163,7 +175,7 @@ fn verdict(rule: &QueryRule, query: &PromQuery, series: &[Series]) -> (bool, Str
     };
     let steps = s.samples.len();
     let seen = format!(
-        "{} {} of {} ({} series, {steps} steps of {})",
+        "{} {} of {} ({} series, {steps} step(s) of {})",
         rule.aggregate.words(),
         show(rule.bound, x),
         s.labels,
