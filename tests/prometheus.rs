@@ -284,14 +284,15 @@ fn the_same_alert_never_fires_against_checkout_as_written_and_the_drill_complete
 }
 
 #[test]
-fn a_halt_on_an_unknown_source_or_query_is_a_located_error_before_anything_runs() {
+fn a_halt_on_an_unknown_source_or_query_or_a_steady_state_query_is_a_located_error() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("halts.yaml");
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE))
         .unwrap()
         .replace(
             "expect:\n",
-            "halt:\n  - alert CheckoutSlow firing on stagin\n  - query checkout_p9 > 500ms\nexpect:\n",
+            "halt:\n  - alert CheckoutSlow firing on stagin\n  - query checkout_p9 > 500ms\n\
+             steady_state:\n  - query checkout_p99 max <= 100ms\nexpect:\n",
         );
     std::fs::write(&file, text).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
