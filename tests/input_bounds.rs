@@ -64,3 +64,79 @@ fn patterns_opening_exactly_the_run_limit_of_windows_run() {
         .collect();
     assert_eq!(windows, [10_000, 10_000]);
 }
+
+/// `firedrill validate FILE` on `text` written to `dir/NAME`: its exit
+/// code and its stderr.
+fn validate(dir: &Path, name: &str, text: &str) -> (Option<i32>, String) {
+    std::fs::write(dir.join(name), text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .current_dir(dir)
+        .args(["validate", name])
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A duration with a space (`10 s`) was always refused, a percentage with
+/// one (`50 %`) was read as 50 %: refused alike, at the value.
+#[test]
+fn a_percentage_with_a_space_before_its_sign_is_refused_at_the_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "routes:\n  inventory:\n    match: /inventory/*\n    breaker:\n      \
+                model: window\n      failure_rate_threshold: 50 %\n      wait_in_open: 5s\n";
+    let (code, stderr) = validate(dir.path(), "defense.yaml", text);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert_eq!(
+        stderr,
+        "error: defense.yaml:6:31: routes.inventory.breaker.failure_rate_threshold: \
+         invalid percentage `50 %`: a space inside it: expected the number and its unit together, `50%`\n"
+    );
+}
+
+/// A file of noise read as one 1,000-character key was quoted back whole,
+/// twice (2 KB of error); the key and the quoted name are cut to 64
+/// characters.
+#[test]
+fn an_unknown_key_of_noise_is_quoted_back_by_a_short_prefix_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let noise: String = (0..1000u32)
+        .map(|i| char::from(b'a' + u8::try_from(i * 7 % 26).unwrap()))
+        .collect();
+    let (code, stderr) = validate(dir.path(), "noise.yaml", &format!("{noise}: x\n"));
+    assert_eq!(code, Some(2), "{stderr}");
+    let prefix = &noise[..64];
+    assert!(
+        stderr.starts_with(&format!(
+            "error: noise.yaml:1:1: {prefix}...: unknown field `{prefix}...`, expected"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.len() < 400, "{} bytes: {stderr}", stderr.len());
+}
+
+/// `"  127.0.0.1:80"` validated, and the run handed it to the system's
+/// resolver as a host name: refused at the key instead.
+#[test]
+fn an_upstream_with_spaces_is_refused_at_its_key_not_resolved() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("experiments/gameday/two-dependencies.yaml"))
+        .unwrap()
+        .replacen(
+            "upstream: 127.0.0.1:${DATABASE_PORT:-19100}",
+            "upstream: \"  127.0.0.1:${DATABASE_PORT:-19100}\"",
+            1,
+        );
+    let (code, stderr) = validate(dir.path(), "spaced.yaml", &text);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains(
+            "dependencies.inventory.upstream: `  127.0.0.1:19100` has a space in it: \
+             expected host:port without spaces, `127.0.0.1:19100`"
+        ),
+        "{stderr}"
+    );
+}

@@ -135,9 +135,30 @@ impl Percent {
     }
 }
 
+/// Why `text`, a `what` with a space inside (`50 %`, `64 KB`), is refused
+/// when it `reads` without the space: a value is its number and unit
+/// written together, as a duration always was (`10 s` is no duration).
+/// `None` without an inner space, or when even the joined form is not a
+/// value (its own error says why).
+fn inner_space(text: &str, what: &str, reads: impl Fn(&str) -> bool) -> Option<String> {
+    let s = text.trim();
+    if !s.contains(char::is_whitespace) {
+        return None;
+    }
+    let joined: String = s.split_whitespace().collect();
+    reads(&joined).then(|| {
+        format!(
+            "invalid {what} `{text}`: a space inside it: expected the number and its unit together, `{joined}`"
+        )
+    })
+}
+
 /// A percentage must say `%`: a bare `0.5` reads as 0.5 % to some and as
 /// 50 % to others (Sentinel's ratios), so it is refused with both readings.
 fn parse_percent(text: &str) -> Result<Percent, String> {
+    if let Some(refusal) = inner_space(text, "percentage", |s| parse_percent(s).is_ok()) {
+        return Err(refusal);
+    }
     let s = text.trim();
     let invalid =
         || format!("invalid percentage `{text}`: expected a number from 0% to 100%, e.g. `30%`");
@@ -212,6 +233,9 @@ impl FromStr for ByteSize {
         if s.trim_start().starts_with('-') {
             return Err(format!("invalid size `{s}`: a size cannot be negative"));
         }
+        if let Some(refusal) = inner_space(s, "size", |s| parse_bytes(s).is_ok()) {
+            return Err(refusal);
+        }
         parse_bytes(s).map(ByteSize)
     }
 }
@@ -245,6 +269,9 @@ impl FromStr for Rate {
             return Err(format!(
                 "invalid rate `{text}`: a rate must be greater than zero"
             ));
+        }
+        if let Some(refusal) = inner_space(s, "rate", |s| s.parse::<Rate>().is_ok()) {
+            return Err(refusal);
         }
         let bytes = match s.strip_suffix("/s") {
             Some(size) => parse_bytes(size).map_err(|_| {
@@ -357,6 +384,30 @@ impl Serialize for Percent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_space_between_a_number_and_its_unit_is_refused_as_durations_refuse_it() {
+        assert_eq!(
+            "50 %".parse::<Percent>().unwrap_err(),
+            "invalid percentage `50 %`: a space inside it: expected the number and its unit together, `50%`"
+        );
+        assert_eq!(
+            "64 KiB".parse::<ByteSize>().unwrap_err(),
+            "invalid size `64 KiB`: a space inside it: expected the number and its unit together, `64KiB`"
+        );
+        assert_eq!(
+            "100 KB/s".parse::<Rate>().unwrap_err(),
+            "invalid rate `100 KB/s`: a space inside it: expected the number and its unit together, `100KB/s`"
+        );
+        assert!("10 s".parse::<Dur>().is_err());
+        assert_eq!(" 50% ".parse::<Percent>(), Ok(Percent(50.0)));
+        assert!(
+            "3 parsecs"
+                .parse::<ByteSize>()
+                .unwrap_err()
+                .contains("expected bytes such as")
+        );
+    }
 
     #[test]
     fn durations_parse_with_units_and_combinations() {
