@@ -82,8 +82,16 @@ impl Connector for TcpConnector {
     }
 }
 
-/// Resolves `host:port` to one socket address, preferring IPv4.
+/// Resolves `host:port` to one socket address, preferring IPv4. An
+/// address with a space in it (`"  127.0.0.1:80"`) is a typo, refused
+/// rather than handed to the system's resolver as a host name.
 pub async fn resolve(addr: &str) -> io::Result<SocketAddr> {
+    if let Some(refusal) = spaced(addr) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{refusal} (not resolved)"),
+        ));
+    }
     let addrs: Vec<SocketAddr> = tokio::net::lookup_host(addr).await?.collect();
     addrs
         .iter()
@@ -96,6 +104,16 @@ pub async fn resolve(addr: &str) -> io::Result<SocketAddr> {
                 format!("{addr} resolves to no address"),
             )
         })
+}
+
+/// Why `addr`, with a space in it, is no `host:port`; `None` without one.
+pub fn spaced(addr: &str) -> Option<String> {
+    addr.contains(char::is_whitespace).then(|| {
+        format!(
+            "`{addr}` has a space in it: expected host:port without spaces, `{}`",
+            addr.split_whitespace().collect::<String>()
+        )
+    })
 }
 
 /// A TCP listener that can be closed and rebound (for the `refuse` fault: a
@@ -273,6 +291,21 @@ impl Acceptor for MemoryAcceptor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_address_with_a_space_is_refused_before_any_resolver_sees_it() {
+        let err = resolve("  127.0.0.1:80").await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(
+            err.to_string(),
+            "`  127.0.0.1:80` has a space in it: expected host:port without spaces, `127.0.0.1:80` (not resolved)"
+        );
+        assert!(resolve("localhost :80").await.is_err());
+        assert_eq!(
+            resolve("127.0.0.1:80").await.unwrap(),
+            "127.0.0.1:80".parse::<SocketAddr>().unwrap()
+        );
+    }
 
     /// Accepts one connection on whichever of `listeners` gets it; returns
     /// its index.

@@ -28,6 +28,14 @@ pub const MIN_PHASE: Duration = Duration::from_millis(1);
 /// interval on the report's timeline).
 pub const MAX_WINDOWS: u128 = 10_000;
 
+/// The most windows all the faults' patterns together may open in one run.
+/// Each window is held in memory and written to every report (about 230
+/// bytes of report.html, 60 of report.json): 100 faults of 10,000 windows
+/// took 600 MB of memory and wrote a 228 MB report.html. At this limit a
+/// run peaks under 60 MB and its report.html stays under 5 MB
+/// (BENCHMARKS.md).
+pub const MAX_RUN_WINDOWS: u128 = 20_000;
+
 /// The time window of a fault, relative to the start of the proxy or run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
@@ -84,15 +92,23 @@ impl Window {
     /// Why the pattern opens too many windows in a run of `duration`
     /// (more than [`MAX_WINDOWS`]), counted without listing them.
     pub fn too_many_windows(&self, duration: Duration) -> Option<String> {
-        let p = self.pattern?;
-        let open = self.end().unwrap_or(duration).min(duration);
-        let within = open.saturating_sub(self.start).as_nanos();
-        let windows = within.div_ceil((p.up.get() + p.down.get()).as_nanos());
+        let windows = self.pattern_windows(duration);
         (windows > MAX_WINDOWS).then(|| {
             format!(
                 "the pattern opens {windows} windows in the run: expected at most {MAX_WINDOWS} per fault (longer `up` and `down` phases)"
             )
         })
+    }
+
+    /// How many windows the pattern opens in a run of `duration` (0
+    /// without a pattern), counted without listing them.
+    pub fn pattern_windows(&self, duration: Duration) -> u128 {
+        let Some(p) = self.pattern else {
+            return 0;
+        };
+        let open = self.end().unwrap_or(duration).min(duration);
+        let within = open.saturating_sub(self.start).as_nanos();
+        within.div_ceil((p.up.get() + p.down.get()).as_nanos())
     }
 
     /// The end of the window, if it has one.

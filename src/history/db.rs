@@ -4,8 +4,7 @@
 //! The SQL is written once, with `$1`-style parameters; SQLite reads them
 //! as `?1`.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::PathBuf;
 
 use super::HistoryError;
 
@@ -139,10 +138,6 @@ fn without_password(url: &str) -> String {
     }
 }
 
-/// How long a writer waits for another's lock (parallel CI jobs on one
-/// SQLite file).
-const BUSY: Duration = Duration::from_secs(60);
-
 /// An open history database.
 pub(crate) enum Db {
     Sqlite(rusqlite::Connection),
@@ -163,7 +158,7 @@ impl Db {
     /// (with its folder) only when `create`.
     pub(crate) fn open(location: &Location, create: bool) -> Result<Db, HistoryError> {
         match location {
-            Location::Sqlite(path) => open_sqlite(path, create).map(Db::Sqlite),
+            Location::Sqlite(path) => super::open::sqlite(path, create).map(Db::Sqlite),
             Location::Postgres(url) => postgres::Client::connect(url, postgres::NoTls)
                 .map(|c| Db::Postgres(Box::new(c)))
                 .map_err(|e| HistoryError::Open(location.shown(), pg_error(&e))),
@@ -264,29 +259,6 @@ impl Db {
     pub(crate) fn is_sqlite(&self) -> bool {
         matches!(self, Db::Sqlite(_))
     }
-}
-
-fn open_sqlite(path: &Path, create: bool) -> Result<rusqlite::Connection, HistoryError> {
-    let shown = path.display().to_string();
-    let exists = path.exists();
-    if !exists && !create {
-        return Err(HistoryError::Missing(shown));
-    }
-    if !exists && let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| HistoryError::Open(shown.clone(), e.to_string()))?;
-    }
-    let connection = rusqlite::Connection::open(path)
-        .map_err(|e| HistoryError::Open(shown.clone(), e.to_string()))?;
-    connection
-        .busy_timeout(BUSY)
-        .map_err(|e| HistoryError::Open(shown.clone(), e.to_string()))?;
-    // Reading the schema first tells a file that is not a database before
-    // anything is written to it.
-    connection
-        .query_row("SELECT count(*) FROM sqlite_master", [], |_| Ok(()))
-        .map_err(|e| HistoryError::NotHistory(shown.clone(), e.to_string()))?;
-    Ok(connection)
 }
 
 /// `$1` as SQLite's `?1`.

@@ -13,6 +13,7 @@
 //!   `trend.html`.
 
 mod db;
+mod open;
 pub mod page;
 pub mod read;
 pub mod record;
@@ -38,6 +39,17 @@ pub enum HistoryError {
     /// The file or database is not a firedrill history.
     #[error("history {0}: not a firedrill history ({1}); nothing was written to it")]
     NotHistory(String, String),
+    /// SQLite's `quick_check` finds its pages damaged.
+    #[error(
+        "history {0}: the database is damaged ({1}); nothing was written to it (restore it from a backup, or salvage it with `sqlite3 FILE .recover`)"
+    )]
+    Damaged(String, String),
+    /// This process may not write to it (a run records into it).
+    #[error("history {0}: read-only: this process may not write to it; nothing was written to it")]
+    ReadOnly(String),
+    /// The disk it is on has no room left.
+    #[error("history {0}: disk full ({1}); nothing was written to it")]
+    DiskFull(String, String),
     /// Written by a newer firedrill.
     #[error(
         "history {at}: written by a newer firedrill (history schema {found}; this build knows up to {known}); nothing was written to it"
@@ -77,10 +89,16 @@ impl History {
 
     fn open_with(location: &Location, create: bool) -> Result<History, HistoryError> {
         let shown = location.shown();
-        let mut db = db::Db::open(location, create)?;
-        schema::migrate(&mut db, &shown)?;
-        db.prefer_wal()
-            .map_err(|e| HistoryError::Query(shown.clone(), e))?;
+        let opened = db::Db::open(location, create).and_then(|mut db| {
+            schema::migrate(&mut db, &shown)?;
+            db.prefer_wal()
+                .map_err(|e| HistoryError::Query(shown.clone(), e))?;
+            Ok(db)
+        });
+        let db = match (opened, location) {
+            (Err(e), Location::Sqlite(path)) => return Err(open::when_full(path, e)),
+            (opened, _) => opened?,
+        };
         Ok(History { db, shown })
     }
 

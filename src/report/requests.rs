@@ -31,11 +31,13 @@ impl Requests {
     /// Its name in a report directory.
     pub const FILE_NAME: &'static str = "requests.jsonl";
 
-    /// Writes every request to `path` as it becomes final (the file is
-    /// created now, empty).
+    /// Writes every request to `path` as it becomes final. The file is
+    /// created at the first request, or empty when the load ends without
+    /// one: a run refused before its load (exit 3) leaves none.
     pub fn file(path: &Path) -> std::io::Result<RequestsFile> {
         Ok(RequestsFile {
-            out: std::io::BufWriter::new(std::fs::File::create(path)?),
+            path: path.to_path_buf(),
+            out: None,
         })
     }
 }
@@ -44,8 +46,21 @@ impl Requests {
 /// (secret variables masked).
 #[derive(Debug)]
 pub struct RequestsFile {
-    /// The file.
-    out: std::io::BufWriter<std::fs::File>,
+    /// Where it goes.
+    path: std::path::PathBuf,
+    /// The file, once created.
+    out: Option<std::io::BufWriter<std::fs::File>>,
+}
+
+impl RequestsFile {
+    /// The file, created the first time.
+    fn out(&mut self) -> std::io::Result<&mut std::io::BufWriter<std::fs::File>> {
+        let out = match self.out.take() {
+            Some(out) => out,
+            None => std::io::BufWriter::new(std::fs::File::create(&self.path)?),
+        };
+        Ok(self.out.insert(out))
+    }
 }
 
 impl RecordSink for RequestsFile {
@@ -56,12 +71,12 @@ impl RecordSink for RequestsFile {
             record,
         };
         let text = serde_json::to_string(&line).map_err(std::io::Error::other)?;
-        self.out
-            .write_all(crate::schema::vars::mask(&text).as_bytes())?;
-        self.out.write_all(b"\n")
+        let out = self.out()?;
+        out.write_all(crate::schema::vars::mask(&text).as_bytes())?;
+        out.write_all(b"\n")
     }
 
     fn finish(&mut self) -> std::io::Result<()> {
-        self.out.flush()
+        self.out()?.flush()
     }
 }

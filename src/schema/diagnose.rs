@@ -119,9 +119,37 @@ fn place(
         file: file.to_string(),
         line,
         column,
-        key: display_path(&path),
-        message,
+        key: short_quote(&display_path(&path)),
+        message: short_quotes(&message),
     }
+}
+
+/// The most characters of a key, or of a value quoted in backticks, an
+/// error repeats: a 4 KiB file of noise read as one long key was quoted
+/// back whole, twice.
+const MAX_QUOTED: usize = 64;
+
+/// `text`, cut to its first [`MAX_QUOTED`] characters and `...` when longer.
+fn short_quote(text: &str) -> String {
+    match text.char_indices().nth(MAX_QUOTED) {
+        Some((end, _)) => format!("{}...", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
+/// `message` with each `quoted` span cut by [`short_quote`].
+fn short_quotes(message: &str) -> String {
+    let mut parts = message.split('`');
+    let mut out = parts.next().unwrap_or_default().to_string();
+    for (i, part) in parts.enumerate() {
+        out.push('`');
+        if i % 2 == 0 {
+            out.push_str(&short_quote(part));
+        } else {
+            out.push_str(part);
+        }
+    }
+    out
 }
 
 /// The path as our segments, up to the first one serde could not name (a
@@ -376,6 +404,21 @@ mod tests {
             "did not find expected '-' indicator, while parsing a block collection started at 2:3"
         );
         assert_eq!(strip_positions("seen at line x"), "seen at line x");
+    }
+
+    #[test]
+    fn a_long_quoted_span_is_cut_to_its_first_64_characters_and_short_ones_kept() {
+        let long = "x".repeat(1000);
+        let message = format!("unknown field `{long}`, expected `faults`");
+        assert_eq!(
+            short_quotes(&message),
+            format!("unknown field `{}...`, expected `faults`", "x".repeat(64))
+        );
+        assert_eq!(short_quotes("a `b` c `d"), "a `b` c `d");
+        assert_eq!(
+            short_quote(&"é".repeat(65)),
+            format!("{}...", "é".repeat(64))
+        );
     }
 
     #[test]

@@ -5,7 +5,9 @@
 use super::MAX_DURATION;
 use super::load::LoadSection;
 use super::raw::RawExperiment;
+use crate::clock::Duration;
 use crate::fault::MAX_FAULTS;
+use crate::fault::window::MAX_RUN_WINDOWS;
 use crate::schema::units::Dur;
 
 /// The problems each found on its own: an empty name, a duration out of
@@ -37,6 +39,7 @@ pub(super) fn standalone_problems(raw: &RawExperiment) -> Vec<String> {
                 problems.push(format!("faults[{i}].pattern: {message}"));
             }
         }
+        problems.extend(too_many_run_windows(raw, duration));
     }
     if raw.max_in_flight == Some(0) {
         problems.push("max_in_flight: `0` lets no request start: expected at least 1".to_string());
@@ -64,6 +67,34 @@ pub(super) fn standalone_problems(raw: &RawExperiment) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Why the faults' patterns together open more windows in the run than
+/// [`MAX_RUN_WINDOWS`], located at the fault whose pattern passes the limit.
+/// Faults that fail their own checks (a start after the end, too many
+/// windows of their own) are reported there and not counted again.
+fn too_many_run_windows(raw: &RawExperiment, duration: Duration) -> Option<String> {
+    let counts = raw.faults.iter().map(|f| {
+        let alone = f.window.start < duration && f.window.too_many_windows(duration).is_none();
+        if alone {
+            f.window.pattern_windows(duration)
+        } else {
+            0
+        }
+    });
+    let mut total = 0u128;
+    let mut passed_at = None;
+    for (i, windows) in counts.enumerate() {
+        total += windows;
+        if total > MAX_RUN_WINDOWS && passed_at.is_none() {
+            passed_at = Some(i);
+        }
+    }
+    passed_at.map(|i| {
+        format!(
+            "faults[{i}].pattern: the faults' patterns open {total} windows in the run (this fault's passes the limit): expected at most {MAX_RUN_WINDOWS} in all faults together (fewer patterned faults, or longer `up` and `down` phases)"
+        )
+    })
 }
 
 /// Each name (with its index) that an earlier one already had.

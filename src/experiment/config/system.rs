@@ -388,6 +388,11 @@ pub(super) fn read(
     let mut deps = Vec::new();
     for (name, raw) in dependencies {
         let key = format!("dependencies.{name}");
+        for (field, addr) in [("listen", &raw.listen), ("upstream", &raw.upstream)] {
+            if let Some(refusal) = addr.as_deref().and_then(crate::net::spaced) {
+                return Err(format!("{key}.{field}: {refusal}"));
+            }
+        }
         if let Some(agent) = raw.agent {
             deps.push(remote(
                 &key,
