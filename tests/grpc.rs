@@ -356,3 +356,52 @@ fn a_latency_per_message_holds_each_message_of_a_stream_and_not_its_head() {
         assert_eq!(through, direct, "{via:?}");
     }
 }
+
+/// `firedrill proxy --mode http --upstream UPSTREAM` with no faults: the
+/// child, its listen address and its log.
+fn proxy_to(
+    upstream: &str,
+) -> (
+    cli_support::Killed,
+    String,
+    std::io::Lines<BufReader<std::process::ChildStderr>>,
+) {
+    let mut cmd = firedrill();
+    cmd.args(["proxy", "--listen", "127.0.0.1:0", "--mode", "http"])
+        .args(["--upstream", upstream]);
+    let (child, listen, log) = spawn_until_ready(cmd, "proxy ready");
+    (cli_support::Killed(child), listen, log)
+}
+
+#[test]
+fn a_grpc_call_to_an_upstream_given_as_host_and_port_goes_over_http2_and_passes_byte_exact() {
+    let server = Server::start();
+    let (_proxy, listen, _log) = proxy_to(&server.addr);
+    for (method, messages) in [("get", 1), ("watch", 1000)] {
+        let direct = call(&server.addr, method, "sku-42", 30.0);
+        let through = call(&listen, method, "sku-42", 30.0);
+        assert_eq!(direct["messages"], messages, "{direct}");
+        assert_eq!(through, direct, "{method} through host:port");
+    }
+}
+
+#[test]
+fn a_grpc_call_to_an_upstream_given_as_http1_is_answered_unavailable_with_the_fix_and_logged() {
+    let server = Server::start();
+    let (proxy, listen, log) = proxy_to(&format!("http://{}", server.addr));
+    let refused = call(&listen, "get", "sku-1", 30.0);
+    assert_eq!(refused["code"], "UNAVAILABLE", "{refused}");
+    let details = refused["details"].as_str().unwrap();
+    assert!(
+        details.contains("needs HTTP/2") && details.contains("h2c://HOST:PORT"),
+        "{refused}"
+    );
+    drop(proxy);
+    let logged: Vec<String> = log.map_while(Result::ok).collect();
+    assert!(
+        logged
+            .iter()
+            .any(|l| l.contains("WARN") && l.contains("h2c://HOST:PORT")),
+        "{logged:#?}"
+    );
+}

@@ -533,3 +533,17 @@ fn a_history_of_schema_1_still_opens_and_its_runs_states_are_read_from_what_it_k
         "only run #6 was judged and held: {seventh}"
     );
 }
+
+#[test]
+fn run_and_history_help_name_firedrill_history_but_never_print_the_url_it_holds() {
+    for sub in ["run", "history"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+            .args([sub, "--help"])
+            .env("FIREDRILL_HISTORY", "postgres://u:s3cret@h/db")
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&out.stdout);
+        assert!(help.contains("FIREDRILL_HISTORY"), "{sub}: {help}");
+        assert!(!help.contains("s3cret"), "{sub}: {help}");
+    }
+}

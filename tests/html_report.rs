@@ -18,6 +18,7 @@ use browser_support::{chromium, count, dom, renders_in_chromium, root, run};
 #[test]
 fn quickstart_page_draws_its_breaker_fault_and_routes_in_chromium() {
     let (html, report) = renders_in_chromium("experiments/quickstart.yaml", "quickstart");
+    browser_support::each_legend_means_one_thing(&html);
     assert_eq!(count(&html, "class=\"row route-row\""), 1);
     assert_eq!(count(&html, "class=\"row latency-row\""), 1);
     assert_eq!(count(&html, "<g class=\"transition\">"), 3);
@@ -58,6 +59,7 @@ fn flapping_page_draws_every_state_band_in_chromium() {
 #[test]
 fn a_halted_run_draws_the_cut_where_it_stopped() {
     let (html, report) = renders_in_chromium("fixtures/experiments/halt_on_errors.yaml", "halted");
+    browser_support::each_legend_means_one_thing(&html);
     assert_eq!(report["ending"]["kind"], "halted");
     let cut = report["duration_ms"].as_f64().unwrap()
         / report["planned_duration_ms"].as_f64().unwrap()

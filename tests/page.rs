@@ -67,6 +67,7 @@ fn changes(report: &Value, name: &str) -> Vec<(f64, bool)> {
 #[test]
 fn the_pool_page_draws_a_health_band_per_server_with_the_ejection_where_it_was() {
     let (html, report) = renders_in_chromium("experiments/pool_instance_dies.yaml", "pool");
+    browser_support::each_legend_means_one_thing(&html);
     let axis = report["duration_ms"].as_f64().unwrap();
     assert_eq!(count(&html, "class=\"row health-row\""), 3, "a, b and c");
     // b is ejected where report.json says, and ramps for the 12 s slow

@@ -329,9 +329,16 @@ fn a_sweep_prints_progress_lines_of_the_runs_done_off_a_terminal() {
     ]);
     assert_eq!(out.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let done: Vec<usize> = stderr
+    let lines: Vec<&str> = stderr
         .lines()
         .filter_map(|l| l.strip_prefix("[firedrill] sweep: "))
+        .collect();
+    // A line when a run is done; between them, a heartbeat naming the
+    // points going on and how far each has got in simulated time.
+    let (beats, done): (Vec<&str>, Vec<&str>) =
+        lines.iter().partition(|l| l.contains("; running: "));
+    let done: Vec<usize> = done
+        .iter()
         .map(|l| {
             let (k, rest) = l.split_once(" of ").unwrap();
             assert_eq!(rest, "4 runs done", "{l}");
@@ -339,7 +346,17 @@ fn a_sweep_prints_progress_lines_of_the_runs_done_off_a_terminal() {
         })
         .collect();
     assert!(!done.is_empty(), "no progress line: {stderr}");
-    assert!(done.windows(2).all(|w| w[0] < w[1]), "{done:?}");
+    assert!(done.windows(2).all(|w| w[0] < w[1]), "once each: {done:?}");
+    assert_eq!(done.last(), Some(&4), "the last run's line: {stderr}");
+    for beat in beats {
+        let running = beat.split_once("; running: ").unwrap().1;
+        assert!(
+            running
+                .split(", ")
+                .all(|r| r.starts_with("00") && r.ends_with(" of 12s")),
+            "{beat}"
+        );
+    }
     assert!(!String::from_utf8_lossy(&out.stdout).contains("[firedrill]"));
     let quiet = firedrill(&[
         "sweep",
@@ -350,6 +367,39 @@ fn a_sweep_prints_progress_lines_of_the_runs_done_off_a_terminal() {
         "0s",
     ]);
     assert!(!String::from_utf8_lossy(&quiet.stderr).contains("[firedrill]"));
+}
+
+/// A long point (here two hours of simulated time) is not silent: the
+/// heartbeat says how far each running point has got, its figures growing,
+/// and the last run's line comes.
+#[test]
+fn a_sweep_of_long_points_prints_a_heartbeat_with_each_points_simulated_time() {
+    let out = firedrill(&[
+        "sweep",
+        "experiments/quickstart.yaml",
+        "--set",
+        "duration=2h",
+        "--vary",
+        "load.shop.rate=1/s,2/s",
+        "--progress-interval",
+        "1ms",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let beats: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("; running: 00"))
+        .collect();
+    assert!(!beats.is_empty(), "no heartbeat: {stderr}");
+    assert!(beats.iter().all(|b| b.contains(" of 2h")), "{beats:#?}");
+    assert!(
+        beats.iter().any(|b| b.contains("m of 2h")),
+        "a point seen part-way: {beats:#?}"
+    );
+    assert!(
+        stderr.contains("[firedrill] sweep: 2 of 2 runs done"),
+        "{stderr}"
+    );
 }
 
 /// `sweep --set` changes the field for every point, as `run --set` does:

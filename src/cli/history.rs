@@ -10,7 +10,12 @@ use crate::history::{Filter, History, Location};
 #[derive(Debug, Clone, clap::Args)]
 pub struct HistoryArgs {
     /// The history: a SQLite file or a `postgres://` URL.
-    #[arg(long, env = "FIREDRILL_HISTORY", value_name = "DB")]
+    #[arg(
+        long,
+        env = "FIREDRILL_HISTORY",
+        hide_env_values = true,
+        value_name = "DB"
+    )]
     pub history: Option<String>,
     /// Only this experiment's runs.
     #[arg(long, value_name = "NAME")]

@@ -130,3 +130,7 @@ pub fn run(cli: Cli) -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "help_tests.rs"]
+mod help_tests;

@@ -1,12 +1,17 @@
 //! The progress of a sweep's runs: a bar of the runs done on a terminal;
 //! off one (a CI log), a line of the runs done once `--progress-interval`
-//! of wall time has passed since the start or the last line.
+//! of wall time has passed since the start or the last line, and the last
+//! run's line always. While no run finishes (a long point), a heartbeat
+//! line every `--progress-interval` says how far each running point has
+//! got in its simulated time, as a run's own heartbeat does.
 
 use std::sync::Mutex;
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::clock::{Duration, Stopwatch};
+use crate::report::sweep::Running;
 
 /// Shows the runs done as a sweep tells them.
 #[derive(Debug)]
@@ -21,8 +26,8 @@ pub enum Runs {
         every: Duration,
         /// Since the sweep started.
         wall: Stopwatch,
-        /// When the last line was printed.
-        last: Mutex<Option<Duration>>,
+        /// When the last line was printed, and the runs done it told.
+        last: Mutex<(Option<Duration>, Option<usize>)>,
     },
 }
 
@@ -43,7 +48,7 @@ impl Runs {
             Runs::Lines {
                 every,
                 wall: Stopwatch::start(),
-                last: Mutex::new(None),
+                last: Mutex::new((None, None)),
             }
         }
     }
@@ -59,11 +64,41 @@ impl Runs {
             Runs::Lines { every, wall, last } => {
                 let now = wall.elapsed();
                 let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
-                if due(*last, now, *every) {
+                let (printed, told) = *last;
+                let new = told != Some(done);
+                if new && (done == total || due(printed, now, *every)) {
                     eprintln!("[firedrill] sweep: {done} of {total} runs done");
-                    *last = Some(now);
+                    *last = (Some(now), Some(done));
                 }
             }
+        }
+    }
+
+    /// Off a terminal, until `finished` says the sweep is over (its sender
+    /// dropped): a heartbeat line once `--progress-interval` has passed
+    /// with no line, telling the runs done (of `total`) and how far each
+    /// running point has got.
+    pub fn beat(&self, finished: &Receiver<()>, total: usize, running: &Running) {
+        let Runs::Lines { every, wall, last } = self else {
+            return;
+        };
+        while let Err(RecvTimeoutError::Timeout) = finished.recv_timeout(*every) {
+            let now = wall.elapsed();
+            let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+            let (printed, told) = *last;
+            if !due(printed, now, *every) {
+                continue;
+            }
+            let going = running.describe();
+            if going.is_empty() {
+                continue;
+            }
+            let done = told.unwrap_or(0);
+            eprintln!(
+                "[firedrill] sweep: {done} of {total} runs done; running: {}",
+                going.join(", ")
+            );
+            *last = (Some(now), told);
         }
     }
 

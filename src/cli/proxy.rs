@@ -122,10 +122,11 @@ pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
         .map_err(|e| CliError::runtime(e).context("cannot start the runtime"))?;
     event_loop.block_on(async {
         // A URL is a user's service: its Host and path prefix go on every
-        // request; `host:port` forwards requests as they came.
+        // request; `host:port` forwards requests as they came, a gRPC call
+        // over HTTP/2.
         let rewrite = match upstream.contains("://") {
             true => endpoint.rewrite(),
-            false => Default::default(),
+            false => crate::http::endpoint::Rewrite::version_not_given(),
         };
         let connector = super::tls::connector("--upstream", upstream, &endpoint, tls).await?;
         let forward = Forward {

@@ -68,7 +68,12 @@ pub struct RunArgs {
     /// Record the run in this history: a SQLite file (created on first
     /// use) or a `postgres://` URL; overrides the file's `history:`.
     /// Regression expectations are judged against its past passing runs.
-    #[arg(long, env = "FIREDRILL_HISTORY", value_name = "DB")]
+    #[arg(
+        long,
+        env = "FIREDRILL_HISTORY",
+        hide_env_values = true,
+        value_name = "DB"
+    )]
     pub history: Option<String>,
 }
 
@@ -136,6 +141,7 @@ pub fn run(options: &RunArgs) -> Result<u8, CliError> {
         progress_interval: options.progress_interval.get(),
         metrics_listen: options.metrics_listen,
         control: options.control.map(|addr| ControlOptions { addr, token }),
+        reached: None,
     };
     // Every output path before the clock starts (requests.jsonl is
     // written as the run goes: the directory is created here).

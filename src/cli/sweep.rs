@@ -8,7 +8,7 @@ use super::exit::{CliError, EXIT_INTERRUPTED, EXIT_OK};
 use super::stdout::out;
 use crate::report::html::sweep_page::write_summary;
 use crate::report::sweep::metric::FIGURES;
-use crate::report::sweep::{Metric, Plan, Point, Sweep, SweepError, Vary, sweep};
+use crate::report::sweep::{Metric, Plan, Point, Running, Sweep, SweepError, Vary, sweep};
 
 /// The flags of `firedrill sweep`.
 #[derive(Debug, Clone, clap::Args)]
@@ -76,13 +76,23 @@ pub fn run(args: &SweepArgs) -> Result<u8, CliError> {
         seeds: args.seeds,
     };
     let shown = super::progress::Runs::new(args.progress_interval.get());
-    let result = sweep(
-        &plan,
-        threads,
-        args.report_dir.as_deref(),
-        &stop,
-        &|done, total| shown.done(done, total),
-    );
+    let running = Running::default();
+    let total = plan.runs();
+    let result = std::thread::scope(|scope| {
+        let (finished, over) = std::sync::mpsc::channel::<()>();
+        let (shown, running) = (&shown, &running);
+        scope.spawn(move || shown.beat(&over, total, running));
+        let result = sweep(
+            &plan,
+            threads,
+            args.report_dir.as_deref(),
+            &stop,
+            &|done, total| shown.done(done, total),
+            running,
+        );
+        drop(finished);
+        result
+    });
     shown.finish();
     let result = result.map_err(|e| match e {
         SweepError::Invalid(_) | SweepError::NotVirtual(_) => CliError::invalid(e),

@@ -83,6 +83,7 @@ impl Endpoint {
             host: HeaderValue::from_str(&self.authority).ok(),
             http2: self.h2c,
             tls: self.https,
+            grpc_over_http2: false,
         }
     }
 }
@@ -101,6 +102,10 @@ pub struct Rewrite {
     http2: bool,
     /// The service is `https://`: an HTTP/2 request's `:scheme`.
     tls: bool,
+    /// The upstream's HTTP version was not given (`host:port`): a gRPC
+    /// call, which only HTTP/2 carries, goes over HTTP/2 with prior
+    /// knowledge, other requests over HTTP/1.1.
+    grpc_over_http2: bool,
 }
 
 impl Rewrite {
@@ -113,9 +118,32 @@ impl Rewrite {
         }
     }
 
+    /// Nothing rewritten, towards an upstream whose HTTP version was not
+    /// given (`host:port`): HTTP/1.1, but a gRPC call over HTTP/2 (prior
+    /// knowledge), the only version that carries it.
+    pub fn version_not_given() -> Rewrite {
+        Rewrite {
+            grpc_over_http2: true,
+            ..Rewrite::default()
+        }
+    }
+
     /// Whether requests go upstream over HTTP/2.
     pub fn http2(&self) -> bool {
         self.http2
+    }
+
+    /// Whether a request with these headers goes upstream over HTTP/2
+    /// from the first byte: every one towards an `h2c://` upstream, a gRPC
+    /// call towards one whose version was not given.
+    pub fn http2_for(&self, headers: &http::HeaderMap) -> bool {
+        self.http2 || (self.grpc_over_http2 && super::grpc::is_grpc(headers))
+    }
+
+    /// Whether the upstream speaks HTTP/1.1 only, as given (`http://`,
+    /// or firedrill's own HTTP/1.1 hops): no gRPC call can reach it.
+    pub fn http1_only(&self) -> bool {
+        !self.http2 && !self.tls && !self.grpc_over_http2
     }
 
     /// Whether the service is reached over TLS (`https://`).

@@ -98,6 +98,12 @@ pub fn timeout_in(headers: &HeaderMap) -> Option<crate::clock::Duration> {
     })
 }
 
+/// The caller's deadline of a gRPC call (`grpc-timeout` on a request
+/// whose content type is gRPC's), if it gives one.
+pub fn deadline_of(headers: &HeaderMap) -> Option<crate::clock::Duration> {
+    is_grpc(headers).then(|| timeout_in(headers)).flatten()
+}
+
 /// One gRPC message on the wire: a flag byte (0, not compressed), the
 /// message's length as 4 big-endian bytes, then the message.
 pub fn frame(message: &[u8]) -> Bytes {

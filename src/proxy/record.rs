@@ -9,10 +9,9 @@
 //! itself. Times come from the tokio clock, so records are exact under a
 //! paused clock.
 
-use std::io::Write;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
@@ -27,7 +26,7 @@ use crate::clock::{self, Duration, Instant};
 use crate::fault::Hit;
 use crate::http::body::{BoxBody, BoxError};
 use crate::http::grpc;
-use crate::spill::Spill;
+pub use sink::{Collected, JsonLines, RecordSink, Spilled, flush_every};
 
 /// One request through an HTTP-mode proxy, as `--record` writes it.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -118,173 +117,6 @@ fn millis(d: Duration) -> f64 {
     d.as_micros() as f64 / 1000.0
 }
 
-/// Where finished records go.
-pub trait RecordSink: Send + Sync + std::fmt::Debug {
-    /// Takes one finished request. Called on the proxy's connection tasks:
-    /// buffer, do not wait on I/O.
-    fn record(&self, record: &Record);
-
-    /// Whether records are wanted now; while not, the proxy builds none.
-    /// Checked at each request's arrival, so keep it to an atomic load.
-    fn wanted(&self) -> bool {
-        true
-    }
-}
-
-/// Writes each record as one JSON line into a buffer, which reaches the
-/// file on [`JsonLines::flush`] (call it at least once a second, see
-/// [`flush_every`], and at shutdown) or when the buffer fills.
-#[derive(Debug)]
-pub struct JsonLines<W: Write + Send = std::fs::File> {
-    /// The buffered output.
-    out: Mutex<std::io::BufWriter<W>>,
-}
-
-impl JsonLines<std::fs::File> {
-    /// Creates (or truncates) `path`.
-    pub fn create(path: &std::path::Path) -> std::io::Result<Self> {
-        Ok(JsonLines::new(std::fs::File::create(path)?))
-    }
-}
-
-impl<W: Write + Send> JsonLines<W> {
-    /// Writes into `out`.
-    pub fn new(out: W) -> Self {
-        JsonLines {
-            out: Mutex::new(std::io::BufWriter::with_capacity(64 * 1024, out)),
-        }
-    }
-
-    /// Pushes the buffered lines to the writer.
-    pub fn flush(&self) -> std::io::Result<()> {
-        self.out.lock().unwrap_or_else(|e| e.into_inner()).flush()
-    }
-
-    /// The writer, flushed.
-    pub fn into_inner(self) -> std::io::Result<W> {
-        let out = self.out.into_inner().unwrap_or_else(|e| e.into_inner());
-        out.into_inner().map_err(|e| e.into_error())
-    }
-}
-
-impl<W: Write + Send + std::fmt::Debug> RecordSink for JsonLines<W> {
-    fn record(&self, record: &Record) {
-        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
-        let written = serde_json::to_writer(&mut *out, record)
-            .map_err(std::io::Error::from)
-            .and_then(|()| out.write_all(b"\n"));
-        if let Err(err) = written {
-            tracing::warn!(%err, "cannot write a request record");
-        }
-    }
-}
-
-/// Flushes `sink` every `period` until the task is dropped or aborted.
-pub async fn flush_every<W: Write + Send>(sink: Arc<JsonLines<W>>, period: Duration) {
-    let mut tick = tokio::time::interval(period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tick.tick().await;
-        if let Err(err) = sink.flush() {
-            tracing::warn!(%err, "cannot flush the request records");
-        }
-    }
-}
-
-/// Keeps every record (an experiment's dependency proxies) in a spill,
-/// on disk rather than in memory while the run goes.
-#[derive(Debug, Default)]
-pub struct Collected(Mutex<Spill<Spilled>>);
-
-impl Collected {
-    /// The records so far, in the order they finished (those that could
-    /// be read back: see [`Collected::error`]).
-    pub fn records(&self) -> Vec<Record> {
-        let mut spill = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        spill.read().into_iter().map(Record::from).collect()
-    }
-
-    /// The first write or read of the spill that failed, if one did.
-    pub fn error(&self) -> Option<std::io::Error> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).error()
-    }
-}
-
-impl RecordSink for Collected {
-    fn record(&self, record: &Record) {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(&Spilled::from(record));
-    }
-}
-
-/// A [`Record`] as [`Collected`] spills it: every field, the times as the
-/// bits of their `f64` (exact through JSON).
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Spilled {
-    at_ms: u64,
-    proxy: String,
-    method: String,
-    http2: bool,
-    path: String,
-    request_id: Option<u64>,
-    carried: Option<Carried>,
-    status: Option<u16>,
-    fault: Option<String>,
-    latency_ms: Option<u64>,
-    closed_after_ms: Option<u64>,
-    bytes_in: u64,
-    bytes_out: u64,
-    reached_upstream: bool,
-    grpc_status: Option<u8>,
-}
-
-impl From<&Record> for Spilled {
-    fn from(r: &Record) -> Spilled {
-        Spilled {
-            at_ms: r.at_ms.to_bits(),
-            proxy: r.proxy.to_string(),
-            method: r.method.to_string(),
-            http2: r.http2,
-            path: r.path.clone(),
-            request_id: r.request_id,
-            carried: r.carried.clone(),
-            status: r.status,
-            fault: r.fault.clone(),
-            latency_ms: r.latency_ms.map(f64::to_bits),
-            closed_after_ms: r.closed_after_ms.map(f64::to_bits),
-            bytes_in: r.bytes_in,
-            bytes_out: r.bytes_out,
-            reached_upstream: r.reached_upstream,
-            grpc_status: r.grpc_status,
-        }
-    }
-}
-
-impl From<Spilled> for Record {
-    fn from(s: Spilled) -> Record {
-        Record {
-            at_ms: f64::from_bits(s.at_ms),
-            proxy: Arc::from(s.proxy),
-            // It was a method when it was spilled.
-            method: Method::from_bytes(s.method.as_bytes()).unwrap_or_default(),
-            http2: s.http2,
-            path: s.path,
-            request_id: s.request_id,
-            carried: s.carried,
-            status: s.status,
-            fault: s.fault,
-            latency_ms: s.latency_ms.map(f64::from_bits),
-            closed_after_ms: s.closed_after_ms.map(f64::from_bits),
-            bytes_in: s.bytes_in,
-            bytes_out: s.bytes_out,
-            reached_upstream: s.reached_upstream,
-            grpc_status: s.grpc_status,
-        }
-    }
-}
-
 /// What one proxy records and counts per request. Cheap to clone; the
 /// default is off (the in-process proxies of an experiment).
 #[derive(Debug, Clone, Default)]
@@ -368,6 +200,7 @@ impl Recorder {
             reached_upstream: false,
             record,
             bytes_in: None,
+            grpc_deadline: grpc::deadline_of(req.headers()).map(|d| arrival + d),
             done: false,
         }
     }
@@ -389,6 +222,9 @@ pub(crate) struct RequestLog<'a> {
     record: Option<Box<Record>>,
     /// With a sink and a forwarded body: the body bytes read so far.
     bytes_in: Option<Arc<AtomicU64>>,
+    /// A gRPC call's deadline (`grpc-timeout` from its arrival): a client
+    /// that leaves at it saw DEADLINE_EXCEEDED.
+    grpc_deadline: Option<Instant>,
     /// The answer (or its absence) was logged.
     done: bool,
 }
@@ -483,13 +319,52 @@ impl RequestLog<'_> {
 
 impl Drop for RequestLog<'_> {
     /// No answer was sent: the request is logged with no status (the
-    /// record, if any, is written as the [`Pending`] drops).
+    /// record, if any, is written as the [`Pending`] drops). A gRPC call
+    /// its client left at its deadline is logged with the status the
+    /// client saw, DEADLINE_EXCEEDED, written before the log is gone.
     fn drop(&mut self) {
-        if !self.done {
-            self.finish(None);
+        if self.done {
+            return;
+        }
+        let timed_out = self.left_at_deadline(clock::now());
+        let mut pending = self.finish(None);
+        if let Some(code) = timed_out {
+            if let Some(shared) = self.shared {
+                shared.counters.count_grpc(code);
+            }
+            if let Some(record) = pending.as_mut().and_then(|p| p.record.as_mut()) {
+                record.grpc_status = Some(code);
+            }
         }
     }
 }
+
+impl RequestLog<'_> {
+    /// DEADLINE_EXCEEDED's code when a gRPC call with a deadline is left by
+    /// its client `at` its deadline. The client measured `grpc-timeout`
+    /// when it sent the call, before the call arrived here, so its
+    /// deadline comes a little before the one counted from the arrival:
+    /// the client's cancel crosses the proxy's own DEADLINE_EXCEEDED, and
+    /// either may come first; on a busy machine the call reaches the proxy
+    /// late (a run of 20 beside a build saw one more than 50 ms late). A
+    /// client that leaves within [`LEAVING`] of its deadline (within its
+    /// second half, for a deadline shorter than twice that) or after it is
+    /// taken to have left at it; one that leaves earlier cancelled its
+    /// call (no status).
+    fn left_at_deadline(&self, at: Instant) -> Option<u8> {
+        let deadline = self.grpc_deadline?;
+        let timeout = deadline.saturating_duration_since(self.arrival);
+        let slack = LEAVING.min(timeout / 2);
+        (at + slack >= deadline).then_some(DEADLINE_EXCEEDED)
+    }
+}
+
+/// How long before its deadline, counted from the call's arrival, a
+/// client's leaving is taken for its deadline.
+const LEAVING: Duration = Duration::from_secs(1);
+
+/// DEADLINE_EXCEEDED's gRPC code.
+const DEADLINE_EXCEEDED: u8 = 4;
 
 /// A record waiting for its response body; written when the body ends or
 /// is dropped, whichever comes first.
@@ -614,6 +489,8 @@ impl<T: Tap> Body for Tapped<T> {
         self.inner.size_hint()
     }
 }
+
+mod sink;
 
 #[cfg(test)]
 #[path = "record_tests.rs"]

@@ -146,3 +146,61 @@ fn a_request_id_is_written_as_a_decimal_string_and_only_that_form_is_read_back()
         None
     );
 }
+
+/// A gRPC call with `grpc-timeout: TIMEOUT`, left by its client (its log
+/// dropped without an answer) `after` its arrival: its record's status.
+async fn left_after(timeout: &'static str, after: Duration) -> Option<u8> {
+    let collected = Arc::new(Collected::default());
+    let recorder = Recorder::new("inventory", clock::now(), Some(collected.clone()));
+    let req = Request::post("/inventory.Inventory/Watch")
+        .header("content-type", "application/grpc")
+        .header("grpc-timeout", timeout)
+        .body(())
+        .unwrap();
+    let log = recorder.begin(&req, clock::now());
+    tokio::time::advance(after).await;
+    drop(log);
+    let records = collected.records();
+    assert_eq!(records.len(), 1, "written as the log is dropped");
+    assert_eq!(records[0].status, None, "no answer was sent");
+    records[0].grpc_status
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_grpc_call_its_client_leaves_at_its_deadline_is_recorded_deadline_exceeded() {
+    let ms = Duration::from_millis;
+    // The client's deadline comes a little before the one counted from
+    // the arrival: its cancel may beat the proxy's own answer.
+    // A call that reached the proxy late (a busy machine) is left by its
+    // client well before the proxy's deadline: its second half counts.
+    assert_eq!(left_after("500m", ms(499)).await, Some(4));
+    assert_eq!(left_after("500m", ms(250)).await, Some(4));
+    assert_eq!(left_after("500m", ms(700)).await, Some(4));
+    // Left in its first half: a cancel, no status.
+    assert_eq!(left_after("500m", ms(249)).await, None);
+    assert_eq!(left_after("500m", ms(100)).await, None);
+    // A long deadline: its last second counts.
+    assert_eq!(left_after("30S", ms(29_000)).await, Some(4));
+    assert_eq!(left_after("30S", ms(28_999)).await, None);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_call_without_a_grpc_deadline_left_by_its_client_has_no_grpc_status() {
+    let collected = Arc::new(Collected::default());
+    let recorder = Recorder::new("inventory", clock::now(), Some(collected.clone()));
+    let grpc_without_timeout = Request::post("/inventory.Inventory/Get")
+        .header("content-type", "application/grpc")
+        .body(())
+        .unwrap();
+    let http_with_timeout = Request::get("/inventory/1")
+        .header("grpc-timeout", "1m")
+        .body(())
+        .unwrap();
+    for req in [grpc_without_timeout, http_with_timeout] {
+        let log = recorder.begin(&req, clock::now());
+        tokio::time::advance(Duration::from_secs(1)).await;
+        drop(log);
+    }
+    let statuses: Vec<Option<u8>> = collected.records().iter().map(|r| r.grpc_status).collect();
+    assert_eq!(statuses, [None, None]);
+}

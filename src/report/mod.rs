@@ -6,26 +6,33 @@
 //!   formats written from the report after the run; [`requests`] — the
 //!   one written while the run goes, a line per request.
 //! * [`console`] — the summary printed at the end of a run.
+//! * `execute` — running an experiment into its report ([`execute`],
+//!   [`execute_to`]).
+//! * `pools` — a run's pools and their servers' health changes.
 
 pub mod console;
 pub mod dependencies;
+mod execute;
 pub mod html;
 pub mod journal;
 pub mod json;
 pub mod junit;
+mod pools;
 pub mod requests;
 pub mod summary;
 pub mod sweep;
 
 use serde::Serialize;
 
+pub use execute::{execute, execute_to};
+use pools::pools;
+pub use pools::{HealthChangeReport, PoolReport, PoolServerReport};
+
 use crate::clock::Duration;
 use crate::experiment::Verdict;
 use crate::experiment::config::{ClockKind, Experiment};
+use crate::experiment::drill::Ending;
 pub use crate::experiment::drill::RunResult;
-use crate::experiment::drill::collect::stream::RecordSink;
-use crate::experiment::drill::{Ending, Judged, Live, Report, RunError};
-use crate::experiment::file::Loaded;
 use crate::experiment::timeline::Timeline;
 
 /// Everything a report shows. Deterministic: no wall-clock time, stable
@@ -170,81 +177,6 @@ impl RunVerdict {
             RunVerdict::Interrupted => "INTERRUPTED",
         }
     }
-}
-
-/// One pool's story: its servers and when each left and rejoined rotation.
-#[derive(Debug, Clone, Serialize)]
-pub struct PoolReport {
-    /// Its name.
-    pub name: String,
-    /// Its servers start out of rotation until they pass an active health
-    /// check.
-    pub starts_out: bool,
-    /// How long a server that comes back ramps up to its full share
-    /// (omitted without slow start).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub slow_start_ms: Option<f64>,
-    /// Its servers, in the order configured.
-    pub servers: Vec<PoolServerReport>,
-}
-
-/// One pool server's story.
-#[derive(Debug, Clone, Serialize)]
-pub struct PoolServerReport {
-    /// Its name.
-    pub name: String,
-    /// Used only when every primary is out.
-    pub backup: bool,
-    /// In rotation at the end (a server of a pool with health checks
-    /// starts out until it passes one).
-    pub healthy_at_end: bool,
-    /// Its health changes, in order.
-    pub changes: Vec<HealthChangeReport>,
-}
-
-/// One health change, for reports.
-#[derive(Debug, Clone, Serialize)]
-pub struct HealthChangeReport {
-    /// When, in milliseconds from the start.
-    pub at_ms: f64,
-    /// Back in rotation (true) or ejected (false).
-    pub healthy: bool,
-    /// The check that decided and what it saw.
-    pub by: String,
-}
-
-/// The pools of a timeline, with their servers' health changes.
-fn pools(t: &crate::experiment::timeline::Timeline) -> Vec<PoolReport> {
-    t.pools
-        .iter()
-        .map(|p| PoolReport {
-            name: p.name.clone(),
-            starts_out: p.starts_out,
-            slow_start_ms: (!p.slow_start.is_zero()).then(|| ms(p.slow_start)),
-            servers: p
-                .servers
-                .iter()
-                .map(|(server, backup)| {
-                    let changes: Vec<HealthChangeReport> = t
-                        .health
-                        .iter()
-                        .filter(|h| h.pool == p.name && &h.server == server)
-                        .map(|h| HealthChangeReport {
-                            at_ms: ms(h.at),
-                            healthy: h.healthy,
-                            by: h.by.clone(),
-                        })
-                        .collect();
-                    PoolServerReport {
-                        name: server.clone(),
-                        backup: *backup,
-                        healthy_at_end: changes.last().map_or(!p.starts_out, |c| c.healthy),
-                        changes,
-                    }
-                })
-                .collect(),
-        })
-        .collect()
 }
 
 /// One breaker's story.
@@ -589,93 +521,6 @@ pub trait Exporter {
             Ok(text) => crate::schema::vars::mask(&text).into_owned().into_bytes(),
             Err(raw) => raw.into_bytes(),
         })
-    }
-}
-
-/// Runs a loaded experiment and judges it: the entry point `firedrill run`
-/// and the tests share. The run stops early when `interrupt` resolves.
-pub fn execute(
-    loaded: &Loaded,
-    clock: ClockKind,
-    interrupt: impl std::future::Future<Output = ()> + Send + 'static,
-    live: Live,
-) -> Result<(RunResult, RunReport), RunError> {
-    execute_to(loaded, clock, interrupt, live, None)
-}
-
-/// [`execute`], writing `requests.jsonl` into `dir` while the run goes
-/// (the other files are written from the report afterwards).
-pub fn execute_to(
-    loaded: &Loaded,
-    clock: ClockKind,
-    interrupt: impl std::future::Future<Output = ()> + Send + 'static,
-    live: Live,
-    dir: Option<&std::path::Path>,
-) -> Result<(RunResult, RunReport), RunError> {
-    let requests = match dir {
-        Some(dir) => Some(
-            requests::Requests::file(&dir.join(requests::Requests::FILE_NAME))
-                .map_err(RunError::Records)?,
-        ),
-        None => None,
-    };
-    let files = Files {
-        experiment: &loaded.experiment,
-        clock,
-        fold: std::sync::Arc::new(std::sync::Mutex::new(html::picture::Fold::new(ms(loaded
-            .experiment
-            .duration)))),
-        requests,
-    };
-    crate::experiment::drill::run(loaded, clock, interrupt, live, files)
-}
-
-/// The report stage of a drill: the HTML picture folded and
-/// `requests.jsonl` written as requests finish, then the report every
-/// format is written from.
-struct Files<'a> {
-    /// The experiment that ran.
-    experiment: &'a Experiment,
-    /// The clock it ran on.
-    clock: ClockKind,
-    /// The HTML picture's fold, fed as requests finish.
-    fold: std::sync::Arc<std::sync::Mutex<html::picture::Fold>>,
-    /// `requests.jsonl`, with `--report-dir`.
-    requests: Option<requests::RequestsFile>,
-}
-
-impl Report for Files<'_> {
-    type Output = (RunResult, RunReport);
-
-    fn sinks(&mut self) -> Vec<Box<dyn RecordSink>> {
-        let mut sinks: Vec<Box<dyn RecordSink>> = vec![Box::new(Folding(self.fold.clone()))];
-        if let Some(file) = self.requests.take() {
-            sinks.push(Box::new(file));
-        }
-        sinks
-    }
-
-    fn report(self, judged: Judged) -> (RunResult, RunReport) {
-        let fold = std::mem::replace(
-            &mut *self.fold.lock().unwrap_or_else(|e| e.into_inner()),
-            html::picture::Fold::new(1.0),
-        );
-        let Judged { mut run, verdicts } = judged;
-        let report = RunReport::new(self.experiment, self.clock, &mut run, verdicts, fold);
-        (run, report)
-    }
-}
-
-/// The HTML picture's fold, fed as requests finish.
-struct Folding(std::sync::Arc<std::sync::Mutex<html::picture::Fold>>);
-
-impl RecordSink for Folding {
-    fn record(&mut self, r: &crate::experiment::timeline::RequestRecord) -> std::io::Result<()> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .request(ms(r.sent), r.latency.map(ms), r);
-        Ok(())
     }
 }
 

@@ -254,3 +254,60 @@ pub(crate) fn renders_in_chromium(experiment: &str, keep_as: &str) -> (String, V
     }
     (html, report)
 }
+
+/// The swatch classes each track's legend on a report page lists: the
+/// track (`data-track`), and what each swatch is drawn with.
+pub(crate) fn legends(html: &str) -> Vec<(String, Vec<String>)> {
+    html.split("<ul class=\"legend\" data-track=\"")
+        .skip(1)
+        .map(|rest| {
+            let (track, rest) = rest.split_once('"').unwrap();
+            let list = rest.split("</ul>").next().unwrap();
+            let swatches = list
+                .split("<span class=\"swatch ")
+                .skip(1)
+                .map(|s| s.split('"').next().unwrap().to_string())
+                .collect();
+            (track.to_string(), swatches)
+        })
+        .collect()
+}
+
+/// Which track a swatch class belongs to: every colour of a track stays
+/// apart from the others of its track (src/report/html/page/palette.rs),
+/// not from those of another, so a legend must hold one track's only.
+pub(crate) fn track_of(class: &str) -> &'static str {
+    match class {
+        c if c.starts_with("st-") => "breakers",
+        c if c.starts_with("hs-") || c.starts_with("server-") => "pools",
+        "no-server-span" => "pools",
+        "reached" | "faulted" => "dependencies",
+        "recorded" | "manual" => "faults",
+        _ => "requests",
+    }
+}
+
+/// Every legend of `html` holds one track's colours, each once, and no
+/// track has two legends.
+pub(crate) fn each_legend_means_one_thing(html: &str) {
+    let legends = legends(html);
+    assert!(!legends.is_empty(), "no legend: {html}");
+    let mut tracks: Vec<&str> = legends.iter().map(|(t, _)| t.as_str()).collect();
+    tracks.sort_unstable();
+    let listed = tracks.len();
+    tracks.dedup();
+    assert_eq!(
+        tracks.len(),
+        listed,
+        "a track with two legends: {legends:?}"
+    );
+    for (track, swatches) in &legends {
+        for s in swatches {
+            assert_eq!(track_of(s), track, "{s} under {track}: {legends:?}");
+        }
+        let mut unique = swatches.clone();
+        unique.sort_unstable();
+        unique.dedup();
+        assert_eq!(unique.len(), swatches.len(), "{track}: {swatches:?}");
+    }
+}

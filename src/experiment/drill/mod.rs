@@ -61,6 +61,7 @@ pub fn run<R: Report>(
             let live = Live {
                 progress: live.progress,
                 progress_interval: live.progress_interval,
+                reached: live.reached.clone(),
                 ..Live::default()
             };
             let drill = execute(loaded, network, interrupted, live, report);

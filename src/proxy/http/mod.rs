@@ -124,9 +124,7 @@ impl<C: Connector> Conn<C> {
         let arrival = clock::now();
         // Logs the request on every path: answered, cut, or dropped.
         let mut log = self.recorder.begin(&req, arrival);
-        let deadline = crate::http::grpc::is_grpc(req.headers())
-            .then(|| crate::http::grpc::timeout_in(req.headers()))
-            .flatten();
+        let deadline = crate::http::grpc::deadline_of(req.headers());
         let exchange = self.exchange(req, arrival, &mut log);
         let answered = match deadline {
             Some(d) => match tokio::time::timeout(d, exchange).await {
@@ -156,6 +154,9 @@ impl<C: Connector> Conn<C> {
         };
         if let Some(at) = decision.request_at {
             clock::sleep_until_precise(at).await;
+        }
+        if let Some(refused) = self.grpc_refused(&req) {
+            return Ok(refused);
         }
         let bodiless = hyper::body::Body::is_end_stream(req.body());
         let [per_message_up, per_message_down] = decision.per_message;
@@ -193,6 +194,23 @@ impl<C: Connector> Conn<C> {
         }))
     }
 
+    /// A gRPC call towards an upstream given as HTTP/1.1 only (`http://`):
+    /// gRPC needs HTTP/2, so rather than a bare 502 the proxy answers
+    /// UNAVAILABLE with the reason and the fix, marked
+    /// `x-firedrill-error: grpc-needs-http2`, and logs it.
+    fn grpc_refused<B>(&self, req: &Request<B>) -> Option<Response<BoxBody>> {
+        if !crate::http::grpc::is_grpc(req.headers()) || !self.rewrite.http1_only() {
+            return None;
+        }
+        let why = "a gRPC call needs HTTP/2 and the upstream was given as HTTP/1.1 (http://): give it as h2c://HOST:PORT, or as HOST:PORT to send gRPC calls over HTTP/2";
+        tracing::warn!(path = %req.uri().path(), "{why}");
+        let status = "UNAVAILABLE".parse().expect("a gRPC status name");
+        let mut resp = crate::http::grpc::failed_call(status, &format!("firedrill: {why}"));
+        resp.headers_mut()
+            .insert(ERROR_HEADER, HeaderValue::from_static("grpc-needs-http2"));
+        Some(resp)
+    }
+
     /// Sends a request on this connection's upstream connection, opening
     /// one when there is none or the last one closed. When the kept-alive
     /// connection closed under the request before any of it was written
@@ -218,23 +236,27 @@ impl<C: Connector> Conn<C> {
         reached: &mut bool,
     ) -> Result<Response<Incoming>, BoxError> {
         let slot = || self.upstream.lock().unwrap_or_else(|e| e.into_inner());
+        let http2 = self.rewrite.http2_for(req.headers());
         let mut upstream = {
             let mut slot = slot();
             match slot.as_ref() {
                 // HTTP/2: every stream of the client's shares it.
                 Some(Sender::H2(s)) if !s.is_closed() => Some(Sender::H2(s.clone())),
+                // An HTTP/1.1 connection cannot carry a call that goes
+                // over HTTP/2: a fresh one is opened.
+                Some(Sender::H1(_)) if http2 => None,
                 _ => slot.take(),
             }
         };
         let reused = upstream.as_ref().is_some_and(|s| !s.is_closed());
         let repeat = (reused && bodiless && req.method().is_idempotent()).then(|| head_of(&req));
-        let result = match self.send_on(&mut upstream, req, reached).await {
+        let result = match self.send_on(&mut upstream, req, reached, http2).await {
             Ok(r) => Ok(r),
             Err(Unsent {
                 request: Some(req), ..
             }) => {
                 upstream = None;
-                self.send_on(&mut upstream, req, reached)
+                self.send_on(&mut upstream, req, reached, http2)
                     .await
                     .map_err(|u| u.error)
             }
@@ -242,7 +264,7 @@ impl<C: Connector> Conn<C> {
                 Some(req) => {
                     tracing::debug!(error = %unsent.error, "kept-alive upstream connection closed under a request; sending it again");
                     upstream = None;
-                    self.send_on(&mut upstream, req, reached)
+                    self.send_on(&mut upstream, req, reached, http2)
                         .await
                         .map_err(|u| u.error)
                 }
@@ -253,11 +275,14 @@ impl<C: Connector> Conn<C> {
         result
     }
 
+    /// Sends `req` on the connection in `slot`, opening one (HTTP/2 from
+    /// the first byte when `http2`) when there is none or it closed.
     async fn send_on(
         &self,
         slot: &mut Option<Sender>,
         req: Request<BoxBody>,
         reached: &mut bool,
+        http2: bool,
     ) -> Result<Response<Incoming>, Unsent> {
         let failed = |error: BoxError| Unsent {
             request: None,
@@ -269,9 +294,10 @@ impl<C: Connector> Conn<C> {
                 .connect()
                 .await
                 .map_err(|e| failed(boxed_error(UpstreamError::Connect(e))))?;
-            // HTTP/2 for an `h2c://` upstream, or an `https://` one whose
-            // ALPN chose it.
-            let http2 = self.rewrite.http2() || stream.alpn_h2();
+            // HTTP/2 for an `h2c://` upstream (or a gRPC call towards one
+            // whose version was not given), or an `https://` one whose ALPN
+            // chose it.
+            let http2 = http2 || stream.alpn_h2();
             let io = TokioIo::new(CountedIo::upstream(stream, self.traffic.clone()));
             // The upstream connection runs as a task of its own: a request
             // written by the client connection's task is sent upstream when

@@ -22,8 +22,10 @@ use crate::schema::LoadError;
 use crate::schema::overrides::Override;
 
 pub mod metric;
+mod running;
 
 pub use metric::Metric;
+pub use running::Running;
 
 /// `--vary PATH=V1,V2,...`.
 #[derive(Debug, Clone, PartialEq)]
@@ -160,6 +162,13 @@ pub struct Plan<'a> {
     pub seeds: u32,
 }
 
+impl Plan<'_> {
+    /// How many runs the sweep makes: a run per seed of every point.
+    pub fn runs(&self) -> usize {
+        grid(self.varies).len() * self.seeds as usize
+    }
+}
+
 /// Told after each run: how many are done, of how many.
 pub type Progress<'a> = &'a (dyn Fn(usize, usize) + Sync);
 
@@ -195,13 +204,15 @@ fn grid(varies: &[Vary]) -> Vec<Vec<String>> {
 /// Runs the sweep on `threads` threads; with `report_dir`, each run's
 /// reports go to `DIR/NNN-VALUES[/seed-S]`. Every point is loaded and
 /// checked before the first run. Once `stop` turns true no run starts and
-/// the running ones are interrupted: the sweep is partial.
+/// the running ones are interrupted: the sweep is partial. The runs going
+/// on are kept in `running`, for a heartbeat to tell.
 pub fn sweep(
     plan: &Plan<'_>,
     threads: usize,
     report_dir: Option<&Path>,
     stop: &Stop,
     progress: Progress<'_>,
+    running: &Running,
 ) -> Result<Sweep, SweepError> {
     let points = grid(plan.varies);
     let dirs: Vec<String> = points
@@ -216,7 +227,7 @@ pub fn sweep(
         first_figure,
     } = jobs(plan, &points, &dirs)?;
     let total = jobs.len();
-    let queue = Mutex::new(jobs.into_iter());
+    let queue = Mutex::new(jobs.into_iter().enumerate());
     let done: Mutex<Vec<(usize, u32, Figures)>> = Mutex::new(Vec::new());
     let failure: Mutex<Option<String>> = Mutex::new(None);
     std::thread::scope(|scope| {
@@ -227,11 +238,15 @@ pub fn sweep(
                         return;
                     }
                     let next = queue.lock().unwrap_or_else(|e| e.into_inner()).next();
-                    let Some((i, s, loaded, dir)) = next else {
+                    let Some((job, (i, s, loaded, dir))) = next else {
                         return;
                     };
+                    let label = dir.display().to_string();
+                    let reached = running.start(job, label, loaded.experiment.duration);
                     let dir = report_dir.map(|d| d.join(&dir));
-                    match run_one(&loaded, dir.as_deref(), stop) {
+                    let ran = run_one(&loaded, dir.as_deref(), stop, reached);
+                    running.end(job);
+                    match ran {
                         // An interrupted run has its partial report, but
                         // no figures in the sweep.
                         Ok(None) => {}
@@ -372,8 +387,14 @@ async fn stopped(mut stop: Stop) {
 }
 
 /// One run in virtual time, its reports written to `dir` when given; its
-/// figures, or `None` when `stop` interrupted it.
-fn run_one(loaded: &Loaded, dir: Option<&Path>, stop: &Stop) -> Result<Option<Figures>, String> {
+/// figures, or `None` when `stop` interrupted it. It sets `reached` (its
+/// simulated milliseconds) as it goes.
+fn run_one(
+    loaded: &Loaded,
+    dir: Option<&Path>,
+    stop: &Stop,
+    reached: std::sync::Arc<std::sync::atomic::AtomicU64>,
+) -> Result<Option<Figures>, String> {
     if let Some(dir) = dir {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
@@ -381,7 +402,10 @@ fn run_one(loaded: &Loaded, dir: Option<&Path>, stop: &Stop) -> Result<Option<Fi
         loaded,
         ClockKind::Virtual,
         stopped(stop.clone()),
-        Live::default(),
+        Live {
+            reached: Some(reached),
+            ..Live::default()
+        },
         dir,
     )
     .map_err(|e| e.to_string())?;

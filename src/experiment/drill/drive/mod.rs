@@ -33,6 +33,10 @@ pub struct Live {
     pub metrics_listen: Option<std::net::SocketAddr>,
     /// Serve the control endpoint (manual faults, halt, status) here.
     pub control: Option<ControlOptions>,
+    /// Where a sweep reads how far this run has got: its simulated
+    /// milliseconds, set at each hundredth of it, for the sweep's
+    /// heartbeat during a long point.
+    pub reached: Option<Arc<std::sync::atomic::AtomicU64>>,
 }
 
 /// `--control ADDR [--control-token TOKEN]`.
@@ -110,6 +114,9 @@ pub async fn drive(
     }
     if let (Some(options), Some(control)) = (&live.control, &control) {
         serve_control(loaded, stood, options, control, &load).await?;
+    }
+    if let Some(reached) = live.reached.clone() {
+        tokio::spawn(progress::publish(reached, start, experiment.duration));
     }
     let (stop_load, load_stop) = ShutdownSignal::new();
     let view = progress::View::choose(

@@ -172,9 +172,39 @@ fn dependency_rows(h: &mut String, p: &Picture, axis: &Axis) {
     }
 }
 
-/// The colours the page uses: the breaker states and outcomes this run
-/// has, each with its name.
+/// The colours the page uses, one legend per track (breakers, requests,
+/// dependencies, pools, faults), each with the entries this run has: a
+/// colour means one thing within its track's legend, and the same colour
+/// on two tracks (a half-open breaker, a request answered by a fallback
+/// service) is never listed under one heading.
 fn legend(h: &mut String, p: &Picture) {
+    let mut tracks = [
+        ("breakers", breaker_legend(p)),
+        ("requests", request_legend(p)),
+        ("dependencies", dependency_legend(p)),
+        ("pools", pool_legend(p)),
+        ("faults", fault_legend(p)),
+    ];
+    h.push_str("<div class=\"legends\">");
+    for (track, entries) in &mut tracks {
+        if entries.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            h,
+            "<ul class=\"legend\" data-track=\"{track}\"><li class=\"legend-track\">{track}:</li>{entries}</ul>"
+        );
+    }
+    h.push_str("</div>\n");
+}
+
+/// One legend entry: a swatch of `class` and what it means.
+fn entry(h: &mut String, class: &str, label: &str) {
+    let _ = write!(h, "<li><span class=\"swatch {class}\"></span>{label}</li>");
+}
+
+/// The breaker states this run has.
+fn breaker_legend(p: &Picture) -> String {
     let f = &p.facts;
     let states: Vec<String> = f
         .breakers
@@ -185,16 +215,18 @@ fn legend(h: &mut String, p: &Picture) {
         })
         .chain(f.breakers.first().map(|_| "closed".to_string()))
         .collect();
-    h.push_str("<ul class=\"legend\">");
+    let mut h = String::new();
     for state in ["closed", "open", "half_open", "forced_open", "disabled"] {
         if states.iter().any(|s| s == state) {
-            let _ = write!(
-                h,
-                "<li><span class=\"swatch st-{state}\"></span>{}</li>",
-                state.replace('_', "-")
-            );
+            entry(&mut h, &format!("st-{state}"), &state.replace('_', "-"));
         }
     }
+    h
+}
+
+/// The request outcomes this run has, and the latency lines.
+fn request_legend(p: &Picture) -> String {
+    let mut h = String::new();
     for (i, o) in Outcome::ALL.iter().enumerate() {
         let seen = p
             .routes
@@ -202,37 +234,47 @@ fn legend(h: &mut String, p: &Picture) {
             .flat_map(|r| &r.buckets)
             .any(|b| b.counts[i] > 0);
         if seen {
-            let _ = write!(
-                h,
-                "<li><span class=\"swatch {}\"></span>{}</li>",
-                o.name().replace(' ', "-"),
-                o.name()
-            );
+            entry(&mut h, &o.name().replace(' ', "-"), o.name());
         }
     }
     if !p.routes.is_empty() {
-        h.push_str("<li><span class=\"swatch line-p50\"></span>latency p50</li>");
-        h.push_str("<li><span class=\"swatch line-p99\"></span>latency p99</li>");
+        entry(&mut h, "line-p50", "latency p50");
+        entry(&mut h, "line-p99", "latency p99");
     }
+    h
+}
+
+/// A dependency's arrivals.
+fn dependency_legend(p: &Picture) -> String {
+    let mut h = String::new();
     if !p.dependencies.is_empty() {
-        h.push_str("<li><span class=\"swatch reached\"></span>reached the dependency</li>");
-        h.push_str("<li><span class=\"swatch faulted\"></span>answered by a fault</li>");
+        entry(&mut h, "reached", "reached the dependency");
+        entry(&mut h, "faulted", "answered by a fault");
     }
-    pool_legend(h, p);
+    h
+}
+
+/// The faults' shading: a replay's recording, a manual fault.
+fn fault_legend(p: &Picture) -> String {
+    let f = &p.facts;
+    let mut h = String::new();
     if f.faults.iter().any(|f| f.recorded.is_some()) {
-        h.push_str("<li><span class=\"swatch recorded\"></span>replay: darker where the recording failed more</li>");
-    }
-    if f.faults.iter().any(|f| f.manual) {
-        h.push_str(
-            "<li><span class=\"swatch manual\"></span>manual fault (started by people)</li>",
+        entry(
+            &mut h,
+            "recorded",
+            "replay: darker where the recording failed more",
         );
     }
-    h.push_str("</ul>\n");
+    if f.faults.iter().any(|f| f.manual) {
+        entry(&mut h, "manual", "manual fault (started by people)");
+    }
+    h
 }
 
 /// The pools' colours: the health states the run has, the span with no
 /// server in rotation, and each server's share.
-fn pool_legend(h: &mut String, p: &Picture) {
+fn pool_legend(p: &Picture) -> String {
+    let mut h = String::new();
     let end = p.facts.duration_ms;
     let pools = &p.facts.pools;
     for state in HealthState::ALL {
@@ -242,30 +284,29 @@ fn pool_legend(h: &mut String, p: &Picture) {
                 .any(|s| health_segments(pool, s, end).iter().any(|x| x.2 == state))
         });
         if seen {
-            let _ = write!(
-                h,
-                "<li><span class=\"swatch {}\"></span>{}</li>",
-                state.class(),
-                state.label()
-            );
+            entry(&mut h, state.class(), state.label());
         }
     }
     if pools
         .iter()
         .any(|pool| !no_server_spans(pool, end).is_empty())
     {
-        h.push_str("<li><span class=\"swatch no-server-span\"></span>no server of the pool in rotation</li>");
+        entry(
+            &mut h,
+            "no-server-span",
+            "no server of the pool in rotation",
+        );
     }
     for pool in pools {
         for (i, s) in pool.servers.iter().enumerate() {
-            let _ = write!(
-                h,
-                "<li><span class=\"swatch {}\"></span>share of {}</li>",
-                server_class(i),
-                esc(&s.name)
+            entry(
+                &mut h,
+                &server_class(i),
+                &format!("share of {}", esc(&s.name)),
             );
         }
     }
+    h
 }
 
 /// Fault shading across every track, the cut of a partial run, and the

@@ -126,16 +126,29 @@ fn shade(t: f64) -> (String, &'static str) {
     )
 }
 
+/// The width a character of a 12 px label takes at most (a lower-case
+/// letter, a digit or `_` of the page's sans-serif), for the row labels' margin.
+const LABEL_CHAR_PX: f64 = 8.0;
+
 /// The heat map of a two-path sweep.
 fn heat_map(h: &mut String, s: &Sweep, metric: Metric) {
     let (rows, columns) = (axis(s, 0), axis(s, 1));
-    let (left, top, cell_w, cell_h) = (150.0, 40.0, 110.0, 34.0);
+    let name = |i: usize| s.varied[i].rsplit('.').next().unwrap_or(&s.varied[i]);
+    // The row labels (the first path's name and values) sit right-aligned
+    // left of the cells: the margin holds the longest whole.
+    let longest = rows
+        .iter()
+        .map(|v| v.chars().count())
+        .chain([name(0).chars().count() + 2])
+        .max()
+        .unwrap_or(0);
+    let left = (longest as f64 * LABEL_CHAR_PX + 16.0).max(150.0);
+    let (top, cell_w, cell_h) = (40.0, 110.0, 34.0);
     let means: Vec<f64> = s.points.iter().map(|p| metric.spread(&p.runs).0).collect();
     let low = means.iter().copied().reduce(f64::min).unwrap_or(0.0);
     let high = means.iter().copied().reduce(f64::max).unwrap_or(0.0);
     let w = left + cell_w * columns.len() as f64 + 10.0;
     let ht = top + cell_h * rows.len() as f64 + 30.0;
-    let name = |i: usize| s.varied[i].rsplit('.').next().unwrap_or(&s.varied[i]);
     let _ = write!(
         h,
         "<svg class=\"heat-map\" viewBox=\"0 0 {w} {ht}\" width=\"100%\" style=\"max-width: {w}px\" role=\"img\" \

@@ -1,6 +1,7 @@
 //! What a run shows while it runs.
 //!
-//! * On a terminal: a compact panel (every line within 80 columns) above a
+//! * On a terminal: a compact panel (every line within the terminal's
+//!   width, 80 columns at least) above a
 //!   progress bar of the run's time, simulated or real: the faults active
 //!   now, per route the counts of [`crate::experiment::vocabulary`] with
 //!   the rate and latency (p50, p99) of the last interval, each pool's
@@ -18,6 +19,7 @@
 //! Nothing with `--quiet`.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -150,6 +152,27 @@ async fn checkpoints(every: Duration, watched: &Watched<'_>) {
     std::future::pending().await
 }
 
+/// Publishes how far the run has got into `reached` (its simulated
+/// milliseconds) at each hundredth of its `total`, as [`checkpoints`]
+/// looks at it: a sweep's heartbeat reads it.
+pub async fn publish(reached: Arc<AtomicU64>, start: Instant, total: Duration) {
+    for hundredth in 1..100u32 {
+        let at = total * hundredth / 100;
+        clock::sleep_until(start + at).await;
+        reached.store(
+            u64::try_from(at.as_millis()).unwrap_or(u64::MAX),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// The terminal's width in columns (stderr's), read at each redraw so a
+/// resized terminal is used whole; 0 when unknown (the panel then keeps
+/// to its 80).
+fn columns() -> usize {
+    rustix::termios::tcgetwinsize(std::io::stderr()).map_or(0, |w| usize::from(w.ws_col))
+}
+
 /// The panel above a bar of the run's time, redrawn every `tick`.
 async fn panel(colour: bool, tick: Duration, watched: &Watched<'_>) {
     let total = watched.experiment.duration;
@@ -167,7 +190,7 @@ async fn panel(colour: bool, tick: Duration, watched: &Watched<'_>) {
     loop {
         let moment = Moment::read(watched, tick.as_secs());
         bar.set_position(u64::try_from(moment.elapsed.as_millis()).unwrap_or(u64::MAX));
-        let lines = moment.panel(colour);
+        let lines = moment.panel(colour, columns());
         bar.set_message(crate::schema::vars::mask(&lines.join("\n")).into_owned());
         clock::sleep(tick).await;
     }

@@ -1,6 +1,6 @@
 //! A moment of a run as the live view shows it, and its two renderings:
-//! the panel's lines (each within [`WIDTH`] columns) and the heartbeat's
-//! one line. The counts use the words of [`crate::experiment::vocabulary`].
+//! the panel's lines (each within the terminal's width, [`WIDTH`] columns
+//! at least) and the heartbeat's one line. The counts use the words of [`crate::experiment::vocabulary`].
 
 use crate::clock::{self, Duration};
 use crate::defense::breaker::{State, Transition};
@@ -9,12 +9,15 @@ use crate::experiment::vocabulary::{ERRORS, FALLBACK, REJECTED, REQUESTS, SUCCES
 
 use super::Watched;
 
-/// The panel's width: every line fits an 80-column terminal, so a redraw
-/// never wraps.
+/// The panel's narrowest width: every line fits an 80-column terminal, so
+/// a redraw never wraps; a wider terminal gets wider lines.
 pub const WIDTH: usize = 80;
 
-/// The longest route name the panel shows whole.
+/// The longest route name the panel shows whole at [`WIDTH`] columns.
 const ROUTE_WIDTH: usize = 16;
+
+/// The longest route name the panel shows whole however wide.
+const ROUTE_WIDTH_MAX: usize = 48;
 
 /// One route's counts so far and its last interval.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -164,14 +167,18 @@ impl Moment {
         )
     }
 
-    /// The panel's lines, none wider than [`WIDTH`] columns.
-    pub fn panel(&self, colour: bool) -> Vec<String> {
+    /// The panel's lines, none wider than `columns` (the terminal's width;
+    /// [`WIDTH`] when narrower).
+    pub fn panel(&self, colour: bool, columns: usize) -> Vec<String> {
+        let columns = columns.max(WIDTH);
+        let route_width = (ROUTE_WIDTH + columns - WIDTH).min(ROUTE_WIDTH_MAX);
+        let fit = |text: &str| fit_to(text, columns);
         let mut lines = vec![fit(&format!("{}  {}", self.name, self.clock_and_faults()))];
         let last = format!("last {}s", self.interval);
         let width = self
             .routes
             .iter()
-            .map(|r| r.name.chars().count().min(ROUTE_WIDTH))
+            .map(|r| r.name.chars().count().min(route_width))
             .chain([5, last.len()])
             .max()
             .unwrap_or(5);
@@ -190,7 +197,7 @@ impl Moment {
                 c.requests, c.success, c.fallback, c.errors, c.rejected, c.timeouts,
             ];
             lines.push(row(
-                &fit_to(&r.name, ROUTE_WIDTH),
+                &fit_to(&r.name, route_width),
                 counts.map(|n| n.to_string()),
             ));
         }
@@ -202,7 +209,7 @@ impl Moment {
             for r in &self.routes {
                 lines.push(format!(
                     "  {:<width$}  {:>8.1}  {:>8}  {:>8}",
-                    fit_to(&r.name, ROUTE_WIDTH),
+                    fit_to(&r.name, route_width),
                     r.last.rate,
                     millis(r.last.p50),
                     millis(r.last.p99)
@@ -213,7 +220,7 @@ impl Moment {
             lines.push(fit(&format!("  pool {}: {}", p.name, p.describe())));
         }
         for (name, state, last) in &self.breakers {
-            lines.push(breaker_line(name, *state, last.as_ref(), colour));
+            lines.push(breaker_line(name, *state, last.as_ref(), colour, columns));
         }
         lines
     }
@@ -257,8 +264,14 @@ impl Moment {
 }
 
 /// `  breaker stock: open  last: closed -> open at 10.5s (reason)`, cut to
-/// [`WIDTH`] columns, the state coloured when asked.
-fn breaker_line(name: &str, state: State, last: Option<&Transition>, colour: bool) -> String {
+/// `columns`, the state coloured when asked.
+fn breaker_line(
+    name: &str,
+    state: State,
+    last: Option<&Transition>,
+    colour: bool,
+    columns: usize,
+) -> String {
     let head = format!("  breaker {name}: ");
     let text = state.to_string();
     let mut tail = String::new();
@@ -271,7 +284,7 @@ fn breaker_line(name: &str, state: State, last: Option<&Transition>, colour: boo
             t.reason
         );
     }
-    let plain = fit(&format!("{head}{text}{tail}"));
+    let plain = fit_to(&format!("{head}{text}{tail}"), columns);
     if !colour || !plain.starts_with(&format!("{head}{text}")) {
         return plain;
     }
@@ -282,11 +295,6 @@ fn breaker_line(name: &str, state: State, last: Option<&Transition>, colour: boo
     };
     let rest = &plain[head.len() + text.len()..];
     format!("{head}\x1b[{code}m{text}\x1b[0m{rest}")
-}
-
-/// `text` cut to [`WIDTH`] columns, an ellipsis marking the cut.
-fn fit(text: &str) -> String {
-    fit_to(text, WIDTH)
 }
 
 /// `text` cut to `width` characters, an ellipsis marking the cut.

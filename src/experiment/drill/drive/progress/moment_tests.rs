@@ -46,7 +46,7 @@ fn moment() -> Moment {
 
 #[test]
 fn the_panel_shows_counts_errors_the_last_interval_pools_and_the_last_transition() {
-    let lines = moment().panel(false);
+    let lines = moment().panel(false, WIDTH);
     assert_eq!(lines[0], "drill  12.3s / 60.0s (20%)  active: stock-down");
     assert_eq!(
         lines[1],
@@ -71,7 +71,7 @@ fn the_panel_says_so_when_every_server_is_in_rotation_and_when_no_answer_came() 
     let mut m = moment();
     m.pools[0].servers[1].1 = true;
     m.routes[0].last = Interval::default();
-    let lines = m.panel(false);
+    let lines = m.panel(false, WIDTH);
     assert_eq!(lines[4], "  shop          0.0         -         -");
     assert_eq!(lines[5], "  pool inventory: 3 of 3 in rotation");
 }
@@ -86,7 +86,7 @@ fn no_panel_line_is_wider_than_80_columns_whatever_the_names() {
     m.pools[0].name = "p".repeat(90);
     m.breakers[0].0 = "b".repeat(40);
     for colour in [false, true] {
-        for line in m.panel(colour) {
+        for line in m.panel(colour, 0) {
             let plain = line.replace("\x1b[31;1m", "").replace("\x1b[0m", "");
             assert!(
                 plain.chars().count() <= WIDTH,
@@ -95,9 +95,37 @@ fn no_panel_line_is_wider_than_80_columns_whatever_the_names() {
             );
         }
     }
-    let lines = m.panel(false);
+    let lines = m.panel(false, WIDTH);
     assert!(lines[0].ends_with('…'), "{}", lines[0]);
     assert!(lines[2].starts_with("  a-route-name-fa… "), "{}", lines[2]);
+}
+
+#[test]
+fn a_wide_terminal_gets_wide_lines_and_a_narrow_one_still_gets_80_columns() {
+    let mut m = moment();
+    m.name = "checkout keeps answering while the inventory service is down".into();
+    m.active = vec!["inventory-down".into(), "payments-slow".into()];
+    m.routes[0].name = "checkout-with-a-long-route-name".into();
+    let wide = m.panel(false, 200);
+    assert!(
+        wide[0].ends_with("active: inventory-down, payments-slow"),
+        "the name and every active fault whole: {}",
+        wide[0]
+    );
+    assert!(
+        wide[2].starts_with("  checkout-with-a-long-route-name "),
+        "{}",
+        wide[2]
+    );
+    assert!(wide.iter().all(|l| l.chars().count() <= 200));
+    for narrow in [0, 40, 80] {
+        let lines = m.panel(false, narrow);
+        assert!(
+            lines.iter().all(|l| l.chars().count() <= WIDTH),
+            "{lines:#?}"
+        );
+        assert!(lines[0].ends_with('…'), "{}", lines[0]);
+    }
 }
 
 #[test]
@@ -108,9 +136,9 @@ fn a_line_that_fits_is_left_whole() {
 
 #[test]
 fn colour_marks_the_state_only_when_asked() {
-    let coloured = moment().panel(true).join("\n");
+    let coloured = moment().panel(true, WIDTH).join("\n");
     assert!(coloured.contains("  breaker stock: \x1b[31;1mopen\x1b[0m  last: closed"));
-    assert!(!moment().panel(false).join("\n").contains('\x1b'));
+    assert!(!moment().panel(false, WIDTH).join("\n").contains('\x1b'));
 }
 
 #[test]
@@ -129,8 +157,8 @@ fn the_percentage_of_a_run_of_no_length_is_100() {
     let mut m = moment();
     m.total = Duration::ZERO;
     assert!(
-        m.panel(false)[0].contains("(100%)"),
+        m.panel(false, WIDTH)[0].contains("(100%)"),
         "{}",
-        m.panel(false)[0]
+        m.panel(false, WIDTH)[0]
     );
 }
