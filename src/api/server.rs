@@ -90,7 +90,8 @@ pub async fn serve(listener: TcpListener, api: Arc<Api>, mut shutdown: ShutdownS
         let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(err) => {
-                tracing::warn!(%err, "api accept failed");
+                static FAILED: crate::throttle::Throttle = crate::throttle::Throttle::new();
+                crate::warn_throttled!(FAILED, %err, "api accept failed");
                 crate::clock::sleep(crate::clock::Duration::from_millis(10)).await;
                 continue;
             }

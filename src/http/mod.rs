@@ -21,6 +21,7 @@ pub mod client;
 pub mod endpoint;
 pub mod fin;
 pub mod grpc;
+pub mod head;
 pub mod headers;
 pub mod kept;
 pub mod server;
