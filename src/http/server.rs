@@ -14,6 +14,7 @@ use tokio::task::JoinSet;
 use super::body::BoxBody;
 use super::fin::{FinProbe, Flushed, Held, Holding};
 use super::head::{Expired, HeadClock, REQUEST_TIMEOUT, Timed};
+use super::limit::Limit;
 use super::shutdown::ShutdownSignal;
 use crate::clock::{self, Duration, Instant};
 use crate::net::Acceptor;
@@ -48,9 +49,28 @@ impl Gate for Open {
 /// Returns an error only if the listener cannot be rebound after the gate
 /// closed it.
 pub async fn serve<A, G, H, F>(
+    acceptor: A,
+    gate: Arc<G>,
+    handler: H,
+    shutdown: ShutdownSignal,
+    grace: Duration,
+) -> std::io::Result<()>
+where
+    A: Acceptor,
+    G: Gate + ?Sized,
+    H: Fn(A::Stream, ShutdownSignal) -> F,
+    F: Future<Output = ()> + Send + 'static,
+{
+    serve_limited(acceptor, gate, handler, None, shutdown, grace).await
+}
+
+/// [`serve`], with at most `limit` connections held at once (the others
+/// refused as they come).
+pub async fn serve_limited<A, G, H, F>(
     mut acceptor: A,
     gate: Arc<G>,
     handler: H,
+    limit: Option<Limit>,
     mut shutdown: ShutdownSignal,
     grace: Duration,
 ) -> std::io::Result<()>
@@ -86,7 +106,18 @@ where
             accepted = acceptor.accept(), if !refusing => match accepted {
                 Ok(stream) => {
                     failing.recovered();
-                    connections.spawn(handler(stream, shutdown.clone()));
+                    let held = match &limit {
+                        Some(limit) => match limit.admit(&stream) {
+                            Some(held) => Some(held),
+                            None => continue,
+                        },
+                        None => None,
+                    };
+                    let served = handler(stream, shutdown.clone());
+                    connections.spawn(async move {
+                        served.await;
+                        drop(held);
+                    });
                 }
                 Err(err) => {
                     // Out of file descriptors and the like: back off, go on.
