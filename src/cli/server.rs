@@ -37,6 +37,17 @@ pub struct ServerArgs {
     /// them lost.
     #[arg(long, default_value_t = crate::api::journal::KEPT as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub records_kept: u64,
+    /// PEM certificate chain: serve the API over TLS (https://), with
+    /// --tls-key. Read at start: new certificates take a restart.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// PEM CA certificate(s): a client must show a certificate it signed
+    /// (mTLS), so that only the drill's hosts may call. With --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
 }
 
 /// Runs the server until a stop signal.
@@ -48,6 +59,13 @@ pub fn server(args: &ServerArgs) -> Result<u8, CliError> {
             args.host
         )));
     }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(
+            crate::tls::server_config(cert, key, args.tls_client_ca.as_deref())
+                .map_err(CliError::invalid)?,
+        ),
+        _ => None,
+    };
     let initial: Vec<ProxyInput> = match &args.config {
         Some(path) => {
             let text = crate::schema::read_bounded(path).map_err(|e| {
@@ -96,10 +114,11 @@ pub fn server(args: &ServerArgs) -> Result<u8, CliError> {
             })?;
             tracing::info!(proxies = count, "proxies created from --config");
         }
-        outln!("firedrill server listening on http://{bound}");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        outln!("firedrill server listening on {scheme}://{bound}");
         let shutdown =
             shutdown_on_stop_signal(Some("stop signal: closing the API and every proxy"));
-        serve(listener, api, shutdown).await;
+        serve(listener, api, tls, shutdown).await;
         Ok(EXIT_OK)
     });
     // A task that never yields (a toxic's connection) must not keep a

@@ -143,7 +143,7 @@ impl Remote {
         records: Arc<Collected>,
         correlation: Option<Correlation>,
     ) -> Result<Arc<Remote>, RunError> {
-        let client = AgentClient::new(&agent.api, agent.token.clone(), start)
+        let client = AgentClient::new(&agent.api, agent.token.clone(), agent.client.clone(), start)
             .await
             .map_err(|e| refused(agent, ".api", e.0))?;
         let mut state = State::default();
