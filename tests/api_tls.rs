@@ -5,52 +5,16 @@
 //! message that names the cause. Certificates are made here (rcgen).
 #![allow(clippy::disallowed_methods)]
 
+mod cert_support;
 mod port_support;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use cert_support::certificates;
 use firedrill::agent::AgentClient;
 use firedrill::tls::{TlsClient, TlsKeys, TlsOptions};
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair, KeyUsagePurpose,
-};
-
-/// A test CA, its certificate written to `DIR/NAME-ca.pem`.
-struct Authority {
-    issuer: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl Authority {
-    fn new(dir: &Path, name: &str) -> Authority {
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name.push(DnType::CommonName, name);
-        params.key_usages = vec![
-            KeyUsagePurpose::KeyCertSign,
-            KeyUsagePurpose::CrlSign,
-            KeyUsagePurpose::DigitalSignature,
-        ];
-        let issuer = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
-        std::fs::write(dir.join(format!("{name}-ca.pem")), issuer.pem()).unwrap();
-        Authority { issuer }
-    }
-
-    /// A certificate for 127.0.0.1 written as `DIR/LABEL.pem` and
-    /// `DIR/LABEL-key.pem`; `expired`: valid only in 2000.
-    fn sign(&self, dir: &Path, label: &str, expired: bool) {
-        let key = KeyPair::generate().unwrap();
-        let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
-        if expired {
-            params.not_before = rcgen::date_time_ymd(2000, 1, 1);
-            params.not_after = rcgen::date_time_ymd(2000, 12, 31);
-        }
-        let cert = params.signed_by(&key, &self.issuer).unwrap();
-        std::fs::write(dir.join(format!("{label}.pem")), cert.pem()).unwrap();
-        std::fs::write(dir.join(format!("{label}-key.pem")), key.serialize_pem()).unwrap();
-    }
-}
 
 /// `firedrill server` over TLS with `server` (a label) and, for mTLS, the
 /// CA `client_ca`; killed on drop.
@@ -101,19 +65,6 @@ async fn version(dir: &Path, agent: &Agent, tls: TlsOptions) -> Result<u16, Stri
         .await
         .map_err(|e| e.0)?;
     Ok(answer.status.as_u16())
-}
-
-/// A folder with the drill's CA (`drill-ca.pem`), another CA
-/// (`other-ca.pem`), the agent's certificate (`agent`), an expired one
-/// (`expired`) and the drill's client certificate (`drill`).
-fn certificates() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let drill = Authority::new(dir.path(), "drill");
-    Authority::new(dir.path(), "other");
-    drill.sign(dir.path(), "agent", false);
-    drill.sign(dir.path(), "expired", true);
-    drill.sign(dir.path(), "drill", false);
-    dir
 }
 
 fn options(ca: &str, client: bool) -> TlsOptions {

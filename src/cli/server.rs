@@ -48,6 +48,11 @@ pub struct ServerArgs {
     /// (mTLS), so that only the drill's hosts may call. With --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_client_ca: Option<PathBuf>,
+    /// Serve a non-loopback --host over plain HTTP all the same: the token
+    /// and every fault command cross the network in clear (logged as
+    /// such). Without it, a non-loopback --host needs --tls-cert.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// Runs the server until a stop signal.
@@ -56,6 +61,13 @@ pub fn server(args: &ServerArgs) -> Result<u8, CliError> {
     if !host_is_loopback(&args.host) && token.is_none() {
         return Err(CliError::invalid(format!(
             "--host {}: not a loopback address; the API can flip faults on every proxy, so give --api-token (or FIREDRILL_API_TOKEN) to listen there",
+            args.host
+        )));
+    }
+    let off_loopback = !host_is_loopback(&args.host);
+    if off_loopback && args.tls_cert.is_none() && !args.insecure {
+        return Err(CliError::invalid(format!(
+            "--host {}: not a loopback address, and plain HTTP would send the token and every fault command in clear: give --tls-cert and --tls-key (or --insecure to accept that)",
             args.host
         )));
     }
@@ -115,6 +127,9 @@ pub fn server(args: &ServerArgs) -> Result<u8, CliError> {
             tracing::info!(proxies = count, "proxies created from --config");
         }
         let scheme = if tls.is_some() { "https" } else { "http" };
+        if off_loopback && tls.is_none() {
+            tracing::warn!(host = %args.host, "--insecure: the API serves plain HTTP off loopback; its token and fault commands cross the network in clear");
+        }
         outln!("firedrill server listening on {scheme}://{bound}");
         let shutdown =
             shutdown_on_stop_signal(Some("stop signal: closing the API and every proxy"));
