@@ -57,5 +57,6 @@ pub mod report;
 pub mod schema;
 pub mod spill;
 pub mod target;
+pub mod throttle;
 pub mod tls;
 pub mod trace;

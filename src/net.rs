@@ -12,14 +12,18 @@ use tokio::sync::mpsc;
 
 use crate::clock::Duration;
 
+mod shared;
+pub use shared::SharedTcp;
+
 /// A byte stream the proxy can carry.
 pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {
     /// Arranges for the close of this stream to be an RST rather than a FIN
     /// (SO_LINGER 0 on TCP). A no-op where the transport has no such thing.
     fn reset_on_close(&self) {}
-    /// The TCP socket under this stream, if there is one (a server
-    /// watches it for a client's hang-up, `http::fin`).
-    fn tcp(&self) -> Option<&TcpStream> {
+    /// The TCP socket under this stream when it may be shared with a
+    /// watch for a client's hang-up (`http::fin`): an accepted
+    /// connection's ([`SharedTcp`]), one descriptor for both.
+    fn shared_tcp(&self) -> Option<std::sync::Arc<TcpStream>> {
         None
     }
     /// Whether TLS's ALPN settled on HTTP/2 (`h2`) for this stream: an
@@ -35,9 +39,6 @@ impl Transport for TcpStream {
         if let Err(err) = socket2::SockRef::from(self).set_linger(Some(Duration::ZERO)) {
             tracing::debug!(%err, "could not set SO_LINGER 0");
         }
-    }
-    fn tcp(&self) -> Option<&TcpStream> {
-        Some(self)
     }
 }
 
@@ -189,14 +190,14 @@ fn bind_reusable(addr: SocketAddr, shared: bool) -> io::Result<TcpListener> {
 }
 
 impl Acceptor for TcpAcceptor {
-    type Stream = TcpStream;
+    type Stream = SharedTcp;
 
-    async fn accept(&mut self) -> io::Result<TcpStream> {
+    async fn accept(&mut self) -> io::Result<SharedTcp> {
         match &self.listener {
             Some(l) => {
                 let (stream, _) = l.accept().await?;
                 stream.set_nodelay(true)?;
-                Ok(stream)
+                Ok(SharedTcp::new(stream))
             }
             None => std::future::pending().await,
         }

@@ -10,6 +10,7 @@
 
 #[path = "blackbox_support/mod.rs"]
 mod blackbox_support;
+mod cert_support;
 mod port_support;
 
 use std::path::{Path, PathBuf};
@@ -97,13 +98,22 @@ struct Hosts {
 impl Hosts {
     /// The database and the agents, the second with `agent_flags`.
     fn start(agent_flags: &[&str]) -> Hosts {
-        let dir = tempfile::tempdir().unwrap();
+        Hosts::start_in(tempfile::tempdir().unwrap(), &[], agent_flags)
+    }
+
+    /// [`Hosts::start`] in `dir`, both agents with `both`, the second also
+    /// with `second`.
+    fn start_in(dir: tempfile::TempDir, both: &[&str], second: &[&str]) -> Hosts {
         let database = free_port();
         let db_listen = format!("127.0.0.1:{database}");
         let database_process =
             firedrill_process(&["target", "--listen", &db_listen], database, Stdio::null());
         let log = |i: usize| Stdio::from(std::fs::File::create(agent_log(dir.path(), i)).unwrap());
-        let agents = [agent(None, log(0)), agent_with(None, agent_flags, log(1))];
+        let second = [both, second].concat();
+        let agents = [
+            agent_with(None, both, log(0)),
+            agent_with(None, &second, log(1)),
+        ];
         Hosts {
             _database: database_process,
             database,
@@ -148,7 +158,11 @@ impl Topology {
     /// [`Topology::start`], the second agent (the inventory's) started
     /// with `agent_flags`.
     fn start_with(switches: &[(&str, &str)], agent_flags: &[&str]) -> Topology {
-        let hosts = Hosts::start(agent_flags);
+        Topology::start_on(Hosts::start(agent_flags), switches)
+    }
+
+    /// [`Topology::start`] on `hosts`.
+    fn start_on(hosts: Hosts, switches: &[(&str, &str)]) -> Topology {
         let (dir, proxies) = (&hosts.dir, hosts.proxies);
         let events = [
             dir.path().join("shop.jsonl"),
@@ -680,4 +694,58 @@ fn an_http_fault_on_a_toxiproxy_agent_is_a_located_error_naming_the_agent_exit_2
         output.contains("dependencies.inventory.agent at http://127.0.0.1:9"),
         "{output}"
     );
+}
+
+#[test]
+fn a_game_day_across_two_agents_runs_over_tls_with_client_certificates() {
+    // The drill's CA signed each agent's certificate and the drill's own;
+    // each agent takes only clients that CA signed (mTLS).
+    let dir = tempfile::tempdir().unwrap();
+    cert_support::certificates_in(dir.path());
+    let file = |name: &str| dir.path().join(name).display().to_string();
+    let (cert, key, ca) = (
+        file("agent.pem"),
+        file("agent-key.pem"),
+        file("drill-ca.pem"),
+    );
+    let tls = [
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+        "--tls-client-ca",
+        &ca,
+    ];
+    let topology = Topology::start_on(Hosts::start_in(dir, &tls, &[]), &[]);
+    let over_tls = |n: u8| {
+        (
+            format!(
+                "api: \"http://127.0.0.1:${{AGENT_{n}_PORT:-1847{}}}\"",
+                3 + n
+            ),
+            format!(
+                "api: \"https://127.0.0.1:${{AGENT_{n}_PORT:-1847{}}}\", tls: {{ ca_file: drill-ca.pem, client_cert: drill.pem, client_key: drill-key.pem }}",
+                3 + n
+            ),
+        )
+    };
+    let (first, second) = (over_tls(1), over_tls(2));
+    let ran = topology.run(&[(&first.0, &first.1), (&second.0, &second.1)]);
+    assert_eq!(
+        ran.exit,
+        Some(0),
+        "{}\n{:#}",
+        ran.output,
+        ran.report["verdicts"]
+    );
+    for agent in ran.report["agents"].as_array().unwrap() {
+        assert!(
+            agent["api"].as_str().unwrap().starts_with("https://"),
+            "{agent:#}"
+        );
+        assert!(
+            agent["evidence"]["records"].as_u64().unwrap() > 0,
+            "{agent:#}"
+        );
+    }
 }

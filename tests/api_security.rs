@@ -27,6 +27,33 @@ fn a_non_loopback_host_without_a_token_is_refused_at_start_with_exit_2() {
     assert!(out.stdout.is_empty(), "nothing may be served");
 }
 
+#[test]
+fn a_token_over_plain_http_off_loopback_is_refused_at_start_with_exit_2_unless_insecure() {
+    let out = Command::cargo_bin("firedrill")
+        .unwrap()
+        .args([
+            "server",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+            "--api-token",
+            "t",
+        ])
+        .timeout(std::time::Duration::from_secs(30))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("in clear")
+            && stderr.contains("--tls-cert")
+            && stderr.contains("--insecure"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty(), "nothing may be served");
+}
+
 #[tokio::test]
 async fn with_a_token_a_request_without_it_or_with_a_wrong_one_gets_401() {
     let s = server(&["--api-token", "s3cret"]).await;

@@ -24,7 +24,7 @@ async fn api_server() -> ApiServer {
     let addr = listener.local_addr().unwrap();
     let (stop, shutdown) = ShutdownSignal::new();
     let api = Arc::new(Api::new(Guard::new(None, BODY_LIMIT), 1));
-    tokio::spawn(serve(listener, api, shutdown));
+    tokio::spawn(serve(listener, api, None, shutdown));
     ApiServer { addr, _stop: stop }
 }
 

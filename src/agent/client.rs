@@ -11,6 +11,7 @@ use super::clock::ClockSample;
 use crate::clock::{self, Duration, Instant};
 use crate::http::client::{HttpUpstream, Upstream};
 use crate::net::TcpConnector;
+use crate::tls::{ServiceConnector, TlsClient, TlsKeys, TlsOptions};
 
 /// The header a firedrill agent stamps every answer with
 /// ([`crate::api::server::TIME_HEADER`]).
@@ -53,8 +54,8 @@ impl Answer {
 
 /// A client of one agent's API.
 pub struct AgentClient {
-    /// Pooled HTTP/1.1 towards the API.
-    http: HttpUpstream<TcpConnector>,
+    /// Pooled HTTP/1.1 towards the API, over TLS for `https://`.
+    http: HttpUpstream<ServiceConnector>,
     /// `host:port` of the API, for messages.
     api: String,
     /// `Authorization: Bearer`, if any.
@@ -73,18 +74,48 @@ impl std::fmt::Debug for AgentClient {
 }
 
 impl AgentClient {
-    /// A client of the API at `api` (`http://host:port`), resolved now.
+    /// A client of the API at `api` (`http://host:port`, or `https://`
+    /// with `tls`: the system's roots when none), resolved now.
     pub async fn new(
         api: &str,
         token: Option<String>,
+        tls: Option<TlsClient>,
         start: Instant,
     ) -> Result<AgentClient, AgentError> {
-        let authority = api.strip_prefix("http://").unwrap_or(api);
+        let (authority, https) = match api.strip_prefix("https://") {
+            Some(authority) => (authority, true),
+            None => (api.strip_prefix("http://").unwrap_or(api), false),
+        };
         let addr = crate::net::resolve(authority)
             .await
             .map_err(|e| AgentError(format!("{api}: cannot resolve: {e}")))?;
+        let tls = match (https, tls) {
+            (false, _) => None,
+            (true, Some(client)) => Some(client),
+            (true, None) => Some(
+                TlsClient::load(
+                    &TlsOptions::default(),
+                    std::path::Path::new(""),
+                    TlsKeys::yaml("agent.tls"),
+                )
+                .map_err(|e| AgentError(format!("{api}: {}", e.message)))?,
+            ),
+        };
+        let host = authority
+            .rsplit_once(':')
+            .map_or(authority, |(host, _)| host);
+        let connector = ServiceConnector::new(TcpConnector { addr }, tls.map(|c| (c, host)))
+            .map_err(|e| AgentError(format!("{api}: {e}")))?;
+        if https {
+            // The handshake once, so that a refused one says why (a CA not
+            // trusted, an expired certificate, no client certificate).
+            connector
+                .probe()
+                .await
+                .map_err(|e| AgentError(format!("{api}: {e}")))?;
+        }
         Ok(AgentClient {
-            http: HttpUpstream::new(Arc::new(TcpConnector { addr }), authority),
+            http: HttpUpstream::new(Arc::new(connector), authority),
             api: api.to_string(),
             token,
             start,

@@ -72,9 +72,20 @@ pub async fn handle(api: Arc<Api>, req: Request<Incoming>) -> Response<Full<Byte
 /// microseconds since the Unix epoch on this host's wall clock.
 pub const TIME_HEADER: &str = "x-firedrill-time-us";
 
+/// How long a client has to finish a TLS handshake.
+const HANDSHAKE_TIMEOUT: crate::clock::Duration = crate::clock::Duration::from_secs(10);
+
 /// Serves the API on `listener` until `shutdown` fires; then stops every
-/// proxy.
-pub async fn serve(listener: TcpListener, api: Arc<Api>, mut shutdown: ShutdownSignal) {
+/// proxy. With `tls`, every connection first shakes hands (a client refused,
+/// an untrusted or missing client certificate, is logged with the cause).
+pub async fn serve(
+    listener: TcpListener,
+    api: Arc<Api>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    mut shutdown: ShutdownSignal,
+) {
+    let tls = tls.map(tokio_rustls::TlsAcceptor::from);
+    let refused = Arc::new(crate::throttle::Throttle::new());
     let mut connections = tokio::task::JoinSet::new();
     let reaper = tokio::spawn({
         let api = api.clone();
@@ -90,29 +101,51 @@ pub async fn serve(listener: TcpListener, api: Arc<Api>, mut shutdown: ShutdownS
         let stream = match accepted {
             Ok((stream, _)) => stream,
             Err(err) => {
-                tracing::warn!(%err, "api accept failed");
+                static FAILED: crate::throttle::Throttle = crate::throttle::Throttle::new();
+                crate::warn_throttled!(FAILED, %err, "api accept failed");
                 crate::clock::sleep(crate::clock::Duration::from_millis(10)).await;
                 continue;
             }
         };
         let _ = stream.set_nodelay(true);
-        let api = api.clone();
+        let (api, tls, refused) = (api.clone(), tls.clone(), refused.clone());
         connections.spawn(async move {
-            let service = hyper::service::service_fn(move |req| {
-                let api = api.clone();
-                async move { Ok::<_, std::convert::Infallible>(handle(api, req).await) }
-            });
-            if let Err(err) = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .serve_connection(TokioIo::new(stream), service)
-                .await
-            {
-                tracing::trace!(%err, "api connection ended with an error");
+            let Some(tls) = tls else {
+                return serve_api(api, stream).await;
+            };
+            let peer = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+            match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.accept(stream)).await {
+                Ok(Ok(stream)) => serve_api(api, stream).await,
+                Ok(Err(err)) => {
+                    crate::warn_throttled!(refused, %peer, %err, "api TLS handshake refused");
+                }
+                Err(_) => {
+                    crate::warn_throttled!(refused, %peer, "api TLS handshake not finished within 10s");
+                }
             }
         });
     }
     drop(listener);
     connections.abort_all();
+    while connections.join_next().await.is_some() {}
     reaper.abort();
     api.registry.stop_all().await;
+}
+
+/// Serves the API's HTTP/1.1 on one connection.
+async fn serve_api<S>(api: Arc<Api>, stream: S)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = hyper::service::service_fn(move |req| {
+        let api = api.clone();
+        async move { Ok::<_, std::convert::Infallible>(handle(api, req).await) }
+    });
+    if let Err(err) = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .serve_connection(TokioIo::new(stream), service)
+        .await
+    {
+        tracing::trace!(%err, "api connection ended with an error");
+    }
 }

@@ -37,6 +37,9 @@ pub struct DefendArgs {
     /// What a client's FIN means while its request is in flight.
     #[command(flatten)]
     pub client_close: super::runtime::ClientCloseArgs,
+    /// How many client connections are held at once.
+    #[command(flatten)]
+    pub connections: super::runtime::ConnectionLimitArgs,
     /// How many event loops serve the listen address.
     #[command(flatten)]
     pub loops: super::runtime::LoopsArgs,
@@ -135,8 +138,11 @@ pub fn defend(options: &DefendArgs) -> Result<u8, CliError> {
             super::runtime::serve_metrics(addr, line.clone(), shutdown.clone()).await?;
         }
         let (served, fin, grace) = (line.clone(), options.client_close.fin(), grace.get());
+        let limit = options.connections.limit();
+        tracing::info!(max = limit.max(), "connection limit (--max-connections)");
         crate::loops::serve_each(listeners, move |acceptor| {
-            crate::defense::serve::serve(acceptor, served.clone(), fin, shutdown.clone(), grace)
+            let limit = Some(limit.clone());
+            crate::defense::serve::serve(acceptor, served.clone(), fin, limit, shutdown.clone(), grace)
         })
         .await
             .map_err(|e| CliError::runtime(e).context(format!("--listen {listen}")))?;

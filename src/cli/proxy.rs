@@ -52,6 +52,9 @@ pub struct ProxyArgs {
     /// How many event loops serve the listen address.
     #[command(flatten)]
     pub loops: super::runtime::LoopsArgs,
+    /// How many client connections are held at once (`--mode http`).
+    #[command(flatten)]
+    pub connections: super::runtime::ConnectionLimitArgs,
     /// `tcp` (byte streams) or `http` (per-request faults).
     #[arg(long, value_enum, default_value_t = ProxyMode::DEFAULT)]
     pub mode: ProxyMode,
@@ -133,6 +136,7 @@ pub fn proxy(options: &ProxyArgs) -> Result<u8, CliError> {
             connector: Arc::new(connector),
             rewrite,
             client_fin: options.client_close.fin(),
+            limit: Some(options.connections.limit()),
         };
         let bound = BoundProxy::bind_forward(listen, forward, *mode, options.loops.count())
             .await

@@ -177,6 +177,30 @@ impl ClientCloseArgs {
     }
 }
 
+/// `--max-connections` of the subcommands that serve HTTP clients in
+/// front of a user's service (`proxy --mode http`, `defend`).
+#[derive(Debug, Clone, Copy, Default, clap::Args)]
+pub struct ConnectionLimitArgs {
+    /// The most client connections held at once; past it a new connection
+    /// is answered 503 and closed (one warning per 10 s), so that the
+    /// connections in flight keep the descriptors they need. Default:
+    /// three quarters of the open-file limit (`ulimit -n`; 768 of 1024).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_connections: Option<u64>,
+}
+
+impl ConnectionLimitArgs {
+    /// The limit these flags set.
+    pub fn limit(&self) -> crate::http::limit::Limit {
+        let max = self
+            .max_connections
+            .map_or_else(crate::http::limit::Limit::default_max, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            });
+        crate::http::limit::Limit::new(max)
+    }
+}
+
 /// `--loops` of the subcommands that serve traffic (`proxy`, `defend`).
 #[derive(Debug, Clone, Copy, Default, clap::Args)]
 pub struct LoopsArgs {

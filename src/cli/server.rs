@@ -37,6 +37,22 @@ pub struct ServerArgs {
     /// them lost.
     #[arg(long, default_value_t = crate::api::journal::KEPT as u64, value_parser = clap::value_parser!(u64).range(1..))]
     pub records_kept: u64,
+    /// PEM certificate chain: serve the API over TLS (https://), with
+    /// --tls-key. Read at start: new certificates take a restart.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// PEM CA certificate(s): a client must show a certificate it signed
+    /// (mTLS), so that only the drill's hosts may call. With --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_client_ca: Option<PathBuf>,
+    /// Serve a non-loopback --host over plain HTTP all the same: the token
+    /// and every fault command cross the network in clear (logged as
+    /// such). Without it, a non-loopback --host needs --tls-cert.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 /// Runs the server until a stop signal.
@@ -48,6 +64,20 @@ pub fn server(args: &ServerArgs) -> Result<u8, CliError> {
             args.host
         )));
     }
+    let off_loopback = !host_is_loopback(&args.host);
+    if off_loopback && args.tls_cert.is_none() && !args.insecure {
+        return Err(CliError::invalid(format!(
+            "--host {}: not a loopback address, and plain HTTP would send the token and every fault command in clear: give --tls-cert and --tls-key (or --insecure to accept that)",
+            args.host
+        )));
+    }
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some(
+            crate::tls::server_config(cert, key, args.tls_client_ca.as_deref())
+                .map_err(CliError::invalid)?,
+        ),
+        _ => None,
+    };
     let initial: Vec<ProxyInput> = match &args.config {
         Some(path) => {
             let text = crate::schema::read_bounded(path).map_err(|e| {
@@ -96,10 +126,14 @@ pub fn server(args: &ServerArgs) -> Result<u8, CliError> {
             })?;
             tracing::info!(proxies = count, "proxies created from --config");
         }
-        outln!("firedrill server listening on http://{bound}");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        if off_loopback && tls.is_none() {
+            tracing::warn!(host = %args.host, "--insecure: the API serves plain HTTP off loopback; its token and fault commands cross the network in clear");
+        }
+        outln!("firedrill server listening on {scheme}://{bound}");
         let shutdown =
             shutdown_on_stop_signal(Some("stop signal: closing the API and every proxy"));
-        serve(listener, api, shutdown).await;
+        serve(listener, api, tls, shutdown).await;
         Ok(EXIT_OK)
     });
     // A task that never yields (a toxic's connection) must not keep a

@@ -46,7 +46,14 @@ pub fn start<A: Acceptor>(
     // The drill's load generator never half-closes: a FIN is a caller
     // giving up.
     let fin = crate::http::ClientFin::HangUp;
-    tokio::spawn(serve(acceptor, line.clone(), fin, shutdown.clone(), grace));
+    tokio::spawn(serve(
+        acceptor,
+        line.clone(),
+        fin,
+        None,
+        shutdown.clone(),
+        grace,
+    ));
     Ok(line)
 }
 
@@ -58,15 +65,17 @@ impl crate::http::client::Handler for DefenseLine {
 }
 
 /// Serves `line` on `acceptor` until `shutdown`, then drains for `grace`;
-/// `fin` says what a client's FIN with a request in flight means.
+/// `fin` says what a client's FIN with a request in flight means, `limit`
+/// how many connections are held at once.
 pub async fn serve<A: Acceptor>(
     acceptor: A,
     line: Arc<DefenseLine>,
     fin: crate::http::ClientFin,
+    limit: Option<crate::http::limit::Limit>,
     shutdown: ShutdownSignal,
     grace: Duration,
 ) -> std::io::Result<()> {
-    crate::http::serve(
+    crate::http::serve_limited(
         acceptor,
         Arc::new(crate::http::Open),
         move |stream, shutdown| {
@@ -87,6 +96,7 @@ pub async fn serve<A: Acceptor>(
                 crate::http::serve_http(stream, service, fin, shutdown).await;
             }
         },
+        limit,
         shutdown,
         grace,
     )

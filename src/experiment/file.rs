@@ -321,5 +321,24 @@ fn load_tls(experiment: &mut Experiment, file: &str, text: &str) -> Result<(), L
         })?;
         service.client = Some(client);
     }
+    for agent in experiment
+        .agents_mut()
+        .filter(|a| a.api.starts_with("https://"))
+    {
+        let keys = TlsKeys::yaml(&format!("{}.tls", agent.at));
+        let client = TlsClient::load(&agent.tls, base, keys).map_err(|e| {
+            let mut at: Vec<Segment> = agent
+                .at
+                .split('.')
+                .map(|k| Segment::Key(k.to_string()))
+                .collect();
+            at.extend([
+                Segment::Key("tls".to_string()),
+                Segment::Key(e.field.to_string()),
+            ]);
+            SchemaError::at(file, text, &at, e.message)
+        })?;
+        agent.client = Some(client);
+    }
     Ok(())
 }

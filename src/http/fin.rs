@@ -14,9 +14,10 @@
 //! asked again after 1 s, 2 s, 4 s, ... (at most every 16 s) while its
 //! request is held.
 //!
-//! The watch is a second descriptor of the same socket registered with the
-//! runtime, so the HTTP codec's reads and writes are not touched; the probe
-//! is written only when the codec has flushed all it wrote (it never splits
+//! The watch shares the connection's one descriptor and registration with
+//! the HTTP codec ([`SharedTcp`](crate::net::SharedTcp), whose reads never
+//! trust a readiness the watch may have spent); it only peeks, and writes
+//! the probe only when the codec has flushed all it wrote (it never splits
 //! the codec's output). An HTTP/1.0 request may not be sent a 1xx: it is
 //! answered, as before this watch existed.
 
@@ -31,26 +32,23 @@ use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
+use super::head::HeadClock;
+
 /// The probe: an interim response every HTTP/1.1 client skips.
 const PROBE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
-/// A second descriptor of a client's TCP socket, watched while a request is
-/// held.
+/// A watch on a client's TCP socket while a request is held.
 #[derive(Debug)]
 pub struct FinProbe {
-    /// The duplicated descriptor, registered with the runtime (a FIN, then
-    /// the RST that answers the probe, each make it readable).
-    socket: TcpStream,
+    /// The connection's socket, shared with the codec (a FIN, then the RST
+    /// that answers the probe, each make it readable).
+    socket: Arc<TcpStream>,
 }
 
 impl FinProbe {
-    /// A probe of `stream`'s socket; `None` if the descriptor cannot be
-    /// duplicated or registered (out of descriptors): the server then
-    /// answers a FIN as a half-close.
-    pub fn of(stream: &TcpStream) -> Option<FinProbe> {
-        let dup = socket2::SockRef::from(stream).try_clone().ok()?;
-        let socket = TcpStream::from_std(std::net::TcpStream::from(dup)).ok()?;
-        Some(FinProbe { socket })
+    /// A probe of `socket`, the one the codec reads and writes.
+    pub fn of(socket: Arc<TcpStream>) -> FinProbe {
+        FinProbe { socket }
     }
 
     /// Waits until the socket is ready for `interest` and then looks at it
@@ -132,7 +130,9 @@ impl FinProbe {
             if !flushed.load(Ordering::SeqCst) {
                 return false;
             }
-            match self.socket.try_write(PROBE) {
+            // Written past the runtime, whose write readiness is the
+            // codec's.
+            match socket2::SockRef::from(&*self.socket).send(PROBE) {
                 Ok(n) if n == PROBE.len() => {}
                 // Nothing written (the client reads nothing and its window
                 // is full): cannot tell.
@@ -275,10 +275,12 @@ impl<F: Future> Future for HeldFuture<F> {
 }
 
 /// The client stream as the codec sees it, noting whether everything
-/// written has been flushed (where a watch asks).
+/// written has been flushed (where a watch asks), and showing what it
+/// reads to the connection's [`HeadClock`].
 pub(crate) struct Flushed<I> {
     pub(crate) inner: I,
     pub(crate) held: Option<Arc<Held>>,
+    pub(crate) head: Arc<HeadClock>,
 }
 
 impl<I> Flushed<I> {
@@ -295,7 +297,12 @@ impl<I: AsyncRead + Unpin> AsyncRead for Flushed<I> {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
+        let before = buf.filled().len();
+        let read = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = read {
+            self.head.read(&buf.filled()[before..]);
+        }
+        read
     }
 }
 

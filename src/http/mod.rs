@@ -21,15 +21,17 @@ pub mod client;
 pub mod endpoint;
 pub mod fin;
 pub mod grpc;
+pub mod head;
 pub mod headers;
 pub mod kept;
+pub mod limit;
 pub mod server;
 pub mod shutdown;
 pub mod upgrade;
 pub mod version;
 
 pub use body::{BoxBody, BoxError, boxed, full};
-pub use server::{ClientFin, Fin, Gate, Open, serve, serve_answers, serve_http};
+pub use server::{ClientFin, Fin, Gate, Open, serve, serve_answers, serve_http, serve_limited};
 pub use shutdown::ShutdownSignal;
 
 /// `text` with every byte but RFC 3986's unreserved characters written as

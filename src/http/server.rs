@@ -13,6 +13,8 @@ use tokio::task::JoinSet;
 
 use super::body::BoxBody;
 use super::fin::{FinProbe, Flushed, Held, Holding};
+use super::head::{Expired, HeadClock, REQUEST_TIMEOUT, Timed};
+use super::limit::Limit;
 use super::shutdown::ShutdownSignal;
 use crate::clock::{self, Duration, Instant};
 use crate::net::Acceptor;
@@ -47,9 +49,28 @@ impl Gate for Open {
 /// Returns an error only if the listener cannot be rebound after the gate
 /// closed it.
 pub async fn serve<A, G, H, F>(
+    acceptor: A,
+    gate: Arc<G>,
+    handler: H,
+    shutdown: ShutdownSignal,
+    grace: Duration,
+) -> std::io::Result<()>
+where
+    A: Acceptor,
+    G: Gate + ?Sized,
+    H: Fn(A::Stream, ShutdownSignal) -> F,
+    F: Future<Output = ()> + Send + 'static,
+{
+    serve_limited(acceptor, gate, handler, None, shutdown, grace).await
+}
+
+/// [`serve`], with at most `limit` connections held at once (the others
+/// refused as they come).
+pub async fn serve_limited<A, G, H, F>(
     mut acceptor: A,
     gate: Arc<G>,
     handler: H,
+    limit: Option<Limit>,
     mut shutdown: ShutdownSignal,
     grace: Duration,
 ) -> std::io::Result<()>
@@ -85,7 +106,18 @@ where
             accepted = acceptor.accept(), if !refusing => match accepted {
                 Ok(stream) => {
                     failing.recovered();
-                    connections.spawn(handler(stream, shutdown.clone()));
+                    let held = match &limit {
+                        Some(limit) => match limit.admit(&stream) {
+                            Some(held) => Some(held),
+                            None => continue,
+                        },
+                        None => None,
+                    };
+                    let served = handler(stream, shutdown.clone());
+                    connections.spawn(async move {
+                        served.await;
+                        drop(held);
+                    });
                 }
                 Err(err) => {
                     // Out of file descriptors and the like: back off, go on.
@@ -148,12 +180,14 @@ impl ClientFin {
     /// What the server does with `stream`'s FIN: with [`ClientFin::Probe`],
     /// a watch on its socket where the transport has one.
     pub fn on<T: crate::net::Transport>(self, stream: &T) -> Fin {
+        let socket = stream.shared_tcp();
         Fin {
             probe: match self {
-                ClientFin::Probe => stream.tcp().and_then(FinProbe::of),
+                ClientFin::Probe => socket.clone().map(FinProbe::of),
                 _ => None,
             },
             half_close: self != ClientFin::HangUp,
+            socket,
         }
     }
 }
@@ -166,6 +200,9 @@ pub struct Fin {
     half_close: bool,
     /// Watches for a hang-up while a request is held.
     probe: Option<FinProbe>,
+    /// The client's socket, where a stalled head's `408` is written past
+    /// the codec (none on other transports: the connection is closed).
+    socket: Option<Arc<tokio::net::TcpStream>>,
 }
 
 /// Serves HTTP/1.1 and HTTP/2 (h2c with prior knowledge: a connection
@@ -191,13 +228,18 @@ where
 {
     // Without a probe the wrappers pass everything through.
     let held = fin.probe.as_ref().map(|_| Held::new());
+    let clock = HeadClock::new();
     let io = Flushed {
         inner: io,
         held: held.clone(),
+        head: clock.clone(),
     };
-    let service = Holding {
-        inner: service,
-        held: held.clone(),
+    let service = Timed {
+        inner: Holding {
+            inner: service,
+            held: held.clone(),
+        },
+        clock: clock.clone(),
     };
     let hung_up = async {
         match (&fin.probe, &held) {
@@ -214,7 +256,9 @@ where
         .http1()
         .timer(hyper_util::rt::TokioTimer::new())
         .keep_alive(true)
-        .half_close(fin.half_close);
+        .half_close(fin.half_close)
+        // Timed here instead (`head`), to answer a stalled head 408.
+        .header_read_timeout(None);
     builder.http2().timer(hyper_util::rt::TokioTimer::new());
     // HTTP/1.1, or HTTP/2 when the client opens with its preface (h2c with
     // prior knowledge). A 101 hands an HTTP/1.1 connection to whoever took
@@ -228,6 +272,15 @@ where
             biased;
             r = served.as_mut() => break r,
             () = hung_up.as_mut() => return,
+            expired = clock.expired(), if !shutting_down => {
+                if let (Expired::Stalled, Some(socket)) = (expired, &fin.socket) {
+                    // Nothing of the codec's is unsent: no request is in
+                    // service and no answer is on its way.
+                    let _ = socket2::SockRef::from(&**socket).send(REQUEST_TIMEOUT);
+                    tracing::debug!("a request head stalled; answered 408 and closed");
+                }
+                return;
+            }
             _ = shutdown.wait(), if !shutting_down => {
                 served.as_mut().graceful_shutdown();
                 shutting_down = true;
@@ -242,11 +295,17 @@ where
 /// A run of failed accepts (out of file descriptors, say): each failure
 /// doubles the wait before the next try, from 10 ms up to 1 s, so that a
 /// listener that cannot accept neither spins nor floods the log: the first
-/// failure of a run is logged, and its end.
+/// failure of a run is logged, and its end, each at most once per
+/// [`crate::throttle::INTERVAL`] with the count of those left out (runs
+/// come and go while descriptors are short).
 #[derive(Debug, Default)]
 struct AcceptFailures {
     /// Failures in a row.
     count: u64,
+    /// The warning that a run began, written once per interval.
+    failed: crate::throttle::Throttle,
+    /// The note that a run ended, written once per interval.
+    recovered: crate::throttle::Throttle,
 }
 
 impl AcceptFailures {
@@ -258,7 +317,7 @@ impl AcceptFailures {
     /// Notes a failure; returns how long to wait before the next try.
     fn failed(&mut self, err: &std::io::Error) -> Duration {
         if self.count == 0 {
-            tracing::warn!(%err, "accept failed; retrying with backoff up to 1s");
+            crate::warn_throttled!(self.failed, %err, "accept failed; retrying with backoff up to 1s");
         } else {
             tracing::debug!(%err, failures = self.count + 1, "accept failed again");
         }
@@ -270,7 +329,9 @@ impl AcceptFailures {
     /// Notes an accepted connection, ending a run of failures.
     fn recovered(&mut self) {
         if self.count > 0 {
-            tracing::info!(failures = self.count, "accepting again");
+            if let Some(repeated) = self.recovered.occurred() {
+                tracing::info!(failures = self.count, repeated, "accepting again");
+            }
             self.count = 0;
         }
     }
@@ -367,6 +428,88 @@ mod tests {
             .expect("the server stops within its backoff wait")
             .unwrap()
             .unwrap();
+    }
+
+    /// An acceptor whose descriptors come and go: every other accept fails.
+    struct Flickering(bool);
+
+    impl Acceptor for Flickering {
+        type Stream = tokio::io::DuplexStream;
+
+        async fn accept(&mut self) -> std::io::Result<Self::Stream> {
+            self.0 = !self.0;
+            match self.0 {
+                true => Err(std::io::Error::from_raw_os_error(24)),
+                false => Ok(tokio::io::duplex(1).0),
+            }
+        }
+        fn pause(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn resume(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Log lines written while `run` runs, one string each.
+    async fn logged(run: impl Future<Output = ()>) -> Vec<String> {
+        let lines = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::INFO)
+            .with_ansi(false)
+            .with_writer(move || Sink(sink.clone()))
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        run.await;
+        let bytes = lines.lock().unwrap().clone();
+        String::from_utf8_lossy(&bytes)
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Where [`logged`] writes.
+    struct Sink(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn accepts_failing_on_and_off_for_a_minute_log_one_warning_per_10_s_with_the_count() {
+        let lines = logged(async {
+            let (stop, shutdown) = ShutdownSignal::new();
+            let server = tokio::spawn(serve(
+                Flickering(false),
+                Arc::new(Open),
+                |_stream, _shutdown| async {},
+                shutdown,
+                Duration::from_millis(100),
+            ));
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            stop.send(true).unwrap();
+            server.await.unwrap().unwrap();
+        })
+        .await;
+        let warned: Vec<_> = lines
+            .iter()
+            .filter(|l| l.contains("accept failed"))
+            .collect();
+        // One at 0, 10, ..., 50 s (thousands of failures in the minute).
+        assert_eq!(warned.len(), 6, "{warned:#?}");
+        assert!(warned[1].contains("repeated="), "{}", warned[1]);
+        let recovered = lines
+            .iter()
+            .filter(|l| l.contains("accepting again"))
+            .count();
+        assert_eq!(recovered, 6);
     }
 
     #[test]

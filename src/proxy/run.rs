@@ -106,6 +106,7 @@ impl BoundProxy {
             connector: Arc::new(ServiceConnector::plain(TcpConnector { addr })),
             rewrite: Rewrite::default(),
             client_fin: Default::default(),
+            limit: None,
         }
     }
 
@@ -269,6 +270,7 @@ where
         connector,
         rewrite: Rewrite::default(),
         client_fin: Default::default(),
+        limit: None,
     };
     serve_forward(acceptor, forward, plan, mode, shutdown, grace, telemetry).await
 }
@@ -283,6 +285,9 @@ pub struct Forward<C> {
     pub rewrite: Rewrite,
     /// What a client's FIN with a request in flight means (HTTP mode).
     pub client_fin: crate::http::ClientFin,
+    /// The most client connections held at once (HTTP mode); none: no
+    /// limit.
+    pub limit: Option<crate::http::limit::Limit>,
 }
 
 impl<C> Clone for Forward<C> {
@@ -291,6 +296,7 @@ impl<C> Clone for Forward<C> {
             connector: self.connector.clone(),
             rewrite: self.rewrite.clone(),
             client_fin: self.client_fin,
+            limit: self.limit.clone(),
         }
     }
 }
@@ -313,6 +319,7 @@ where
         connector,
         rewrite,
         client_fin,
+        limit,
     } = forward;
     let rewrite = Arc::new(rewrite);
     let handler_plan = plan.clone();
@@ -336,7 +343,7 @@ where
             .await
         }
         ProxyMode::Http => {
-            serve(
+            crate::http::serve_limited(
                 acceptor,
                 plan,
                 move |s, sd| {
@@ -351,6 +358,7 @@ where
                         telemetry,
                     )
                 },
+                limit,
                 shutdown,
                 grace,
             )

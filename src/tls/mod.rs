@@ -6,8 +6,10 @@
 //! * [`connector`] — the connector and its stream, plain or TLS.
 
 mod connector;
+mod server;
 
 pub use connector::{ServiceConnector, ServiceStream};
+pub use server::server_config;
 
 use std::io;
 use std::path::Path;

@@ -260,6 +260,7 @@ pub async fn start_defense(
         line.clone(),
         // A client that gives up on a probe must free its slot.
         firedrill::http::ClientFin::HangUp,
+        None,
         shutdown,
         Duration::from_secs(1),
     ));

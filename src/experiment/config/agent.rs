@@ -40,6 +40,11 @@ pub struct Agent {
     pub listen: Option<String>,
     /// What a proxy the drill creates forwards to, `host:port`.
     pub upstream: Option<String>,
+    /// `tls:` as written, for an `https://` API.
+    pub tls: crate::tls::TlsOptions,
+    /// The TLS client `tls` makes, read with the experiment file (its
+    /// files relative to it); none for `http://`.
+    pub client: Option<crate::tls::TlsClient>,
 }
 
 /// `agent:` as written.
@@ -67,6 +72,12 @@ pub(super) struct RawAgent {
     /// byte-stream toxics only, keeps no request records and no leases.
     #[serde(default)]
     kind: AgentKind,
+    /// For an `https://` API (`firedrill server --tls-cert`): `ca_file`
+    /// (the CA that signed the agent's certificate), `client_cert` and
+    /// `client_key` (mTLS: `--tls-client-ca` on the agent), relative to
+    /// the experiment file.
+    #[serde(default)]
+    tls: crate::tls::TlsOptions,
 }
 
 /// The shortest lease: renewals go every third of it.
@@ -89,6 +100,11 @@ pub(super) fn read(
         return Err(format!(
             "{key}.api: `{}`: expected the agent's API as http://host:port",
             raw.api
+        ));
+    }
+    if !api.starts_with("https://") && raw.tls != crate::tls::TlsOptions::default() {
+        return Err(format!(
+            "{key}.tls: the API `{api}` is plain HTTP; tls applies to an https:// API"
         ));
     }
     let lease = raw.lease.map_or(Duration::from_secs(10), Dur::get);
@@ -115,6 +131,8 @@ pub(super) fn read(
         kind: raw.kind,
         listen,
         upstream,
+        tls: raw.tls,
+        client: None,
     })
 }
 

@@ -122,6 +122,17 @@ impl Experiment {
         target.into_iter().chain(upstreams)
     }
 
+    /// Every dependency's agent, to fill in what is read after parsing
+    /// (its TLS client).
+    pub fn agents_mut(&mut self) -> impl Iterator<Item = &mut agent::Agent> {
+        self.dependencies
+            .iter_mut()
+            .filter_map(|d| match &mut d.upstream {
+                Upstream::Agent(agent) => Some(agent),
+                _ => None,
+            })
+    }
+
     /// [`Experiment::services`], to fill in what is read after parsing.
     pub fn services_mut(&mut self) -> impl Iterator<Item = &mut Service> {
         let target = match (&mut self.target, &mut self.system) {

@@ -204,7 +204,7 @@ impl Swarm {
             processes.push(spawn(&worker, &format!("worker-{i}.log"))?);
         }
         let addr = format!("127.0.0.1:{web_port}");
-        let web = AgentClient::new(&format!("http://{addr}"), None, clock::now())
+        let web = AgentClient::new(&format!("http://{addr}"), None, None, clock::now())
             .await
             .map_err(|e| refused(e.0))?;
         let swarm = Swarm {

@@ -140,7 +140,10 @@ pub async fn handle<S, C>(
 
 async fn connect<C: Connector>(connector: &C) -> std::io::Result<C::Stream> {
     connector.connect().await.inspect_err(|err| {
-        tracing::warn!(%err, "upstream connect failed; closing the client connection");
+        // Out of descriptors, every connection fails alike: one line
+        // per interval.
+        static FAILED: crate::throttle::Throttle = crate::throttle::Throttle::new();
+        crate::warn_throttled!(FAILED, %err, "upstream connect failed; closing the client connection");
     })
 }
 

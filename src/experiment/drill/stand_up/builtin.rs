@@ -95,6 +95,7 @@ async fn stand_up_instance<N: Network>(
         connector: Arc::new(connector),
         rewrite: Rewrite::version(context.experiment.http2),
         client_fin: Default::default(),
+        limit: None,
     };
     spawn_fault_proxy(context, proxy_acceptor, forward, &plan, Default::default());
     let client = own_hop(proxy_connector, &proxy_authority, context.experiment.http2);

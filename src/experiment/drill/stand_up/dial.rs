@@ -110,6 +110,7 @@ async fn dial(service: &Service) -> Result<Forward<ServiceConnector>, (Step, std
         connector: Arc::new(connector),
         rewrite: service.endpoint.rewrite(),
         client_fin: Default::default(),
+        limit: None,
     })
 }
 

@@ -300,5 +300,6 @@ async fn builtin(
         connector: Arc::new(ServiceConnector::plain(TcpConnector { addr })),
         rewrite: Default::default(),
         client_fin: Default::default(),
+        limit: None,
     })
 }

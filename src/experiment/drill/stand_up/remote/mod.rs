@@ -14,7 +14,6 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::agent::clock::ClockSample;
-use crate::agent::report::{AgentReport, Evidence, WindowReport};
 use crate::agent::{AgentClient, AgentError, AgentKind, Answer, Clocks};
 use crate::clock::{self, Duration, Instant};
 use crate::experiment::config::agent::Agent;
@@ -23,6 +22,11 @@ use crate::fault::FaultPlan;
 use crate::fault::plan::Arrival;
 use crate::http::headers::Correlation;
 use crate::proxy::record::{Collected, Record, RecordSink};
+
+mod report;
+mod setup;
+
+use setup::{adopt, check_version, create, proxy_path};
 
 /// How often the drill reads an agent's new records.
 const POLL: Duration = Duration::from_millis(500);
@@ -139,7 +143,7 @@ impl Remote {
         records: Arc<Collected>,
         correlation: Option<Correlation>,
     ) -> Result<Arc<Remote>, RunError> {
-        let client = AgentClient::new(&agent.api, agent.token.clone(), start)
+        let client = AgentClient::new(&agent.api, agent.token.clone(), agent.client.clone(), start)
             .await
             .map_err(|e| refused(agent, ".api", e.0))?;
         let mut state = State::default();
@@ -498,99 +502,6 @@ impl Remote {
             }
         }
     }
-
-    /// Each fault's windows as the agent applied them: from its answer to
-    /// the toxic's creation to its answer to the removal (the run's end
-    /// for one never removed).
-    pub fn applied_windows(&self, ended: Duration) -> BTreeMap<String, Vec<(Duration, Duration)>> {
-        let state = self.lock();
-        let mut windows: BTreeMap<String, Vec<(Duration, Duration)>> = BTreeMap::new();
-        for (p, a) in self.planned.iter().zip(&state.applied) {
-            let entry = windows.entry(p.fault.clone()).or_default();
-            if let Some(on) = a.on {
-                entry.push((on, a.off.unwrap_or(ended).max(on)));
-            }
-        }
-        windows
-    }
-
-    /// Requests each of the drill's faults hit on the agent.
-    pub fn injected(&self) -> BTreeMap<String, u64> {
-        self.lock().injected.clone()
-    }
-
-    /// What went wrong, for the report's warnings.
-    pub fn warnings(&self) -> Vec<String> {
-        let state = self.lock();
-        let mut warnings = state.warnings.clone();
-        if state.dropped > 0 {
-            warnings.push(format!(
-                "dependency {}: its agent no longer kept {} of its request records when the drill read them: what reached it is seen in part",
-                self.name, state.dropped
-            ));
-        }
-        warnings
-    }
-
-    /// What the drill lost of the agent's records, for the evidence gate:
-    /// records the agent no longer kept when read, or a last read that
-    /// failed; `None` when every record was read.
-    pub fn lost(&self) -> Option<String> {
-        let state = self.lock();
-        let mut lost = Vec::new();
-        if state.dropped > 0 {
-            lost.push(format!(
-                "its agent dropped {} of its records before the drill read them",
-                state.dropped
-            ));
-        }
-        if let Some(why) = &state.unread {
-            lost.push(format!(
-                "the last read of its agent's records failed ({why})"
-            ));
-        }
-        (!lost.is_empty()).then(|| format!("dependency {}: {}", self.name, lost.join(", ")))
-    }
-
-    /// The report's account of the agent.
-    pub fn report(&self) -> AgentReport {
-        let state = self.lock();
-        let ms = |d: Duration| d.as_micros() as f64 / 1000.0;
-        AgentReport {
-            dependency: self.name.clone(),
-            api: self.agent.api.clone(),
-            proxy: self.agent.proxy.clone(),
-            kind: self.agent.kind,
-            proxy_was: if self.created { "created" } else { "adopted" },
-            clock: state.clocks.summary(),
-            lease_ms: (self.agent.kind == AgentKind::Firedrill)
-                .then_some(self.agent.lease.as_millis() as u64),
-            windows: self
-                .planned
-                .iter()
-                .zip(&state.applied)
-                .map(|(p, a)| WindowReport {
-                    fault: p.fault.clone(),
-                    planned_ms: (ms(p.window.0), ms(p.window.1)),
-                    applied_ms: (a.on.map(ms), a.off.map(ms)),
-                    error: a.error.clone(),
-                })
-                .collect(),
-            evidence: Evidence {
-                source: match self.agent.kind {
-                    AgentKind::Firedrill => format!(
-                        "the agent's request records (GET {}/records)",
-                        proxy_path(&self.agent.proxy)
-                    ),
-                    AgentKind::Toxiproxy => {
-                        "none: a Toxiproxy keeps no request records".to_string()
-                    }
-                },
-                records: state.read,
-                dropped: state.dropped,
-            },
-        }
-    }
 }
 
 /// One page of a firedrill agent's records
@@ -601,107 +512,4 @@ struct Page {
     next: u64,
     dropped: u64,
     records: Vec<Record>,
-}
-
-/// `/proxies/NAME`, the name escaped.
-fn proxy_path(proxy: &str) -> String {
-    format!("/proxies/{}", crate::http::escape_unreserved(proxy))
-}
-
-/// Refuses an agent that is not what the file says: a firedrill agent
-/// answers `/version` with a `firedrill` field, a Toxiproxy without.
-fn check_version(agent: &Agent, version: &Answer) -> Result<(), RunError> {
-    if version.status == StatusCode::UNAUTHORIZED {
-        return Err(refused(
-            agent,
-            ".token",
-            "the agent refused the token (401): give its --api-token".to_string(),
-        ));
-    }
-    if !version.status.is_success() {
-        return Err(refused(
-            agent,
-            ".api",
-            format!("GET /version: {}: {}", version.status, version.error_text()),
-        ));
-    }
-    let body: Value = version.json().map_err(|e| {
-        refused(
-            agent,
-            ".api",
-            format!("GET /version: {e}: not a Toxiproxy API"),
-        )
-    })?;
-    let firedrill = body.get("firedrill").is_some();
-    if agent.kind == AgentKind::Firedrill && !firedrill {
-        return Err(refused(
-            agent,
-            ".kind",
-            format!(
-                "answers as Toxiproxy {}, not firedrill server: write kind: toxiproxy (no HTTP faults, records or leases), or run firedrill server there",
-                body.get("version").and_then(Value::as_str).unwrap_or("?")
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Checks a proxy the agent has: a firedrill agent's must be in HTTP mode
-/// (its faults and records act on requests).
-fn adopt(agent: &Agent, existing: &Answer) -> Result<(), RunError> {
-    let view: Value = existing.json().map_err(|e| refused(agent, ".proxy", e.0))?;
-    let http = view.get("mode").and_then(Value::as_str) == Some("http");
-    if agent.kind == AgentKind::Firedrill && !http {
-        return Err(refused(
-            agent,
-            ".proxy",
-            format!(
-                "proxy `{}` is in tcp mode: HTTP faults and request records need \"mode\": \"http\" (delete it and let the drill create it, or create it in http mode)",
-                agent.proxy
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Creates the proxy on the file's `listen` and `upstream`.
-async fn create(agent: &Agent, client: &AgentClient, state: &mut State) -> Result<(), RunError> {
-    let (Some(listen), Some(upstream)) = (&agent.listen, &agent.upstream) else {
-        return Err(refused(
-            agent,
-            ".proxy",
-            format!(
-                "the agent has no proxy `{}`, and the dependency gives no listen and upstream to create it on",
-                agent.proxy
-            ),
-        ));
-    };
-    let mut body =
-        json!({ "name": agent.proxy, "listen": listen, "upstream": upstream, "enabled": true });
-    if agent.kind == AgentKind::Firedrill {
-        body["mode"] = json!("http");
-    }
-    let answer = client
-        .call(Method::POST, "/proxies", Some(&body))
-        .await
-        .map_err(|e| refused(agent, ".api", e.0))?;
-    state.clocks.push(answer.sample);
-    if answer.status != StatusCode::CREATED {
-        // A listen address the agent cannot bind is its 500.
-        let key = match answer.status.is_server_error() {
-            true => format!("{}.listen", agent.at.trim_end_matches(".agent")),
-            false => format!("{}.proxy", agent.at),
-        };
-        return Err(RunError::At {
-            key,
-            message: format!(
-                "{}: creating proxy `{}` on {listen} -> {upstream}: {}: {}",
-                agent.api,
-                agent.proxy,
-                answer.status,
-                answer.error_text()
-            ),
-        });
-    }
-    Ok(())
 }
