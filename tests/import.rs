@@ -448,3 +448,62 @@ fn a_refused_key_in_an_imported_file_is_reported_at_its_place_in_that_file_with_
     );
     assert!(stderr.starts_with(&expected), "{stderr}");
 }
+
+/// An experiment importing `yml` (written to a temporary directory) with
+/// `import_extra` next to the file, the dependency answering `code` from
+/// 5 s to 10 s; the breaker's transitions in the report.
+fn transitions_under(yml: &str, import_extra: &str, code: u16) -> Vec<serde_json::Value> {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("application.yml"), yml).unwrap();
+    let file = dir.path().join("drill.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "name: imported\nduration: 15s\ntarget:\n  builtin:\n    routes: [{{ path: /stock/* }}]\ndefense:\n  import: {{ resilience4j: application.yml{import_extra} }}\n  routes:\n    stock: {{ match: /stock/* }}\nload:\n  - {{ name: shop, request: GET /stock/1, rate: 10/s }}\nfaults:\n  - {{ name: answer, match: /stock/*, status: {{ code: {code} }}, at: 5s, for: 5s }}\nexpect:\n  - breaker stock never opens\n"
+        ),
+    )
+    .unwrap();
+    let report = run_json(&file, &[]);
+    report["breakers"][0]["transitions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The resilience4j demo's lists, on an instance `stock`.
+const DEMO_LISTS: &str = "resilience4j.circuitbreaker:\n  instances:\n    stock:\n      slidingWindowSize: 10\n      minimumNumberOfCalls: 5\n      recordExceptions:\n        - org.springframework.web.client.HttpServerErrorException\n        - java.util.concurrent.TimeoutException\n        - java.io.IOException\n      ignoreExceptions:\n        - io.github.robwin.exception.BusinessException\n";
+
+/// Issue 44: resilience4j records only the listed exceptions, so a run of
+/// 404s (HttpClientErrorException, outside the list) never opens it, and
+/// a run of 503s does; before, the list was set aside and the drill
+/// counted every 4xx as a failure.
+#[test]
+fn a_drill_of_imported_record_exceptions_counts_only_what_the_list_records() {
+    assert_eq!(
+        transitions_under(DEMO_LISTS, "", 404),
+        Vec::<serde_json::Value>::new(),
+        "404s are successes for resilience4j with these lists"
+    );
+    assert!(
+        !transitions_under(DEMO_LISTS, "", 503).is_empty(),
+        "503s are recorded"
+    );
+}
+
+/// An application class mapped next to the import is the outcome it
+/// names: recorded `com.shop.StockException: 404` makes a 404 a failure.
+#[test]
+fn an_application_exception_mapped_under_import_is_drilled_as_its_status() {
+    let yml = DEMO_LISTS.replace(
+        "        - java.io.IOException\n",
+        "        - java.io.IOException\n        - com.shop.StockException\n",
+    );
+    assert_eq!(
+        transitions_under(&yml, "", 404),
+        Vec::<serde_json::Value>::new()
+    );
+    assert!(
+        !transitions_under(&yml, ", exceptions: { com.shop.StockException: 404 }", 404).is_empty(),
+        "the mapped 404 is recorded"
+    );
+}

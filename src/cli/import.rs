@@ -56,12 +56,23 @@ pub struct ImportArgs {
     /// of listing it under "not drilled".
     #[arg(long)]
     pub strict: bool,
+    /// An application exception class and what it is raised for
+    /// (`com.shop.StockException=503`; a status, `4xx`, `5xx`, `timeout`
+    /// or `connection`, several with commas), for resilience4j's
+    /// `recordExceptions`, `ignoreExceptions` and `retryExceptions`
+    /// (repeatable).
+    #[arg(long = "exception", value_name = "CLASS=OUTCOME")]
+    pub exceptions: Vec<String>,
 }
 
 /// Prints the imported defense configuration on stdout.
 pub fn run(args: &ImportArgs) -> Result<u8, CliError> {
     let format = Format::from(args.format);
-    let imported = import::import_file(format, &args.file, &args.instances, args.strict)?;
+    let mut options = import::Options::strict(args.strict);
+    for written in &args.exceptions {
+        options.add_exception(written).map_err(CliError::invalid)?;
+    }
+    let imported = import::import_file(format, &args.file, &args.instances, &options)?;
     out!(
         "{}",
         imported.render(format, &args.file.display().to_string())

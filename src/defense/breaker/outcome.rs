@@ -129,12 +129,40 @@ impl<'de> Deserialize<'de> for StatusPattern {
     }
 }
 
+/// A call that ended without an answer, as `ignore_errors` and
+/// `success_errors` name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    /// No answer within the route's timeout.
+    Timeout,
+    /// A refused, reset or broken connection (any other transport error).
+    Connection,
+}
+
+impl ErrorClass {
+    /// The class of a failure without an answer; `None` for an answer or
+    /// a cancelled call.
+    pub fn of(kind: FailureKind) -> Option<ErrorClass> {
+        match kind {
+            FailureKind::Timeout => Some(ErrorClass::Timeout),
+            FailureKind::Connect | FailureKind::Reset | FailureKind::Other => {
+                Some(ErrorClass::Connection)
+            }
+            FailureKind::Status(_) | FailureKind::Grpc(_) | FailureKind::Cancelled => None,
+        }
+    }
+}
+
 /// Which HTTP statuses count as failures for one breaker.
 ///
 /// Order of the rules: `ignore_statuses` first, then `failure_statuses`, then
-/// other 4xx (ignored unless `count_4xx`), then everything else is a success
-/// (a 5xx left out of `failure_statuses` is a deliberate "this is fine").
-/// Transport errors (timeout, connect, reset) are always failures.
+/// `success_statuses`, then other 4xx (ignored unless `count_4xx`), then
+/// everything else is a success (a 5xx left out of `failure_statuses` is a
+/// deliberate "this is fine"). Transport errors (timeout, connect, reset)
+/// are failures unless `ignore_errors` or `success_errors` names their
+/// class (a library that records only some exceptions: resilience4j's
+/// `recordExceptions`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Classifier {
     /// Statuses that count against the dependency (default `["5xx"]`).
@@ -144,6 +172,15 @@ pub struct Classifier {
     /// Count 4xx not listed elsewhere as failures (off by default: a 400 for
     /// one bad product must not open the breaker for every product).
     pub count_4xx: bool,
+    /// Statuses that count as successes, 4xx included (resilience4j counts
+    /// an exception its `recordExceptions` leaves out as a success).
+    pub success_statuses: Vec<StatusPattern>,
+    /// Calls without an answer that are neither success nor failure
+    /// (resilience4j's `ignoreExceptions` naming `TimeoutException`).
+    pub ignore_errors: Vec<ErrorClass>,
+    /// Calls without an answer that count as successes (a `recordExceptions`
+    /// that leaves their exception out).
+    pub success_errors: Vec<ErrorClass>,
     /// Count a call its caller abandoned before an answer as a failure (off
     /// by default: it is neither, and the breaker frees its slot).
     pub count_cancelled: bool,
@@ -160,6 +197,9 @@ impl Default for Classifier {
             failure_statuses: vec![StatusPattern::Class(5)],
             ignore_statuses: Vec::new(),
             count_4xx: false,
+            success_statuses: Vec::new(),
+            ignore_errors: Vec::new(),
+            success_errors: Vec::new(),
             count_cancelled: false,
             grpc_failure_statuses: Classifier::GRPC_FAILURES
                 .iter()
@@ -210,6 +250,8 @@ impl Classifier {
             Outcome::Ignored
         } else if any(&self.failure_statuses) || (self.count_4xx && status / 100 == 4) {
             Outcome::Failure(FailureKind::Status(status))
+        } else if any(&self.success_statuses) {
+            Outcome::Success
         } else if status / 100 == 4 {
             Outcome::Ignored
         } else {
@@ -217,9 +259,14 @@ impl Classifier {
         }
     }
 
-    /// The outcome of a call that got no HTTP answer: always a failure.
+    /// The outcome of a call that got no HTTP answer: a failure unless
+    /// `ignore_errors` or `success_errors` names its class.
     pub fn classify_error(&self, kind: FailureKind) -> Outcome {
-        Outcome::Failure(kind)
+        match ErrorClass::of(kind) {
+            Some(class) if self.ignore_errors.contains(&class) => Outcome::Ignored,
+            Some(class) if self.success_errors.contains(&class) => Outcome::Success,
+            _ => Outcome::Failure(kind),
+        }
     }
 }
 
@@ -262,6 +309,29 @@ mod tests {
         assert_eq!(
             c.classify_status(400),
             Outcome::Failure(FailureKind::Status(400))
+        );
+    }
+
+    #[test]
+    fn success_statuses_and_error_lists_follow_a_library_that_records_only_some_outcomes() {
+        let c = Classifier {
+            success_statuses: vec![StatusPattern::Class(4)],
+            ignore_errors: vec![ErrorClass::Timeout],
+            success_errors: vec![ErrorClass::Connection],
+            ..Classifier::default()
+        };
+        assert_eq!(c.classify_status(404), Outcome::Success);
+        assert_eq!(
+            c.classify_status(503),
+            Outcome::Failure(FailureKind::Status(503))
+        );
+        assert_eq!(c.classify_error(FailureKind::Timeout), Outcome::Ignored);
+        for kind in [FailureKind::Connect, FailureKind::Reset, FailureKind::Other] {
+            assert_eq!(c.classify_error(kind), Outcome::Success, "{kind:?}");
+        }
+        assert_eq!(
+            c.classify_error(FailureKind::Cancelled),
+            Outcome::Failure(FailureKind::Cancelled)
         );
     }
 

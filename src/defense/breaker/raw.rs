@@ -124,6 +124,18 @@ pub(crate) struct RawBreaker {
     /// Count 4xx not listed elsewhere as failures (default false).
     #[serde(default)]
     count_4xx: bool,
+    /// Statuses that count as successes, 4xx included (after the two lists
+    /// above; default none: a 4xx is neither).
+    #[serde(default)]
+    success_statuses: Vec<StatusPattern>,
+    /// `timeout`, `connection`: calls without an answer that count as
+    /// neither success nor failure (default none: failures).
+    #[serde(default)]
+    ignore_errors: Vec<super::outcome::ErrorClass>,
+    /// `timeout`, `connection`: calls without an answer that count as
+    /// successes (default none: failures).
+    #[serde(default)]
+    success_errors: Vec<super::outcome::ErrorClass>,
     /// gRPC statuses that count as failures (names or numbers; default
     /// UNKNOWN, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, INTERNAL,
     /// UNAVAILABLE, DATA_LOSS); OK is a success, any other status the
@@ -542,6 +554,9 @@ impl TryFrom<RawBreaker> for BreakerConfig {
         let mut classifier = Classifier {
             ignore_statuses: raw.ignore_statuses,
             count_4xx: raw.count_4xx,
+            success_statuses: raw.success_statuses,
+            ignore_errors: raw.ignore_errors,
+            success_errors: raw.success_errors,
             count_cancelled: raw.count_cancelled,
             ..Classifier::default()
         };

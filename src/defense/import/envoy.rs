@@ -188,13 +188,21 @@ pub(super) fn import(file: &str, text: &str) -> Result<Imported, Vec<SchemaError
         problems.sort_by_key(|p| (p.line, p.column));
         return Err(problems);
     }
+    let mut shown = String::new();
+    for (_, node) in routes.iter().chain(pools.iter()) {
+        node.render(0, &mut shown);
+    }
+    let mut notes = vec![
+        "A pool server is the endpoint Envoy names; in an experiment, map it to a target instance"
+            .to_string(),
+        "with import: { envoy: FILE, servers: { ADDRESS: INSTANCE } }. See docs/import.md."
+            .to_string(),
+    ];
+    notes.extend(super::envoy_keys::uncited(file, text, &shown));
     Ok(Imported {
         routes,
         pools,
-        notes: vec![
-            "A pool server is the endpoint Envoy names; in an experiment, map it to a target instance".to_string(),
-            "with import: { envoy: FILE, servers: { ADDRESS: INSTANCE } }. See docs/import.md.".to_string(),
-        ],
+        notes,
         not_drilled: Vec::new(),
     })
 }

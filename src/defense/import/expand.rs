@@ -8,10 +8,12 @@
 //! [`relocate`] puts its errors back at their place in the file as
 //! written.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_yaml_ng::{Mapping, Value};
 
+use super::options::Seen;
 use super::{Format, Imported};
 use crate::schema::{self, LoadError, SchemaError, Segment};
 
@@ -143,10 +145,14 @@ impl Context<'_> {
                 ));
             }
         };
+        let mut options = super::Options::strict(strict);
+        if let Some(classes) = map.get("exceptions") {
+            options.exceptions = self.exceptions(classes)?;
+        }
         let mut sources = Vec::new();
         for (name, path) in map {
             let name = name.as_str().unwrap_or_default();
-            if name == "servers" || name == "strict" {
+            if name == "servers" || name == "strict" || name == "exceptions" {
                 continue; // read by `lay_over`, above
             }
             let Some(format) = Format::from_key(name) else {
@@ -171,11 +177,37 @@ impl Context<'_> {
                 ));
             }
             for one in written {
-                let imported = super::import_file(format, &base.join(one), &[], strict)?;
+                let imported = super::import_file(format, &base.join(one), &[], &options)?;
                 sources.push(Source { format, imported });
             }
         }
         Ok(sources)
+    }
+
+    /// `import.exceptions`: the application's exception classes, each
+    /// with what it is raised for (`com.shop.StockException: 503`, or a
+    /// list such as `[503, timeout]`).
+    fn exceptions(&self, classes: &Value) -> Result<BTreeMap<String, Vec<Seen>>, LoadError> {
+        let expected = "expected a mapping of exception classes to what firedrill sees of them, such as `com.shop.StockException: 503` (a 4xx or 5xx status, `4xx`, `5xx`, `timeout` or `connection`, or a list of them)";
+        let Value::Mapping(classes) = classes else {
+            return Err(self.error(&["import", "exceptions"], expected));
+        };
+        let mut found = BTreeMap::new();
+        for (class, seen) in classes {
+            let class = class.as_str().unwrap_or_default();
+            let one = |v: &Value| match v {
+                Value::String(s) => Seen::parse(s),
+                Value::Number(n) => Seen::parse(&n.to_string()),
+                _ => Err(expected.to_string()),
+            };
+            let seen = match seen {
+                Value::Sequence(many) if !many.is_empty() => many.iter().map(one).collect(),
+                single => one(single).map(|s| vec![s]),
+            };
+            let seen = seen.map_err(|m| self.error(&["import", "exceptions", class], m))?;
+            found.insert(class.to_string(), seen);
+        }
+        Ok(found)
     }
 
     /// `import.servers`: each listed address of an imported pool's servers

@@ -18,6 +18,7 @@
 //! * [`expand`] — `import:` in an experiment or a defense file.
 
 mod envoy;
+mod envoy_keys;
 #[cfg(test)]
 mod envoy_tests;
 pub mod expand;
@@ -26,6 +27,7 @@ pub mod not_drilled;
 mod opossum;
 #[cfg(test)]
 mod opossum_tests;
+pub mod options;
 mod properties;
 mod resilience4j;
 mod sentinel;
@@ -33,13 +35,16 @@ mod sentinel;
 mod sentinel_tests;
 pub mod source;
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 pub mod tree;
+#[cfg(test)]
+mod walk_tests;
 
 use std::path::Path;
 
 use crate::schema::{self, LoadError, SchemaError};
 use not_drilled::{Drop, NotDrilled, Pass};
+pub use options::Options;
 use source::Source;
 use tree::Node;
 
@@ -210,11 +215,11 @@ pub fn import_file(
     format: Format,
     path: &Path,
     instances: &[String],
-    strict: bool,
+    options: &Options,
 ) -> Result<Imported, LoadError> {
     let text = schema::read_bounded(path)?;
     let file = path.display().to_string();
-    import_text(format, &file, &text, instances, strict)
+    import_text(format, &file, &text, instances, options)
 }
 
 /// As [`import_file`], from `text` already read from `file`.
@@ -223,17 +228,32 @@ pub fn import_text(
     file: &str,
     text: &str,
     instances: &[String],
-    strict: bool,
+    options: &Options,
 ) -> Result<Imported, LoadError> {
+    let strict = options.strict;
     let drop = match format {
         Format::Sentinel => Drop::Rule,
         Format::Nginx => Drop::NginxText,
         Format::Envoy => Drop::YamlText,
         Format::Resilience4j | Format::Opossum => Drop::Key,
     };
-    let read = not_drilled::read_whole(file, text, drop, strict, |pass| read(format, file, pass));
+    // A reader lists the keys it reads past itself (an exception class
+    // no one maps): strict refuses them as the others.
+    let read = not_drilled::read_whole(file, text, drop, strict, |pass| {
+        let imported = read(format, file, pass, options)?;
+        match imported.not_drilled.is_empty() || !strict {
+            true => Ok(imported),
+            false => Err(imported
+                .not_drilled
+                .iter()
+                .map(NotDrilled::refusal)
+                .collect()),
+        }
+    });
     let imported = read.map(|(mut imported, listed)| {
-        imported.not_drilled = listed;
+        imported.not_drilled.extend(listed);
+        imported.not_drilled.sort();
+        imported.not_drilled.dedup();
         imported
     });
     let imported = imported.map_err(|problems| {
@@ -266,7 +286,12 @@ pub fn import_text(
 }
 
 /// One pass of the reader of `format` over what is left of the file.
-fn read(format: Format, file: &str, pass: &Pass) -> Result<Imported, Vec<SchemaError>> {
+fn read(
+    format: Format,
+    file: &str,
+    pass: &Pass,
+    options: &Options,
+) -> Result<Imported, Vec<SchemaError>> {
     let text = pass.text;
     let left = |source: Result<Source, SchemaError>| {
         source
@@ -280,7 +305,7 @@ fn read(format: Format, file: &str, pass: &Pass) -> Result<Imported, Vec<SchemaE
             } else {
                 Source::yaml(file, text, true)
             };
-            resilience4j::import(&left(source)?)
+            resilience4j::import(&left(source)?, &options.exceptions)
         }
         Format::Sentinel => {
             // fastjson skips `/* */` and `//` comments: so does the import.

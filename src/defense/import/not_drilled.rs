@@ -49,6 +49,9 @@ pub struct NotDrilled {
     pub file: String,
     /// 1-based line of the key's value.
     pub line: usize,
+    /// 1-based column of the key's value (for `--strict`'s refusal).
+    #[serde(skip)]
+    pub column: usize,
     /// The key path in the source's own terms.
     pub key: String,
     /// The kind of reason.
@@ -58,6 +61,29 @@ pub struct NotDrilled {
 }
 
 impl NotDrilled {
+    /// The listing of `problem`, if it is a key firedrill does not drill.
+    pub fn of(problem: &SchemaError) -> Option<NotDrilled> {
+        Some(NotDrilled {
+            file: problem.file.clone(),
+            line: problem.line,
+            column: problem.column,
+            key: problem.key.clone(),
+            why: classify(problem)?,
+            detail: problem.message.clone(),
+        })
+    }
+
+    /// The refusal `--strict` makes of it.
+    pub fn refusal(&self) -> SchemaError {
+        SchemaError {
+            file: self.file.clone(),
+            line: self.line,
+            column: self.column,
+            key: self.key.clone(),
+            message: self.detail.clone(),
+        }
+    }
+
     /// One line of the list: `key (file:line): why: detail`.
     pub fn line_text(&self) -> String {
         format!(
@@ -177,21 +203,15 @@ pub fn read_whole<T>(
             return Err(errors);
         }
         for p in skip {
-            let why = classify(&p).expect("partitioned");
+            let listing = NotDrilled::of(&p).expect("partitioned");
             match drop {
                 Drop::Key => dropped.push(p.key.clone()),
-                Drop::Rule if why == Why::Metadata => dropped.push(p.key.clone()),
+                Drop::Rule if listing.why == Why::Metadata => dropped.push(p.key.clone()),
                 Drop::Rule => dropped.push(rule_of(&p.key)),
                 Drop::NginxText => text = blank_nginx(&text, p.line, p.column),
                 Drop::YamlText => text = blank_yaml(&text, p.line),
             }
-            listed.push(NotDrilled {
-                file: p.file.clone(),
-                line: p.line,
-                key: p.key.clone(),
-                why,
-                detail: p.message.clone(),
-            });
+            listed.push(listing);
         }
     }
     Err(vec![SchemaError::whole_file(

@@ -66,7 +66,7 @@ fn the_circuits_options_are_ignored_with_a_note_when_it_is_off() {
         "o.json",
         r#"{"enabled": false, "resetTimeout": 5}"#,
         &[],
-        true,
+        &super::Options::strict(true),
     )
     .map(|i| i.render(Format::Opossum, "o.json"))
     .unwrap_or_default();
@@ -167,9 +167,15 @@ fn allow_warm_up_false_is_commented_as_no_warm_up() {
         ("true", "warm-up: no failure opens it"),
     ] {
         let text = format!(r#"{{"allowWarmUp": {value}}}"#);
-        let printed = super::import_text(Format::Opossum, "o.json", &text, &[], true)
-            .unwrap()
-            .render(Format::Opossum, "o.json");
+        let printed = super::import_text(
+            Format::Opossum,
+            "o.json",
+            &text,
+            &[],
+            &super::Options::strict(true),
+        )
+        .unwrap()
+        .render(Format::Opossum, "o.json");
         let line = printed.lines().find(|l| l.contains("warm_up:")).unwrap();
         assert!(line.contains(says), "{line}");
     }

@@ -98,13 +98,20 @@ pub(super) fn import(source: &Source) -> Result<Imported, Vec<SchemaError>> {
             rule,
             problems: Vec::new(),
         };
+        // Every rule's node names the resource it is the route of.
+        let named = |mut node: Node| {
+            if let Some(e) = rule.get("resource") {
+                node.note(format!("{}: the route's name", from(e)));
+            }
+            node
+        };
         if degrade {
             if has_key(route, "breaker") {
                 r.refuse(rule.first, format!("a second degrade rule for resource `{resource}`: firedrill runs one breaker per route (Sentinel runs one circuit breaker per rule); keep one rule per resource"));
             } else if let Some(node) = degrade_rule(&mut r) {
-                route.set("breaker", node);
+                route.set("breaker", named(node));
             }
-        } else if let Some((key, node)) = flow_rule(&mut r) {
+        } else if let Some((key, node)) = flow_rule(&mut r).map(|(k, n)| (k, named(n))) {
             if has_key(route, key) {
                 let what = if key == "bulkhead" {
                     "thread-count flow rule for resource `{resource}`: firedrill has one bulkhead per route"

@@ -144,7 +144,7 @@ impl DefenseLine {
             let Ok(lease) = pick_server(route, &tried) else {
                 // Every server is out: the breaker counts it as an
                 // unreachable upstream; the report says which it was.
-                let connect = Outcome::Failure(FailureKind::Connect);
+                let connect = error_verdict(route, FailureKind::Connect);
                 record(route, self, guard, connect, Duration::ZERO);
                 report.error = Some(CallError::NoServer);
                 report.served_by = None;
@@ -389,17 +389,17 @@ fn judge(
 ) -> Judged {
     match outcome {
         None => Judged::Bad(
-            Outcome::Failure(FailureKind::Timeout),
+            error_verdict(route, FailureKind::Timeout),
             Failed::Timeout,
             CallError::Timeout,
         ),
         Some(Err(err)) if err.is_connect() => Judged::Bad(
-            Outcome::Failure(FailureKind::Connect),
+            error_verdict(route, FailureKind::Connect),
             Failed::Connect,
             CallError::Connect,
         ),
         Some(Err(_)) => Judged::Bad(
-            Outcome::Failure(FailureKind::Reset),
+            error_verdict(route, FailureKind::Reset),
             Failed::Broken,
             CallError::Broken,
         ),
@@ -413,6 +413,16 @@ fn judge(
                 Judged::Good(resp, verdict)
             }
         }
+    }
+}
+
+/// The breaker's verdict on a call without an answer: a failure unless the
+/// route's breaker counts its class otherwise (`ignore_errors`,
+/// `success_errors`); the attempt failed all the same (retried, reported).
+fn error_verdict(route: &Route, kind: FailureKind) -> Outcome {
+    match &route.breaker {
+        Some(b) => b.lock().classifier().classify_error(kind),
+        None => Outcome::Failure(kind),
     }
 }
 

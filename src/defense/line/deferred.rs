@@ -14,7 +14,7 @@ use http_body::{Body, Frame, SizeHint};
 use tokio::sync::Notify;
 
 use crate::clock::{self, Instant};
-use crate::defense::breaker::{CallGuard, FailureKind, Outcome, SharedBreaker};
+use crate::defense::breaker::{CallGuard, FailureKind, SharedBreaker};
 use crate::defense::report::Observer;
 use crate::http::body::{BoxBody, BoxError};
 use crate::http::grpc;
@@ -42,7 +42,11 @@ impl Verdict {
     fn record(self, status: Result<u8, ()>) {
         let outcome = match status {
             Ok(code) => self.breaker.lock().classifier().classify_grpc(code),
-            Err(()) => Outcome::Failure(FailureKind::Reset),
+            Err(()) => self
+                .breaker
+                .lock()
+                .classifier()
+                .classify_error(FailureKind::Reset),
         };
         let now = clock::now();
         self.guard.record(outcome, now - self.sent, now);

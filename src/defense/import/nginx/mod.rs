@@ -6,7 +6,7 @@
 
 mod health;
 mod next;
-mod parse;
+pub(super) mod parse;
 #[cfg(test)]
 mod tests;
 mod values;
@@ -149,13 +149,54 @@ pub(super) fn import(file: &str, text: &str) -> Result<Imported, Vec<SchemaError
     }
     // NGINX picks the longest matching prefix; firedrill the first match.
     routes.sort_by_key(|(_, _, order)| std::cmp::Reverse(*order));
+    let mut shown = String::new();
+    for (_, node, _) in &routes {
+        node.render(0, &mut shown);
+    }
+    for (_, node) in &pools {
+        node.render(0, &mut shown);
+    }
+    let mut notes = vec![
+        "A pool server is the address NGINX names; in an experiment, map it to a target instance"
+            .to_string(),
+        "with import: { nginx: FILE, servers: { ADDRESS: INSTANCE } }. See docs/import.md."
+            .to_string(),
+    ];
+    uncited(&directives, &shown, &mut notes);
     Ok(Imported {
         routes: routes.into_iter().map(|(n, r, _)| (n, r)).collect(),
         pools,
-        notes: vec![
-            "A pool server is the address NGINX names; in an experiment, map it to a target instance".to_string(),
-            "with import: { nginx: FILE, servers: { ADDRESS: INSTANCE } }. See docs/import.md.".to_string(),
-        ],
+        notes,
         not_drilled: Vec::new(),
     })
+}
+
+/// Whether a line of `shown` names the directive `name` at `line`, as a
+/// value's comment does (`NAME ... (line N)`, `(upstream U, line N)`).
+pub(super) fn cited(shown: &str, name: &str, line: usize) -> bool {
+    let at = [format!("(line {line})"), format!(", line {line})")];
+    shown
+        .lines()
+        .any(|l| l.contains(name) && at.iter().any(|a| l.contains(a.as_str())))
+}
+
+/// A note for each directive no value of the output cites, saying what
+/// it is to the import: the pool's name, a `match` block, a block whose
+/// directives are listed one by one, or a directive not read.
+fn uncited(directives: &[parse::Directive], shown: &str, notes: &mut Vec<String>) {
+    for d in directives {
+        let (name, line) = (&d.name.text, d.name.line);
+        if !cited(shown, name, line) {
+            let arg = d.args.first().map_or("", |a| a.text.as_str());
+            notes.push(match (name.as_str(), &d.block) {
+                ("upstream", _) => format!("upstream {arg} (line {line}): the pool {arg}"),
+                ("match", _) => format!("match {arg} (line {line}): the conditions of the health checks naming it"),
+                (_, Some(block)) if !block.is_empty() && name != "location" => format!("{name} (line {line}): a block, its directives each listed"),
+                _ => format!("not read: {name} (line {line}): not in an upstream, a `match` or a location proxying to an upstream"),
+            });
+        }
+        if let Some(block) = &d.block {
+            uncited(block, shown, notes);
+        }
+    }
 }

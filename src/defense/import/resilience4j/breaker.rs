@@ -3,9 +3,8 @@
 //! `CircuitBreakerConfig.Builder` read them.
 
 use super::values::{boolean, canonical, duration, integer, number};
-use super::{Chain, Props, Reader, default_of, exceptions, from};
+use super::{Props, Read, Reader, default_of, exceptions, from};
 use crate::clock::Duration;
-use crate::defense::import::source::Source;
 use crate::defense::import::tree::Node;
 use crate::schema::SchemaError;
 use crate::schema::units::Dur;
@@ -57,13 +56,14 @@ const BACKOFF_MULTIPLIER: f64 = 1.5;
 /// Stands for resilience4j's unbounded backoff: no drill is longer.
 const UNBOUNDED: Duration = Duration::from_secs(24 * 3600);
 
-/// Adds the instance's `breaker:` to `route`.
-pub(super) fn map(
-    source: &Source,
-    chain: &Chain,
+/// Adds the instance's `breaker:` to `route`; returns its exception
+/// lists, for the route's retry.
+pub(super) fn map<'a>(
+    read: &mut Read<'_, 'a, '_>,
     route: &mut Node,
-) -> Result<(), Vec<SchemaError>> {
-    let mut r = Reader::new(source, chain);
+) -> Result<exceptions::Lists<'a>, Vec<SchemaError>> {
+    let mut r = Reader::new(read.source, read.chain);
+    r.user = read.user;
     let mut b = Node::map();
     b.set(
         "model",
@@ -74,7 +74,7 @@ pub(super) fn map(
     open_wait(&mut r, &mut b);
     half_open(&mut r, &mut b);
     refused_states(&mut r);
-    exceptions::classify(&mut r, &mut b);
+    let lists = exceptions::classify(&mut r, &mut b);
     b.set(
         "stragglers",
         Node::leaf(
@@ -82,9 +82,10 @@ pub(super) fn map(
             "resilience4j records a call in the state current when it ends",
         ),
     );
+    read.set_aside.append(&mut r.set_aside);
     r.finish(&mut b)?;
     route.set("breaker", b);
-    Ok(())
+    Ok(lists)
 }
 
 /// A whole number of at least 1, as the builder demands.

@@ -10,25 +10,16 @@
 //! and errors the usual Spring HTTP clients raise it for.
 
 use super::{Reader, from};
+use crate::defense::import::options::Seen as Kind;
 use crate::defense::import::tree::Node;
 
-/// What a call can end with, as firedrill tells them apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// A 4xx answer; `Some(code)` for one status only.
-    Client(Option<u16>),
-    /// A 5xx answer; `Some(code)` for one status only.
-    Server(Option<u16>),
-    /// No answer: a refused or reset connection.
-    Connect,
-    /// No answer in time (the time limiter's `TimeoutException`).
-    Timeout,
-}
-
-/// The kinds a class covers (itself and its subclasses); `None` for a
-/// class the import does not know.
-fn covers(class: &str) -> Option<Vec<Kind>> {
+/// The kinds a class covers (itself and its subclasses): the
+/// application's own mapping first; `None` for a class neither knows.
+fn covers(class: &str, user: &super::UserExceptions) -> Option<Vec<Kind>> {
     use Kind::{Client, Server};
+    if let Some(mapped) = user.get(class) {
+        return Some(mapped.clone());
+    }
     if let Some(known) = listed_class(class) {
         return Some(known);
     }
@@ -134,6 +125,9 @@ struct Listed<'a> {
     given: bool,
 }
 
+/// How a record (or retry) list and an ignore list judge `kind`: ignore
+/// first, then record; outside a non-empty record list, a success
+/// (`CircuitBreakerStateMachine.handleThrowable`; a retry is not retried).
 fn judge(kind: Kind, record: &Listed, ignore: &Listed) -> (Verdict, Option<String>) {
     if let Some((_, e)) = ignore.kinds.iter().find(|(k, _)| includes(*k, kind)) {
         return (Verdict::Ignored, Some(from(e)));
@@ -147,7 +141,10 @@ fn judge(kind: Kind, record: &Listed, ignore: &Listed) -> (Verdict, Option<Strin
     }
 }
 
-/// Reads one list property into kinds; an unknown class is refused.
+/// Reads one list property into kinds; a class neither the application's
+/// mapping nor the import knows is set aside as not drilled, the list
+/// standing without it (the class is an application exception no answer
+/// raises, so it changes nothing firedrill sees).
 fn listed<'a>(r: &mut Reader<'_, 'a, '_>, property: &str, shown: &str) -> Listed<'a> {
     let Some(entries) = r.chain.get(property) else {
         return Listed {
@@ -160,10 +157,10 @@ fn listed<'a>(r: &mut Reader<'_, 'a, '_>, property: &str, shown: &str) -> Listed
     for e in entries {
         r.mark(e);
         for class in e.value.split(',').map(str::trim).filter(|c| !c.is_empty()) {
-            match covers(class) {
+            match covers(class, r.user) {
                 Some(found) => kinds.extend(found.into_iter().map(|k| (k, e))),
-                None => r.refuse(e, format!(
-                    "{shown}: `{class}` is not an exception firedrill can tell from an HTTP answer: firedrill judges statuses, timeouts and connection errors (known: the Spring and Feign HTTP exceptions, their status subclasses such as HttpClientErrorException$NotFound, java.io.IOException, java.util.concurrent.TimeoutException, java.lang.Exception); remove it, or set failure_statuses/ignore_statuses on the route"
+                None => r.set_aside(e, format!(
+                    "{shown}: `{class}` is not an exception firedrill can tell from an HTTP answer: firedrill judges statuses, timeouts and connection errors (known: the Spring and Feign HTTP exceptions, their status subclasses such as HttpClientErrorException$NotFound, java.io.IOException, java.util.concurrent.TimeoutException, java.lang.Exception); the list is drilled without it; map it to what it is raised for with `exceptions: {{ {class}: 503 }}` under `import:` (or `--exception {class}=503`)"
                 )),
             }
         }
@@ -171,39 +168,48 @@ fn listed<'a>(r: &mut Reader<'_, 'a, '_>, property: &str, shown: &str) -> Listed
     Listed { kinds, given: true }
 }
 
-/// Sets `count_4xx`, `failure_statuses` and `ignore_statuses` on `b`.
-pub(super) fn classify(r: &mut Reader, b: &mut Node) {
-    let record = listed(r, "recordexceptions", "recordExceptions");
-    let ignore = listed(r, "ignoreexceptions", "ignoreExceptions");
+/// What one instance's lists make of every outcome firedrill sees.
+pub(super) struct Lists<'a> {
+    record: Listed<'a>,
+    ignore: Listed<'a>,
+}
+
+impl Lists<'_> {
+    fn verdict(&self, kind: Kind) -> (Verdict, Option<String>) {
+        judge(kind, &self.record, &self.ignore)
+    }
+}
+
+/// Sets `count_4xx`, `failure_statuses`, `success_statuses`,
+/// `ignore_statuses`, `ignore_errors` and `success_errors` on `b` as
+/// `recordExceptions` and `ignoreExceptions` judge each outcome; returns
+/// the lists, for the retry of the same route.
+pub(super) fn classify<'a>(r: &mut Reader<'_, 'a, '_>, b: &mut Node) -> Lists<'a> {
+    let lists = Lists {
+        record: listed(r, "recordexceptions", "recordExceptions"),
+        ignore: listed(r, "ignoreexceptions", "ignoreExceptions"),
+    };
     let why = |source: Option<String>| {
         source.unwrap_or_else(|| {
             "resilience4j records every exception (no recordExceptions or ignoreExceptions)"
                 .to_string()
         })
     };
-    for kind in [Kind::Connect, Kind::Timeout] {
-        let (verdict, _) = judge(kind, &record, &ignore);
-        if verdict != Verdict::Failure {
-            let what = if kind == Kind::Connect {
-                "a connection error"
-            } else {
-                "a timeout"
-            };
-            let seen = if verdict == Verdict::Ignored {
-                "ignored"
-            } else {
-                "a success"
-            };
-            let message = format!(
-                "with these lists resilience4j counts {what} as {seen}: not modelled, firedrill counts timeouts and connection errors as failures always"
-            );
-            refuse_at(r, &ignore, &record, kind, verdict, message);
-        }
-    }
-    let (client, client_from) = judge(Kind::Client(None), &record, &ignore);
-    let (server, server_from) = judge(Kind::Server(None), &record, &ignore);
+    let outside = match lists
+        .record
+        .kinds
+        .first()
+        .map(|(_, e)| *e)
+        .or_else(|| r.chain.one("recordexceptions"))
+    {
+        Some(e) => format!("outside {}: resilience4j counts it as a success", from(e)),
+        None => "outside recordExceptions: resilience4j counts it as a success".to_string(),
+    };
+    let (client, client_from) = lists.verdict(Kind::Client(None));
+    let (server, server_from) = lists.verdict(Kind::Server(None));
     let mut failures = Vec::new();
     let mut ignored = Vec::new();
+    let mut successes = Vec::new();
     match server {
         Verdict::Failure => failures.push(Node::leaf("5xx", why(server_from))),
         Verdict::Ignored => ignored.push(Node::leaf("5xx", why(server_from))),
@@ -211,14 +217,11 @@ pub(super) fn classify(r: &mut Reader, b: &mut Node) {
     }
     match client {
         Verdict::Ignored => ignored.push(Node::leaf("4xx", why(client_from.clone()))),
-        Verdict::Success => {
-            let message = "with these lists resilience4j counts a 4xx answer as a success (recordExceptions does not cover HttpClientErrorException): not modelled, firedrill ignores a 4xx or counts it as a failure; add HttpClientErrorException to ignoreExceptions or recordExceptions".to_string();
-            refuse_at(r, &ignore, &record, Kind::Client(None), client, message);
-        }
+        Verdict::Success => successes.push(Node::leaf("4xx", outside.clone())),
         Verdict::Failure => {}
     }
-    for kind in named(&record, &ignore) {
-        let (verdict, source) = judge(kind, &record, &ignore);
+    for kind in named(&lists.record, &lists.ignore) {
+        let (verdict, source) = lists.verdict(kind);
         let (code, family) = match kind {
             Kind::Client(Some(c)) => (c, client),
             Kind::Server(Some(c)) => (c, server),
@@ -245,8 +248,101 @@ pub(super) fn classify(r: &mut Reader, b: &mut Node) {
         b.note("no status is a failure: resilience4j counts no 5xx with these lists");
     }
     b.set("failure_statuses", Node::List(failures));
+    if !successes.is_empty() {
+        b.set("success_statuses", Node::List(successes));
+    }
     if !ignored.is_empty() {
         b.set("ignore_statuses", Node::List(ignored));
+    }
+    let mut ignore_errors = Vec::new();
+    let mut success_errors = Vec::new();
+    for (kind, name) in [(Kind::Timeout, "timeout"), (Kind::Connect, "connection")] {
+        match lists.verdict(kind) {
+            (Verdict::Failure, _) => {}
+            (Verdict::Ignored, source) => ignore_errors.push(Node::leaf(name, why(source))),
+            (Verdict::Success, _) => success_errors.push(Node::leaf(name, outside.clone())),
+        }
+    }
+    if !ignore_errors.is_empty() {
+        b.set("ignore_errors", Node::List(ignore_errors));
+    }
+    if !success_errors.is_empty() {
+        b.set("success_errors", Node::List(success_errors));
+    }
+    lists
+}
+
+/// A retry's `retryExceptions` and `ignoreExceptions`: drilled when they
+/// retry exactly what firedrill's retry retries on the route (every
+/// timeout and connection error, and each answer the route's breaker
+/// judges a failure: `breaker`, else a 5xx); otherwise set aside as not
+/// modelled, naming the first outcome they judge otherwise.
+pub(super) fn retried(r: &mut Reader, breaker: Option<&Lists>, retry: &mut Node) {
+    let record = listed(r, "retryexceptions", "retryExceptions");
+    let ignore = listed(r, "ignoreexceptions", "ignoreExceptions");
+    if !record.given && !ignore.given {
+        return;
+    }
+    let firedrill_retries = |kind: Kind| match (kind, breaker) {
+        (Kind::Connect | Kind::Timeout, _) => true,
+        (_, Some(b)) => b.verdict(kind).0 == Verdict::Failure,
+        (kind, None) => matches!(kind, Kind::Server(_)),
+    };
+    let mut kinds = vec![
+        Kind::Timeout,
+        Kind::Connect,
+        Kind::Server(None),
+        Kind::Client(None),
+    ];
+    kinds.extend(named(&record, &ignore));
+    if let Some(b) = breaker {
+        kinds.extend(named(&b.record, &b.ignore));
+    }
+    let differs = kinds
+        .into_iter()
+        .find(|k| (judge(*k, &record, &ignore).0 == Verdict::Failure) != firedrill_retries(*k));
+    let entries: Vec<&super::Entry> = ["retryexceptions", "ignoreexceptions"]
+        .iter()
+        .filter_map(|p| r.chain.get(p))
+        .flatten()
+        .copied()
+        .collect();
+    let set_aside: Vec<(usize, usize)> = r.set_aside.iter().map(|p| (p.line, p.column)).collect();
+    match differs {
+        None => {
+            for e in entries
+                .iter()
+                .filter(|e| !set_aside.contains(&(e.line, e.column)))
+            {
+                retry.note(format!(
+                    "{}: resilience4j retries exactly what firedrill's retry retries here (the outcomes the route's breaker counts as failures, timeouts and connection errors)",
+                    from(e)
+                ));
+            }
+        }
+        Some(kind) => {
+            let retried = judge(kind, &record, &ignore).0 == Verdict::Failure;
+            let message = format!(
+                "retryExceptions/ignoreExceptions {} {} where firedrill's retry {}: not modelled; firedrill retries every timeout and connection error and each answer the route's breaker counts as a failure",
+                if retried { "retry" } else { "do not retry" },
+                words(kind),
+                if retried { "does not" } else { "does" },
+            );
+            for e in entries {
+                r.refuse(e, message.clone());
+            }
+        }
+    }
+}
+
+/// An outcome in words.
+fn words(kind: Kind) -> String {
+    match kind {
+        Kind::Client(None) => "a 4xx answer".to_string(),
+        Kind::Server(None) => "a 5xx answer".to_string(),
+        Kind::Client(Some(c)) | Kind::Server(Some(c)) => format!("a {c} answer"),
+        Kind::Connect => "a connection error".to_string(),
+        Kind::Timeout => "a timeout".to_string(),
     }
 }
 
@@ -265,27 +361,4 @@ fn named(record: &Listed, ignore: &Listed) -> Vec<Kind> {
     });
     named.dedup();
     named
-}
-
-/// Refuses at the entry that decided `kind` (the ignoring class, or the
-/// record list that leaves it out), else at the file.
-fn refuse_at(
-    r: &mut Reader,
-    ignore: &Listed,
-    record: &Listed,
-    kind: Kind,
-    verdict: Verdict,
-    message: String,
-) {
-    let culprit = match verdict {
-        Verdict::Ignored => ignore.kinds.iter().find(|(k, _)| includes(*k, kind)),
-        _ => record.kinds.first(),
-    };
-    match culprit {
-        Some((_, e)) => {
-            let e = *e;
-            r.refuse(e, message);
-        }
-        None => r.problems.push(r.source.whole(message)),
-    }
 }

@@ -11,13 +11,29 @@ mod others;
 mod tests;
 pub(super) mod values;
 
+use std::collections::BTreeMap;
+
 use indexmap::IndexMap;
 
 use super::Imported;
+use super::options::Seen;
 use super::source::{Entry, Source};
 use super::tree::Node;
 use crate::schema::SchemaError;
 use values::canonical;
+
+/// What a module's reader is given: the file, the levels of one
+/// instance, the application's classes, and where keys set aside go.
+pub(super) struct Read<'s, 'a, 'p> {
+    /// The file.
+    pub(super) source: &'s Source,
+    /// The instance's levels.
+    pub(super) chain: &'s Chain<'a, 'p>,
+    /// The application's own exception classes.
+    pub(super) user: &'s UserExceptions,
+    /// Where the keys the reader sets aside go.
+    pub(super) set_aside: &'s mut Vec<SchemaError>,
+}
 
 /// The resilience4j modules a Spring Boot file configures, by their
 /// canonical key.
@@ -101,9 +117,17 @@ impl<'a> Chain<'a, '_> {
     }
 }
 
-/// Reads every instance of `source` into routes.
-pub(super) fn import(source: &Source) -> Result<Imported, Vec<SchemaError>> {
+/// The application's exception classes, by whole name.
+pub(super) type UserExceptions = BTreeMap<String, Vec<Seen>>;
+
+/// No classes of the application's own.
+static NO_CLASSES: UserExceptions = BTreeMap::new();
+
+/// Reads every instance of `source` into routes; `user` maps the
+/// application's own exception classes.
+pub(super) fn import(source: &Source, user: &UserExceptions) -> Result<Imported, Vec<SchemaError>> {
     let mut problems = Vec::new();
+    let mut set_aside = Vec::new();
     let sections = group(source, &mut problems);
     let mut names: Vec<String> = Vec::new();
     for module in Module::ALL {
@@ -116,8 +140,11 @@ pub(super) fn import(source: &Source) -> Result<Imported, Vec<SchemaError>> {
         }
     }
     let mut routes = Vec::new();
+    // The levels some instance is built from, by where they are declared.
+    let mut used: Vec<String> = Vec::new();
     for name in &names {
         let mut route = Node::map();
+        let mut breaker_lists = None;
         for module in Module::ALL {
             let Some(section) = sections.get(&module) else {
                 continue;
@@ -136,12 +163,21 @@ pub(super) fn import(source: &Source) -> Result<Imported, Vec<SchemaError>> {
                     continue;
                 }
             };
+            used.extend(levels.iter().map(|l| l.at.clone()));
             let chain = Chain { levels };
+            let mut read = Read {
+                source,
+                chain: &chain,
+                user,
+                set_aside: &mut set_aside,
+            };
             let result = match module {
-                Module::CircuitBreaker => breaker::map(source, &chain, &mut route),
+                Module::CircuitBreaker => {
+                    breaker::map(&mut read, &mut route).map(|l| breaker_lists = Some(l))
+                }
                 Module::Bulkhead => others::bulkhead(source, &chain, &mut route),
                 Module::TimeLimiter => others::time_limiter(source, &chain, &mut route),
-                Module::Retry => others::retry(source, &chain, &mut route),
+                Module::Retry => others::retry(&mut read, breaker_lists.as_ref(), &mut route),
             };
             if let Err(mut found) = result {
                 problems.append(&mut found);
@@ -149,17 +185,59 @@ pub(super) fn import(source: &Source) -> Result<Imported, Vec<SchemaError>> {
         }
         routes.push((name.clone(), route));
     }
+    let mut notes: Vec<String> = NOTES.iter().map(|s| s.to_string()).collect();
+    notes.extend(unread(source, &sections, &used));
     let imported = Imported {
         routes,
         pools: Vec::new(),
-        notes: NOTES.iter().map(|s| s.to_string()).collect(),
-        not_drilled: Vec::new(),
+        notes,
+        not_drilled: set_aside
+            .iter()
+            .filter_map(super::not_drilled::NotDrilled::of)
+            .collect(),
     };
     super::finish(imported, problems, || {
         source.whole(
             "no resilience4j instance: expected keys such as resilience4j.circuitbreaker.instances.NAME.slidingWindowSize",
         )
     })
+}
+
+/// The keys no route reads, each with why: outside `resilience4j.` (not
+/// the library's), or in a config no instance is built on.
+fn unread(source: &Source, sections: &IndexMap<Module, Section>, used: &[String]) -> Vec<String> {
+    let mut notes = Vec::new();
+    for entry in &source.entries {
+        let declares = entry.path.len() == 4
+            && matches!(canonical(&entry.path[2]).as_str(), "instances" | "backends")
+            && entry.value.is_empty();
+        if declares {
+            notes.push(format!(
+                "declared: {} (line {}): an instance on its configs alone",
+                entry.key(),
+                entry.line
+            ));
+        }
+        if entry.path.first().map(|s| canonical(s)).as_deref() != Some("resilience4j") {
+            notes.push(format!(
+                "not read: {} (line {}): not a resilience4j key",
+                entry.key(),
+                entry.line
+            ));
+        }
+    }
+    for section in sections.values() {
+        for config in section.configs.values().filter(|c| !used.contains(&c.at)) {
+            for e in config.values.values().flatten() {
+                notes.push(format!(
+                    "not read: {}: no instance is built on {}",
+                    from(e),
+                    config.at
+                ));
+            }
+        }
+    }
+    notes
 }
 
 /// What the reader of the output must know about the mapping as a whole.
@@ -345,6 +423,11 @@ pub(super) struct Reader<'s, 'a, 'p> {
     pub(super) source: &'s Source,
     pub(super) chain: &'s Chain<'a, 'p>,
     pub(super) problems: Vec<SchemaError>,
+    /// The application's own exception classes (`import: { exceptions }`).
+    pub(super) user: &'s UserExceptions,
+    /// Keys set aside as not drilled by the reader itself, the rest of
+    /// their list read on (an exception class no one maps).
+    pub(super) set_aside: Vec<SchemaError>,
     /// The entries read, by place.
     used: Vec<(usize, usize)>,
 }
@@ -355,8 +438,17 @@ impl<'s, 'a, 'p> Reader<'s, 'a, 'p> {
             source,
             chain,
             problems: Vec::new(),
+            user: &NO_CLASSES,
+            set_aside: Vec::new(),
             used: Vec::new(),
         }
+    }
+
+    /// A key not drilled that the reader reads past (it stays in the
+    /// file, so its list keeps its meaning).
+    pub(super) fn set_aside(&mut self, entry: &Entry, message: impl Into<String>) {
+        self.mark(entry);
+        self.set_aside.push(self.source.error(entry, message));
     }
 
     /// The value of `property` read by `parse`, with its entry; `None`
@@ -404,7 +496,30 @@ impl<'s, 'a, 'p> Reader<'s, 'a, 'p> {
                 let overridden = levels[i + 1..]
                     .iter()
                     .any(|l| l.values.contains_key(property));
-                if read || overridden || property == "baseconfig" {
+                if property == "baseconfig" {
+                    for e in entries {
+                        node.note(format!("{}: built on the config it names", from(e)));
+                    }
+                    continue;
+                }
+                if read || overridden {
+                    // Each entry the values above do not cite is named
+                    // here, so no key goes unaccounted.
+                    let mut shown = String::new();
+                    node.render(0, &mut shown);
+                    let winner = levels[i + 1..].iter().rev().find_map(|l| l.first(property));
+                    for e in entries.iter().filter(|e| !shown.contains(&from(e))) {
+                        node.note(match winner {
+                            Some(w) if overridden => {
+                                format!("overridden: {} by {}", from(e), from(w))
+                            }
+                            _ => format!(
+                                "read: {} = {}: taken into the values above",
+                                from(e),
+                                e.value
+                            ),
+                        });
+                    }
                     continue;
                 }
                 let why = if others::IGNORED.contains(&property.as_str()) {

@@ -3,7 +3,7 @@
 //! `retry`, as the `Common*ConfigurationProperties` build them.
 
 use super::values::{boolean, duration, integer, number};
-use super::{Chain, Entry, Props, Reader, default_of, from};
+use super::{Chain, Entry, Props, Read, Reader, default_of, exceptions, from};
 use crate::clock::Duration;
 use crate::defense::import::source::Source;
 use crate::defense::import::tree::Node;
@@ -294,14 +294,13 @@ fn attempts(r: &mut Reader) -> Option<(i64, String)> {
 /// `maxAttempts` (3), the wait (500 ms fixed) and its backoff; the
 /// exception lists and predicates are refused.
 pub(super) fn retry(
-    source: &Source,
-    chain: &Chain,
+    read: &mut Read,
+    breaker: Option<&exceptions::Lists>,
     route: &mut Node,
 ) -> Result<(), Vec<SchemaError>> {
-    let mut r = Reader::new(source, chain);
+    let mut r = Reader::new(read.source, read.chain);
+    r.user = read.user;
     for (property, shown) in [
-        ("retryexceptions", "retryExceptions"),
-        ("ignoreexceptions", "ignoreExceptions"),
         ("retryexceptionpredicate", "retryExceptionPredicate"),
         ("resultpredicate", "resultPredicate"),
         ("intervalbifunction", "intervalBiFunction"),
@@ -377,6 +376,8 @@ pub(super) fn retry(
         "allow_non_idempotent",
         Node::leaf("true", "resilience4j retries POST and PATCH too"),
     );
+    exceptions::retried(&mut r, breaker, &mut node);
+    read.set_aside.append(&mut r.set_aside);
     r.finish(&mut node)?;
     route.set("retry", node);
     Ok(())

@@ -4,7 +4,7 @@
 
 use serde_yaml_ng::Value;
 
-use crate::defense::import::{Format, import_text, test_support};
+use crate::defense::import::{Format, Options, import_text, test_support};
 
 /// The imported defense line of `text` (a `.properties` file) as YAML.
 fn imported(text: &str) -> Value {
@@ -126,7 +126,16 @@ fn the_wait_in_open_keeps_whole_milliseconds_and_a_wait_under_1ms_is_refused_as_
             )
         );
         // Not a key firedrill does not model: refused without --strict too.
-        assert!(import_text(Format::Resilience4j, "app.properties", &text, &[], false).is_err());
+        assert!(
+            import_text(
+                Format::Resilience4j,
+                "app.properties",
+                &text,
+                &[],
+                &Options::strict(false)
+            )
+            .is_err()
+        );
     }
 }
 
@@ -134,9 +143,15 @@ fn the_wait_in_open_keeps_whole_milliseconds_and_a_wait_under_1ms_is_refused_as_
 fn a_rate_threshold_under_1_is_refused_as_resilience4j_refuses_it() {
     for key in ["failureRateThreshold", "slowCallRateThreshold"] {
         let text = format!("{CB}.instances.a.{key}=0.5\n");
-        let said = import_text(Format::Resilience4j, "app.properties", &text, &[], false)
-            .unwrap_err()
-            .to_string();
+        let said = import_text(
+            Format::Resilience4j,
+            "app.properties",
+            &text,
+            &[],
+            &Options::strict(false),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             said.contains(&format!(
                 "{key} must be between 1 and 100 (resilience4j refuses 0.5 at start-up"
@@ -144,7 +159,16 @@ fn a_rate_threshold_under_1_is_refused_as_resilience4j_refuses_it() {
             "{said}"
         );
         let one = format!("{CB}.instances.a.{key}=1\n");
-        assert!(import_text(Format::Resilience4j, "app.properties", &one, &[], false).is_ok());
+        assert!(
+            import_text(
+                Format::Resilience4j,
+                "app.properties",
+                &one,
+                &[],
+                &Options::strict(false)
+            )
+            .is_ok()
+        );
     }
 }
 
@@ -226,13 +250,140 @@ fn exception_lists_become_status_classes() {
     assert_eq!(value(&none, "a", "breaker.failure_statuses"), "[]");
 }
 
+/// The resilience4j demo's lists (issue 44): only the listed exceptions
+/// are failures, a 4xx is a success, and an application class in
+/// `ignoreExceptions` leaves the record list standing.
+#[test]
+fn what_the_drill_counts_as_a_failure_follows_record_exceptions() {
+    let demo = format!(
+        "{CB}.configs.default.recordExceptions=org.springframework.web.client.HttpServerErrorException,java.util.concurrent.TimeoutException,java.io.IOException\n{CB}.configs.default.ignoreExceptions=io.github.robwin.exception.BusinessException\n{CB}.instances.a.baseConfig=default\n"
+    );
+    let imported = test_support::import(
+        Format::Resilience4j,
+        "app.properties",
+        &demo,
+        &Options::strict(false),
+    );
+    let doc = test_support::doc(Format::Resilience4j, &imported);
+    let b = &doc["routes"]["a"]["breaker"];
+    assert_eq!(b["count_4xx"], Value::Bool(false));
+    assert_eq!(b["failure_statuses"][0].as_str(), Some("5xx"));
+    assert_eq!(b["success_statuses"][0].as_str(), Some("4xx"));
+    assert_eq!(
+        b["ignore_errors"],
+        Value::Null,
+        "timeouts and connection errors are failures"
+    );
+    assert_eq!(b["success_errors"], Value::Null);
+    let keys: Vec<&str> = imported
+        .not_drilled
+        .iter()
+        .map(|n| n.key.as_str())
+        .collect();
+    assert_eq!(keys, [format!("{CB}.configs.default.ignoreExceptions")]);
+    // The breaker the drill runs counts as resilience4j counts.
+    let defense: crate::defense::DefenseConfig =
+        crate::schema::from_yaml_str("out.yaml", &imported.render(Format::Resilience4j, "x"))
+            .unwrap();
+    let c = defense.routes["a"]
+        .breaker
+        .as_ref()
+        .unwrap()
+        .classifier
+        .clone();
+    use crate::defense::breaker::{FailureKind, Outcome};
+    assert_eq!(c.classify_status(404), Outcome::Success);
+    assert_eq!(
+        c.classify_status(503),
+        Outcome::Failure(FailureKind::Status(503))
+    );
+    assert_eq!(
+        c.classify_error(FailureKind::Timeout),
+        Outcome::Failure(FailureKind::Timeout)
+    );
+}
+
+#[test]
+fn lists_that_leave_out_timeouts_or_connection_errors_count_them_as_resilience4j_does() {
+    let only_app = format!("{CB}.instances.a.recordExceptions=com.shop.StockException\n");
+    let imported = test_support::import(
+        Format::Resilience4j,
+        "app.properties",
+        &only_app,
+        &Options::strict(false),
+    );
+    let doc = test_support::doc(Format::Resilience4j, &imported);
+    let b = &doc["routes"]["a"]["breaker"];
+    // Only an exception firedrill never sees is recorded: every outcome it
+    // sees is a success, as in resilience4j.
+    assert_eq!(b["failure_statuses"], Value::Sequence(vec![]));
+    assert_eq!(b["success_statuses"][0].as_str(), Some("4xx"));
+    assert_eq!(b["success_errors"][0].as_str(), Some("timeout"));
+    assert_eq!(b["success_errors"][1].as_str(), Some("connection"));
+    assert_eq!(imported.not_drilled.len(), 1);
+    let ignore_io = format!("{CB}.instances.a.ignoreExceptions=java.io.IOException\n");
+    assert_eq!(
+        value(&ignore_io, "a", "breaker.ignore_errors"),
+        "- connection"
+    );
+    assert_eq!(value(&ignore_io, "a", "breaker.count_4xx"), "true");
+}
+
+#[test]
+fn an_application_class_mapped_in_the_experiment_is_the_outcome_it_names() {
+    let mut options = Options::strict(true);
+    options
+        .add_exception("com.shop.StockException=503")
+        .unwrap();
+    let text = format!(
+        "{CB}.instances.a.recordExceptions=com.shop.StockException,java.io.IOException,java.util.concurrent.TimeoutException\n"
+    );
+    let imported =
+        import_text(Format::Resilience4j, "app.properties", &text, &[], &options).unwrap();
+    assert!(imported.not_drilled.is_empty());
+    let doc = test_support::doc(Format::Resilience4j, &imported);
+    let b = &doc["routes"]["a"]["breaker"];
+    assert_eq!(b["failure_statuses"][0].as_u64(), Some(503));
+    assert_eq!(b["success_statuses"][0].as_str(), Some("4xx"));
+    // Unmapped, strict refuses it at its place.
+    let err = test_support::refused(Format::Resilience4j, "app.properties", &text);
+    assert!(err.starts_with("app.properties:1:"), "{err}");
+    assert!(
+        err.contains("`com.shop.StockException` is not an exception firedrill can tell"),
+        "{err}"
+    );
+}
+
+#[test]
+fn retry_lists_are_drilled_when_they_retry_what_the_route_s_breaker_counts_as_failures() {
+    let lists = "org.springframework.web.client.HttpServerErrorException,java.util.concurrent.TimeoutException,java.io.IOException";
+    let text = format!(
+        "{CB}.instances.a.recordExceptions={lists}\nresilience4j.retry.instances.a.retryExceptions={lists}\n"
+    );
+    let imported = test_support::import(
+        Format::Resilience4j,
+        "app.properties",
+        &text,
+        &Options::strict(true),
+    );
+    let printed = imported.render(Format::Resilience4j, "x");
+    assert!(printed.contains("retryExceptions (line 2): resilience4j retries exactly what firedrill's retry retries here"), "{printed}");
+}
+
 #[test]
 fn yaml_and_properties_with_relaxed_names_import_the_same() {
     let properties = format!(
         "{CB}.instances.a.sliding-window-size=12\n{CB}.instances.a.SLIDING_WINDOW_TYPE=time-based\n"
     );
     let yaml = "resilience4j:\n  circuitbreaker:\n    instances:\n      a:\n        slidingWindowSize: 12\n        slidingWindowType: TIME_BASED\n";
-    let from_yaml = import_text(Format::Resilience4j, "app.yml", yaml, &[], true).unwrap();
+    let from_yaml = import_text(
+        Format::Resilience4j,
+        "app.yml",
+        yaml,
+        &[],
+        &Options::strict(true),
+    )
+    .unwrap();
     let a: Value =
         serde_yaml_ng::from_str(&from_yaml.render(Format::Resilience4j, "app.yml")).unwrap();
     assert_eq!(
@@ -250,7 +401,12 @@ fn a_key_that_changes_nothing_is_listed_as_ignored_with_why() {
     let text = format!(
         "{CB}.instances.a.registerHealthIndicator=true\n{CB}.instances.a.exponentialBackoffMultiplier=3\n"
     );
-    let imported = import_text(Format::Resilience4j, "app.properties", &text, &[], true).unwrap();
+    let imported = test_support::import(
+        Format::Resilience4j,
+        "app.properties",
+        &text,
+        &Options::strict(true),
+    );
     let out = imported.render(Format::Resilience4j, "app.properties");
     assert!(out.contains("# ignored: resilience4j.circuitbreaker.instances.a.registerHealthIndicator (line 1): only Spring's health endpoint"), "{out}");
     assert!(out.contains("# ignored: resilience4j.circuitbreaker.instances.a.exponentialBackoffMultiplier (line 2): no effect"), "{out}");
@@ -265,7 +421,7 @@ fn only_the_instances_asked_for_are_imported_and_an_unknown_one_is_an_error() {
         "app.properties",
         &text,
         &["b".to_string()],
-        true,
+        &Options::strict(true),
     )
     .unwrap();
     assert_eq!(one.instance_names(), ["b"]);
@@ -274,7 +430,7 @@ fn only_the_instances_asked_for_are_imported_and_an_unknown_one_is_an_error() {
         "app.properties",
         &text,
         &["c".to_string()],
-        true,
+        &Options::strict(true),
     )
     .unwrap_err();
     assert_eq!(
@@ -315,9 +471,6 @@ fn every_refused_key_says_where_and_what_is_not_modelled() {
         (format!("{i}.recordResultPredicate=com.acme.Pred"), "recordResultPredicate is Java code"),
         (format!("{i}.ignoreExceptionPredicate=com.acme.Pred"), "ignoreExceptionPredicate is Java code"),
         (format!("{i}.ignoreExceptions=com.acme.OutOfStock"), "ignoreExceptions: `com.acme.OutOfStock` is not an exception firedrill can tell from an HTTP answer"),
-        (format!("{i}.ignoreExceptions=java.io.IOException"), "resilience4j counts a connection error as ignored: not modelled"),
-        (format!("{i}.recordExceptions=java.io.IOException,org.springframework.web.client.HttpClientErrorException,org.springframework.web.client.HttpServerErrorException"), "resilience4j counts a timeout as a success: not modelled"),
-        (format!("{i}.recordExceptions=java.io.IOException,java.util.concurrent.TimeoutException"), "resilience4j counts a 4xx answer as a success"),
         (format!("{i}.baseConfig=missing"), "baseConfig: no config `missing` in resilience4j.circuitbreaker.configs"),
         (format!("{i}.baseConfig=a"), "`a` names the instance itself"),
         ("resilience4j.retry.configs.x.baseConfig=y\nresilience4j.retry.configs.y.baseConfig=x\nresilience4j.retry.instances.a.baseConfig=x".into(), "goes round in a circle"),
@@ -325,8 +478,9 @@ fn every_refused_key_says_where_and_what_is_not_modelled() {
         ("resilience4j.bulkhead.instances.a.maxConcurrentCalls=-2".into(), "maxConcurrentCalls must be an integer value >= 0"),
         ("resilience4j.timelimiter.instances.a.cancelRunningFuture=false".into(), "cancelRunningFuture false lets a timed-out call run on at the dependency: not modelled"),
         ("resilience4j.timelimiter.instances.a.timeoutDuration=0".into(), "timeoutDuration 0 times out every call: not modelled"),
-        (format!("{r}.retryExceptions=java.io.IOException"), "retryExceptions is not modelled: firedrill retries an attempt that the route judges a failure"),
-        (format!("{r}.ignoreExceptions=java.io.IOException"), "ignoreExceptions is not modelled"),
+        (format!("{r}.retryExceptions=java.io.IOException"), "retryExceptions/ignoreExceptions do not retry a timeout where firedrill's retry does: not modelled"),
+        (format!("{r}.ignoreExceptions=java.io.IOException"), "do not retry a connection error where firedrill's retry does: not modelled"),
+        (format!("{r}.retryExceptions=java.lang.Exception"), "retry a 4xx answer where firedrill's retry does not: not modelled"),
         (format!("{r}.retryExceptionPredicate=com.acme.P"), "retryExceptionPredicate is not modelled"),
         (format!("{r}.resultPredicate=com.acme.P"), "resultPredicate is not modelled"),
         (format!("{r}.intervalBiFunction=com.acme.F"), "intervalBiFunction is not modelled"),

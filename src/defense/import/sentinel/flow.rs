@@ -105,8 +105,24 @@ fn flow_count<'a>(
 }
 
 /// The notes of a flow rule's `id` and `limitApp` (a `default` one: an
-/// other is refused by [`Reader::origin`]).
+/// other is refused by [`Reader::origin`]), and of the fields written at
+/// the value firedrill's limit is (`strategy` 0, `clusterMode` false, a
+/// QPS rule's `controlBehavior` 0: any other is refused).
 fn note_identity(r: &Reader, node: &mut Node) {
+    for (field, what) in [
+        (
+            "strategy",
+            "0 (direct): the rule counts the route's own calls, as firedrill's limit",
+        ),
+        (
+            "clustermode",
+            "false: this instance counts alone, as firedrill's line",
+        ),
+    ] {
+        if let Some(e) = r.rule.get(field) {
+            node.note(format!("{}: {what}", from(e)));
+        }
+    }
     for field in ["id", "limitapp"] {
         if let Some(e) = r.rule.get(field) {
             node.note(format!(
@@ -166,6 +182,12 @@ fn qps_rule(r: &mut Reader, grade_from: Option<&Entry>) -> Option<Node> {
             "Sentinel's one second in two 500 ms buckets (csp.sentinel.metric.sample.count 2)",
         ),
     );
+    if let Some(e) = r.rule.get("controlbehavior") {
+        node.note(format!(
+            "{}: 0 (reject at once), as the buckets rate limit",
+            from(e)
+        ));
+    }
     for field in ["warmupperiodsec", "maxqueueingtimems", "refresource"] {
         if let Some(e) = r.rule.get(field) {
             node.note(format!(

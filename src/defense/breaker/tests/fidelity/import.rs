@@ -6,7 +6,9 @@
 //! (100 calls, 100 minimum, 50 %, 100 %, 60 s slow call, 60 s wait, 10
 //! permitted). A 4xx is a failure unless the configuration ignores
 //! `HttpClientErrorException`, as resilience4j sees the exception a Spring
-//! client raises for it.
+//! client raises for it; with `recordExceptions` naming only
+//! `HttpServerErrorException`, `TimeoutException` and `IOException` (the
+//! resilience4j demo's list), a 4xx is a success.
 
 use proptest::prelude::*;
 
@@ -14,7 +16,7 @@ use super::resilience4j::{Kind, R4jConfig, Resilience4j};
 use super::{End, Reference, SECOND, St, assert_agree, drive, steps};
 use crate::defense::DefenseConfig;
 use crate::defense::breaker::BreakerConfig;
-use crate::defense::import::{Format, import_text};
+use crate::defense::import::{Format, Options, test_support};
 
 /// One circuit breaker's keys as the file writes them; `None` is left
 /// out.
@@ -38,6 +40,9 @@ struct Keys {
     /// Multiplier and maximum (ms), with `enableExponentialBackoff`.
     backoff: Option<(f64, u64)>,
     ignore_4xx: bool,
+    /// `recordExceptions` without `HttpClientErrorException`: a 4xx is a
+    /// success (unless ignored).
+    record_5xx_only: bool,
     kebab: bool,
 }
 
@@ -112,6 +117,12 @@ impl Keys {
                 "org.springframework.web.client.HttpClientErrorException".into(),
             );
         }
+        if self.record_5xx_only {
+            set(
+                "recordExceptions",
+                "org.springframework.web.client.HttpServerErrorException,java.util.concurrent.TimeoutException,java.io.IOException".into(),
+            );
+        }
         lines.join("\n")
     }
 
@@ -144,8 +155,7 @@ impl Keys {
 /// `text` (the contents of `file`), read back as an experiment's defense
 /// reads it.
 pub(super) fn imported_breaker(format: Format, file: &str, text: &str) -> BreakerConfig {
-    let imported =
-        import_text(format, file, text, &[], true).unwrap_or_else(|e| panic!("{text}\n{e}"));
+    let imported = test_support::import(format, file, text, &Options::strict(true));
     let yaml = imported.render(format, file);
     let defense: DefenseConfig =
         crate::schema::from_yaml_str("out.yaml", &yaml).unwrap_or_else(|e| panic!("{yaml}\n{e}"));
@@ -155,11 +165,13 @@ pub(super) fn imported_breaker(format: Format, file: &str, text: &str) -> Breake
         .expect("a breaker")
 }
 
-/// The model, with a 4xx read as the exception resilience4j records.
+/// The model, with a 4xx read as the exception resilience4j records, or
+/// as a success outside its `recordExceptions`.
 #[derive(Debug)]
 struct Client4xx {
     inner: Resilience4j,
     counted: bool,
+    success: bool,
 }
 
 impl Reference for Client4xx {
@@ -168,6 +180,7 @@ impl Reference for Client4xx {
     }
     fn finish(&mut self, end: End, start: u64, t: u64) {
         let end = match end {
+            End::Ignored if self.success => End::Success,
             End::Ignored if self.counted => End::Failure,
             other => other,
         };
@@ -213,11 +226,20 @@ fn keys() -> impl Strategy<Value = Keys> {
             )),
             any::<bool>(),
             any::<bool>(),
+            any::<bool>(),
         ),
     )
         .prop_map(
             |((time_based, size, minimum, permitted), (failure, slow, slow_ms), rest)| {
-                let (wait_us, automatic, max_wait_half_open, backoff, ignore_4xx, kebab) = rest;
+                let (
+                    wait_us,
+                    automatic,
+                    max_wait_half_open,
+                    backoff,
+                    ignore_4xx,
+                    record_5xx_only,
+                    kebab,
+                ) = rest;
                 Keys {
                     time_based,
                     size,
@@ -231,6 +253,7 @@ fn keys() -> impl Strategy<Value = Keys> {
                     max_wait_half_open,
                     backoff,
                     ignore_4xx,
+                    record_5xx_only,
                     kebab,
                 }
             },
@@ -251,7 +274,11 @@ proptest! {
         steps in steps(true),
     ) {
         let config = imported_breaker(Format::Resilience4j, "a.properties", &keys.properties());
-        let mut model = Client4xx { inner: Resilience4j::new(keys.model()), counted: !keys.ignore_4xx };
+        let mut model = Client4xx {
+            inner: Resilience4j::new(keys.model()),
+            counted: !keys.ignore_4xx,
+            success: keys.record_5xx_only && !keys.ignore_4xx,
+        };
         let seen = drive(&config, &mut model, SECOND, &steps);
         assert_agree(&seen)?;
     }
