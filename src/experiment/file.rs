@@ -305,40 +305,27 @@ fn load_messages(experiment: &mut Experiment, file: &str, text: &str) -> Result<
 /// cannot be used is an error at its key (`target.tls.ca_file`).
 fn load_tls(experiment: &mut Experiment, file: &str, text: &str) -> Result<(), LoadError> {
     let base = Path::new(file).parent().unwrap_or(Path::new(""));
-    for service in experiment.services_mut().filter(|s| s.endpoint.https) {
-        let keys = TlsKeys::yaml(&format!("{}.tls", service.at));
-        let client = TlsClient::load(&service.tls, base, keys).map_err(|e| {
-            let mut at: Vec<Segment> = service
-                .at
-                .split('.')
-                .map(|k| Segment::Key(k.to_string()))
-                .collect();
-            at.extend([
+    // The client of the `tls:` under `at` (a dotted key path), or the
+    // error at its key.
+    let load = |tls: &crate::tls::TlsOptions, at: &str| {
+        TlsClient::load(tls, base, TlsKeys::yaml(&format!("{at}.tls"))).map_err(|e| {
+            let mut path: Vec<Segment> =
+                at.split('.').map(|k| Segment::Key(k.to_string())).collect();
+            path.extend([
                 Segment::Key("tls".to_string()),
                 Segment::Key(e.field.to_string()),
             ]);
-            SchemaError::at(file, text, &at, e.message)
-        })?;
-        service.client = Some(client);
+            SchemaError::at(file, text, &path, e.message)
+        })
+    };
+    for service in experiment.services_mut().filter(|s| s.endpoint.https) {
+        service.client = Some(load(&service.tls, &service.at)?);
     }
     for agent in experiment
         .agents_mut()
         .filter(|a| a.api.starts_with("https://"))
     {
-        let keys = TlsKeys::yaml(&format!("{}.tls", agent.at));
-        let client = TlsClient::load(&agent.tls, base, keys).map_err(|e| {
-            let mut at: Vec<Segment> = agent
-                .at
-                .split('.')
-                .map(|k| Segment::Key(k.to_string()))
-                .collect();
-            at.extend([
-                Segment::Key("tls".to_string()),
-                Segment::Key(e.field.to_string()),
-            ]);
-            SchemaError::at(file, text, &at, e.message)
-        })?;
-        agent.client = Some(client);
+        agent.client = Some(load(&agent.tls, &agent.at)?);
     }
     Ok(())
 }

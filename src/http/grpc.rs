@@ -169,9 +169,15 @@ impl http_body::Body for Unary {
 /// `grpc-message` as the gRPC protocol writes it: UTF-8, every byte
 /// outside printable ASCII, and `%`, as `%XX`.
 fn percent_encode(message: &str) -> String {
-    let mut out = String::with_capacity(message.len());
-    for b in message.bytes() {
-        if (0x20..=0x7e).contains(&b) && b != b'%' {
+    percent_encoded(message, |b| (0x20..=0x7e).contains(&b) && b != b'%')
+}
+
+/// `text` with every byte `keep` refuses written `%XX` (upper-case hex):
+/// a gRPC message's encoding and a URL query's share it.
+pub fn percent_encoded(text: &str, keep: impl Fn(u8) -> bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if keep(b) {
             out.push(char::from(b));
         } else {
             out.push_str(&format!("%{b:02X}"));

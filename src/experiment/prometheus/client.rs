@@ -209,15 +209,7 @@ fn series(v: &serde_json::Value) -> Series {
 
 /// `text` percent-encoded for a query string (unreserved bytes kept).
 fn encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() * 3);
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    crate::http::grpc::percent_encoded(text, |b| b.is_ascii_alphanumeric() || b"-_.~".contains(&b))
 }
 
 #[cfg(test)]
