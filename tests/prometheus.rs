@@ -8,11 +8,15 @@
 //! Prometheus that is down each fail, located, and never pass.
 
 mod blackbox_support;
+mod browser_support;
+mod client_support;
 mod port_support;
 mod prometheus_support;
 
 use std::path::Path;
 use std::process::Command;
+
+use serde_json::Value;
 
 use blackbox_support::{Drill, Service, free_port};
 use prometheus_support::Prometheus;
@@ -107,6 +111,116 @@ fn the_example_passes_against_checkout_as_written_judged_by_a_real_prometheus() 
     }
     // junit.xml shows Prometheus's figure of each query that held.
     assert!(run.junit.contains("<system-out>seen max "), "{}", run.junit);
+}
+
+#[test]
+fn the_page_draws_the_query_under_the_bands_and_the_history_trends_its_figure() {
+    let Some(browser) = browser_support::chromium() else {
+        client_support::missing("chromium (apt-get install chromium)")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history.db");
+    let inventory = free_port();
+    let service = checkout(inventory, 100);
+    let prometheus = Prometheus::start(&[service.port], None);
+    let run = drill(
+        dir.path(),
+        service.port,
+        inventory,
+        prometheus.port,
+        P99,
+        &[("FIREDRILL_HISTORY", history.to_str().unwrap())],
+    );
+    assert_eq!(run.exit, Some(0), "{}", run.output);
+    // report.json: the query's series over the run, in the bound's unit,
+    // with the windows its two sentences were judged over.
+    let queries = run.report["queries"].as_array().expect("queries");
+    assert_eq!(queries.len(), 1, "one row per query: {queries:?}");
+    let q = &queries[0];
+    assert_eq!(q["name"], "checkout_p99", "{q}");
+    assert_eq!(q["unit"], "ms", "{q}");
+    let judged: Vec<&Value> = [DURING, BEFORE]
+        .iter()
+        .flat_map(|s| run.verdict(s)["judged_ms"].as_array().unwrap())
+        .collect();
+    assert_eq!(
+        q["judged_ms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>(),
+        judged,
+        "{q}"
+    );
+    let duration = run.report["duration_ms"].as_f64().unwrap();
+    let points: Vec<f64> = q["series"][0]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p[0].as_f64().unwrap())
+        .collect();
+    // A sample a second over the 8 s run (a quantile over no traffic yet
+    // may miss the first ones).
+    assert!(points.len() >= 5, "{q}");
+    assert!(
+        points
+            .iter()
+            .all(|t| (-1000.0..=duration + 1000.0).contains(t)),
+        "points on the run's axis: {points:?}"
+    );
+    // The page in Chromium: the query's row under the fault's band, one
+    // line per series, one mark per window judged, no console message.
+    let page = dir.path().join("report/report.html");
+    let (html, messages) = browser_support::dom(&browser, &page, "#expect-1");
+    assert_eq!(messages, Vec::<String>::new(), "console messages");
+    let fault = html
+        .find("<rect class=\"fault\"")
+        .expect("the fault's band");
+    let row = html
+        .find("<div class=\"row query-row\">")
+        .expect("the query's row");
+    assert!(fault < row, "the query is drawn under the fault's band");
+    let row = &html[row..];
+    let row = &row[..row.find("</div></div>").unwrap()];
+    assert!(row.contains("<b>query checkout_p99</b>"), "{row}");
+    assert_eq!(
+        browser_support::count(row, "<polyline class=\"query-line"),
+        1,
+        "{row}"
+    );
+    assert_eq!(
+        browser_support::count(row, "<rect class=\"query-judged\""),
+        judged.len(),
+        "{row}"
+    );
+    assert_eq!(
+        browser_support::count(row, "<circle class=\"query-point\""),
+        points.len(),
+        "{row}"
+    );
+    // The history keeps the query's figure and trends it.
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .arg("history")
+        .arg("--history")
+        .arg(&history)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{table}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let figure = run.verdict(DURING)["figure"].as_f64().unwrap();
+    let line = table
+        .lines()
+        .find(|l| {
+            l.trim_start()
+                .starts_with("query checkout_p99 max during inventory-slow ")
+        })
+        .unwrap_or_else(|| panic!("no trend row for the query's figure:\n{table}"));
+    let shown: f64 = line.split_whitespace().last().unwrap().parse().unwrap();
+    assert!((shown - figure).abs() < 1.0, "{line} against {figure}");
 }
 
 #[test]

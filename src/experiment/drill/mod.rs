@@ -93,7 +93,7 @@ async fn execute<N: Network, R: Report>(
     let driven = drive::drive(loaded, &stood, N::WALL_CLOCK, interrupt, live).await?;
     let start = stood.start;
     let mut run = collect::collect(loaded, stood, driven)?;
-    run.queried = crate::experiment::prometheus::judge::judge_queries(
+    (run.queried, run.queries) = crate::experiment::prometheus::judge::judge_queries(
         &loaded.experiment,
         &loaded.expectations,
         &run.timeline,

@@ -11,14 +11,16 @@ use std::collections::BTreeMap;
 use crate::clock::{Duration, Instant};
 use crate::experiment::config::Experiment;
 use crate::experiment::config::prometheus::{PromQuery, PrometheusSource};
-use crate::experiment::expect::ast::{Bound, Rule, Value};
+use crate::experiment::expect::ast::{Bound, Rule};
 use crate::experiment::expect::query::{Aggregate, QueryRule};
 use crate::experiment::expect::{Expectation, Verdict, evaluate};
 use crate::experiment::timeline::Timeline;
 
 use super::client::{PromClient, Series};
+use super::series::QuerySeries;
 
-/// The verdict of each `query` sentence of `expectations`, by index;
+/// The verdict of each `query` sentence of `expectations`, by index, and
+/// the series of the queries they judged over the run (for the page);
 /// `start` is the drill's start (offset 0), `started_at_unix_ms` the same
 /// instant on the wall clock.
 pub async fn judge_queries(
@@ -27,10 +29,10 @@ pub async fn judge_queries(
     timeline: &Timeline,
     start: Instant,
     started_at_unix_ms: Option<u64>,
-) -> BTreeMap<usize, Verdict> {
+) -> (BTreeMap<usize, Verdict>, Vec<QuerySeries>) {
     let mut out = BTreeMap::new();
     let Some(t0) = started_at_unix_ms else {
-        return out;
+        return (out, Vec::new());
     };
     for (i, e) in expectations.iter().enumerate() {
         if let Rule::Query(rule) = &e.rule {
@@ -39,17 +41,23 @@ pub async fn judge_queries(
             verdict.passed = passed;
             verdict.seen = seen;
             verdict.figure = figure;
-            verdict.expected = format!(
-                "query {} {} {} {}",
-                rule.query,
-                rule.aggregate.words(),
-                rule.window.describe(),
-                rule.bound_text()
-            );
+            // The history keeps the figure under the sentence up to its
+            // bound, as it keeps a regression sentence's.
+            let key = rule.figure_key();
+            verdict.expected = format!("{key} {}", rule.bound_text());
+            verdict.figure_key = Some(key);
             out.insert(i, verdict);
         }
     }
-    out
+    let rules: Vec<&QueryRule> = expectations
+        .iter()
+        .filter_map(|e| match &e.rule {
+            Rule::Query(rule) => Some(rule),
+            _ => None,
+        })
+        .collect();
+    let drawn = super::series::draw(experiment, &rules, timeline, start, t0).await;
+    (out, drawn)
 }
 
 /// Whether one sentence held, what was seen, and its figure (in the
@@ -218,26 +226,14 @@ fn margin(bound: Bound, x: f64) -> f64 {
 /// A Prometheus value in the bound's unit: milliseconds for a duration,
 /// percent for a percentage, else the number.
 fn in_unit(bound: Bound, x: f64) -> f64 {
-    match bound_value(bound) {
-        Value::Duration(_) => x * 1000.0,
-        Value::Percent(_) => x * 100.0,
-        _ => x,
-    }
+    x * super::series::unit_of(bound).1
 }
 
 /// A Prometheus value as the bound is written: `412ms`, `99.1%`, `2.5`.
 fn show(bound: Bound, x: f64) -> String {
-    let unit = in_unit(bound, x);
-    match bound_value(bound) {
-        Value::Duration(_) => format!("{}ms", crate::experiment::expect::verdict::ratio(unit)),
-        Value::Percent(_) => format!("{}%", crate::experiment::expect::verdict::ratio(unit)),
-        _ => crate::experiment::expect::verdict::ratio(x),
-    }
-}
-
-/// The value a bound compares with.
-fn bound_value(bound: Bound) -> Value {
-    match bound {
-        Bound::Cmp(_, v) | Bound::Within { of: v, .. } => v,
+    let ratio = crate::experiment::expect::verdict::ratio;
+    match super::series::unit_of(bound) {
+        ("", _) => ratio(x),
+        (unit, _) => format!("{}{unit}", ratio(in_unit(bound, x))),
     }
 }

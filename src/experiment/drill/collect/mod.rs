@@ -115,6 +115,7 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
         agents,
         inconclusive,
         queried: BTreeMap::new(),
+        queries: Vec::new(),
     })
 }
 
