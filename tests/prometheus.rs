@@ -336,17 +336,25 @@ const RULES: &str = "groups:
 /// checkout giving up after `call_timeout_ms`, judged by a Prometheus
 /// evaluating [`RULES`].
 fn halted_example(call_timeout_ms: u64) -> Drill {
+    edited_example(
+        call_timeout_ms,
+        Some(RULES),
+        "halt:\n  - alert CheckoutSlow firing\n",
+    )
+}
+
+/// The example with `keys` (YAML) before its `expect:`, against a
+/// checkout giving up after `call_timeout_ms`, judged by a Prometheus
+/// evaluating `rules`.
+fn edited_example(call_timeout_ms: u64, rules: Option<&str>, keys: &str) -> Drill {
     let dir = tempfile::tempdir().unwrap();
     let inventory = free_port();
     let service = checkout(inventory, call_timeout_ms);
-    let prometheus = Prometheus::start(&[service.port], Some(RULES));
+    let prometheus = Prometheus::start(&[service.port], rules);
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE))
         .unwrap()
-        .replace(
-            "expect:\n",
-            "halt:\n  - alert CheckoutSlow firing\nexpect:\n",
-        );
-    let file = dir.path().join("halted.yaml");
+        .replace("expect:\n", &format!("{keys}expect:\n"));
+    let file = dir.path().join("edited.yaml");
     std::fs::write(&file, text).unwrap();
     let reports = dir.path().join("report");
     let mut command = Command::new(env!("CARGO_BIN_EXE_firedrill"));
@@ -359,6 +367,47 @@ fn halted_example(call_timeout_ms: u64) -> Drill {
         .arg("--report-dir")
         .arg(&reports);
     Drill::finish(command, &reports)
+}
+
+#[test]
+fn a_steady_state_query_is_judged_over_the_warm_up_and_after_the_last_fault() {
+    let run = edited_example(
+        100,
+        None,
+        "steady_state:\n  - query checkout_p99 max <= 300ms\n",
+    );
+    assert_eq!(run.exit, Some(0), "{}", run.output);
+    for window in ["between 0s and 3s", "between 6s and 8s"] {
+        let v = run.verdict(&format!("query checkout_p99 max {window} <= 300ms"));
+        assert_eq!(v["passed"], true, "{v}");
+        assert!(
+            v["figure"].as_f64().expect("Prometheus's figure") > 0.0,
+            "{v}"
+        );
+        assert!(v["seen"].as_str().unwrap().contains("step(s) of 1s"), "{v}");
+    }
+}
+
+#[test]
+fn a_steady_state_query_failing_over_the_warm_up_is_exit_4_and_injects_no_fault() {
+    // Checkout's p99 is never under 1 ms: its lowest bucket is 5 ms.
+    let run = edited_example(
+        100,
+        None,
+        "steady_state:\n  - query checkout_p99 max <= 1ms\n",
+    );
+    assert_eq!(run.exit, Some(4), "{}", run.output);
+    let ending = &run.report["ending"];
+    assert_eq!(ending["kind"], "not_healthy", "{}", run.report);
+    let failed = ending["failed"][0].as_str().unwrap();
+    assert!(
+        failed.starts_with("query checkout_p99 max between 0s and 3s <= 1ms (seen: max "),
+        "{failed}"
+    );
+    // No fault was injected: the run stopped as the fault was to start.
+    assert_eq!(run.report["faults"][0]["injected"], 0, "{}", run.report);
+    let v = run.verdict("query checkout_p99 max between 0s and 3s <= 1ms");
+    assert_eq!(v["passed"], false, "{v}");
 }
 
 #[test]
@@ -398,15 +447,14 @@ fn the_same_alert_never_fires_against_checkout_as_written_and_the_drill_complete
 }
 
 #[test]
-fn a_halt_on_an_unknown_source_or_query_or_a_steady_state_query_is_a_located_error() {
+fn a_halt_on_an_unknown_source_or_query_is_a_located_error() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("halts.yaml");
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE))
         .unwrap()
         .replace(
             "expect:\n",
-            "halt:\n  - alert CheckoutSlow firing on stagin\n  - query checkout_p9 > 500ms\n\
-             steady_state:\n  - query checkout_p99 max <= 100ms\nexpect:\n",
+            "halt:\n  - alert CheckoutSlow firing on stagin\n  - query checkout_p9 > 500ms\nexpect:\n",
         );
     std::fs::write(&file, text).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))

@@ -19,45 +19,94 @@ use crate::experiment::timeline::Timeline;
 use super::client::{PromClient, Series};
 use super::series::QuerySeries;
 
-/// The verdict of each `query` sentence of `expectations`, by index, and
-/// the series of the queries they judged over the run (for the page);
-/// `start` is the drill's start (offset 0), `started_at_unix_ms` the same
-/// instant on the wall clock.
+/// What Prometheus said of a run's `query` sentences.
+#[derive(Debug, Default)]
+pub struct Queried {
+    /// The verdict of each sentence of the expectations, by index: the
+    /// judge stage puts them in place of the "not queried" ones.
+    pub verdicts: BTreeMap<usize, Verdict>,
+    /// The same for the steady state's sentences (before, then after).
+    pub steady: BTreeMap<usize, Verdict>,
+    /// The series of every query judged, over the run, for the page.
+    pub drawn: Vec<QuerySeries>,
+}
+
+/// Judges the `query` sentences of `expectations` and of `steady` (the
+/// steady state's, windowed) once the run is over, and draws their
+/// queries; `start` is the drill's start (offset 0), `started_at_unix_ms`
+/// the same instant on the wall clock (none: a virtual run, nothing
+/// asked).
 pub async fn judge_queries(
     experiment: &Experiment,
     expectations: &[Expectation],
+    steady: &[Expectation],
     timeline: &Timeline,
     start: Instant,
     started_at_unix_ms: Option<u64>,
-) -> (BTreeMap<usize, Verdict>, Vec<QuerySeries>) {
-    let mut out = BTreeMap::new();
+) -> Queried {
     let Some(t0) = started_at_unix_ms else {
-        return (out, Vec::new());
+        return Queried::default();
     };
-    for (i, e) in expectations.iter().enumerate() {
-        if let Rule::Query(rule) = &e.rule {
-            let mut verdict = evaluate(e, timeline);
-            let (passed, seen, figure) = one(experiment, rule, timeline, start, t0).await;
-            verdict.passed = passed;
-            verdict.seen = seen;
-            verdict.figure = figure;
-            // The history keeps the figure under the sentence up to its
-            // bound, as it keeps a regression sentence's.
-            let key = rule.figure_key();
-            verdict.expected = format!("{key} {}", rule.bound_text());
-            verdict.figure_key = Some(key);
-            out.insert(i, verdict);
+    let mut queried = Queried::default();
+    for (list, into) in [
+        (expectations, &mut queried.verdicts),
+        (steady, &mut queried.steady),
+    ] {
+        for (i, e) in list.iter().enumerate() {
+            if let Rule::Query(rule) = &e.rule {
+                let at = At {
+                    start,
+                    t0_ms: t0,
+                    settle: true,
+                };
+                into.insert(i, judge_query(experiment, e, rule, timeline, at).await);
+            }
         }
     }
     let rules: Vec<&QueryRule> = expectations
         .iter()
+        .chain(steady)
         .filter_map(|e| match &e.rule {
             Rule::Query(rule) => Some(rule),
             _ => None,
         })
         .collect();
-    let drawn = super::series::draw(experiment, &rules, timeline, start, t0).await;
-    (out, drawn)
+    queried.drawn = super::series::draw(experiment, &rules, timeline, start, t0).await;
+    queried
+}
+
+/// When a sentence is judged on the wall clock.
+#[derive(Debug, Clone, Copy)]
+pub struct At {
+    /// The drill's start (offset 0).
+    pub start: Instant,
+    /// The same instant on the wall clock, Unix milliseconds.
+    pub t0_ms: u64,
+    /// Wait until the window's end plus the scrape lag before asking
+    /// (after the run); `false` asks at once (the warm-up's check, which
+    /// must not hold back the first fault).
+    pub settle: bool,
+}
+
+/// The verdict of one `query` sentence (`rule`, of `e`).
+pub async fn judge_query(
+    experiment: &Experiment,
+    e: &Expectation,
+    rule: &QueryRule,
+    timeline: &Timeline,
+    at: At,
+) -> Verdict {
+    let mut verdict = evaluate(e, timeline);
+    let (passed, seen, figure) = one(experiment, rule, timeline, at).await;
+    verdict.passed = passed;
+    verdict.seen = seen;
+    verdict.figure = figure;
+    // The history keeps the figure under the sentence up to its bound, as
+    // it keeps a regression sentence's.
+    let key = rule.figure_key();
+    verdict.expected = format!("{key} {}", rule.bound_text());
+    verdict.figure_key = Some(key);
+    verdict
 }
 
 /// Whether one sentence held, what was seen, and its figure (in the
@@ -66,8 +115,7 @@ async fn one(
     experiment: &Experiment,
     rule: &QueryRule,
     timeline: &Timeline,
-    start: Instant,
-    t0_ms: u64,
+    at: At,
 ) -> (bool, String, Option<f64>) {
     let Some(query) = experiment
         .queries
@@ -98,13 +146,24 @@ async fn one(
                 None,
             );
         }
+        // Asked at once: the window as far as it has gone (Prometheus would
+        // fill later steps with its last value).
+        Ok(i) if !at.settle => {
+            let now = crate::clock::now().saturating_duration_since(at.start);
+            i.into_iter()
+                .map(|(a, b)| (a, b.min(now)))
+                .filter(|(a, b)| a < b)
+                .collect()
+        }
         Ok(i) => i,
         Err(e) => return (false, e, None),
     };
     let last_end = intervals.iter().map(|(_, b)| *b).max().unwrap_or_default();
-    // The window's last samples are stored one scrape lag after it ends.
-    crate::clock::sleep_until(start + last_end + source.scrape_lag()).await;
-    let series = match fetch(source, query, &intervals, t0_ms).await {
+    if at.settle {
+        // The window's last samples are stored one scrape lag after it ends.
+        crate::clock::sleep_until(at.start + last_end + source.scrape_lag()).await;
+    }
+    let series = match fetch(source, query, &intervals, at.t0_ms).await {
         Ok(s) => s,
         Err(e) => return (false, format!("{name}: {e}"), None),
     };

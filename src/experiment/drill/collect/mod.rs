@@ -116,6 +116,7 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
         inconclusive,
         queried: BTreeMap::new(),
         queries: Vec::new(),
+        steady_queried: BTreeMap::new(),
     })
 }
 
