@@ -335,8 +335,8 @@ const RULES: &str = "groups:
 /// The example with `halt: [alert CheckoutSlow firing]`, against a
 /// checkout giving up after `call_timeout_ms`, judged by a Prometheus
 /// evaluating [`RULES`].
-fn halted_example(call_timeout_ms: u64) -> Drill {
-    edited_example(
+fn halted_example(call_timeout_ms: u64) -> (Drill, Prometheus) {
+    edited_example_with(
         call_timeout_ms,
         Some(RULES),
         "halt:\n  - alert CheckoutSlow firing\n",
@@ -347,6 +347,27 @@ fn halted_example(call_timeout_ms: u64) -> Drill {
 /// checkout giving up after `call_timeout_ms`, judged by a Prometheus
 /// evaluating `rules`.
 fn edited_example(call_timeout_ms: u64, rules: Option<&str>, keys: &str) -> Drill {
+    edited_example_with(call_timeout_ms, rules, keys).0
+}
+
+/// [`edited_example`], with its Prometheus still running.
+fn edited_example_with(
+    call_timeout_ms: u64,
+    rules: Option<&str>,
+    keys: &str,
+) -> (Drill, Prometheus) {
+    let (drill, prometheus) = edited_example_then(call_timeout_ms, rules, keys, None);
+    (drill, prometheus.expect("not stopped"))
+}
+
+/// [`edited_example_with`], its Prometheus stopped `stop_after` into the
+/// drill when given (then none is handed back).
+fn edited_example_then(
+    call_timeout_ms: u64,
+    rules: Option<&str>,
+    keys: &str,
+    stop_after: Option<std::time::Duration>,
+) -> (Drill, Option<Prometheus>) {
     let dir = tempfile::tempdir().unwrap();
     let inventory = free_port();
     let service = checkout(inventory, call_timeout_ms);
@@ -366,7 +387,20 @@ fn edited_example(call_timeout_ms: u64, rules: Option<&str>, keys: &str) -> Dril
         .arg(&file)
         .arg("--report-dir")
         .arg(&reports);
-    Drill::finish(command, &reports)
+    let prometheus = match stop_after {
+        Some(after) => {
+            // A real process on the wall clock: stopped while the drill runs.
+            #[allow(clippy::disallowed_methods)]
+            std::thread::spawn(move || {
+                std::thread::sleep(after);
+                drop(prometheus);
+            });
+            None
+        }
+        None => Some(prometheus),
+    };
+    let drill = Drill::finish(command, &reports);
+    (drill, prometheus)
 }
 
 #[test]
@@ -411,8 +445,8 @@ fn a_steady_state_query_failing_over_the_warm_up_is_exit_4_and_injects_no_fault(
 }
 
 #[test]
-fn an_alert_firing_mid_drill_halts_it_naming_the_alert_and_removes_the_fault() {
-    let run = halted_example(2000);
+fn an_alert_firing_mid_drill_halts_it_within_two_scrape_intervals_and_removes_the_fault() {
+    let (run, prometheus) = halted_example(2000);
     assert_eq!(run.exit, Some(1), "{}", run.output);
     let ending = &run.report["ending"];
     assert_eq!(ending["kind"], "halted", "{}", run.report);
@@ -429,19 +463,68 @@ fn an_alert_firing_mid_drill_halts_it_naming_the_alert_and_removes_the_fault() {
         "{}",
         run.output
     );
-    // It fired after the fault began (3 s) and the drill stopped before its
-    // 8 s were out.
+    // When it fired, by Prometheus's own samples of ALERTS: the first
+    // evaluation that found it firing (the rule has no `for:`, so that is
+    // its activeAt).
+    let (status, body) = prometheus.get(
+        "/api/v1/query?query=ALERTS%7Balertname%3D%22CheckoutSlow%22%2Calertstate%3D%22firing%22%7D%5B5m%5D",
+    );
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    let fired_ms = answer["data"]["result"][0]["values"][0][0]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no firing sample of ALERTS: {body}"))
+        * 1000.0;
+    // When the drill removed its fault, in its own times: the fault's
+    // window as applied ends there, and the run with it.
+    let started = run.report["started_at_unix_ms"].as_f64().unwrap();
     let duration = run.report["duration_ms"].as_f64().expect("duration_ms");
-    assert!(duration > 3000.0 && duration < 8000.0, "{}", run.report);
-    // The fault's window as applied ends with the drill.
     let windows = &run.report["faults"][0]["windows_ms"];
-    let end = windows[0][1].as_f64().expect("an applied window");
-    assert!(end <= duration, "{windows} after {duration}");
+    let removed = windows[0][1].as_f64().expect("an applied window");
+    assert!(removed <= duration, "{windows} after {duration}");
+    let scrape_ms = 1000.0; // prometheus_support::SCRAPE_INTERVAL
+    let removed_ms = started + removed;
+    eprintln!(
+        "fault removed {:.0} ms after the alert fired",
+        removed_ms - fired_ms
+    );
+    assert!(
+        removed_ms >= fired_ms && removed_ms <= fired_ms + 2.0 * scrape_ms,
+        "fault removed {:.0} ms after the alert fired (bound: two scrape intervals, {} ms)",
+        removed_ms - fired_ms,
+        2.0 * scrape_ms
+    );
+}
+
+#[test]
+fn prometheus_stopping_mid_drill_is_said_once_not_per_poll() {
+    // Stopped 4 s in: the halt's polls fail every second after that.
+    let (run, _) = edited_example_then(
+        100,
+        Some(RULES),
+        "halt:\n  - alert CheckoutSlow firing\n",
+        Some(std::time::Duration::from_secs(4)),
+    );
+    let warned: Vec<&str> = run
+        .output
+        .lines()
+        .filter(|l| l.starts_with("warning: halt: Prometheus team stopped answering at "))
+        .collect();
+    assert_eq!(warned.len(), 1, "{}", run.output);
+    assert!(
+        warned[0]
+            .contains("`alert CheckoutSlow firing` cannot halt the drill until it answers again"),
+        "{}",
+        warned[0]
+    );
+    // The drill ran to its end; the query sentences then fail, located.
+    assert_eq!(run.report["ending"]["kind"], "completed", "{}", run.report);
+    assert_eq!(run.exit, Some(1), "{}", run.output);
 }
 
 #[test]
 fn the_same_alert_never_fires_against_checkout_as_written_and_the_drill_completes() {
-    let run = halted_example(100);
+    let (run, _) = halted_example(100);
     assert_eq!(run.exit, Some(0), "{}", run.output);
     assert_eq!(run.report["ending"]["kind"], "completed", "{}", run.report);
 }
