@@ -8,11 +8,15 @@
 //! Prometheus that is down each fail, located, and never pass.
 
 mod blackbox_support;
+mod browser_support;
+mod client_support;
 mod port_support;
 mod prometheus_support;
 
 use std::path::Path;
 use std::process::Command;
+
+use serde_json::Value;
 
 use blackbox_support::{Drill, Service, free_port};
 use prometheus_support::Prometheus;
@@ -107,6 +111,116 @@ fn the_example_passes_against_checkout_as_written_judged_by_a_real_prometheus() 
     }
     // junit.xml shows Prometheus's figure of each query that held.
     assert!(run.junit.contains("<system-out>seen max "), "{}", run.junit);
+}
+
+#[test]
+fn the_page_draws_the_query_under_the_bands_and_the_history_trends_its_figure() {
+    let Some(browser) = browser_support::chromium() else {
+        client_support::missing("chromium (apt-get install chromium)")
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history.db");
+    let inventory = free_port();
+    let service = checkout(inventory, 100);
+    let prometheus = Prometheus::start(&[service.port], None);
+    let run = drill(
+        dir.path(),
+        service.port,
+        inventory,
+        prometheus.port,
+        P99,
+        &[("FIREDRILL_HISTORY", history.to_str().unwrap())],
+    );
+    assert_eq!(run.exit, Some(0), "{}", run.output);
+    // report.json: the query's series over the run, in the bound's unit,
+    // with the windows its two sentences were judged over.
+    let queries = run.report["queries"].as_array().expect("queries");
+    assert_eq!(queries.len(), 1, "one row per query: {queries:?}");
+    let q = &queries[0];
+    assert_eq!(q["name"], "checkout_p99", "{q}");
+    assert_eq!(q["unit"], "ms", "{q}");
+    let judged: Vec<&Value> = [DURING, BEFORE]
+        .iter()
+        .flat_map(|s| run.verdict(s)["judged_ms"].as_array().unwrap())
+        .collect();
+    assert_eq!(
+        q["judged_ms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>(),
+        judged,
+        "{q}"
+    );
+    let duration = run.report["duration_ms"].as_f64().unwrap();
+    let points: Vec<f64> = q["series"][0]["points"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p[0].as_f64().unwrap())
+        .collect();
+    // A sample a second over the 8 s run (a quantile over no traffic yet
+    // may miss the first ones).
+    assert!(points.len() >= 5, "{q}");
+    assert!(
+        points
+            .iter()
+            .all(|t| (-1000.0..=duration + 1000.0).contains(t)),
+        "points on the run's axis: {points:?}"
+    );
+    // The page in Chromium: the query's row under the fault's band, one
+    // line per series, one mark per window judged, no console message.
+    let page = dir.path().join("report/report.html");
+    let (html, messages) = browser_support::dom(&browser, &page, "#expect-1");
+    assert_eq!(messages, Vec::<String>::new(), "console messages");
+    let fault = html
+        .find("<rect class=\"fault\"")
+        .expect("the fault's band");
+    let row = html
+        .find("<div class=\"row query-row\">")
+        .expect("the query's row");
+    assert!(fault < row, "the query is drawn under the fault's band");
+    let row = &html[row..];
+    let row = &row[..row.find("</div></div>").unwrap()];
+    assert!(row.contains("<b>query checkout_p99</b>"), "{row}");
+    assert_eq!(
+        browser_support::count(row, "<polyline class=\"query-line"),
+        1,
+        "{row}"
+    );
+    assert_eq!(
+        browser_support::count(row, "<rect class=\"query-judged\""),
+        judged.len(),
+        "{row}"
+    );
+    assert_eq!(
+        browser_support::count(row, "<circle class=\"query-point\""),
+        points.len(),
+        "{row}"
+    );
+    // The history keeps the query's figure and trends it.
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .arg("history")
+        .arg("--history")
+        .arg(&history)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{table}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let figure = run.verdict(DURING)["figure"].as_f64().unwrap();
+    let line = table
+        .lines()
+        .find(|l| {
+            l.trim_start()
+                .starts_with("query checkout_p99 max during inventory-slow ")
+        })
+        .unwrap_or_else(|| panic!("no trend row for the query's figure:\n{table}"));
+    let shown: f64 = line.split_whitespace().last().unwrap().parse().unwrap();
+    assert!((shown - figure).abs() < 1.0, "{line} against {figure}");
 }
 
 #[test]
@@ -221,18 +335,47 @@ const RULES: &str = "groups:
 /// The example with `halt: [alert CheckoutSlow firing]`, against a
 /// checkout giving up after `call_timeout_ms`, judged by a Prometheus
 /// evaluating [`RULES`].
-fn halted_example(call_timeout_ms: u64) -> Drill {
+fn halted_example(call_timeout_ms: u64) -> (Drill, Prometheus) {
+    edited_example_with(
+        call_timeout_ms,
+        Some(RULES),
+        "halt:\n  - alert CheckoutSlow firing\n",
+    )
+}
+
+/// The example with `keys` (YAML) before its `expect:`, against a
+/// checkout giving up after `call_timeout_ms`, judged by a Prometheus
+/// evaluating `rules`.
+fn edited_example(call_timeout_ms: u64, rules: Option<&str>, keys: &str) -> Drill {
+    edited_example_with(call_timeout_ms, rules, keys).0
+}
+
+/// [`edited_example`], with its Prometheus still running.
+fn edited_example_with(
+    call_timeout_ms: u64,
+    rules: Option<&str>,
+    keys: &str,
+) -> (Drill, Prometheus) {
+    let (drill, prometheus) = edited_example_then(call_timeout_ms, rules, keys, None);
+    (drill, prometheus.expect("not stopped"))
+}
+
+/// [`edited_example_with`], its Prometheus stopped `stop_after` into the
+/// drill when given (then none is handed back).
+fn edited_example_then(
+    call_timeout_ms: u64,
+    rules: Option<&str>,
+    keys: &str,
+    stop_after: Option<std::time::Duration>,
+) -> (Drill, Option<Prometheus>) {
     let dir = tempfile::tempdir().unwrap();
     let inventory = free_port();
     let service = checkout(inventory, call_timeout_ms);
-    let prometheus = Prometheus::start(&[service.port], Some(RULES));
+    let prometheus = Prometheus::start(&[service.port], rules);
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE))
         .unwrap()
-        .replace(
-            "expect:\n",
-            "halt:\n  - alert CheckoutSlow firing\nexpect:\n",
-        );
-    let file = dir.path().join("halted.yaml");
+        .replace("expect:\n", &format!("{keys}expect:\n"));
+    let file = dir.path().join("edited.yaml");
     std::fs::write(&file, text).unwrap();
     let reports = dir.path().join("report");
     let mut command = Command::new(env!("CARGO_BIN_EXE_firedrill"));
@@ -244,12 +387,66 @@ fn halted_example(call_timeout_ms: u64) -> Drill {
         .arg(&file)
         .arg("--report-dir")
         .arg(&reports);
-    Drill::finish(command, &reports)
+    let prometheus = match stop_after {
+        Some(after) => {
+            // A real process on the wall clock: stopped while the drill runs.
+            #[allow(clippy::disallowed_methods)]
+            std::thread::spawn(move || {
+                std::thread::sleep(after);
+                drop(prometheus);
+            });
+            None
+        }
+        None => Some(prometheus),
+    };
+    let drill = Drill::finish(command, &reports);
+    (drill, prometheus)
 }
 
 #[test]
-fn an_alert_firing_mid_drill_halts_it_naming_the_alert_and_removes_the_fault() {
-    let run = halted_example(2000);
+fn a_steady_state_query_is_judged_over_the_warm_up_and_after_the_last_fault() {
+    let run = edited_example(
+        100,
+        None,
+        "steady_state:\n  - query checkout_p99 max <= 300ms\n",
+    );
+    assert_eq!(run.exit, Some(0), "{}", run.output);
+    for window in ["between 0s and 3s", "between 6s and 8s"] {
+        let v = run.verdict(&format!("query checkout_p99 max {window} <= 300ms"));
+        assert_eq!(v["passed"], true, "{v}");
+        assert!(
+            v["figure"].as_f64().expect("Prometheus's figure") > 0.0,
+            "{v}"
+        );
+        assert!(v["seen"].as_str().unwrap().contains("step(s) of 1s"), "{v}");
+    }
+}
+
+#[test]
+fn a_steady_state_query_failing_over_the_warm_up_is_exit_4_and_injects_no_fault() {
+    // Checkout's p99 is never under 1 ms: its lowest bucket is 5 ms.
+    let run = edited_example(
+        100,
+        None,
+        "steady_state:\n  - query checkout_p99 max <= 1ms\n",
+    );
+    assert_eq!(run.exit, Some(4), "{}", run.output);
+    let ending = &run.report["ending"];
+    assert_eq!(ending["kind"], "not_healthy", "{}", run.report);
+    let failed = ending["failed"][0].as_str().unwrap();
+    assert!(
+        failed.starts_with("query checkout_p99 max between 0s and 3s <= 1ms (seen: max "),
+        "{failed}"
+    );
+    // No fault was injected: the run stopped as the fault was to start.
+    assert_eq!(run.report["faults"][0]["injected"], 0, "{}", run.report);
+    let v = run.verdict("query checkout_p99 max between 0s and 3s <= 1ms");
+    assert_eq!(v["passed"], false, "{v}");
+}
+
+#[test]
+fn an_alert_firing_mid_drill_halts_it_within_two_scrape_intervals_and_removes_the_fault() {
+    let (run, prometheus) = halted_example(2000);
     assert_eq!(run.exit, Some(1), "{}", run.output);
     let ending = &run.report["ending"];
     assert_eq!(ending["kind"], "halted", "{}", run.report);
@@ -266,33 +463,81 @@ fn an_alert_firing_mid_drill_halts_it_naming_the_alert_and_removes_the_fault() {
         "{}",
         run.output
     );
-    // It fired after the fault began (3 s) and the drill stopped before its
-    // 8 s were out.
+    // When it fired, by Prometheus's own samples of ALERTS: the first
+    // evaluation that found it firing (the rule has no `for:`, so that is
+    // its activeAt).
+    let (status, body) = prometheus.get(
+        "/api/v1/query?query=ALERTS%7Balertname%3D%22CheckoutSlow%22%2Calertstate%3D%22firing%22%7D%5B5m%5D",
+    );
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    let fired_ms = answer["data"]["result"][0]["values"][0][0]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no firing sample of ALERTS: {body}"))
+        * 1000.0;
+    // When the drill removed its fault, in its own times: the fault's
+    // window as applied ends there, and the run with it.
+    let started = run.report["started_at_unix_ms"].as_f64().unwrap();
     let duration = run.report["duration_ms"].as_f64().expect("duration_ms");
-    assert!(duration > 3000.0 && duration < 8000.0, "{}", run.report);
-    // The fault's window as applied ends with the drill.
     let windows = &run.report["faults"][0]["windows_ms"];
-    let end = windows[0][1].as_f64().expect("an applied window");
-    assert!(end <= duration, "{windows} after {duration}");
+    let removed = windows[0][1].as_f64().expect("an applied window");
+    assert!(removed <= duration, "{windows} after {duration}");
+    let scrape_ms = 1000.0; // prometheus_support::SCRAPE_INTERVAL
+    let removed_ms = started + removed;
+    eprintln!(
+        "fault removed {:.0} ms after the alert fired",
+        removed_ms - fired_ms
+    );
+    assert!(
+        removed_ms >= fired_ms && removed_ms <= fired_ms + 2.0 * scrape_ms,
+        "fault removed {:.0} ms after the alert fired (bound: two scrape intervals, {} ms)",
+        removed_ms - fired_ms,
+        2.0 * scrape_ms
+    );
+}
+
+#[test]
+fn prometheus_stopping_mid_drill_is_said_once_not_per_poll() {
+    // Stopped 4 s in: the halt's polls fail every second after that.
+    let (run, _) = edited_example_then(
+        100,
+        Some(RULES),
+        "halt:\n  - alert CheckoutSlow firing\n",
+        Some(std::time::Duration::from_secs(4)),
+    );
+    let warned: Vec<&str> = run
+        .output
+        .lines()
+        .filter(|l| l.starts_with("warning: halt: Prometheus team stopped answering at "))
+        .collect();
+    assert_eq!(warned.len(), 1, "{}", run.output);
+    assert!(
+        warned[0]
+            .contains("`alert CheckoutSlow firing` cannot halt the drill until it answers again"),
+        "{}",
+        warned[0]
+    );
+    // The drill ran to its end; the query sentences then fail, located.
+    assert_eq!(run.report["ending"]["kind"], "completed", "{}", run.report);
+    assert_eq!(run.exit, Some(1), "{}", run.output);
 }
 
 #[test]
 fn the_same_alert_never_fires_against_checkout_as_written_and_the_drill_completes() {
-    let run = halted_example(100);
+    let (run, _) = halted_example(100);
     assert_eq!(run.exit, Some(0), "{}", run.output);
     assert_eq!(run.report["ending"]["kind"], "completed", "{}", run.report);
 }
 
 #[test]
-fn a_halt_on_an_unknown_source_or_query_or_a_steady_state_query_is_a_located_error() {
+fn a_halt_on_an_unknown_source_or_query_is_a_located_error() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("halts.yaml");
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE))
         .unwrap()
         .replace(
             "expect:\n",
-            "halt:\n  - alert CheckoutSlow firing on stagin\n  - query checkout_p9 > 500ms\n\
-             steady_state:\n  - query checkout_p99 max <= 100ms\nexpect:\n",
+            "halt:\n  - alert CheckoutSlow firing on stagin\n  - query checkout_p9 > 500ms\nexpect:\n",
         );
     std::fs::write(&file, text).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))

@@ -115,6 +115,10 @@ pub struct RunReport {
     /// without agents).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub agents: Vec<crate::agent::AgentReport>,
+    /// Each query a `query` sentence judged: its series over the run and
+    /// the windows it was judged over (omitted without queries).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub queries: Vec<crate::experiment::prometheus::series::QuerySeries>,
     /// Whether the system under test is the user's own service.
     #[serde(skip)]
     pub system_under_test: bool,
@@ -404,6 +408,7 @@ impl RunReport {
             warnings: result.warnings.clone(),
             not_drilled: not_drilled(experiment),
             agents: result.agents.clone(),
+            queries: result.queries.clone(),
             system_under_test: experiment.system.is_some(),
             timeline: Timeline::default(),
             fold,

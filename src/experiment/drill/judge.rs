@@ -41,7 +41,13 @@ pub fn judge(loaded: &Loaded, run: RunResult) -> Judged {
         .collect();
     if let Some(steady) = &loaded.steady {
         let injected = !matches!(run.ending, Ending::NotHealthy { .. });
-        let steady = steady.judge(&run.timeline, injected, steady_tallies);
+        let mut steady = steady.judge(&run.timeline, injected, steady_tallies);
+        // Its query sentences, as Prometheus judged them after the run.
+        for (i, verdict) in steady.iter_mut().enumerate() {
+            if let Some(queried) = run.steady_queried.get(&i) {
+                verdict.clone_from(queried);
+            }
+        }
         if injected {
             verdicts.extend(steady);
         } else {

@@ -93,14 +93,29 @@ async fn execute<N: Network, R: Report>(
     let driven = drive::drive(loaded, &stood, N::WALL_CLOCK, interrupt, live).await?;
     let start = stood.start;
     let mut run = collect::collect(loaded, stood, driven)?;
-    run.queried = crate::experiment::prometheus::judge::judge_queries(
+    // The steady state's sentences after the last fault were judged only
+    // when a fault was injected.
+    let injected = !matches!(run.ending, outcome::Ending::NotHealthy { .. });
+    let steady: Vec<crate::experiment::expect::Expectation> =
+        loaded.steady.as_ref().map_or_else(Vec::new, |s| {
+            s.before
+                .iter()
+                .chain(s.after.iter().filter(|_| injected))
+                .cloned()
+                .collect()
+        });
+    let queried = crate::experiment::prometheus::judge::judge_queries(
         &loaded.experiment,
         &loaded.expectations,
+        &steady,
         &run.timeline,
         start,
         run.started_at_unix_ms,
     )
     .await;
+    run.queried = queried.verdicts;
+    run.steady_queried = queried.steady;
+    run.queries = queried.drawn;
     let judged = judge::judge(loaded, run);
     Ok(report.report(judged))
 }

@@ -60,4 +60,11 @@ pub struct RunResult {
     /// The verdicts of the `query` sentences, by index among the
     /// expectations: judged by Prometheus after the run.
     pub queried: std::collections::BTreeMap<usize, crate::experiment::Verdict>,
+    /// The verdicts of the steady state's `query` sentences, by index
+    /// among its before then after sentences: judged by Prometheus after
+    /// the run.
+    pub steady_queried: std::collections::BTreeMap<usize, crate::experiment::Verdict>,
+    /// The series of the queries those sentences judged, over the run:
+    /// drawn on the page under the fault and breaker bands.
+    pub queries: Vec<crate::experiment::prometheus::series::QuerySeries>,
 }

@@ -126,6 +126,17 @@ impl QueryRule {
         }
     }
 
+    /// The sentence up to its bound (`query checkout_p99 max during
+    /// inventory-slow`): the name its figure is kept under in the history.
+    pub fn figure_key(&self) -> String {
+        format!(
+            "query {} {} {}",
+            self.query,
+            self.aggregate.words(),
+            self.window.describe()
+        )
+    }
+
     /// The bound as the sentence wrote it (`<= 300ms`).
     pub fn bound_text(&self) -> String {
         let value = |v: Value| match v {

@@ -84,20 +84,6 @@ impl SteadyState {
                 continue;
             }
             if let Ok(Expectation {
-                rule: expect::Rule::Query(_),
-                ..
-            }) = expect::parse(sentence)
-            {
-                problems.push((
-                    i,
-                    format!(
-                        "`{}`: a query sentence is judged by Prometheus after the run, not over the warm-up; write it under `expect:` with `before the first fault`",
-                        sentence.trim()
-                    ),
-                ));
-                continue;
-            }
-            if let Ok(Expectation {
                 rule: expect::Rule::Regress(_),
                 ..
             }) = expect::parse(sentence)

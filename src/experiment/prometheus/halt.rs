@@ -130,7 +130,9 @@ pub fn parse(text: &str, experiment: &Experiment) -> Result<PromHalt, String> {
 
 /// Resolves with (condition, what it saw) when a Prometheus halt holds;
 /// never when there are none. A poll Prometheus does not answer is tried
-/// again at the next interval.
+/// again at the next interval, and said on the console: one warning line
+/// when a source stops answering, one when it answers again (not one per
+/// poll).
 pub async fn watch(halts: &[PromHalt], start: Instant) -> (String, String) {
     if halts.is_empty() {
         return std::future::pending().await;
@@ -145,39 +147,74 @@ pub async fn watch(halts: &[PromHalt], start: Instant) -> (String, String) {
         .min()
         .unwrap_or(Duration::from_secs(1));
     let mut tick = every;
+    // The sources that did not answer their last poll.
+    let mut silent: Vec<String> = Vec::new();
     loop {
         clock::sleep_until(start + tick).await;
         for (h, client) in halts.iter().zip(&clients) {
-            let Some(client) = client else { continue };
-            if let Some(seen) = holds(h, client).await {
-                let at = clock::now().saturating_duration_since(start).as_secs_f64();
-                return (h.text.clone(), format!("{seen} at {at:.1}s"));
+            let at = || clock::now().saturating_duration_since(start).as_secs_f64();
+            let answer = match client {
+                Some(client) => holds(h, client).await,
+                None => Err(format!("{}: cannot resolve", h.source.url)),
+            };
+            let was_silent = silent.contains(&h.source.name);
+            match answer {
+                Ok(Some(seen)) => return (h.text.clone(), format!("{seen} at {:.1}s", at())),
+                Ok(None) if was_silent => {
+                    silent.retain(|s| *s != h.source.name);
+                    say(&format!(
+                        "Prometheus {} answers again at {:.1}s: `{}` is watched again",
+                        h.source.name,
+                        at(),
+                        h.text
+                    ));
+                }
+                Ok(None) => {}
+                Err(e) if !was_silent => {
+                    silent.push(h.source.name.clone());
+                    say(&format!(
+                        "Prometheus {} stopped answering at {:.1}s ({e}): `{}` cannot halt the drill until it answers again",
+                        h.source.name,
+                        at(),
+                        h.text
+                    ));
+                }
+                Err(_) => {}
             }
         }
         tick += every;
     }
 }
 
-/// What was seen when `halt` holds now.
-async fn holds(halt: &PromHalt, client: &PromClient) -> Option<String> {
-    match &halt.kind {
+/// A warning line on the console, secrets masked.
+fn say(line: &str) {
+    eprintln!(
+        "warning: {}",
+        crate::schema::vars::mask(&format!("halt: {line}"))
+    );
+}
+
+/// What was seen when `halt` holds now; `None` when it does not; why
+/// not when Prometheus did not answer.
+async fn holds(halt: &PromHalt, client: &PromClient) -> Result<Option<String>, String> {
+    Ok(match &halt.kind {
         PromHaltKind::Alert(name) => {
             let promql = format!("ALERTS{{alertname=\"{name}\",alertstate=\"firing\"}}");
-            let firing = client.query(&promql).await.ok()?;
-            let (labels, _) = firing.first()?;
-            Some(format!(
-                "alert {name} firing in Prometheus {} ({labels})",
-                halt.source.name
-            ))
+            let firing = client.query(&promql).await?;
+            firing.first().map(|(labels, _)| {
+                format!(
+                    "alert {name} firing in Prometheus {} ({labels})",
+                    halt.source.name
+                )
+            })
         }
         PromHaltKind::Query { promql, name, rule } => {
             let bound: Bound = rule.prometheus_bound();
-            let values = client.query(promql).await.ok()?;
-            let (labels, x) = values.into_iter().find(|(_, x)| bound.holds(*x))?;
-            Some(format!(
-                "query {name} at {x} {} ({labels})",
-                rule.bound_text()
-            ))
+            let values = client.query(promql).await?;
+            values
+                .into_iter()
+                .find(|(_, x)| bound.holds(*x))
+                .map(|(labels, x)| format!("query {name} at {x} {} ({labels})", rule.bound_text()))
         }
-    }
+    })
 }

@@ -11,45 +11,102 @@ use std::collections::BTreeMap;
 use crate::clock::{Duration, Instant};
 use crate::experiment::config::Experiment;
 use crate::experiment::config::prometheus::{PromQuery, PrometheusSource};
-use crate::experiment::expect::ast::{Bound, Rule, Value};
+use crate::experiment::expect::ast::{Bound, Rule};
 use crate::experiment::expect::query::{Aggregate, QueryRule};
 use crate::experiment::expect::{Expectation, Verdict, evaluate};
 use crate::experiment::timeline::Timeline;
 
 use super::client::{PromClient, Series};
+use super::series::QuerySeries;
 
-/// The verdict of each `query` sentence of `expectations`, by index;
-/// `start` is the drill's start (offset 0), `started_at_unix_ms` the same
-/// instant on the wall clock.
+/// What Prometheus said of a run's `query` sentences.
+#[derive(Debug, Default)]
+pub struct Queried {
+    /// The verdict of each sentence of the expectations, by index: the
+    /// judge stage puts them in place of the "not queried" ones.
+    pub verdicts: BTreeMap<usize, Verdict>,
+    /// The same for the steady state's sentences (before, then after).
+    pub steady: BTreeMap<usize, Verdict>,
+    /// The series of every query judged, over the run, for the page.
+    pub drawn: Vec<QuerySeries>,
+}
+
+/// Judges the `query` sentences of `expectations` and of `steady` (the
+/// steady state's, windowed) once the run is over, and draws their
+/// queries; `start` is the drill's start (offset 0), `started_at_unix_ms`
+/// the same instant on the wall clock (none: a virtual run, nothing
+/// asked).
 pub async fn judge_queries(
     experiment: &Experiment,
     expectations: &[Expectation],
+    steady: &[Expectation],
     timeline: &Timeline,
     start: Instant,
     started_at_unix_ms: Option<u64>,
-) -> BTreeMap<usize, Verdict> {
-    let mut out = BTreeMap::new();
+) -> Queried {
     let Some(t0) = started_at_unix_ms else {
-        return out;
+        return Queried::default();
     };
-    for (i, e) in expectations.iter().enumerate() {
-        if let Rule::Query(rule) = &e.rule {
-            let mut verdict = evaluate(e, timeline);
-            let (passed, seen, figure) = one(experiment, rule, timeline, start, t0).await;
-            verdict.passed = passed;
-            verdict.seen = seen;
-            verdict.figure = figure;
-            verdict.expected = format!(
-                "query {} {} {} {}",
-                rule.query,
-                rule.aggregate.words(),
-                rule.window.describe(),
-                rule.bound_text()
-            );
-            out.insert(i, verdict);
+    let mut queried = Queried::default();
+    for (list, into) in [
+        (expectations, &mut queried.verdicts),
+        (steady, &mut queried.steady),
+    ] {
+        for (i, e) in list.iter().enumerate() {
+            if let Rule::Query(rule) = &e.rule {
+                let at = At {
+                    start,
+                    t0_ms: t0,
+                    settle: true,
+                };
+                into.insert(i, judge_query(experiment, e, rule, timeline, at).await);
+            }
         }
     }
-    out
+    let rules: Vec<&QueryRule> = expectations
+        .iter()
+        .chain(steady)
+        .filter_map(|e| match &e.rule {
+            Rule::Query(rule) => Some(rule),
+            _ => None,
+        })
+        .collect();
+    queried.drawn = super::series::draw(experiment, &rules, timeline, start, t0).await;
+    queried
+}
+
+/// When a sentence is judged on the wall clock.
+#[derive(Debug, Clone, Copy)]
+pub struct At {
+    /// The drill's start (offset 0).
+    pub start: Instant,
+    /// The same instant on the wall clock, Unix milliseconds.
+    pub t0_ms: u64,
+    /// Wait until the window's end plus the scrape lag before asking
+    /// (after the run); `false` asks at once (the warm-up's check, which
+    /// must not hold back the first fault).
+    pub settle: bool,
+}
+
+/// The verdict of one `query` sentence (`rule`, of `e`).
+pub async fn judge_query(
+    experiment: &Experiment,
+    e: &Expectation,
+    rule: &QueryRule,
+    timeline: &Timeline,
+    at: At,
+) -> Verdict {
+    let mut verdict = evaluate(e, timeline);
+    let (passed, seen, figure) = one(experiment, rule, timeline, at).await;
+    verdict.passed = passed;
+    verdict.seen = seen;
+    verdict.figure = figure;
+    // The history keeps the figure under the sentence up to its bound, as
+    // it keeps a regression sentence's.
+    let key = rule.figure_key();
+    verdict.expected = format!("{key} {}", rule.bound_text());
+    verdict.figure_key = Some(key);
+    verdict
 }
 
 /// Whether one sentence held, what was seen, and its figure (in the
@@ -58,8 +115,7 @@ async fn one(
     experiment: &Experiment,
     rule: &QueryRule,
     timeline: &Timeline,
-    start: Instant,
-    t0_ms: u64,
+    at: At,
 ) -> (bool, String, Option<f64>) {
     let Some(query) = experiment
         .queries
@@ -90,13 +146,24 @@ async fn one(
                 None,
             );
         }
+        // Asked at once: the window as far as it has gone (Prometheus would
+        // fill later steps with its last value).
+        Ok(i) if !at.settle => {
+            let now = crate::clock::now().saturating_duration_since(at.start);
+            i.into_iter()
+                .map(|(a, b)| (a, b.min(now)))
+                .filter(|(a, b)| a < b)
+                .collect()
+        }
         Ok(i) => i,
         Err(e) => return (false, e, None),
     };
     let last_end = intervals.iter().map(|(_, b)| *b).max().unwrap_or_default();
-    // The window's last samples are stored one scrape lag after it ends.
-    crate::clock::sleep_until(start + last_end + source.scrape_lag()).await;
-    let series = match fetch(source, query, &intervals, t0_ms).await {
+    if at.settle {
+        // The window's last samples are stored one scrape lag after it ends.
+        crate::clock::sleep_until(at.start + last_end + source.scrape_lag()).await;
+    }
+    let series = match fetch(source, query, &intervals, at.t0_ms).await {
         Ok(s) => s,
         Err(e) => return (false, format!("{name}: {e}"), None),
     };
@@ -218,26 +285,14 @@ fn margin(bound: Bound, x: f64) -> f64 {
 /// A Prometheus value in the bound's unit: milliseconds for a duration,
 /// percent for a percentage, else the number.
 fn in_unit(bound: Bound, x: f64) -> f64 {
-    match bound_value(bound) {
-        Value::Duration(_) => x * 1000.0,
-        Value::Percent(_) => x * 100.0,
-        _ => x,
-    }
+    x * super::series::unit_of(bound).1
 }
 
 /// A Prometheus value as the bound is written: `412ms`, `99.1%`, `2.5`.
 fn show(bound: Bound, x: f64) -> String {
-    let unit = in_unit(bound, x);
-    match bound_value(bound) {
-        Value::Duration(_) => format!("{}ms", crate::experiment::expect::verdict::ratio(unit)),
-        Value::Percent(_) => format!("{}%", crate::experiment::expect::verdict::ratio(unit)),
-        _ => crate::experiment::expect::verdict::ratio(x),
-    }
-}
-
-/// The value a bound compares with.
-fn bound_value(bound: Bound) -> Value {
-    match bound {
-        Bound::Cmp(_, v) | Bound::Within { of: v, .. } => v,
+    let ratio = crate::experiment::expect::verdict::ratio;
+    match super::series::unit_of(bound) {
+        ("", _) => ratio(x),
+        (unit, _) => format!("{}{unit}", ratio(in_unit(bound, x))),
     }
 }

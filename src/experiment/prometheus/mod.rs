@@ -2,11 +2,13 @@
 //! ([`client`]), checked for reachability before the clock starts
 //! ([`check_sources`]), and the `query` sentences judged on it after the
 //! run ([`judge`]); `halt:` sentences read from it while the drill runs
-//! ([`halt`]).
+//! ([`halt`]); each judged query's series over the run, for the page
+//! ([`series`]).
 
 pub mod client;
 pub mod halt;
 pub mod judge;
+pub mod series;
 
 use crate::experiment::config::Experiment;
 use crate::experiment::error::RunError;

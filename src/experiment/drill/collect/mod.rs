@@ -115,6 +115,8 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
         agents,
         inconclusive,
         queried: BTreeMap::new(),
+        queries: Vec::new(),
+        steady_queried: BTreeMap::new(),
     })
 }
 

@@ -268,12 +268,16 @@ async fn until_the_end(
 
 /// Resolves, just before the first fault would act, with the steady-state
 /// checks that failed over the warm-up (with what each saw); never, when
-/// they all held or there are none.
+/// they all held or there are none. Query sentences are asked of
+/// Prometheus one scrape interval earlier (at most half the warm-up), and
+/// must be answered before the fault: no answer by then fails them, so a
+/// slow Prometheus never lets a fault in unjudged.
 async fn not_healthy(loaded: &Loaded, stood: &Stood<'_>) -> Vec<String> {
     let Some(steady) = &loaded.steady else {
         return std::future::pending().await;
     };
     let at = steady.check_at.saturating_sub(Duration::from_millis(1));
+    let queried = warm_up_queries(loaded, stood, steady, at).await;
     clock::sleep_until(stood.start + at).await;
     let so_far = super::collect::timeline::timeline(
         &loaded.experiment,
@@ -285,8 +289,11 @@ async fn not_healthy(loaded: &Loaded, stood: &Stood<'_>) -> Vec<String> {
     );
     let first = loaded.expectations.len();
     let before = stood.stream.tallies_now(first..first + steady.before.len());
-    let failed: Vec<String> = steady
-        .judge_warm_up(&so_far, &before)
+    let mut verdicts = steady.judge_warm_up(&so_far, &before);
+    for (i, verdict) in queried {
+        verdicts[i] = verdict;
+    }
+    let failed: Vec<String> = verdicts
         .into_iter()
         .filter(|v| !v.passed)
         .map(|v| format!("{} (seen: {})", v.expectation, v.seen))
@@ -295,4 +302,71 @@ async fn not_healthy(loaded: &Loaded, stood: &Stood<'_>) -> Vec<String> {
         return std::future::pending().await;
     }
     failed
+}
+
+/// The warm-up's query sentences, by index among its sentences, asked of
+/// Prometheus ahead of the check at `check` (see [`not_healthy`]).
+async fn warm_up_queries(
+    loaded: &Loaded,
+    stood: &Stood<'_>,
+    steady: &crate::experiment::expect::steady::SteadyState,
+    check: Duration,
+) -> Vec<(usize, crate::experiment::Verdict)> {
+    use crate::experiment::prometheus::judge::{At, judge_query};
+    let mut out = Vec::new();
+    let Some(t0_ms) = stood.started_at_unix_ms else {
+        return out;
+    };
+    let experiment = &loaded.experiment;
+    let lead = experiment
+        .prometheus
+        .iter()
+        .map(|s| s.scrape_interval)
+        .max()
+        .unwrap_or_default()
+        .min(check / 2);
+    let ask = check.saturating_sub(lead);
+    let queries: Vec<_> = steady
+        .before
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match &e.rule {
+            crate::experiment::expect::Rule::Query(rule) => Some((i, e, rule)),
+            _ => None,
+        })
+        .collect();
+    if queries.is_empty() {
+        return out;
+    }
+    clock::sleep_until(stood.start + ask).await;
+    let so_far = super::collect::timeline::timeline(
+        experiment,
+        stood,
+        &std::collections::BTreeMap::new(),
+        ask,
+        Vec::new(),
+        stood.stream.kept_arrivals(),
+    );
+    let at = At {
+        start: stood.start,
+        t0_ms,
+        settle: false,
+    };
+    for (i, e, rule) in queries {
+        let asked = judge_query(experiment, e, rule, &so_far, at);
+        let verdict = match tokio::time::timeout_at(stood.start + check, asked).await {
+            Ok(verdict) => verdict,
+            Err(_) => {
+                let mut v = crate::experiment::expect::evaluate(e, &so_far);
+                v.passed = false;
+                v.seen = format!(
+                    "Prometheus did not answer before the first fault ({} after asking): no answer is never healthy",
+                    crate::schema::units::Dur(lead)
+                );
+                v
+            }
+        };
+        out.push((i, verdict));
+    }
+    out
 }

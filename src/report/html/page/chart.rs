@@ -1,5 +1,5 @@
 //! The timeline: one chart of tracks on a shared time axis — fault
-//! windows, breaker states, each route's outcomes and latency, and each
+//! windows, breaker states, each judged Prometheus query, each route's outcomes and latency, and each
 //! dependency's arrivals — under a legend and the overlays that cross every
 //! track.
 
@@ -12,6 +12,7 @@ use super::super::picture::{
 use super::format::{Axis, esc, row, row_with, tick_step, time};
 use super::lines::{latency_row, nice_top, yticks};
 use super::pools::{pool_rows, server_class};
+use super::queries::query_rows;
 
 /// The timeline section: the legend, then the chart with its overlays,
 /// the axis, and a row per fault, breaker, route and dependency.
@@ -24,6 +25,7 @@ pub(super) fn timeline(h: &mut String, p: &Picture, axis: &Axis) {
     fault_rows(h, p, axis);
     breaker_rows(h, p, axis);
     pool_rows(h, p, axis);
+    query_rows(h, p);
     for r in &p.routes {
         route_rows(h, p, r);
         latency_row(h, p, r);

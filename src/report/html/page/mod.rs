@@ -11,6 +11,7 @@ mod lines;
 #[cfg(test)]
 mod palette;
 mod pools;
+mod queries;
 mod routes;
 mod sections;
 #[cfg(test)]

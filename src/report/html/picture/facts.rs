@@ -57,6 +57,10 @@ pub struct Facts {
     /// Why the evidence cannot carry some verdicts (the evidence gate).
     #[serde(default)]
     pub inconclusive: Vec<crate::experiment::blackbox::gate::Finding>,
+    /// Each query a sentence judged, its series over the run (none in
+    /// reports of older versions or runs without queries).
+    #[serde(default)]
+    pub queries: Vec<crate::experiment::prometheus::series::QuerySeries>,
 }
 
 /// One load route's figures over the run.
