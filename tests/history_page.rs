@@ -125,6 +125,31 @@ fn sentence_states(html: &str) {
     );
     assert_eq!(count(html, "<td class=\"state-seed\">seed</td>"), 2 * 5);
     assert_eq!(count(html, "<td class=\"state-failed\">FAILED</td>"), 1);
+    // The failed run's row names the sentence that failed, by the column
+    // the FAILED mark stands in.
+    let row = html
+        .split("<tr class=\"run\">")
+        .find(|r| r.contains("state-failed"))
+        .expect("the failed run's row");
+    let column = row
+        .split("<td class=\"state-")
+        .position(|c| c.starts_with("failed"))
+        .unwrap();
+    assert!(
+        row.contains("<td class=\"failed-sentences\"><span title=\""),
+        "{row}"
+    );
+    assert!(
+        row.contains(&format!("\">expect {column}</span></td>")),
+        "the failed sentence is expect {column}: {row}"
+    );
+    let passed_rows = html
+        .split("<tr class=\"run\">")
+        .skip(1)
+        .filter(|r| !r.contains("state-failed"))
+        .filter(|r| r.contains("<td class=\"failed-sentences\"></td>"))
+        .count();
+    assert_eq!(passed_rows, 5, "a run with no failed sentence names none");
     assert!(
         html.contains("expect 2: <code>breaker inventory opens no later than"),
         "the sentences the columns stand for"

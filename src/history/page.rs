@@ -143,8 +143,9 @@ fn chart(h: &mut String, figure: &str, runs: &[&StoredRun], dir: &Path) {
     h.push_str("</svg></figure>\n");
 }
 
-/// The runs: id, when, seed, build, verdict, each sentence's state,
-/// report; then the sentences the state columns stand for.
+/// The runs: id, when, seed, build, verdict, each sentence's state, the
+/// sentences that failed (by column, the text on hover), report; then the
+/// sentences the state columns stand for.
 fn table(h: &mut String, runs: &[&StoredRun], dir: &Path) {
     let sentences = sentences(runs);
     h.push_str(
@@ -154,7 +155,7 @@ fn table(h: &mut String, runs: &[&StoredRun], dir: &Path) {
     for (i, sentence) in sentences.iter().enumerate() {
         let _ = write!(h, "<th title=\"{}\">expect {}</th>", esc(sentence), i + 1);
     }
-    h.push_str("<th>report</th></tr></thead>\n<tbody>\n");
+    h.push_str("<th>failed</th><th>report</th></tr></thead>\n<tbody>\n");
     for r in runs {
         let states: String = sentences
             .iter()
@@ -163,13 +164,21 @@ fn table(h: &mut String, runs: &[&StoredRun], dir: &Path) {
                 format!("<td class=\"state-{}\">{mark}</td>", mark.to_lowercase())
             })
             .collect();
+        // The sentences that failed in this run, by their column, each
+        // with its text on hover.
+        let failed: Vec<String> = sentences
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| state_in(r, s) == "FAILED")
+            .map(|(i, s)| format!("<span title=\"{}\">expect {}</span>", esc(s), i + 1))
+            .collect();
         let report = report_link(r, dir).map_or(String::new(), |href| {
             format!("<a href=\"{}\">report</a>", esc(&href))
         });
         let _ = writeln!(
             h,
             "<tr class=\"run\"><td>#{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
-             <td class=\"{}\">{}</td>{states}<td>{report}</td></tr>",
+             <td class=\"{}\">{}</td>{states}<td class=\"failed-sentences\">{}</td><td>{report}</td></tr>",
             r.id,
             esc(r.started_at.as_deref().unwrap_or(&r.recorded_at)),
             esc(&r.seed),
@@ -177,6 +186,7 @@ fn table(h: &mut String, runs: &[&StoredRun], dir: &Path) {
             esc(&r.build),
             if r.passed { "passed" } else { "failed" },
             esc(&r.verdict.replace('_', " ")),
+            failed.join(", "),
         );
     }
     h.push_str("</tbody>\n</table></div>\n");
