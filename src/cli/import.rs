@@ -1,5 +1,5 @@
 //! `firedrill import FORMAT FILE`: prints the defense line a resilience4j,
-//! Sentinel, NGINX, Envoy or opossum configuration amounts to, every value
+//! Sentinel, NGINX, Envoy, Istio or opossum configuration amounts to, every value
 //! commented with the source key it came from, and the keys it does not
 //! drill listed with why (refused instead with `--strict`).
 
@@ -27,6 +27,10 @@ pub enum ImportFormat {
     /// Envoy YAML: clusters (endpoints, circuit_breakers) and the routes
     /// that send to them.
     Envoy,
+    /// Istio DestinationRule YAML: its trafficPolicy's connectionPool,
+    /// outlierDetection and loadBalancer, as the Envoy cluster Istio
+    /// generates from it.
+    Istio,
 }
 
 impl From<ImportFormat> for Format {
@@ -37,6 +41,7 @@ impl From<ImportFormat> for Format {
             ImportFormat::Nginx => Format::Nginx,
             ImportFormat::Opossum => Format::Opossum,
             ImportFormat::Envoy => Format::Envoy,
+            ImportFormat::Istio => Format::Istio,
         }
     }
 }

@@ -182,6 +182,9 @@ struct RawImport {
     /// Envoy YAML: clusters and the routes sending to them.
     #[serde(default)]
     envoy: Option<ImportFiles>,
+    /// Istio DestinationRule YAML (its host's trafficPolicy).
+    #[serde(default)]
+    istio: Option<ImportFiles>,
     /// The target instance each imported pool server's address stands for
     /// (`"10.0.1.11:8080": a`), in an experiment whose built-in target has
     /// instances.

@@ -11,128 +11,57 @@ use serde_yaml_ng::Value;
 
 #[path = "envoy_outlier.rs"]
 mod outlier;
+#[path = "envoy_reader.rs"]
+mod reader;
+
+use reader::At;
+pub(super) use reader::{Origin, Reader};
 
 use super::Imported;
+use super::envoy_keys;
 use super::tree::Node;
-use crate::clock::Duration;
 use crate::schema::units::Dur;
-use crate::schema::{self, SchemaError, Segment, display_path};
+use crate::schema::{self, SchemaError};
 
-/// A node of the file with its path, for values and errors.
-#[derive(Clone)]
-struct At<'v> {
-    value: &'v Value,
-    path: Vec<Segment>,
-}
-
-impl<'v> At<'v> {
-    fn get(&self, key: &str) -> Option<At<'v>> {
-        let value = self.value.get(key)?;
-        let mut path = self.path.clone();
-        path.push(Segment::Key(key.to_string()));
-        Some(At { value, path })
-    }
-
-    fn items(&self) -> Vec<At<'v>> {
-        match self.value {
-            Value::Sequence(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, value)| {
-                    let mut path = self.path.clone();
-                    path.push(Segment::Index(i));
-                    At { value, path }
-                })
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
-
-    fn keys(&self) -> Vec<String> {
-        match self.value {
-            Value::Mapping(m) => m
-                .keys()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect(),
-            _ => Vec::new(),
-        }
-    }
-
-    fn text(&self) -> String {
-        match self.value {
-            Value::String(s) => s.clone(),
-            Value::Number(n) => n.to_string(),
-            Value::Bool(b) => b.to_string(),
-            _ => String::new(),
-        }
-    }
-
-    fn key(&self) -> String {
-        display_path(&self.path)
-    }
-}
-
-struct Reader<'a> {
-    file: &'a str,
-    text: &'a str,
-    problems: Vec<SchemaError>,
-    /// Keys ignored where no node is at hand, for the pool's notes.
-    notes: Vec<String>,
-}
-
-impl Reader<'_> {
-    fn refuse(&mut self, at: &At, message: impl Into<String>) {
-        self.problems
-            .push(SchemaError::at(self.file, self.text, &at.path, message));
-    }
-
-    fn from(&self, at: &At) -> String {
-        let line = schema::locate(self.text, &at.path).map_or(0, |(l, _)| l);
-        format!("{} (line {line})", at.key())
-    }
-
-    /// A protobuf `Duration` as Envoy's YAML writes it: `0.25s`, `15s`.
-    fn duration(&mut self, at: &At) -> Option<Duration> {
-        let text = at.text();
-        let parsed = text
-            .strip_suffix('s')
-            .and_then(|n| n.parse::<f64>().ok())
-            .filter(|n| *n >= 0.0)
-            .and_then(|n| Duration::try_from_secs_f64(n).ok());
-        if parsed.is_none() {
-            self.refuse(
-                at,
-                format!("invalid duration `{text}`: expected seconds such as 0.25s or 15s"),
-            );
-        }
-        parsed
-    }
-
-    fn whole(&mut self, at: &At) -> Option<u64> {
-        let n = at.text().parse::<u64>().ok();
-        if n.is_none() {
-            self.refuse(
-                at,
-                format!("invalid number `{}`: expected a whole number", at.text()),
-            );
-        }
-        n
-    }
-}
+/// The routes and pools of an Envoy configuration.
+pub(super) type Read = (Vec<(String, Node)>, Vec<(String, Node)>);
 
 /// Reads every cluster and route of the file.
 pub(super) fn import(file: &str, text: &str) -> Result<Imported, Vec<SchemaError>> {
     let root: Value = schema::from_yaml_str(file, text).map_err(|e| vec![e])?;
-    let root = At {
-        value: &root,
-        path: Vec::new(),
-    };
-    let mut r = Reader {
+    let mut r = Reader::new(file, text, &[]);
+    let (routes, pools) = read(&mut r, &root)?;
+    let mut shown = String::new();
+    for (_, node) in routes.iter().chain(pools.iter()) {
+        node.render(0, &mut shown);
+    }
+    let mut notes = vec![
+        "A pool server is the endpoint Envoy names; in an experiment, map it to a target instance"
+            .to_string(),
+        "with import: { envoy: FILE, servers: { ADDRESS: INSTANCE } }. See docs/import.md."
+            .to_string(),
+    ];
+    notes.extend(super::envoy_keys::uncited(
         file,
         text,
-        problems: Vec::new(),
-        notes: Vec::new(),
+        &shown,
+        envoy_keys::why,
+    ));
+    Ok(Imported {
+        routes,
+        pools,
+        notes,
+        not_drilled: Vec::new(),
+    })
+}
+
+/// The routes and pools of `root`, an Envoy configuration, every problem
+/// found refused.
+pub(super) fn read(r: &mut Reader, root: &Value) -> Result<Read, Vec<SchemaError>> {
+    let (file, text) = (r.file, r.text);
+    let root = At {
+        value: root,
+        path: Vec::new(),
     };
     let clusters = root
         .get("static_resources")
@@ -149,7 +78,7 @@ pub(super) fn import(file: &str, text: &str) -> Result<Imported, Vec<SchemaError
     let mut pools = Vec::new();
     let mut limits = Vec::new();
     for cluster in &clusters {
-        if let Some((name, pool, limit)) = self::cluster(&mut r, cluster) {
+        if let Some((name, pool, limit)) = self::cluster(r, cluster) {
             pools.push((name.clone(), pool));
             limits.push((name, limit));
         }
@@ -176,7 +105,7 @@ pub(super) fn import(file: &str, text: &str) -> Result<Imported, Vec<SchemaError
             .iter()
             .find(|(n, _)| *n == cluster)
             .and_then(|(_, l)| l.clone());
-        if let Some(node) = self::route(&mut r, route, &target, &cluster, limit) {
+        if let Some(node) = self::route(r, route, &target, &cluster, limit) {
             routes.push((cluster, node));
         }
     }
@@ -184,27 +113,11 @@ pub(super) fn import(file: &str, text: &str) -> Result<Imported, Vec<SchemaError
         r.problems.push(SchemaError::at(file, text, &[], "no cluster: expected static_resources.clusters or clusters with load_assignment endpoints"));
     }
     if !r.problems.is_empty() {
-        let mut problems = r.problems;
+        let mut problems = std::mem::take(&mut r.problems);
         problems.sort_by_key(|p| (p.line, p.column));
         return Err(problems);
     }
-    let mut shown = String::new();
-    for (_, node) in routes.iter().chain(pools.iter()) {
-        node.render(0, &mut shown);
-    }
-    let mut notes = vec![
-        "A pool server is the endpoint Envoy names; in an experiment, map it to a target instance"
-            .to_string(),
-        "with import: { envoy: FILE, servers: { ADDRESS: INSTANCE } }. See docs/import.md."
-            .to_string(),
-    ];
-    notes.extend(super::envoy_keys::uncited(file, text, &shown));
-    Ok(Imported {
-        routes,
-        pools,
-        notes,
-        not_drilled: Vec::new(),
-    })
+    Ok((routes, pools))
 }
 
 /// Every route of every `virtual_hosts` in the file, and the virtual
@@ -300,7 +213,7 @@ fn cluster(r: &mut Reader, c: &At) -> Option<(String, Node, Limit)> {
         None => Node::leaf("round_robin", "Envoy default: lb_policy ROUND_ROBIN"),
         Some(p) if p.text() == "ROUND_ROBIN" => Node::leaf("round_robin", r.from(&p)),
         Some(p) => {
-            r.refuse(&p, format!("lb_policy {} is not modelled: firedrill balances by round robin (or NGINX's least_conn, not Envoy's random choice of two)", p.text()));
+            r.refuse(&p, lb_refusal(&p.text()));
             return None;
         }
     };
@@ -339,6 +252,14 @@ fn cluster(r: &mut Reader, c: &At) -> Option<(String, Node, Limit)> {
         pool.note(note);
     }
     Some((name, pool, limit))
+}
+
+/// Why an `lb_policy` other than `ROUND_ROBIN` is not drilled.
+pub(super) fn lb_refusal(policy: &str) -> String {
+    match policy {
+        "LEAST_REQUEST" => "lb_policy LEAST_REQUEST is not modelled: Envoy draws 2 hosts at random (choice_count 2, from its own random source) and sends to the one with fewer active requests; firedrill's least_conn compares every server and breaks ties by round robin, so the two choose differently whenever the draw misses the least-loaded server".to_string(),
+        other => format!("lb_policy {other} is not modelled: firedrill balances by round robin or NGINX's least_conn"),
+    }
 }
 
 /// `common_lb_config.healthy_panic_threshold` (a `Percent`, default 50).

@@ -2,7 +2,7 @@
 //! is to the import (the pool's name, a limit of HIGH routes, a listener's
 //! own setting), so no key of the file goes unaccounted.
 
-use super::source::{Source, display};
+use super::source::{Entry, Source, display};
 
 /// Whether a line of `shown` cites `key` (or the enclosing key of its
 /// value) as a comment does: `KEY (line N)`.
@@ -14,11 +14,33 @@ pub(super) fn cited(shown: &str, path: &[String]) -> bool {
 }
 
 /// A note for each key of `text` that `shown` (the rendered routes and
-/// pools) does not cite.
-pub(super) fn uncited(file: &str, text: &str, shown: &str) -> Vec<String> {
+/// pools) does not cite, saying what it is as `why` says.
+pub(super) fn uncited(
+    file: &str,
+    text: &str,
+    shown: &str,
+    why: fn(&Source, &Entry) -> &'static str,
+) -> Vec<String> {
     let Ok(source) = Source::yaml(file, text, false) else {
         return Vec::new();
     };
+    let mut notes = Vec::new();
+    for e in &source.entries {
+        if !cited(shown, &e.path) {
+            let why = why(&source, e);
+            notes.push(format!(
+                "{} (line {}) = {}: {why}",
+                e.key(),
+                e.line,
+                e.value
+            ));
+        }
+    }
+    notes
+}
+
+/// What an Envoy key no value cites is to the import.
+pub(super) fn why(source: &Source, e: &Entry) -> &'static str {
     let priority_of = |path: &[String]| -> Option<String> {
         let at = path.iter().position(|s| s.starts_with("thresholds"))?;
         let threshold = display(&path[..=at + 1]);
@@ -28,14 +50,10 @@ pub(super) fn uncited(file: &str, text: &str, shown: &str) -> Vec<String> {
             .find(|e| e.key() == format!("{threshold}.priority"))
             .map(|e| e.value.clone())
     };
-    let mut notes = Vec::new();
-    for e in &source.entries {
-        if cited(shown, &e.path) {
-            continue;
-        }
+    {
         let last = e.path.last().map_or("", String::as_str);
         let key = e.key();
-        let why = if key.contains("listeners[") {
+        if key.contains("listeners[") {
             "not read: the listener's own setting (of a listener, only its routes' match and route are read)"
         } else if priority_of(&e.path).as_deref() == Some("HIGH") {
             "ignored: a limit of HIGH priority routes; firedrill's routes are DEFAULT"
@@ -49,8 +67,6 @@ pub(super) fn uncited(file: &str, text: &str, shown: &str) -> Vec<String> {
                 }
                 _ => "read with the values above",
             }
-        };
-        notes.push(format!("{key} (line {}) = {}: {why}", e.line, e.value));
+        }
     }
-    notes
 }

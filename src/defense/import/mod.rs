@@ -1,6 +1,6 @@
 //! Importing the defense settings a team already runs: resilience4j
-//! (Spring Boot), Sentinel rules, NGINX `upstream` blocks, Envoy clusters
-//! and opossum options, read into firedrill's defense line key by key.
+//! (Spring Boot), Sentinel rules, NGINX `upstream` blocks, Envoy clusters,
+//! Istio DestinationRules and opossum options, read into firedrill's defense line key by key.
 //!
 //! Each format's reader turns the file into [`Imported`]: routes (one per
 //! instance the file names) and pools, as a [`tree::Node`] whose every
@@ -22,6 +22,9 @@ mod envoy_keys;
 #[cfg(test)]
 mod envoy_tests;
 pub mod expand;
+mod istio;
+#[cfg(test)]
+mod istio_tests;
 mod nginx;
 pub mod not_drilled;
 mod opossum;
@@ -62,16 +65,20 @@ pub enum Format {
     Opossum,
     /// Envoy clusters and the routes that send to them (YAML).
     Envoy,
+    /// An Istio `DestinationRule` (YAML), read as the Envoy cluster Istio
+    /// generates from it.
+    Istio,
 }
 
 impl Format {
     /// Every format, in the order the docs list them.
-    pub const ALL: [Format; 5] = [
+    pub const ALL: [Format; 6] = [
         Format::Resilience4j,
         Format::Sentinel,
         Format::Nginx,
         Format::Opossum,
         Format::Envoy,
+        Format::Istio,
     ];
 
     /// Its name on the command line and under `import:`.
@@ -82,6 +89,7 @@ impl Format {
             Format::Nginx => "nginx",
             Format::Opossum => "opossum",
             Format::Envoy => "envoy",
+            Format::Istio => "istio",
         }
     }
 
@@ -93,6 +101,7 @@ impl Format {
             Format::Nginx => "NGINX",
             Format::Opossum => "opossum",
             Format::Envoy => "Envoy",
+            Format::Istio => "Istio DestinationRule",
         }
     }
 
@@ -234,7 +243,7 @@ pub fn import_text(
     let drop = match format {
         Format::Sentinel => Drop::Rule,
         Format::Nginx => Drop::NginxText,
-        Format::Envoy => Drop::YamlText,
+        Format::Envoy | Format::Istio => Drop::YamlText,
         Format::Resilience4j | Format::Opossum => Drop::Key,
     };
     // A reader lists the keys it reads past itself (an exception class
@@ -315,5 +324,6 @@ fn read(
         Format::Nginx => nginx::import(file, text),
         Format::Opossum => opossum::import(&left(Source::json(file, text))?),
         Format::Envoy => envoy::import(file, text),
+        Format::Istio => istio::import(file, text),
     }
 }

@@ -65,7 +65,7 @@ fn keys(format: Format, file: &str, text: &str) -> Vec<Key> {
         Format::Resilience4j if file.ends_with(".properties") => {
             from_source(properties::read(file, text).unwrap())
         }
-        Format::Resilience4j | Format::Envoy => {
+        Format::Resilience4j | Format::Envoy | Format::Istio => {
             from_source(Source::yaml(file, text, format == Format::Resilience4j).unwrap())
         }
         Format::Sentinel => from_source(Source::json(file, &blank_comments(text)).unwrap()),
