@@ -84,6 +84,7 @@ impl Endpoint {
             http2: self.h2c,
             tls: self.https,
             grpc_over_http2: false,
+            http1_given: !self.h2c && !self.https,
         }
     }
 }
@@ -106,6 +107,10 @@ pub struct Rewrite {
     /// call, which only HTTP/2 carries, goes over HTTP/2 with prior
     /// knowledge, other requests over HTTP/1.1.
     grpc_over_http2: bool,
+    /// The user gave the upstream as `http://`: HTTP/1.1 only, which no
+    /// gRPC call crosses. Not so for firedrill's own hops inside a drill
+    /// (the default), which carry gRPC over HTTP/1.1 to its own target.
+    http1_given: bool,
 }
 
 impl Rewrite {
@@ -140,10 +145,11 @@ impl Rewrite {
         self.http2 || (self.grpc_over_http2 && super::grpc::is_grpc(headers))
     }
 
-    /// Whether the upstream speaks HTTP/1.1 only, as given (`http://`,
-    /// or firedrill's own HTTP/1.1 hops): no gRPC call can reach it.
+    /// Whether the user gave the upstream as HTTP/1.1 only (`http://`):
+    /// no gRPC call can reach it. firedrill's own hops inside a drill are
+    /// not: they carry gRPC over HTTP/1.1 to firedrill's own target.
     pub fn http1_only(&self) -> bool {
-        !self.http2 && !self.tls && !self.grpc_over_http2
+        self.http1_given
     }
 
     /// Whether the service is reached over TLS (`https://`).
@@ -189,6 +195,18 @@ impl Rewrite {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_an_upstream_the_user_gave_as_http_refuses_grpc_not_firedrills_own_hops() {
+        let given = |url: &str| Endpoint::parse("k", url).unwrap().rewrite().http1_only();
+        assert!(given("http://127.0.0.1:9000"));
+        assert!(!given("h2c://127.0.0.1:9000"));
+        assert!(!given("https://staging.example"));
+        // A drill's own hops carry gRPC over HTTP/1.1 to its own target.
+        assert!(!Rewrite::default().http1_only());
+        assert!(!Rewrite::version(false).http1_only());
+        assert!(!Rewrite::version_not_given().http1_only());
+    }
 
     #[test]
     fn https_url_with_a_prefix_gets_port_443_and_its_prefix_without_a_trailing_slash() {
