@@ -129,6 +129,7 @@ fn sentence_states(html: &str) {
     // the FAILED mark stands in.
     let row = html
         .split("<tr class=\"run\">")
+        .skip(1)
         .find(|r| r.contains("state-failed"))
         .expect("the failed run's row");
     let column = row
