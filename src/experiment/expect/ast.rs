@@ -8,8 +8,10 @@ use crate::defense::breaker::State;
 use crate::defense::fallback::FallbackKind;
 use crate::fault::matcher::HttpMatch;
 
+mod query;
 mod regress;
 
+pub use query::{Aggregate, QueryRule, QueryWindow};
 pub use regress::{Baseline, Direction, Margin, Measure, PastRun, Regress, Stat};
 
 /// One expectation: the sentence as written and what it means.
@@ -124,7 +126,7 @@ pub enum Rule {
     Pool(PoolRule),
     /// `query NAME AGG [WINDOW] BOUND`: a named PromQL query's value over
     /// the window, judged by Prometheus after the run.
-    Query(super::query::QueryRule),
+    Query(QueryRule),
     /// `FIGURE no worse than BASELINE [+ MARGIN]`: a figure of this run
     /// against the same figure of past runs of the history in which it held.
     Regress(Regress),
@@ -161,8 +163,8 @@ impl Rule {
         };
         let window = match self {
             Rule::Count { window, .. } | Rule::Stays { window, .. } => Some(window),
-            Rule::Query(super::query::QueryRule {
-                window: super::query::QueryWindow::Drill(window),
+            Rule::Query(QueryRule {
+                window: QueryWindow::Drill(window),
                 ..
             }) => Some(window),
             _ => self.counted_window(),
