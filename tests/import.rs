@@ -507,3 +507,67 @@ fn an_application_exception_mapped_under_import_is_drilled_as_its_status() {
         "the mapped 404 is recorded"
     );
 }
+
+/// Runs the NGINX guide drill against `conf` (the guide's file, or a copy
+/// changed) under `seed`: its exit code and its console output.
+fn guide_drill(dir: &Path, conf: &str, seed: u64) -> (Option<i32>, String) {
+    let guide = root().join("experiments/import_nginx_guide.yaml");
+    let text = std::fs::read_to_string(&guide).unwrap();
+    let conf_file = dir.join("nginx.conf");
+    std::fs::write(&conf_file, conf).unwrap();
+    let text = text.replace(
+        "../fixtures/import/real/nginx/http-health-check.conf",
+        conf_file.to_str().unwrap(),
+    );
+    let file = dir.join("guide.yaml");
+    std::fs::write(&file, text).unwrap();
+    let out = firedrill()
+        .arg("run")
+        .arg(&file)
+        .args(["--seed", &seed.to_string()])
+        .output()
+        .unwrap();
+    let shown = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), shown)
+}
+
+#[test]
+fn the_nginx_guide_drill_passes_under_every_seed_and_fails_when_backend2_takes_the_pools_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let guide =
+        std::fs::read_to_string(root().join("fixtures/import/real/nginx/http-health-check.conf"))
+            .unwrap();
+    // The broken line: backend2 without its own max_fails and fail_timeout,
+    // as a pool with one value for every server would drill it.
+    let one_value = guide.replace(" max_fails=3 fail_timeout=30s", "");
+    assert_ne!(one_value, guide);
+    for seed in [1, 7, 11, 23] {
+        let (code, out) = guide_drill(dir.path(), &guide, seed);
+        assert_eq!(code, Some(0), "seed {seed}:\n{out}");
+        let (code, out) = guide_drill(dir.path(), &one_value, seed);
+        assert_eq!(code, Some(1), "seed {seed}:\n{out}");
+        assert!(
+            out.lines().any(|l| l.starts_with("  FAIL calls to instance backend2 between 6s and 34s == 0")),
+            "seed {seed}:\n{out}"
+        );
+    }
+}
+
+#[test]
+fn an_import_no_route_takes_is_refused_at_its_key_naming_the_imported_instances() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = experiment(dir.path(), "    mine: { match: /other/* }");
+    let out = firedrill().arg("run").arg(&file).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{}:7:", file.display()))
+            && stderr.contains("defense.import: no route takes an imported instance, so nothing imported would be drilled")
+            && stderr.contains("imported: "),
+        "{stderr}"
+    );
+}

@@ -259,11 +259,38 @@ impl Context<'_> {
 
     /// Lays each route over the instance it takes, and adds the pools.
     fn lay_over(&self, defense: &mut Mapping, sources: &[Source]) -> Result<(), LoadError> {
+        let mut taken = false;
         if let Some(Value::Mapping(routes)) = defense.get_mut("routes") {
             for (name, route) in routes.iter_mut() {
                 let name = name.as_str().unwrap_or_default().to_string();
-                self.route(&name, route, sources)?;
+                taken |= self.route(&name, route, sources)?;
             }
+        }
+        if let Some(Value::Mapping(routes)) = defense.get("routes") {
+            // A route of the experiment's own calling an imported pool.
+            taken |= routes.values().any(|r| {
+                r.get("pool").and_then(Value::as_str).is_some_and(|pool| {
+                    sources
+                        .iter()
+                        .any(|s| s.imported.pools.iter().any(|(n, _)| n == pool))
+                })
+            });
+        }
+        let imported: Vec<String> = sources
+            .iter()
+            .flat_map(|s| s.imported.instance_names())
+            .collect();
+        if !taken && !imported.is_empty() {
+            // Drilling none of the imported settings would judge a line
+            // the file does not describe.
+            return Err(self.error(
+                &["import"],
+                format!(
+                    "no route takes an imported instance, so nothing imported would be drilled: list the ones to drill under routes (`routes: {{ {}: {{}} }}`); imported: {}",
+                    imported[0],
+                    imported.join(", ")
+                ),
+            ));
         }
         let mut pools = Mapping::new();
         for source in sources {
@@ -282,9 +309,10 @@ impl Context<'_> {
         Ok(())
     }
 
-    fn route(&self, name: &str, route: &mut Value, sources: &[Source]) -> Result<(), LoadError> {
+    /// Lays the imported instance over route `name`; whether it took one.
+    fn route(&self, name: &str, route: &mut Value, sources: &[Source]) -> Result<bool, LoadError> {
         let Value::Mapping(map) = route else {
-            return Ok(()); // the parser says what a route must be.
+            return Ok(false); // the parser says what a route must be.
         };
         let named = map.remove("instance");
         let wanted = match &named {
@@ -315,7 +343,7 @@ impl Context<'_> {
                     ),
                 ));
             }
-            return Ok(()); // a route of the experiment's own
+            return Ok(false); // a route of the experiment's own
         }
         let mut base = Value::Mapping(Mapping::new());
         for source in &found {
@@ -344,7 +372,7 @@ impl Context<'_> {
         let own = std::mem::take(route);
         overlay(&mut base, own);
         *route = base;
-        Ok(())
+        Ok(true)
     }
 }
 

@@ -170,8 +170,13 @@ impl Imported {
         }
         if !self.not_drilled.is_empty() {
             out.push_str(&format!(
-                "# not drilled ({} keys: the drill does not cover them; `--strict` refuses them):\n",
-                self.not_drilled.len()
+                "# not drilled ({} {}: the drill does not cover them; `--strict` refuses them):\n",
+                self.not_drilled.len(),
+                if self.not_drilled.len() == 1 {
+                    "key"
+                } else {
+                    "keys"
+                }
             ));
             for n in &self.not_drilled {
                 out.push_str(&format!("#   {}\n", n.line_text()));

@@ -2,16 +2,13 @@
 //! servers, balancing, passive failure tracking, active health checks and
 //! slow start, with NGINX's defaults.
 
-use http::HeaderName;
-use indexmap::IndexMap;
-use regex::Regex;
 use serde::{Deserialize, Deserializer};
 
 use crate::clock::Duration;
-use crate::fault::matcher::regex_problem;
 use crate::schema::deserialize_checked;
 use crate::schema::units::{Dur, Percent};
 
+pub use super::check_config::{HealthCheckConfig, HealthMatch};
 pub use super::outlier::OutlierConfig;
 
 /// One pool: several servers of the same dependency.
@@ -33,6 +30,30 @@ pub struct PoolConfig {
     pub slow_start: Duration,
     /// Envoy's outlier detection instead of NGINX's `max_fails`, if set.
     pub outlier_detection: Option<OutlierConfig>,
+}
+
+impl PoolConfig {
+    /// Server `index`'s `max_fails`: its own, else the pool's; 0 in a
+    /// pool of one server, which NGINX never takes out on failures (its
+    /// round robin's `single` peer: one server and no backup).
+    pub fn max_fails_of(&self, index: usize) -> u32 {
+        if self.servers.len() == 1 {
+            return 0;
+        }
+        self.servers[index].max_fails.unwrap_or(self.max_fails)
+    }
+
+    /// Server `index`'s `fail_timeout`: its own, else the pool's.
+    pub fn fail_timeout_of(&self, index: usize) -> Duration {
+        self.servers[index]
+            .fail_timeout
+            .unwrap_or(self.fail_timeout)
+    }
+
+    /// Whether any server tracks failures passively.
+    pub fn tracks_passively(&self) -> bool {
+        (0..self.servers.len()).any(|i| self.max_fails_of(i) > 0)
+    }
 }
 
 /// How a server is chosen.
@@ -66,72 +87,11 @@ pub struct ServerConfig {
     pub weight: u32,
     /// Used only when every primary is out.
     pub backup: bool,
-}
-
-/// Active health checks: a `GET uri` to every server every `interval`.
-#[derive(Debug, Clone)]
-pub struct HealthCheckConfig {
-    /// The path checked.
-    pub uri: String,
-    /// Time between two checks of a server.
-    pub interval: Duration,
-    /// How long a check may take before it counts as failed.
-    pub timeout: Duration,
-    /// Consecutive failed checks that take a server out.
-    pub fails: u32,
-    /// Consecutive passed checks that bring it back (or in, at start).
-    pub passes: u32,
-    /// What a passing answer looks like.
-    pub matcher: HealthMatch,
-}
-
-/// What a passing health-check answer looks like: every condition holds.
-#[derive(Debug, Clone)]
-pub struct HealthMatch {
-    /// Status ranges, inclusive; the status must be in one of them.
-    pub status: Vec<(u16, u16)>,
-    /// Headers whose value must match a regex.
-    pub headers: Vec<(HeaderName, Regex)>,
-    /// A regex the body must match.
-    pub body: Option<Regex>,
-}
-
-impl Default for HealthMatch {
-    fn default() -> Self {
-        HealthMatch {
-            status: vec![(200, 399)],
-            headers: Vec::new(),
-            body: None,
-        }
-    }
-}
-
-impl HealthMatch {
-    /// Whether `status` is accepted.
-    pub fn status_passes(&self, status: u16) -> bool {
-        self.status
-            .iter()
-            .any(|&(low, high)| low <= status && status <= high)
-    }
-
-    /// Why the answer fails the check, or `None` when it passes.
-    pub fn failure(&self, status: u16, headers: &http::HeaderMap, body: &[u8]) -> Option<String> {
-        if !self.status_passes(status) {
-            return Some(format!("status {status}"));
-        }
-        for (name, regex) in &self.headers {
-            let value = headers.get(name).and_then(|v| v.to_str().ok());
-            if !value.is_some_and(|v| regex.is_match(v)) {
-                return Some(format!("header {name} does not match `{regex}`"));
-            }
-        }
-        if let Some(regex) = &self.body
-            && !regex.is_match(&String::from_utf8_lossy(body))
-        {
-            return Some(format!("body does not match `{regex}`"));
-        }
-        None
-    }
+    /// Its own `max_fails`, where it differs from the pool's (NGINX keeps
+    /// it per server).
+    pub max_fails: Option<u32>,
+    /// Its own `fail_timeout`, where it differs from the pool's.
+    pub fail_timeout: Option<Duration>,
 }
 
 /// A named upstream pool (NGINX's `upstream` block): routes with `pool:`
@@ -167,7 +127,7 @@ struct RawPool {
     outlier_detection: Option<OutlierConfig>,
 }
 
-fn one() -> u32 {
+pub(super) fn one() -> u32 {
     1
 }
 
@@ -209,6 +169,17 @@ impl TryFrom<RawPool> for PoolConfig {
         if raw.fail_timeout.get() == Duration::ZERO && max_fails > 0 {
             return Err("fail_timeout: must be longer than 0s".to_string());
         }
+        for (i, server) in raw.servers.iter().enumerate() {
+            if raw.outlier_detection.is_some() && server.max_fails.is_some_and(|n| n > 0) {
+                return Err(format!(
+                    "servers[{i}].max_fails: NGINX's max_fails and Envoy's outlier_detection are two passive ejections: give one"
+                ));
+            }
+            let fails = server.max_fails.unwrap_or(max_fails);
+            if server.fail_timeout.is_some_and(|t| t.is_zero()) && fails > 0 {
+                return Err(format!("servers[{i}].fail_timeout: must be longer than 0s"));
+            }
+        }
         Ok(PoolConfig {
             servers: raw.servers,
             balance: raw.balance,
@@ -242,6 +213,13 @@ struct RawServer {
     /// Used only when every primary is out (default false).
     #[serde(default)]
     backup: bool,
+    /// This server's own `max_fails` (default: the pool's), as NGINX's
+    /// `server ... max_fails=N`.
+    #[serde(default)]
+    max_fails: Option<u32>,
+    /// This server's own `fail_timeout` (default: the pool's).
+    #[serde(default)]
+    fail_timeout: Option<Dur>,
 }
 
 impl TryFrom<RawServer> for ServerConfig {
@@ -284,6 +262,8 @@ impl TryFrom<RawServer> for ServerConfig {
             target,
             weight: raw.weight,
             backup: raw.backup,
+            max_fails: raw.max_fails,
+            fail_timeout: raw.fail_timeout.map(Dur::get),
         })
     }
 }
@@ -375,195 +355,6 @@ impl TryFrom<RawOutlier> for OutlierConfig {
     }
 }
 
-/// Active health checks (NGINX Plus `health_check`, `mandatory`).
-#[derive(Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct RawHealthCheck {
-    /// The path checked with a GET (default `/health`).
-    #[serde(default = "health_uri")]
-    uri: String,
-    /// Time between two checks of a server (default `5s`); the first runs
-    /// at once.
-    #[serde(default = "five_seconds")]
-    interval: Dur,
-    /// How long a check may take before it fails (default `1s`, at most
-    /// the interval).
-    #[serde(default)]
-    timeout: Option<Dur>,
-    /// Consecutive failed checks that take a server out (default 1).
-    #[serde(default = "one")]
-    #[schemars(range(min = 1))]
-    fails: u32,
-    /// Consecutive passed checks that bring it back (default 1).
-    #[serde(default = "one")]
-    #[schemars(range(min = 1))]
-    passes: u32,
-    /// What a passing answer looks like (default: status 200-399).
-    #[serde(default, rename = "match")]
-    matcher: Option<RawHealthMatch>,
-}
-
-fn health_uri() -> String {
-    "/health".to_string()
-}
-
-fn five_seconds() -> Dur {
-    Dur(Duration::from_secs(5))
-}
-
-/// Conditions on a health-check answer; all must hold.
-#[derive(Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-struct RawHealthMatch {
-    /// Accepted statuses: `"200-399"` (default), `200`, or a list of
-    /// codes and ranges.
-    #[serde(default)]
-    status: Option<RawStatuses>,
-    /// Header name to a regex its value must match.
-    #[serde(default)]
-    header: IndexMap<String, String>,
-    /// A regex the body must match.
-    #[serde(default)]
-    body: Option<String>,
-}
-
-/// One status or range, or a list of them.
-#[derive(Deserialize, schemars::JsonSchema)]
-#[serde(untagged)]
-enum RawStatuses {
-    /// One code or range.
-    One(RawStatus),
-    /// Several.
-    Many(Vec<RawStatus>),
-}
-
-/// A code (`200`) or an inclusive range (`"200-399"`).
-#[derive(Deserialize, schemars::JsonSchema)]
-#[serde(untagged)]
-enum RawStatus {
-    /// A code.
-    Code(u16),
-    /// A code or range as text.
-    Text(String),
-}
-
-impl TryFrom<RawHealthCheck> for HealthCheckConfig {
-    type Error = String;
-
-    fn try_from(raw: RawHealthCheck) -> Result<Self, String> {
-        if !raw.uri.starts_with('/') || raw.uri.parse::<http::Uri>().is_err() {
-            return Err(format!(
-                "uri: invalid path `{}`: expected a path such as /health",
-                raw.uri
-            ));
-        }
-        let interval = raw.interval.get();
-        if interval == Duration::ZERO {
-            return Err("interval: must be longer than 0s".to_string());
-        }
-        let timeout = raw.timeout.map_or(Duration::from_secs(1), Dur::get);
-        if timeout == Duration::ZERO {
-            return Err("timeout: must be longer than 0s".to_string());
-        }
-        if raw.fails == 0 {
-            return Err("fails: must be at least 1".to_string());
-        }
-        if raw.passes == 0 {
-            return Err("passes: must be at least 1".to_string());
-        }
-        Ok(HealthCheckConfig {
-            uri: raw.uri,
-            interval,
-            timeout: timeout.min(interval),
-            fails: raw.fails,
-            passes: raw.passes,
-            matcher: raw
-                .matcher
-                .map(health_match)
-                .transpose()?
-                .unwrap_or_default(),
-        })
-    }
-}
-
-/// Compiles the conditions; errors name `match.<key>`.
-fn health_match(raw: RawHealthMatch) -> Result<HealthMatch, String> {
-    let status = match raw.status {
-        None => vec![(200, 399)],
-        Some(RawStatuses::One(s)) => {
-            vec![status_range(&s).map_err(|e| format!("match.status: {e}"))?]
-        }
-        Some(RawStatuses::Many(list)) => {
-            if list.is_empty() {
-                return Err("match.status: expected at least one code or range".to_string());
-            }
-            let mut ranges = Vec::new();
-            for (i, s) in list.iter().enumerate() {
-                ranges.push(status_range(s).map_err(|e| format!("match.status[{i}]: {e}"))?);
-            }
-            ranges
-        }
-    };
-    let mut headers = Vec::new();
-    for (name, pattern) in raw.header {
-        let header = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|_| format!("match.header: invalid header name `{name}`"))?;
-        let regex = Regex::new(&pattern).map_err(|e| {
-            format!(
-                "match.header.{name}: invalid regex `{pattern}`: {}",
-                regex_problem(&e)
-            )
-        })?;
-        headers.push((header, regex));
-    }
-    let body = raw
-        .body
-        .map(|pattern| {
-            Regex::new(&pattern).map_err(|e| {
-                format!(
-                    "match.body: invalid regex `{pattern}`: {}",
-                    regex_problem(&e)
-                )
-            })
-        })
-        .transpose()?;
-    Ok(HealthMatch {
-        status,
-        headers,
-        body,
-    })
-}
-
-/// `200` or `"200-399"` as an inclusive range.
-fn status_range(raw: &RawStatus) -> Result<(u16, u16), String> {
-    let text = match raw {
-        RawStatus::Code(c) => c.to_string(),
-        RawStatus::Text(t) => t.trim().to_string(),
-    };
-    let bad = || {
-        format!(
-            "invalid status `{text}`: expected a code from 100 to 599 or a range such as `200-399`"
-        )
-    };
-    let code = |s: &str| {
-        s.trim()
-            .parse::<u16>()
-            .ok()
-            .filter(|c| (100..=599).contains(c))
-            .ok_or_else(bad)
-    };
-    let (low, high) = match text.split_once('-') {
-        Some((low, high)) => (code(low)?, code(high)?),
-        None => (code(&text)?, code(&text)?),
-    };
-    if low > high {
-        return Err(format!(
-            "invalid range `{text}`: the first code must not be above the second"
-        ));
-    }
-    Ok((low, high))
-}
-
 impl<'de> Deserialize<'de> for PoolConfig {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         deserialize_checked::<D, RawPool, PoolConfig>(d)
@@ -582,15 +373,8 @@ impl<'de> Deserialize<'de> for OutlierConfig {
     }
 }
 
-impl<'de> Deserialize<'de> for HealthCheckConfig {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        deserialize_checked::<D, RawHealthCheck, HealthCheckConfig>(d)
-    }
-}
-
 crate::schema_via!(PoolConfig, RawPool, "Pool");
 crate::schema_via!(ServerConfig, RawServer, "PoolServer");
-crate::schema_via!(HealthCheckConfig, RawHealthCheck, "HealthCheck");
 crate::schema_via!(OutlierConfig, RawOutlier, "OutlierDetection");
 
 #[cfg(test)]

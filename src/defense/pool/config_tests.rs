@@ -31,6 +31,8 @@ fn a_bare_server_list_gets_nginx_defaults() {
             target: ServerTarget::Address("127.0.0.1:1".into()),
             weight: 1,
             backup: false,
+            max_fails: None,
+            fail_timeout: None,
         }]
     );
 }
@@ -72,6 +74,8 @@ pools:
             target: ServerTarget::Instance("a".into()),
             weight: 3,
             backup: false,
+            max_fails: None,
+            fail_timeout: None,
         }
     );
     assert_eq!(pool.servers[1].name, "spare");

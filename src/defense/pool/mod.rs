@@ -4,6 +4,7 @@
 //! slow start, and backups answer only when every primary is out.
 //!
 //! * [`config`] — the `pools:` YAML section, validated.
+//! * [`check_config`] — its `health_check:`, validated.
 //! * [`balancer`] — smooth weighted round robin and least connections.
 //! * [`health`] — one server's health, passive and active, a pure machine.
 //! * [`outlier`] — Envoy's outlier detection over the pool, a pure machine.
@@ -20,6 +21,7 @@ use crate::clock::{self, Duration, Instant};
 use crate::http::client::Upstream;
 
 pub mod balancer;
+pub mod check_config;
 pub mod config;
 pub mod health;
 pub mod outlier;
@@ -131,7 +133,7 @@ impl Pool {
         run_start: Instant,
         observer: Arc<dyn Observer>,
     ) -> Arc<Pool> {
-        let checked = config.health_check.is_some();
+        let checked = config.health_check.as_ref().is_some_and(|c| c.mandatory);
         let servers: Vec<Server> = config
             .servers
             .iter()
@@ -176,7 +178,7 @@ impl Pool {
                 ));
             }
         }
-        if self.config.max_fails > 0 {
+        if self.config.tracks_passively() {
             tokio::spawn(passive_returns(Arc::downgrade(self)));
         }
         if self.config.outlier_detection.is_some() {
@@ -200,11 +202,12 @@ impl Pool {
         (0..self.servers.len()).map(|i| state.up(i)).collect()
     }
 
-    fn limits(&self) -> Limits {
+    /// The limits server `index`'s health follows.
+    fn limits(&self, index: usize) -> Limits {
         let check = self.config.health_check.as_ref();
         Limits {
-            max_fails: self.config.max_fails,
-            fail_timeout: self.config.fail_timeout,
+            max_fails: self.config.max_fails_of(index),
+            fail_timeout: self.config.fail_timeout_of(index),
             fails: check.map_or(1, |c| c.fails),
             passes: check.map_or(1, |c| c.passes),
         }
@@ -287,7 +290,7 @@ impl Pool {
             .health_check
             .as_ref()
             .map_or(String::new(), |c| format!("GET {}", c.uri));
-        let limits = self.limits();
+        let limits = self.limits(index);
         let mut changes = Vec::new();
         {
             let mut state = self.lock();
@@ -303,7 +306,7 @@ impl Pool {
     /// An attempt on server `index` ended, `failed` as the route judged
     /// it, with `answer` for the outlier detection.
     fn attempted(&self, index: usize, failed: bool, answer: Answer) {
-        let limits = self.limits();
+        let limits = self.limits(index);
         let mut changes = Vec::new();
         {
             let mut state = self.lock();
@@ -366,7 +369,7 @@ impl Pool {
             if state.health[index].reported_up() != state.health[index].is_up(now) {
                 let by = format!(
                     "passive: back after {} out",
-                    crate::schema::units::Dur(self.config.fail_timeout)
+                    crate::schema::units::Dur(self.config.fail_timeout_of(index))
                 );
                 self.settle(state, index, now, by, changes);
             }

@@ -123,6 +123,112 @@ async fn the_backup_serves_only_while_every_primary_is_out() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn a_server_with_its_own_max_fails_and_fail_timeout_keeps_them_as_nginx_does() {
+    // NGINX's health-check guide: backend2 has max_fails=3 fail_timeout=30s,
+    // backend1 NGINX's defaults (1 and 10s).
+    let yaml = "
+servers:
+  - { address: a:1, name: a }
+  - { address: b:1, name: b, max_fails: 3, fail_timeout: 30s }
+";
+    let (pool, recorder) = pool(yaml, vec![unused(), unused()]);
+    pool.start();
+    // a fails once: out for 10 s.
+    assert_eq!(picks(&pool, 1, |_| true), ["a"]);
+    // b fails twice and stays: its own max_fails is 3.
+    assert_eq!(picks(&pool, 2, |_| true), ["b", "b"]);
+    assert_eq!(pool.healthy(), [false, true]);
+    assert_eq!(picks(&pool, 1, |_| true), ["b"]);
+    assert_eq!(pool.healthy(), [false, false]);
+    // a is back after its 10 s; b only after its own 30 s.
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(picks(&pool, 2, |_| false), ["a", "a"]);
+    tokio::time::sleep(Duration::from_secs(19)).await;
+    assert_eq!(pool.healthy(), [true, false]);
+    tokio::time::sleep(Duration::from_millis(1_010)).await;
+    assert_eq!(
+        pool.healthy(),
+        [true, true],
+        "b is back by the timer, with no call"
+    );
+    let changes: Vec<(String, bool, Duration, String)> = recorder
+        .health_changes()
+        .into_iter()
+        .map(|c| (c.server, c.healthy, c.at, c.by))
+        .collect();
+    assert_eq!(
+        changes,
+        [
+            (
+                "a".into(),
+                false,
+                Duration::ZERO,
+                "passive: 1 failure within 10s".into()
+            ),
+            (
+                "b".into(),
+                false,
+                Duration::ZERO,
+                "passive: 3 failures within 30s".into()
+            ),
+            (
+                "a".into(),
+                true,
+                Duration::from_secs(10),
+                "passive: back after 10s out".into()
+            ),
+            (
+                "b".into(),
+                true,
+                Duration::from_secs(30),
+                "passive: back after 30s out".into()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn a_servers_own_passive_settings_are_checked_like_the_pools() {
+    let refused = |yaml: &str| {
+        crate::schema::from_yaml_str::<PoolConfig>("pool.yaml", yaml)
+            .unwrap_err()
+            .to_string()
+    };
+    let zero = refused("servers: [{ address: a:1, fail_timeout: 0s }]");
+    assert!(
+        zero.contains("servers[0].fail_timeout: must be longer than 0s"),
+        "{zero}"
+    );
+    let both = refused(
+        "servers: [{ address: a:1, max_fails: 2 }]\noutlier_detection: { consecutive_5xx: 2 }",
+    );
+    assert!(
+        both.contains("servers[0].max_fails: NGINX's max_fails and Envoy's outlier_detection"),
+        "{both}"
+    );
+    // A server may turn passive tracking off for itself.
+    let off =
+        config("servers: [{ address: a:1, max_fails: 0, fail_timeout: 0s }, { address: b:1 }]");
+    assert_eq!((off.max_fails_of(0), off.max_fails_of(1)), (0, 1));
+    assert_eq!(off.fail_timeout_of(1), Duration::from_secs(10));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_pool_of_one_server_never_takes_it_out_on_failures_as_nginx_does() {
+    let (alone, recorder) = pool(
+        "servers: [{ address: a:1, name: a }]\nmax_fails: 1",
+        vec![unused()],
+    );
+    assert_eq!(picks(&alone, 5, |_| true), ["a"; 5]);
+    assert_eq!(alone.healthy(), [true]);
+    assert!(recorder.health_changes().is_empty());
+    // With a backup it is no longer alone: one failure takes it out.
+    let yaml = "servers: [{ address: a:1, name: a }, { address: c:1, name: c, backup: true }]";
+    let (with_backup, _) = pool(yaml, vec![unused(), unused()]);
+    assert_eq!(picks(&with_backup, 2, |_| true), ["a", "c"]);
+}
+
+#[tokio::test(start_paused = true)]
 async fn every_server_out_gives_no_server() {
     let (pool, _) = pool(TWO_AND_A_BACKUP, vec![unused(), unused(), unused()]);
     assert_eq!(picks(&pool, 3, |_| true), ["a", "b", "c"]);
@@ -247,6 +353,30 @@ health_check: { interval: 5s }
 }
 
 #[tokio::test(start_paused = true)]
+async fn without_mandatory_a_checked_server_starts_in_rotation_and_leaves_after_its_failed_checks()
+{
+    let yaml = "
+servers: [{ address: a:1, name: a }, { address: b:1, name: b }]
+health_check: { interval: 5s, fails: 2, mandatory: false }
+";
+    let (healthy, _stop_a) = target("[]");
+    let (failing, _stop_b) = target("[{ path: /health, status: 500 }]");
+    let (pool, recorder) = pool(yaml, vec![healthy, failing]);
+    assert_eq!(pool.healthy(), [true, true], "both are in before any check");
+    assert!(pool.pick().is_some());
+    pool.start();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(pool.healthy(), [true, true], "one failed check is not two");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(pool.healthy(), [true, false]);
+    let changes = recorder.health_changes();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0].server, "b");
+    assert_eq!(changes[0].at, Duration::from_secs(5));
+    assert!(!changes[0].healthy);
+}
+
+#[tokio::test(start_paused = true)]
 async fn failing_checks_eject_after_fails_in_a_row_at_each_interval() {
     let yaml = "
 servers: [{ address: a:1, name: a }]
@@ -337,6 +467,29 @@ health_check:
         m.failure(200, &json, b"down").unwrap(),
         "body does not match `\"up\"`"
     );
+}
+
+#[test]
+fn body_not_fails_a_check_whose_body_matches_it_as_nginx_plus_body_not_match() {
+    let yaml = "
+servers: [{ address: a:1 }]
+health_check: { match: { status: '200-399', body_not: 'maintenance mode' } }
+";
+    let m = config(yaml).health_check.unwrap().matcher;
+    let none = http::HeaderMap::new();
+    assert_eq!(m.failure(200, &none, b"all good"), None);
+    assert_eq!(
+        m.failure(200, &none, b"<p>down for maintenance mode</p>")
+            .unwrap(),
+        "body matches `maintenance mode`"
+    );
+    let bad = crate::schema::from_yaml_str::<PoolConfig>(
+        "pool.yaml",
+        "servers: [{ address: a:1 }]\nhealth_check: { match: { body_not: '(' } }",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(bad.contains("match.body_not: invalid regex `(`"), "{bad}");
 }
 
 #[test]

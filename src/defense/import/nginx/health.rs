@@ -17,7 +17,8 @@ struct Check {
     interval: (Duration, String),
     fails: Node,
     passes: Node,
-    mandatory: bool,
+    /// The line of `mandatory`, when it is given.
+    mandatory_at: Option<usize>,
     matcher: Option<Node>,
 }
 
@@ -39,7 +40,7 @@ fn parameters(
         ),
         fails: Node::leaf("1", "NGINX Plus default: fails=1"),
         passes: Node::leaf("1", "NGINX Plus default: passes=1"),
-        mandatory: false,
+        mandatory_at: None,
         matcher: None,
     };
     for w in &d.args {
@@ -67,7 +68,7 @@ fn parameters(
                     format!("invalid {k} `{v}`: expected a whole number of at least 1"),
                 )),
             },
-            "mandatory" => check.mandatory = true,
+            "mandatory" => check.mandatory_at = Some(w.line),
             "persistent" => node.note(format!(
                 "ignored: {}: keeps the state across a reload",
                 why(w)
@@ -125,9 +126,6 @@ pub(super) fn health_check(
     let mut problems = Vec::new();
     let mut node = Node::map();
     let check = parameters(file, d, matches, &mut node, &mut problems);
-    if !check.mandatory {
-        problems.push(problem(file, &d.name, "health_check", "health_check without `mandatory` counts a server healthy before its first check: not modelled (firedrill's checked servers start out of rotation until they pass, NGINX Plus `mandatory`); add mandatory"));
-    }
     if !problems.is_empty() {
         return Err(problems);
     }
@@ -151,6 +149,13 @@ pub(super) fn health_check(
     );
     node.set("fails", check.fails);
     node.set("passes", check.passes);
+    node.set(
+        "mandatory",
+        match check.mandatory_at {
+            Some(line) => Node::leaf("true", format!("health_check mandatory (line {line}): a server is out until it passes its checks")),
+            None => Node::leaf("false", format!("NGINX Plus default: no `mandatory` on health_check (line {}): a server is in rotation until its checks fail", d.name.line)),
+        },
+    );
     let matcher = check.matcher.unwrap_or_else(|| {
         let mut m = Node::map();
         m.set(
@@ -163,7 +168,7 @@ pub(super) fn health_check(
     Ok(node)
 }
 
-/// `match NAME { status ...; header ...; body ~ ...; }` → the check's
+/// `match NAME { status ...; header ...; body ~ ...; body !~ ...; }` → the check's
 /// `match`.
 fn match_block(file: &str, block: &Directive, problems: &mut Vec<SchemaError>) -> Node {
     let mut node = Node::map();
@@ -193,7 +198,9 @@ fn match_block(file: &str, block: &Directive, problems: &mut Vec<SchemaError>) -
             ("header", _) => problems.push(problem(file, &d.name, &key, "this header condition (a negation, or `!=`, `!~`) is not modelled: write what must match")),
             ("body", ["~", v]) => node.set("body", Node::leaf(*v, why)),
             ("body", ["~*", v]) => node.set("body", Node::leaf(format!("(?i){v}"), why)),
-            ("body", _) => problems.push(problem(file, &d.name, &key, "this body condition (`!~`) is not modelled: write a regex that must match")),
+            ("body", ["!~", v]) => node.set("body_not", Node::leaf(*v, why)),
+            ("body", ["!~*", v]) => node.set("body_not", Node::leaf(format!("(?i){v}"), why)),
+            ("body", _) => problems.push(problem(file, &d.name, &key, "expected `body ~ REGEX`, `body ~* REGEX`, `body !~ REGEX` or `body !~* REGEX`")),
             (other, _) => problems.push(problem(file, &d.name, &key, format!("unknown match condition `{other}`"))),
         }
     }

@@ -88,10 +88,58 @@ fn a_health_check_with_its_match_block_becomes_the_pools_check() {
 }
 
 #[test]
+fn servers_keep_their_own_max_fails_and_fail_timeout_as_nginx_does() {
+    // NGINX's health-check guide: one server with the defaults, one with
+    // max_fails=3 fail_timeout=30s.
+    let doc = imported(&conf(
+        "  server a:1;\n  server b:1 max_fails=3 fail_timeout=30s;\n  server c:1 max_fails=1;",
+        "",
+    ));
+    let pool = &doc["pools"]["up"];
+    assert_eq!(pool["max_fails"], Value::from(1));
+    assert_eq!(pool["fail_timeout"], Value::from("10s"));
+    let servers = pool["servers"].as_sequence().unwrap();
+    assert_eq!(servers[0].get("max_fails"), None);
+    assert_eq!(servers[1]["max_fails"], Value::from(3));
+    assert_eq!(servers[1]["fail_timeout"], Value::from("30s"));
+    // Written, but the pool's value: nothing to keep apart.
+    assert_eq!(servers[2].get("max_fails"), None);
+    // Agreed by every server: the pool's own value, as before.
+    let agreed = imported(&conf(
+        "  server a:1 max_fails=2;\n  server b:1 max_fails=2;",
+        "",
+    ));
+    assert_eq!(agreed["pools"]["up"]["max_fails"], Value::from(2));
+    let servers = agreed["pools"]["up"]["servers"].as_sequence().unwrap();
+    assert!(servers.iter().all(|s| s.get("max_fails").is_none()));
+}
+
+#[test]
+fn a_negated_body_condition_becomes_body_not() {
+    let text = "http {\n match server_ok { status 200-399; body !~ \"maintenance mode\"; }\n upstream up { server a:1; }\n server { location /x/ { proxy_pass http://up; health_check match=server_ok; } }\n}\n";
+    let check = imported(text)["pools"]["up"]["health_check"].clone();
+    assert_eq!(check["match"]["body_not"], Value::from("maintenance mode"));
+    assert_eq!(check["match"].get("body"), None);
+}
+
+#[test]
+fn a_health_check_without_mandatory_starts_servers_in_rotation() {
+    let plain = imported(&conf("  server a:1;", "   health_check;"));
+    assert_eq!(
+        plain["pools"]["up"]["health_check"]["mandatory"],
+        Value::from(false)
+    );
+    let mandatory = imported(&conf("  server a:1;", "   health_check mandatory;"));
+    assert_eq!(
+        mandatory["pools"]["up"]["health_check"]["mandatory"],
+        Value::from(true)
+    );
+}
+
+#[test]
 fn every_refused_directive_says_where_and_what_is_not_modelled() {
     let cases: Vec<(String, &str)> = vec![
-        (conf("  server a:1 max_fails=3;\n  server b:1 max_fails=2;", ""), "max_fails=2 differs from max_fails of the server at line 3: not modelled"),
-        (conf("  server a:1 max_fails=3;\n  server b:1;", ""), "this server takes NGINX's default max_fails (1) where the server at line 3 sets 3"),
+        (conf("  server a:1 slow_start=30s;\n  server b:1;", ""), "slow_start=30s of this server differs from another server's: not modelled"),
         (conf("  server a:1 max_conns=10;", ""), "max_conns limits a server's connections: not modelled"),
         (conf("  server a:1 resolve;", ""), "`resolve` (NGINX Plus) is not modelled"),
         (conf("  server a:1 frobnicate=2;", ""), "unknown server parameter `frobnicate`"),
@@ -108,7 +156,6 @@ fn every_refused_directive_says_where_and_what_is_not_modelled() {
         (conf("  server a:1;", "   proxy_next_upstream_tries many;"), "expected a whole number"),
         (conf("  server a:1;", "   proxy_read_timeout 0;"), "a zero timeout fails every call: not modelled"),
         (conf("  server a:1;", "   proxy_cache_use_stale error timeout;"), "serving a stale cached answer depends on proxy_cache and proxy_cache_valid: not modelled"),
-        (conf("  server a:1;", "   health_check;"), "health_check without `mandatory` counts a server healthy before its first check: not modelled"),
         (conf("  server a:1;", "   health_check mandatory jitter=1s;"), "a random jitter of the checks is not modelled"),
         (conf("  server a:1;", "   health_check mandatory port=8081;"), "checking another port than the server's is not modelled"),
         (conf("  server a:1;", "   health_check mandatory type=grpc;"), "`type=grpc` checks are not modelled"),
@@ -116,7 +163,7 @@ fn every_refused_directive_says_where_and_what_is_not_modelled() {
         (conf("  server a:1;", "   health_check mandatory fails=0;"), "invalid fails `0`"),
         ("http { match m { status ! 500; } upstream up { server a:1; } server { location /x/ { proxy_pass http://up; health_check mandatory match=m; } } }".to_string(), "a negated status (`status ! ...`) is not modelled"),
         ("http { match m { header ! X-A; } upstream up { server a:1; } server { location /x/ { proxy_pass http://up; health_check mandatory match=m; } } }".to_string(), "this header condition (a negation, or `!=`, `!~`) is not modelled"),
-        ("http { match m { body !~ down; } upstream up { server a:1; } server { location /x/ { proxy_pass http://up; health_check mandatory match=m; } } }".to_string(), "this body condition (`!~`) is not modelled"),
+        ("http { match m { body down; } upstream up { server a:1; } server { location /x/ { proxy_pass http://up; health_check mandatory match=m; } } }".to_string(), "expected `body ~ REGEX`"),
         ("http { upstream up { server a:1; } server { location ~ ^/x { proxy_pass http://up; } } }".to_string(), "a regex location (`~ ^/x`) is not modelled"),
         ("http { upstream up { server a:1; } server { location /x/ { proxy_pass http://up; } location /y/ { proxy_pass http://up; } } }".to_string(), "a second location proxying to upstream `up`"),
         ("http { upstream up { server a:1; least_time header; } }".to_string(), "`least_time` in an upstream block is not modelled"),

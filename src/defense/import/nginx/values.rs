@@ -26,6 +26,19 @@ fn params(args: &[Word]) -> Params<'_> {
     Params { values }
 }
 
+/// A server's passive settings as written: `(value, where)` by key, the
+/// word `None` where it takes NGINX's default.
+type Passive<'a> = IndexMap<&'static str, (String, Option<&'a Word>)>;
+
+/// NGINX's per-server passive parameters with their defaults: the first
+/// two each server keeps for itself (so does the pool), the third must be
+/// the same for every server.
+const PASSIVE: [(&str, &str, &str); 3] = [
+    ("max_fails", "1", "NGINX default: max_fails=1"),
+    ("fail_timeout", "10s", "NGINX default: fail_timeout=10s"),
+    ("slow_start", "0s", "NGINX default: slow_start=0 (off)"),
+];
+
 /// `upstream NAME { ... }` → a pool.
 pub(super) fn pool(file: &str, upstream: &Directive) -> Result<(String, Node), Vec<SchemaError>> {
     let mut problems = Vec::new();
@@ -39,16 +52,17 @@ pub(super) fn pool(file: &str, upstream: &Directive) -> Result<(String, Node), V
     };
     let key = format!("upstream {}", name.text);
     let mut node = Node::map();
-    let mut servers = Vec::new();
+    let mut servers: Vec<(Node, Passive, &Word)> = Vec::new();
     let mut balance = Node::leaf("round_robin", "NGINX default: weighted round robin");
-    // (value, where, written) of max_fails, fail_timeout, slow_start,
-    // agreed by every server
-    let mut shared: IndexMap<&str, (String, &Word, bool)> = IndexMap::new();
     let block = upstream.block.as_deref().unwrap_or_default();
     for d in block {
         let at = format!("{key}.{}", d.name.text);
         match d.name.text.as_str() {
-            "server" => server(file, d, &at, &mut servers, &mut shared, &mut node, &mut problems),
+            "server" => {
+                if let Some(found) = server(file, d, &at, &mut node, &mut problems) {
+                    servers.push(found);
+                }
+            }
             "least_conn" => balance = Node::leaf("least_conn", from(&at, &d.name)),
             "zone" | "keepalive" | "keepalive_timeout" | "keepalive_requests" | "keepalive_time" => {
                 node.note(format!("ignored: {}: idle connections and shared memory, not which server answers or fails", from(&at, &d.name)));
@@ -63,41 +77,95 @@ pub(super) fn pool(file: &str, upstream: &Directive) -> Result<(String, Node), V
     if servers.is_empty() && problems.is_empty() {
         problems.push(problem(file, name, &key, "no server in rotation (every server is `down` or there is none): NGINX answers 502 to every call"));
     }
+    let pool_level = passive_settings(file, &key, &mut servers, &mut problems);
+    if servers.len() == 1 {
+        node.note(format!("{key} has one server: NGINX never takes it out on failures, so max_fails and fail_timeout do nothing (nor in firedrill's pool)"));
+    }
     if !problems.is_empty() {
         return Err(problems);
     }
-    node.set("servers", Node::List(servers));
+    node.set(
+        "servers",
+        Node::List(servers.into_iter().map(|(entry, _, _)| entry).collect()),
+    );
     node.set("balance", balance);
-    let passive = [
-        ("max_fails", "1", "NGINX default: max_fails=1"),
-        ("fail_timeout", "10s", "NGINX default: fail_timeout=10s"),
-        ("slow_start", "0s", "NGINX default: slow_start=0 (off)"),
-    ];
-    for (k, default, why) in passive {
-        node.set(
-            k,
-            match shared.get(k) {
-                Some((v, w, true)) => Node::leaf(
-                    v.clone(),
-                    format!("{k}={v} of every server ({key}, line {})", w.line),
-                ),
-                _ => Node::leaf(default, format!("{why}, no server sets it")),
-            },
-        );
+    for (k, leaf) in pool_level {
+        node.set(k, leaf);
     }
     Ok((name.text.clone(), node))
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The pool's `max_fails`, `fail_timeout` and `slow_start`: the value
+/// every server agrees on; else NGINX's default for the pool, and each
+/// server that differs keeps its own value on its entry (NGINX keeps them
+/// per server). `slow_start` must agree.
+fn passive_settings<'a>(
+    file: &str,
+    key: &str,
+    servers: &mut [(Node, Passive<'a>, &'a Word)],
+    problems: &mut Vec<SchemaError>,
+) -> Vec<(&'static str, Node)> {
+    let mut pool_level = Vec::new();
+    for (k, default, why) in PASSIVE {
+        let values: Vec<&(String, Option<&Word>)> = servers.iter().map(|s| &s.1[k]).collect();
+        let agreed = values.iter().all(|(v, _)| *v == values[0].0);
+        if agreed {
+            let leaf = match values.first() {
+                Some((v, Some(w))) => Node::leaf(
+                    v.clone(),
+                    format!("{k}={v} of every server ({key}, line {})", w.line),
+                ),
+                _ => Node::leaf(default, format!("{why}, no server sets it")),
+            };
+            pool_level.push((k, leaf));
+            continue;
+        }
+        if k == "slow_start" {
+            // One ramp for the pool: each server's own slow_start is
+            // listed, and the servers then take NGINX's default.
+            for (_, passive, address) in servers.iter() {
+                if let (v, Some(w)) = &passive[k] {
+                    let at = format!("{key}.server {} slow_start", address.text);
+                    problems.push(problem(file, w, &at, format!(
+                        "slow_start={v} of this server differs from another server's: not modelled (firedrill's pool ramps every server over one slow_start)"
+                    )));
+                }
+            }
+            continue;
+        }
+        pool_level.push((
+            k,
+            Node::leaf(
+                default,
+                format!("{why}, for the servers that do not set their own"),
+            ),
+        ));
+        for (entry, passive, address) in servers.iter_mut() {
+            if let (v, Some(w)) = &passive[k]
+                && v != default
+            {
+                entry.set(
+                    k,
+                    Node::leaf(
+                        v.clone(),
+                        from(&format!("{key}.server {} {k}", address.text), w),
+                    ),
+                );
+            }
+        }
+    }
+    pool_level
+}
+
+/// One `server ADDRESS [parameters];` → its pool entry, its passive
+/// settings and its address word; `None` when it is refused or `down`.
 fn server<'a>(
     file: &str,
     d: &'a Directive,
     at: &str,
-    servers: &mut Vec<Node>,
-    shared: &mut IndexMap<&'static str, (String, &'a Word, bool)>,
     node: &mut Node,
     problems: &mut Vec<SchemaError>,
-) {
+) -> Option<(Node, Passive<'a>, &'a Word)> {
     let Some(address) = d.args.first() else {
         problems.push(problem(
             file,
@@ -105,7 +173,7 @@ fn server<'a>(
             at,
             "expected `server ADDRESS [parameters];`",
         ));
-        return;
+        return None;
     };
     if address.text.starts_with("unix:") {
         problems.push(problem(
@@ -114,7 +182,7 @@ fn server<'a>(
             at,
             "a unix socket server is not modelled: firedrill's pool servers are host:port",
         ));
-        return;
+        return None;
     }
     let shown = if address.text.contains(':') {
         address.text.clone()
@@ -127,12 +195,17 @@ fn server<'a>(
             "server {shown} left out: down ({}, line {}): NGINX never sends it a call",
             at, w.line
         ));
-        return;
+        return None;
     }
     let mut entry = Node::map();
     entry.set("address", Node::leaf(shown.clone(), from(at, address)));
     let mut weight = Node::leaf("1", "NGINX default: weight=1");
     let mut backup = Node::leaf("false", "not a backup");
+    let mut passive: Passive = PASSIVE
+        .iter()
+        .map(|(k, default, _)| (*k, (default.to_string(), None)))
+        .collect();
+    let before = problems.len();
     for (k, (v, w)) in &p.values {
         let here = format!("{at} {}", address.text);
         match *k {
@@ -147,26 +220,13 @@ fn server<'a>(
                 } else {
                     time(v).map(|t| Dur(t).to_string())
                 };
-                let value = match value {
-                    Ok(value) => value,
-                    Err(m) => {
-                        problems.push(problem(file, w, &here, m));
-                        continue;
-                    }
-                };
-                let name: &'static str = match *k { "max_fails" => "max_fails", "fail_timeout" => "fail_timeout", _ => "slow_start" };
-                match shared.get(name) {
-                    Some((seen, first, _)) if *seen != value => problems.push(problem(file, w, &here, format!(
-                        "{k}={v} differs from {k} of the server at line {}: not modelled (firedrill's pool has one {k} for every server)", first.line
-                    ))),
-                    Some(_) => {
-                        if let Some(entry) = shared.get_mut(name) {
-                            entry.2 = true;
+                match value {
+                    Ok(value) => {
+                        if let Some(slot) = passive.get_mut(*k) {
+                            *slot = (value, Some(*w));
                         }
                     }
-                    None => {
-                        shared.insert(name, (value, w, true));
-                    }
+                    Err(m) => problems.push(problem(file, w, &here, m)),
                 }
             }
             "max_conns" => problems.push(problem(file, w, &here, "max_conns limits a server's connections: not modelled (use a bulkhead on the route)")),
@@ -174,28 +234,9 @@ fn server<'a>(
             other => problems.push(problem(file, w, &here, format!("unknown server parameter `{other}`"))),
         }
     }
-    // A server without a parameter takes NGINX's default, which must be
-    // the pool's: the defaults enter `shared` when a server says nothing.
-    for (k, default) in [
-        ("max_fails", "1"),
-        ("fail_timeout", "10s"),
-        ("slow_start", "0s"),
-    ] {
-        if !p.values.contains_key(k) {
-            match shared.get(k) {
-                Some((seen, first, _)) if seen != default => problems.push(problem(file, address, at, format!(
-                    "this server takes NGINX's default {k} ({default}) where the server at line {} sets {seen}: not modelled (firedrill's pool has one {k} for every server)", first.line
-                ))),
-                Some(_) => {}
-                None => {
-                    shared.insert(k, (default.to_string(), address, false));
-                }
-            }
-        }
-    }
     entry.set("weight", weight);
     entry.set("backup", backup);
-    servers.push(entry);
+    (problems.len() == before).then_some((entry, passive, address))
 }
 
 /// A location proxying to `upstream` → the route of the upstream's name;

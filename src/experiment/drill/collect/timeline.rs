@@ -159,7 +159,7 @@ fn pools(config: &crate::defense::DefenseConfig) -> Vec<PoolInfo> {
                 .iter()
                 .map(|s| (s.name.clone(), s.backup))
                 .collect(),
-            starts_out: pool.health_check.is_some(),
+            starts_out: pool.health_check.as_ref().is_some_and(|c| c.mandatory),
             slow_start: pool.slow_start,
         })
         .collect()
