@@ -571,3 +571,46 @@ fn an_import_no_route_takes_is_refused_at_its_key_naming_the_imported_instances(
         "{stderr}"
     );
 }
+
+/// The pool of the only pool an import prints, and its not-drilled lines.
+fn only_pool(format: &str, file: &str) -> (serde_yaml_ng::Value, Vec<String>) {
+    let out = import(format, &root().join(file));
+    assert_eq!(out.status.code(), Some(0), "{file}");
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&printed).unwrap();
+    let pools = doc["pools"].as_mapping().unwrap();
+    assert_eq!(pools.len(), 1, "{printed}");
+    let listed = printed
+        .lines()
+        .filter_map(|l| l.strip_prefix("#   "))
+        .map(|l| {
+            l.split_once(": no model: ")
+                .map_or(l, |(_, why)| why)
+                .to_string()
+        })
+        .collect();
+    (pools.values().next().unwrap().clone(), listed)
+}
+
+#[test]
+fn the_task_rule_and_the_envoy_cluster_istio_generates_from_it_drill_alike() {
+    let (rule, rule_listed) =
+        only_pool("istio", "fixtures/import/real/istio/destination-rule.yaml");
+    let (cluster, cluster_listed) = only_pool(
+        "envoy",
+        "fixtures/import/real/envoy/istio-httpbin-cluster.yaml",
+    );
+    assert_eq!(rule["outlier_detection"], cluster["outlier_detection"]);
+    assert_eq!(rule["balance"], cluster["balance"]);
+    assert_eq!(rule["max_fails"], cluster["max_fails"]);
+    // The same two keys are not drilled, for the same reasons: the
+    // balancer (LEAST_REQUEST) and the connection limit.
+    assert_eq!(rule_listed.len(), 2, "{rule_listed:?}");
+    assert_eq!(cluster_listed.len(), 2, "{cluster_listed:?}");
+    for c in &cluster_listed {
+        assert!(
+            rule_listed.iter().any(|r| r.ends_with(c.as_str())),
+            "{c}\n{rule_listed:?}"
+        );
+    }
+}

@@ -9,6 +9,8 @@
 
 use serde_yaml_ng::Value;
 
+#[path = "envoy_dump.rs"]
+mod dump;
 #[path = "envoy_outlier.rs"]
 mod outlier;
 #[path = "envoy_reader.rs"]
@@ -29,8 +31,13 @@ pub(super) type Read = (Vec<(String, Node)>, Vec<(String, Node)>);
 /// Reads every cluster and route of the file.
 pub(super) fn import(file: &str, text: &str) -> Result<Imported, Vec<SchemaError>> {
     let root: Value = schema::from_yaml_str(file, text).map_err(|e| vec![e])?;
-    let mut r = Reader::new(file, text, &[]);
-    let (routes, pools) = read(&mut r, &root)?;
+    let translated = dump::translate(&root);
+    let (root, origins) = match &translated {
+        Some((value, origins)) => (value, origins.as_slice()),
+        None => (&root, &[][..]),
+    };
+    let mut r = Reader::new(file, text, origins);
+    let (routes, pools) = read(&mut r, root)?;
     let mut shown = String::new();
     for (_, node) in routes.iter().chain(pools.iter()) {
         node.render(0, &mut shown);
@@ -176,6 +183,19 @@ const IGNORED_CLUSTER_KEYS: &[(&str, &str)] = &[
     ),
     ("common_http_protocol_options", "idle connections"),
     ("per_connection_buffer_limit_bytes", "buffering"),
+    ("alt_stat_name", "the cluster's name in Envoy's stats"),
+    (
+        "metadata",
+        "labels of the mesh (Istio's config and services), for stats and filters",
+    ),
+    (
+        "filters",
+        "network filters on the connection (Istio's metadata exchange)",
+    ),
+    (
+        "transport_socket_matches",
+        "TLS to the servers by their labels (Istio's mutual TLS)",
+    ),
 ];
 
 /// A request limit and where it came from.
@@ -270,6 +290,11 @@ fn panic_threshold(r: &mut Reader, c: &At) -> Node {
     else {
         return Node::leaf("50%", "Envoy default: healthy_panic_threshold 50%");
     };
+    if matches!(at.value, Value::Mapping(m) if m.is_empty()) {
+        // A Percent of 0 as protobuf prints it back (Istio turns panic
+        // mode off so): `{}`.
+        return Node::leaf("0%", format!("{}: {{}}, a Percent of 0", r.from(&at)));
+    }
     let value = at.get("value").unwrap_or_else(|| at.clone());
     match value.text().parse::<f64>() {
         Ok(p) if (0.0..=100.0).contains(&p) => Node::leaf(format!("{p}%"), r.from(&value)),

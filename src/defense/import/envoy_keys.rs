@@ -43,7 +43,7 @@ pub(super) fn uncited(
 pub(super) fn why(source: &Source, e: &Entry) -> &'static str {
     let priority_of = |path: &[String]| -> Option<String> {
         let at = path.iter().position(|s| s.starts_with("thresholds"))?;
-        let threshold = display(&path[..=at + 1]);
+        let threshold = display(path.get(..=at + 1)?);
         source
             .entries
             .iter()
