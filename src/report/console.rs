@@ -6,8 +6,70 @@ use super::RunReport;
 use crate::experiment::drill::Ending;
 use crate::experiment::vocabulary::{ERRORS, FALLBACK, REJECTED, REQUESTS, SUCCESS, TIMEOUTS};
 
-/// The summary as text.
+/// The summary as text, for standard output. On a terminal it fits the
+/// terminal's width (80 columns at least): its tables are laid out for
+/// it and a longer line (a reason, a verdict's figures) goes on over the
+/// next lines, indented. Off a terminal (a CI log, a file, `| grep`)
+/// every line stays whole and the tables take 80 columns.
 pub fn render(report: &RunReport) -> String {
+    let stdout = std::io::stdout();
+    if !std::io::IsTerminal::is_terminal(&stdout) {
+        return render_within(report, MIN_WIDTH);
+    }
+    let width = rustix::termios::tcgetwinsize(&stdout)
+        .map_or(0, |w| usize::from(w.ws_col))
+        .max(MIN_WIDTH);
+    wrap(&render_within(report, width), width)
+}
+
+/// `text` with each line longer than `width` broken at spaces, each
+/// continuation indented 4 columns past its line's own indentation; a
+/// word longer than a line stays whole.
+pub fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let (body, end) = match line.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (line, ""),
+        };
+        if body.chars().count() <= width {
+            out.push_str(line);
+            continue;
+        }
+        let indent = body.len() - body.trim_start().len();
+        let hanging = " ".repeat(indent + 4);
+        let mut current = body[..indent].to_string();
+        let mut empty = true;
+        for word in body[indent..].split(' ') {
+            let needed = current.chars().count() + usize::from(!empty) + word.chars().count();
+            if !empty && needed > width {
+                out.push_str(&current);
+                out.push('\n');
+                current = hanging.clone();
+                empty = true;
+            }
+            if !empty {
+                current.push(' ');
+            }
+            current.push_str(word);
+            empty = false;
+        }
+        out.push_str(&current);
+        out.push_str(end);
+    }
+    out
+}
+
+/// The narrowest terminal the summary's own lines fit (an expectation or
+/// a reason as long as the user wrote it excepted).
+pub const MIN_WIDTH: usize = 80;
+
+/// The route table on one line per route: this wide.
+const ONE_TABLE_WIDTH: usize = 98;
+
+/// The summary as text, its tables within `width` columns: the route
+/// table in one piece when it fits, else in two (outcomes, then times).
+pub fn render_within(report: &RunReport, width: usize) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -17,7 +79,7 @@ pub fn render(report: &RunReport) -> String {
         report.clock.name(),
         report.duration_ms / 1000.0
     );
-    routes(&mut out, report);
+    routes(&mut out, report, width);
     if !report.instance_hits.is_empty() {
         let each: Vec<String> = report
             .instance_hits
@@ -58,9 +120,10 @@ pub fn render(report: &RunReport) -> String {
 }
 
 /// The table of routes: requests, outcomes (in the words of
-/// [`crate::experiment::vocabulary`]), latency, amplification; a
-/// run that sent no load of its own (`load: external`) says so instead.
-fn routes(out: &mut String, report: &RunReport) {
+/// [`crate::experiment::vocabulary`]), latency, amplification, in one
+/// table when `width` holds it, else two; a run that sent no load of its
+/// own (`load: external`) says so instead.
+fn routes(out: &mut String, report: &RunReport, width: usize) {
     if report.routes.is_empty() {
         let _ = writeln!(
             out,
@@ -68,35 +131,36 @@ fn routes(out: &mut String, report: &RunReport) {
         );
         return;
     }
-    let _ = writeln!(
+    let one = width >= ONE_TABLE_WIDTH;
+    let _ = write!(
         out,
-        "\n  {:<12} {:>8} {:>8} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>6}",
-        "route",
-        REQUESTS.word,
-        SUCCESS.word,
-        FALLBACK.word,
-        ERRORS.word,
-        REJECTED.word,
-        TIMEOUTS.word,
-        "p50",
-        "p99",
-        "ampl."
+        "\n  {:<12} {:>8} {:>8} {:>9} {:>8} {:>9}",
+        "route", REQUESTS.word, SUCCESS.word, FALLBACK.word, ERRORS.word, REJECTED.word,
     );
+    if one {
+        times_header(out);
+    }
+    let _ = writeln!(out);
     for r in &report.routes {
-        let _ = writeln!(
+        let _ = write!(
             out,
-            "  {:<12} {:>8} {:>7.1}% {:>8.1}% {:>7.1}% {:>8.1}% {:>9} {:>7.1}ms {:>7.1}ms {:>6.2}",
-            r.route,
-            r.requests,
-            r.success_pct,
-            r.fallback_pct,
-            r.errors_pct,
-            r.rejected_pct,
-            r.timeouts,
-            r.latency_ms.p50,
-            r.latency_ms.p99,
-            r.amplification
+            "  {:<12} {:>8} {:>7.1}% {:>8.1}% {:>7.1}% {:>8.1}%",
+            r.route, r.requests, r.success_pct, r.fallback_pct, r.errors_pct, r.rejected_pct,
         );
+        if one {
+            times_row(out, r);
+        }
+        let _ = writeln!(out);
+    }
+    if !one {
+        let _ = write!(out, "\n  {:<12}", "route");
+        times_header(out);
+        let _ = writeln!(out);
+        for r in &report.routes {
+            let _ = write!(out, "  {:<12}", r.route);
+            times_row(out, r);
+            let _ = writeln!(out);
+        }
     }
     for r in report.routes.iter().filter(|r| !r.grpc_statuses.is_empty()) {
         let statuses: Vec<String> = r
@@ -111,6 +175,24 @@ fn routes(out: &mut String, report: &RunReport) {
             statuses.join(", ")
         );
     }
+}
+
+/// The heads of the time columns: timeouts, p50, p99, amplification.
+fn times_header(out: &mut String) {
+    let _ = write!(
+        out,
+        " {:>9} {:>9} {:>9} {:>6}",
+        TIMEOUTS.word, "p50", "p99", "ampl."
+    );
+}
+
+/// A route's time columns.
+fn times_row(out: &mut String, r: &super::summary::RouteSummary) {
+    let _ = write!(
+        out,
+        " {:>9} {:>7.1}ms {:>7.1}ms {:>6.2}",
+        r.timeouts, r.latency_ms.p50, r.latency_ms.p99, r.amplification
+    );
 }
 
 /// Each pool's servers, their state at the end and their health changes.
@@ -389,6 +471,24 @@ mod tests {
         list.push(t(90_000.0, "open", "half_open"));
         list.push(t(90_500.0, "half_open", "closed"));
         list
+    }
+
+    #[test]
+    fn wrap_breaks_long_lines_at_spaces_with_a_hanging_indent_and_keeps_every_word() {
+        let text = "  short\n        12.000s  half_open -> closed  (failure_rate 0% and slow_call_rate 0% below thresholds over 3 calls)\n";
+        let wrapped = wrap(text, 40);
+        for line in wrapped.lines() {
+            assert!(line.chars().count() <= 40, "{line}");
+        }
+        let lines: Vec<&str> = wrapped.lines().collect();
+        assert_eq!(lines[0], "  short");
+        assert!(lines[2].starts_with("            ") && !lines[2].starts_with("             "));
+        let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+        assert_eq!(words(&wrapped), words(text));
+        assert!(wrapped.ends_with('\n'));
+        // A word longer than the line stays whole; a short text is as it was.
+        assert_eq!(wrap("  abcdefghij", 5), "  abcdefghij");
+        assert_eq!(wrap(text, 200), text);
     }
 
     #[test]
