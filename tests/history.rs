@@ -304,7 +304,7 @@ fn a_history_of_a_newer_schema_is_refused_with_exit_3_and_left_as_it_was() {
     drop(db);
     refused(
         &file,
-        "written by a newer firedrill (history schema 99; this build knows up to 2)",
+        "written by a newer firedrill (history schema 99; this build knows up to 3)",
     );
 }
 
@@ -492,11 +492,15 @@ fn a_history_of_schema_1_still_opens_and_its_runs_states_are_read_from_what_it_k
     for seed in 1..=6 {
         assert_eq!(drill(history, seed, false).status.code(), Some(0));
     }
-    // Back to what schema 1 kept: no state, no baseline runs.
+    // Back to what schema 1 kept: no state, no baseline runs, no figure
+    // key, limit or unit (schema 3).
     let db = rusqlite::Connection::open(&file).unwrap();
     db.execute_batch(
         "ALTER TABLE firedrill_expectations DROP COLUMN state;
          ALTER TABLE firedrill_expectations DROP COLUMN baseline_runs;
+         ALTER TABLE firedrill_expectations DROP COLUMN figure_key;
+         ALTER TABLE firedrill_expectations DROP COLUMN figure_limit;
+         ALTER TABLE firedrill_expectations DROP COLUMN figure_unit;
          UPDATE firedrill_history SET version = 1;",
     )
     .unwrap();
@@ -520,6 +524,7 @@ fn a_history_of_schema_1_still_opens_and_its_runs_states_are_read_from_what_it_k
          whether a run seeded a baseline it did not"
     );
     assert!(opens_verdict(&runs[5]).get("baseline_runs").is_none());
+    assert!(opens_verdict(&runs[5]).get("figure_limit").is_none());
     let out = drill(history, 7, false);
     assert_eq!(out.status.code(), Some(0));
     let runs = trend(history);
@@ -532,6 +537,14 @@ fn a_history_of_schema_1_still_opens_and_its_runs_states_are_read_from_what_it_k
             .starts_with("the history has 1 past run fit for its baseline;"),
         "only run #6 was judged and held: {seventh}"
     );
+    // Brought to schema 3, the history keeps each sentence's figure key
+    // and unit again (no limit: the seventh run was not judged).
+    assert_eq!(
+        seventh["figure_key"], "breaker inventory opens",
+        "{seventh}"
+    );
+    assert_eq!(seventh["figure_unit"], "ms", "{seventh}");
+    assert!(seventh.get("figure_limit").is_none(), "{seventh}");
 }
 
 #[test]

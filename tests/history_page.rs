@@ -98,6 +98,7 @@ fn the_trend_page_draws_a_chart_per_figure_with_the_regressed_run_marked_in_chro
         "a point per run and figure"
     );
     sentence_states(&html);
+    limits_with_units(&html);
     // Every link, from the points and the table, reaches a report.html.
     let links: BTreeSet<&str> = html
         .split("href=\"")
@@ -112,6 +113,38 @@ fn the_trend_page_draws_a_chart_per_figure_with_the_regressed_run_marked_in_chro
     for (width, name) in [(1400, "1400"), (800, "800")] {
         let pixels = screenshot(&browser, &page, width, &format!("history-trend-{name}.png"));
         assert!(colours(&pixels) > 20, "the {width}px screenshot is blank");
+    }
+}
+
+/// The limit each regression sentence was judged against, drawn on its
+/// figure's chart with the figure's unit: only the sixth run was judged
+/// (the five before seeded the baselines), so each chart has one limit.
+fn limits_with_units(html: &str) {
+    assert_eq!(
+        count(html, "<circle class=\"limit\""),
+        2,
+        "a limit per judged sentence"
+    );
+    assert_eq!(count(html, "<polyline class=\"limit\""), 2);
+    for (figure, unit) in [
+        ("breaker inventory opens", " ms<"),
+        ("route shop success", "%<"),
+    ] {
+        let chart = &html[html
+            .find(&format!("data-figure=\"{figure}\""))
+            .expect(figure)..];
+        let chart = &chart[..chart.find("</figure>").unwrap()];
+        let caption = if unit == "%<" { "(%)" } else { "(ms)" };
+        assert!(
+            chart.contains(&format!("<figcaption>{figure} {caption}</figcaption>")),
+            "{chart}"
+        );
+        let title = &chart[chart.find("<circle class=\"limit\"").expect("a limit")..];
+        let title = &title[..title.find("</title>").unwrap() + 1];
+        assert!(
+            title.contains("#6 judged against ") && title.contains(unit),
+            "{title}"
+        );
     }
 }
 

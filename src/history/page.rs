@@ -40,6 +40,7 @@ pub fn render(runs: &[StoredRun], dir: &Path) -> String {
          svg.trend polyline {{ fill: none; stroke: #2f5d8a; stroke-width: 1.5; }}\n\
          svg.trend circle.run {{ fill: #2f5d8a; }} svg.trend circle.failed {{ fill: #c0392b; stroke: #5a0f07; }}\n\
          svg.trend text {{ font-size: 10px; fill: #555; }} svg.trend line.axis {{ stroke: #bbb; }}\n\
+         svg.trend polyline.limit {{ stroke: #b8860b; stroke-dasharray: 4 3; }} svg.trend circle.limit {{ fill: #b8860b; }}\n\
          td.failed, td.state-failed {{ color: #8a2c00; font-weight: 700; }} .runs {{ overflow-x: auto; }}\n\
          td.state-seed, td.state-skip {{ color: #6b5a00; }}\n\
          </style>\n</head>\n<body>\n<header>\n<h1>drill history</h1>\n\
@@ -78,10 +79,19 @@ fn chart(h: &mut String, figure: &str, runs: &[&StoredRun], dir: &Path) {
         .filter_map(|(i, r)| r.figures.get(figure).map(|v| (i, *v, *r)))
         .filter(|(_, v, _)| v.is_finite())
         .collect();
+    let limits = limits(figure, runs);
+    let unit = unit(figure, runs);
+    let with_unit = |v: f64| match unit {
+        Some("%") => format!("{}%", number(v)),
+        Some(u) => format!("{} {u}", number(v)),
+        None => number(v),
+    };
     let (lo, hi) = points
         .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
-            (lo.min(p.1), hi.max(p.1))
+        .map(|p| p.1)
+        .chain(limits.iter().map(|l| l.1))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
         });
     let (lo, hi) = if lo == hi {
         (lo - 1.0, hi + 1.0)
@@ -100,11 +110,14 @@ fn chart(h: &mut String, figure: &str, runs: &[&StoredRun], dir: &Path) {
          <text x=\"{tx}\" y=\"{ty_lo}\" text-anchor=\"end\">{}</text>\
          <text x=\"{LEFT}\" y=\"{H}\">#{}</text><text x=\"{r}\" y=\"{H}\" text-anchor=\"end\">#{}</text>",
         esc(figure),
-        esc(figure),
+        esc(&match unit {
+            Some(u) => format!("{figure} ({u})"),
+            None => figure.to_string(),
+        }),
         esc(figure),
         runs.len(),
-        number(hi),
-        number(lo),
+        with_unit(hi),
+        with_unit(lo),
         runs.first().map_or(0, |r| r.id),
         runs.last().map_or(0, |r| r.id),
         b = H - BOTTOM,
@@ -118,6 +131,10 @@ fn chart(h: &mut String, figure: &str, runs: &[&StoredRun], dir: &Path) {
         .map(|(i, v, _)| format!("{:.1},{:.1}", x(*i), y(*v)))
         .collect();
     let _ = write!(h, "<polyline points=\"{}\"/>", line.join(" "));
+    if !limits.is_empty() {
+        let half = (W - LEFT - RIGHT) / (2.0 * n as f64);
+        limit_steps(h, &limits, &x, &y, half, &with_unit);
+    }
     for (i, v, run) in &points {
         let class = if run.passed { "run" } else { "run failed" };
         let title = format!(
@@ -125,7 +142,7 @@ fn chart(h: &mut String, figure: &str, runs: &[&StoredRun], dir: &Path) {
             run.id,
             run.seed,
             run.verdict,
-            number(*v)
+            with_unit(*v)
         );
         let dot = format!(
             "<circle class=\"{class}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"3.5\"><title>{}</title></circle>",
@@ -141,6 +158,79 @@ fn chart(h: &mut String, figure: &str, runs: &[&StoredRun], dir: &Path) {
         }
     }
     h.push_str("</svg></figure>\n");
+}
+
+/// The limit each run's sentence was judged against: a dashed step
+/// `half` a run's spacing either side of each run that had one (`x` and
+/// `y` place a run and a value), each step named on hover with `shown`.
+fn limit_steps(
+    h: &mut String,
+    limits: &[(usize, f64, &StoredRun)],
+    x: &dyn Fn(usize) -> f64,
+    y: &dyn Fn(f64) -> f64,
+    half: f64,
+    shown: &dyn Fn(f64) -> String,
+) {
+    let steps: Vec<String> = limits
+        .iter()
+        .flat_map(|(i, v, _)| {
+            [
+                format!("{:.1},{:.1}", (x(*i) - half).max(LEFT), y(*v)),
+                format!("{:.1},{:.1}", (x(*i) + half).min(W - RIGHT), y(*v)),
+            ]
+        })
+        .collect();
+    let _ = write!(
+        h,
+        "<polyline class=\"limit\" points=\"{}\"/>",
+        steps.join(" ")
+    );
+    for (i, v, run) in limits {
+        let _ = write!(
+            h,
+            "<circle class=\"limit\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"2\"><title>#{} judged against {}</title></circle>",
+            x(*i),
+            y(*v),
+            run.id,
+            esc(&shown(*v))
+        );
+    }
+}
+
+/// The limit a sentence judged `figure` against, by run: (its index in
+/// `runs`, the limit, the run).
+fn limits<'r>(figure: &str, runs: &[&'r StoredRun]) -> Vec<(usize, f64, &'r StoredRun)> {
+    runs.iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            r.expectations
+                .iter()
+                .find(|e| e.figure_key.as_deref() == Some(figure))
+                .and_then(|e| e.figure_limit)
+                .filter(|v| v.is_finite())
+                .map(|v| (i, v, *r))
+        })
+        .collect()
+}
+
+/// The unit of `figure`: as its sentence kept it, else as its name says
+/// (`..._ms`, `..._pct`); none for a count or a number.
+fn unit<'r>(figure: &str, runs: &[&'r StoredRun]) -> Option<&'r str> {
+    let kept = runs.iter().find_map(|r| {
+        r.expectations
+            .iter()
+            .find(|e| e.figure_key.as_deref() == Some(figure))
+            .and_then(|e| e.figure_unit.as_deref())
+    });
+    kept.or_else(|| {
+        if figure.ends_with("_ms") {
+            Some("ms")
+        } else if figure.ends_with("_pct") {
+            Some("%")
+        } else {
+            None
+        }
+    })
 }
 
 /// The runs: id, when, seed, build, verdict, each sentence's state, the

@@ -86,6 +86,15 @@ pub struct StoredExpectation {
     /// Empty for one recorded before history schema 2 (not kept then).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub baseline_runs: Vec<i64>,
+    /// The name its figure is kept under (a figure of the run's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub figure_key: Option<String>,
+    /// The limit its figure was judged against, in the figure's unit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub figure_limit: Option<f64>,
+    /// The figure's unit (`ms`, `%`), none for a number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub figure_unit: Option<String>,
 }
 
 /// A sentence's state in a run: judged and held.
@@ -158,7 +167,8 @@ pub(crate) fn runs(db: &mut Db, filter: &Filter) -> Result<Vec<StoredRun>, Strin
     }
     for row in db.query(
         "SELECT run_id, sentence, passed, not_judged, expected, seen, figure, state, \
-         baseline_runs FROM firedrill_expectations WHERE run_id >= $1 ORDER BY run_id, position",
+         baseline_runs, figure_key, figure_limit, figure_unit FROM firedrill_expectations \
+         WHERE run_id >= $1 ORDER BY run_id, position",
         &[Cell::Int(first)],
         &[
             Kind::Int,
@@ -169,6 +179,9 @@ pub(crate) fn runs(db: &mut Db, filter: &Filter) -> Result<Vec<StoredRun>, Strin
             Kind::Text,
             Kind::Real,
             Kind::Text,
+            Kind::Text,
+            Kind::Text,
+            Kind::Real,
             Kind::Text,
         ],
     )? {
@@ -185,6 +198,7 @@ pub(crate) fn runs(db: &mut Db, filter: &Filter) -> Result<Vec<StoredRun>, Strin
             text(),
             text(),
         );
+        let (figure_key, figure_limit, figure_unit) = (text(), text(), text());
         if let Some(i) = index.get(&id) {
             runs[*i].expectations.push(StoredExpectation {
                 sentence: sentence.text().unwrap_or_default(),
@@ -198,6 +212,9 @@ pub(crate) fn runs(db: &mut Db, filter: &Filter) -> Result<Vec<StoredRun>, Strin
                     .text()
                     .map(|ids| ids.split(',').filter_map(|id| id.parse().ok()).collect())
                     .unwrap_or_default(),
+                figure_key: figure_key.text(),
+                figure_limit: figure_limit.real(),
+                figure_unit: figure_unit.text(),
             });
         }
     }

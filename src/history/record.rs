@@ -169,8 +169,8 @@ fn insert_locked(db: &mut Db, report: &RunReport, provenance: &Provenance) -> Re
     for (position, v) in report.verdicts.iter().enumerate() {
         db.execute(
             "INSERT INTO firedrill_expectations (run_id, position, sentence, passed, not_judged, \
-             expected, seen, figure, state, baseline_runs) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+             expected, seen, figure, state, baseline_runs, figure_key, figure_limit, figure_unit) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
             &[
                 Cell::Int(id),
                 Cell::Int(position as i64),
@@ -190,6 +190,9 @@ fn insert_locked(db: &mut Db, report: &RunReport, provenance: &Provenance) -> Re
                         })
                         .as_deref(),
                 ),
+                Cell::from(v.figure_key.as_deref()),
+                Cell::from(v.limit),
+                Cell::from(v.unit),
             ],
         )?;
     }

@@ -72,10 +72,21 @@ UPDATE firedrill_expectations SET state = CASE
     ELSE 'failed' END;
 ",
     },
+    // The figure a sentence's chart draws, the limit it was judged
+    // against and the figure's unit, for the trend page. Runs recorded
+    // before keep none: their charts have no limit for them.
+    Migration {
+        version: 3,
+        sql: "
+ALTER TABLE firedrill_expectations ADD COLUMN figure_key TEXT;
+ALTER TABLE firedrill_expectations ADD COLUMN figure_limit DOUBLE PRECISION;
+ALTER TABLE firedrill_expectations ADD COLUMN figure_unit TEXT;
+",
+    },
 ];
 
 /// The schema version this build writes and reads.
-pub(crate) const LATEST: i64 = 2;
+pub(crate) const LATEST: i64 = 3;
 
 /// The tables a history has; one of them without the version table is
 /// not firedrill's.

@@ -230,6 +230,9 @@ mod tests {
             figure: None,
             state: state.into(),
             baseline_runs: vec![],
+            figure_key: None,
+            figure_limit: None,
+            figure_unit: None,
         }
     }
 

@@ -420,6 +420,18 @@ pub enum ValueKind {
     Quantity,
 }
 
+impl ValueKind {
+    /// The unit its figures are kept in: `ms` for a duration, `%` for a
+    /// share, none for a number.
+    pub fn unit(self) -> Option<&'static str> {
+        match self {
+            ValueKind::Duration => Some("ms"),
+            ValueKind::Share => Some("%"),
+            ValueKind::Count | ValueKind::Ratio | ValueKind::Quantity => None,
+        }
+    }
+}
+
 impl Metric {
     /// The kind of value the metric is compared with.
     pub fn kind(self) -> ValueKind {

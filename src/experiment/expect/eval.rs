@@ -136,6 +136,8 @@ pub fn evaluate_tallied(expectation: &Expectation, timeline: &Timeline, tally: &
         baseline_runs: Vec::new(),
         seeds_baseline: false,
         inconclusive: None,
+        limit: None,
+        unit: None,
     }
 }
 

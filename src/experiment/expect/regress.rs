@@ -56,7 +56,10 @@ pub(crate) fn judge(
         baseline_runs: Vec::new(),
         seeds_baseline: false,
         inconclusive: None,
+        limit: None,
+        unit: None,
     };
+    verdict.unit = kind.unit();
     let words = comparison(regress.direction, &regress.measure);
     let held = |limit: f64| holds(regress, figure, limit);
     match basis {
@@ -68,6 +71,7 @@ pub(crate) fn judge(
                 made.words
             );
             verdict.passed = held(made.limit);
+            verdict.limit = Some(made.limit);
             verdict.baseline = Some(made.words);
             verdict.baseline_runs = made.runs;
         }

@@ -72,6 +72,14 @@ pub struct Verdict {
     /// `expected` and `seen` still say what the judgement would have been.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub inconclusive: Option<String>,
+    /// The limit a figure was judged against, in the figure's unit: a
+    /// regression sentence's (its baseline and margin), a query
+    /// sentence's bound; the trend page draws it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit: Option<f64>,
+    /// The figure's unit: `ms`, `%`, or none for a count or a number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<&'static str>,
 }
 
 fn as_ms<S: Serializer>(spans: &[(Duration, Duration)], s: S) -> Result<S::Ok, S::Error> {

@@ -106,6 +106,9 @@ pub async fn judge_query(
     let key = rule.figure_key();
     verdict.expected = format!("{key} {}", rule.bound_text());
     verdict.figure_key = Some(key);
+    let (limit, unit) = rule.limit();
+    verdict.limit = Some(limit);
+    verdict.unit = unit;
     verdict
 }
 

@@ -91,6 +91,21 @@ impl QueryRule {
         }
     }
 
+    /// The bound's value in the unit the figure is kept in (the bound's
+    /// own: milliseconds, percent or the number), with that unit.
+    pub fn limit(&self) -> (f64, Option<&'static str>) {
+        let value = match self.bound {
+            Bound::Cmp(_, v) => v,
+            Bound::Within { of, .. } => of,
+        };
+        match value {
+            Value::Percent(p) => (p, Some("%")),
+            Value::Duration(d) => (d.as_secs_f64() * 1000.0, Some("ms")),
+            Value::Count(n) => (n as f64, None),
+            Value::Number(x) => (x, None),
+        }
+    }
+
     /// The bound as the sentence wrote it (`<= 300ms`).
     pub fn bound_text(&self) -> String {
         let value = |v: Value| match v {
