@@ -517,6 +517,16 @@ fn prometheus_stopping_mid_drill_is_said_once_not_per_poll() {
         "{}",
         warned[0]
     );
+    // The report keeps it too: a reader of report.json learns the stop
+    // button was off from then on.
+    let warnings = run.report["warnings"].as_array().expect("warnings");
+    assert!(
+        warnings.iter().any(|w| w.as_str().is_some_and(|w| w
+            .starts_with("halt: Prometheus team stopped answering at ")
+            && w.ends_with("cannot halt the drill until it answers again"))),
+        "{}",
+        run.report
+    );
     // The drill ran to its end; the query sentences then fail, located.
     assert_eq!(run.report["ending"]["kind"], "completed", "{}", run.report);
     assert_eq!(run.exit, Some(1), "{}", run.output);

@@ -132,8 +132,12 @@ pub fn parse(text: &str, experiment: &Experiment) -> Result<PromHalt, String> {
 /// never when there are none. A poll Prometheus does not answer is tried
 /// again at the next interval, and said on the console: one warning line
 /// when a source stops answering, one when it answers again (not one per
-/// poll).
-pub async fn watch(halts: &[PromHalt], start: Instant) -> (String, String) {
+/// poll); each line is kept in `said` too, for the report.
+pub async fn watch(
+    halts: &[PromHalt],
+    start: Instant,
+    said: &std::sync::Mutex<Vec<String>>,
+) -> (String, String) {
     if halts.is_empty() {
         return std::future::pending().await;
     }
@@ -162,22 +166,28 @@ pub async fn watch(halts: &[PromHalt], start: Instant) -> (String, String) {
                 Ok(Some(seen)) => return (h.text.clone(), format!("{seen} at {:.1}s", at())),
                 Ok(None) if was_silent => {
                     silent.retain(|s| *s != h.source.name);
-                    say(&format!(
-                        "Prometheus {} answers again at {:.1}s: `{}` is watched again",
-                        h.source.name,
-                        at(),
-                        h.text
-                    ));
+                    say(
+                        said,
+                        &format!(
+                            "Prometheus {} answers again at {:.1}s: `{}` is watched again",
+                            h.source.name,
+                            at(),
+                            h.text
+                        ),
+                    );
                 }
                 Ok(None) => {}
                 Err(e) if !was_silent => {
                     silent.push(h.source.name.clone());
-                    say(&format!(
-                        "Prometheus {} stopped answering at {:.1}s ({e}): `{}` cannot halt the drill until it answers again",
-                        h.source.name,
-                        at(),
-                        h.text
-                    ));
+                    say(
+                        said,
+                        &format!(
+                            "Prometheus {} stopped answering at {:.1}s ({e}): `{}` cannot halt the drill until it answers again",
+                            h.source.name,
+                            at(),
+                            h.text
+                        ),
+                    );
                 }
                 Err(_) => {}
             }
@@ -186,12 +196,11 @@ pub async fn watch(halts: &[PromHalt], start: Instant) -> (String, String) {
     }
 }
 
-/// A warning line on the console, secrets masked.
-fn say(line: &str) {
-    eprintln!(
-        "warning: {}",
-        crate::schema::vars::mask(&format!("halt: {line}"))
-    );
+/// A warning line on the console, secrets masked, and kept in `said`.
+fn say(said: &std::sync::Mutex<Vec<String>>, line: &str) {
+    let line = crate::schema::vars::mask(&format!("halt: {line}")).into_owned();
+    eprintln!("warning: {line}");
+    said.lock().unwrap_or_else(|e| e.into_inner()).push(line);
 }
 
 /// What was seen when `halt` holds now; `None` when it does not; why

@@ -66,6 +66,13 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
     let mut warnings = warnings(experiment, driven.control.is_some());
     warnings.extend(remotes.iter().flat_map(|r| r.warnings()));
     warnings.extend(stood.swarm.iter().flat_map(|s| s.warnings()));
+    warnings.extend(
+        stood
+            .said
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .drain(..),
+    );
     if stood.under_test.judged_after_the_run() {
         let (reported, unread) = stood.under_test.reported(stood.started_at_unix_ms);
         timeline.reported = reported;

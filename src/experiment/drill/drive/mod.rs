@@ -233,7 +233,7 @@ async fn until_the_end(
         }
     };
     let watch = halt::watch(&loaded.halts, load, start);
-    let alarm = crate::experiment::prometheus::halt::watch(&loaded.prom_halts, start);
+    let alarm = crate::experiment::prometheus::halt::watch(&loaded.prom_halts, start, &stood.said);
     let watched = progress::Watched {
         experiment,
         load,

@@ -240,6 +240,9 @@ pub struct Stood<'a> {
     pub instances: std::collections::BTreeMap<String, Arc<dyn Upstream>>,
     /// Locust, when it drives the load.
     pub swarm: Option<Arc<super::locust::Swarm>>,
+    /// Warnings said on the console while the run went on (a Prometheus
+    /// halt's source that stopped answering), for the report too.
+    pub said: std::sync::Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for Stood<'_> {
@@ -307,6 +310,7 @@ pub async fn stand_up<'a, N: Network>(
         dependencies: sides.dependencies,
         instances: sides.instances,
         swarm,
+        said: std::sync::Mutex::new(Vec::new()),
     })
 }
 
