@@ -165,7 +165,7 @@ fn infer_one(
         let mut arrivals: Vec<Duration> = arrivals().collect();
         arrivals.sort_unstable();
         (arrivals_only(&sends(), &arrivals, &params), ONE_SIDE, None)
-    } else if !requests.iter().any(|r| chance(r)) {
+    } else if !requests.iter().any(chance) {
         // Outside traffic: what the caller got is not seen.
         let calls: Vec<(Duration, Option<Duration>)> =
             evidence.calls.iter().map(|c| (c.at, c.ended)).collect();
