@@ -52,6 +52,7 @@ pub mod json_schema;
 pub mod loops;
 pub mod metrics;
 pub mod net;
+pub mod order;
 pub mod proxy;
 pub mod report;
 pub mod schema;

@@ -120,19 +120,26 @@ impl<T: Serialize + DeserializeOwned + Clone> Spill<T> {
     /// Every item pushed so far, in order (those that could be read back,
     /// see [`Spill::error`]); more may be pushed after.
     pub fn read(&mut self) -> Vec<T> {
-        let mut items = Vec::new();
-        if let Err(err) = self.read_into(&mut items)
+        let mut items = Vec::with_capacity(self.len);
+        self.read_each(|item| items.push(item));
+        items
+    }
+
+    /// Every item pushed so far, in order, handed to `take` one at a time
+    /// (the reader turns them into what it keeps, without a list of them
+    /// beside it); as [`Spill::read`] otherwise.
+    pub fn read_each(&mut self, mut take: impl FnMut(T)) {
+        if let Err(err) = self.read_into(&mut take)
             && self.error.is_none()
         {
             self.error = Some(err);
         }
-        items
     }
 
-    fn read_into(&mut self, items: &mut Vec<T>) -> std::io::Result<()> {
+    fn read_into(&mut self, take: &mut impl FnMut(T)) -> std::io::Result<()> {
         let out = match &mut self.store {
             Store::Memory(kept) => {
-                items.extend_from_slice(kept);
+                kept.iter().cloned().for_each(take);
                 return Ok(());
             }
             Store::File(out) => out,
@@ -140,11 +147,10 @@ impl<T: Serialize + DeserializeOwned + Clone> Spill<T> {
         out.flush()?;
         let file = out.get_mut();
         file.seek(SeekFrom::Start(0))?;
-        items.reserve(self.len);
         let mut reader = BufReader::with_capacity(BUFFER, &*file);
         let mut line = String::new();
         while reader.read_line(&mut line)? > 0 {
-            items.push(serde_json::from_str(&line)?);
+            take(serde_json::from_str(&line)?);
             line.clear();
         }
         drop(reader);

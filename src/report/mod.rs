@@ -234,13 +234,15 @@ impl CorrelationReport {
     fn of(
         hits: &[crate::experiment::timeline::TargetHit],
         path: Option<&crate::fault::HttpMatch>,
-        sent: &std::collections::BTreeSet<u64>,
+        sent: &crate::order::SortedIds,
     ) -> Self {
         let mine = hits.iter().filter(|h| {
             path.is_none_or(|m| m.matches(&http::Method::GET, &h.path, &http::HeaderMap::new()))
         });
         let (paired, of) = mine.fold((0, 0), |(p, n), h| {
-            let known = h.request_id.is_some_and(|id| sent.contains(&id));
+            let known = h
+                .request_id
+                .is_some_and(|id| crate::order::IdSet::holds(sent, id));
             (p + u64::from(known), n + 1)
         });
         let by = match paired {
@@ -321,7 +323,7 @@ impl RunReport {
         fold: html::picture::Fold,
     ) -> RunReport {
         let t = &result.timeline;
-        let sent: std::collections::BTreeSet<u64> = t.requests.iter().map(|r| r.id).collect();
+        let sent: crate::order::SortedIds = t.requests.iter().map(|r| r.id).collect();
         let breakers = t
             .breakers
             .iter()

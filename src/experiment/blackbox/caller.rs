@@ -199,7 +199,8 @@ pub fn infer_from_caller(
     for (j, short) in shorts.iter().enumerate() {
         events.push((short.answered, Event::Short(j)));
     }
-    events.sort();
+    // Every event is distinct (an index per kind): no order to keep.
+    events.sort_unstable();
     let mut walk = CallerWalk {
         calls,
         shorts,

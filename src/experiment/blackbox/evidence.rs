@@ -15,12 +15,11 @@
 //! answered its caller, if that came before the service closed the call's
 //! connection (a library that times out and closes its socket later).
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use super::caller::{Call, ShortCircuit};
 use crate::clock::Duration;
 use crate::defense::breaker::{Classifier, Outcome};
 use crate::experiment::timeline::RequestRecord;
+use crate::order::{ById, IdSet, SortedIds, sort_by_key_lean};
 use crate::proxy::record::Record;
 
 /// How caller requests and dependency calls were paired.
@@ -70,19 +69,20 @@ pub use crate::experiment::timeline::Quality;
 pub fn gather(
     records: &[&Record],
     requests: &[&RequestRecord],
-    sent: &BTreeSet<u64>,
+    sent: &impl IdSet,
     duration: Duration,
 ) -> Evidence {
     let mut calls: Vec<Call> = records.iter().map(|r| call(r, duration)).collect();
-    calls.sort_by_key(|c| c.at);
+    sort_by_key_lean(&mut calls, |c| c.at, Ord::cmp);
     // Only an id of one of the drill's requests pairs.
-    let sent_at: BTreeMap<u64, Duration> = requests.iter().map(|r| (r.id, r.sent)).collect();
+    let sent_at: ById<Duration> = requests.iter().map(|r| (r.id, r.sent)).collect();
     for c in &mut calls {
-        c.request_id = c.request_id.filter(|id| sent.contains(id));
-        c.sent = c.request_id.and_then(|id| sent_at.get(&id).copied());
+        c.request_id = c.request_id.filter(|id| sent.holds(*id));
+        c.sent = c.request_id.and_then(|id| sent_at.get(id).copied());
     }
+    drop(sent_at);
     let by_id = calls.iter().any(|c| c.request_id.is_some());
-    let reached: BTreeSet<u64> = calls.iter().filter_map(|c| c.request_id).collect();
+    let reached: SortedIds = calls.iter().filter_map(|c| c.request_id).collect();
     let answered = |r: &RequestRecord| Some(r.sent + r.latency?).filter(|at| *at <= duration);
     given_up_when_answered(&mut calls, requests, by_id, answered);
     let mut shorts: Vec<ShortCircuit> = requests
@@ -90,7 +90,7 @@ pub fn gather(
         .filter_map(|r| Some((r, answered(r)?)))
         .filter(|&(r, answered)| {
             if by_id {
-                !reached.contains(&r.id)
+                !reached.holds(r.id)
             } else {
                 none_between(&calls, r.sent, answered)
             }
@@ -100,13 +100,13 @@ pub fn gather(
             answered,
         })
         .collect();
-    shorts.sort_by_key(|s| s.answered);
+    sort_by_key_lean(&mut shorts, |s| s.answered, Ord::cmp);
     let count = |n: usize| n as u64;
     let quality = Quality {
         calls: count(calls.len()),
         paired: count(calls.iter().filter(|c| c.request_id.is_some()).count()),
         requests: count(requests.len()),
-        requests_reached: count(requests.iter().filter(|r| reached.contains(&r.id)).count()),
+        requests_reached: count(requests.iter().filter(|r| reached.holds(r.id)).count()),
         cut_off: count(requests.iter().filter(|r| answered(r).is_none()).count()),
         outstanding: count(calls.iter().filter(|c| c.ended.is_none()).count()),
         ids_expected: by_id,
@@ -136,19 +136,22 @@ fn given_up_when_answered(
     by_id: bool,
     answered: impl Fn(&RequestRecord) -> Option<Duration>,
 ) {
-    let by_id_answers: BTreeMap<u64, Duration> = requests
+    // Only the pairing in use is built.
+    let by_id_answers: ById<Duration> = requests
         .iter()
+        .filter(|_| by_id)
         .filter_map(|r| Some((r.id, answered(r)?)))
         .collect();
     let mut by_send: Vec<(Duration, Duration)> = requests
         .iter()
+        .filter(|_| !by_id)
         .filter_map(|r| Some((r.sent, answered(r)?)))
         .collect();
-    by_send.sort();
+    by_send.sort_unstable();
     for c in calls.iter_mut().filter(|c| c.failed && c.let_go) {
         let Some(ended) = c.ended else { continue };
         let answer = if by_id {
-            c.request_id.and_then(|id| by_id_answers.get(&id).copied())
+            c.request_id.and_then(|id| by_id_answers.get(id).copied())
         } else {
             let before = by_send.partition_point(|(sent, _)| *sent <= c.at);
             by_send[..before]
@@ -198,6 +201,7 @@ fn none_between(calls: &[Call], from: Duration, to: Duration) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeSet;
 
     fn record(at_ms: f64, status: Option<u16>, took_ms: f64, id: Option<u64>) -> Record {
         Record {

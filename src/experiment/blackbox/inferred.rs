@@ -5,6 +5,7 @@
 //! outside traffic only the arrivals ([`super::infer`]).
 
 use super::caller::{CallerParams, DEFAULT_MIN_SHORT_CIRCUITS, infer_from_caller};
+use crate::order::SortedIds;
 use std::collections::BTreeSet;
 
 use super::evidence::{ONE_SIDE, Quality, gather};
@@ -45,7 +46,7 @@ pub fn breakers(
 ) -> (Vec<Transition>, Vec<BreakerInfo>) {
     let mut transitions = Vec::new();
     let mut infos = Vec::new();
-    let sent: BTreeSet<u64> = requests.iter().map(|r| r.id).collect();
+    let sent: SortedIds = requests.iter().map(|r| r.id).collect();
     for (name, breaker) in &system.breakers {
         let (inferred, confidence, mut quality) =
             infer_one(breaker, load, requests, &sent, dependencies, duration);
@@ -94,7 +95,7 @@ fn infer_one(
     breaker: &InferredBreaker,
     load: &[LoadRoute],
     requests: &[RequestRecord],
-    sent: &BTreeSet<u64>,
+    sent: &SortedIds,
     dependencies: &[Seen<'_>],
     duration: Duration,
 ) -> (Vec<InferredTransition>, &'static str, Option<Quality>) {
@@ -113,12 +114,17 @@ fn infer_one(
     let chance = |r: &RequestRecord| {
         uses(&r.route) && reached.as_ref().is_none_or(|ids| ids.contains(&r.id))
     };
-    let mut sends: Vec<Duration> = requests
-        .iter()
-        .filter(|r| chance(r))
-        .map(|r| r.sent)
-        .collect();
-    sends.sort();
+    // The sends and the arrivals as lists of times only where they are
+    // read (not beside the calls of the walk from both sides).
+    let sends = || {
+        let mut sends: Vec<Duration> = requests
+            .iter()
+            .filter(|r| chance(r))
+            .map(|r| r.sent)
+            .collect();
+        sends.sort_unstable();
+        sends
+    };
     let on_path = |path: &str| {
         breaker
             .path
@@ -129,19 +135,18 @@ fn infer_one(
         .iter()
         .filter(|d| d.name == breaker.dependency)
         .collect();
-    let mut arrivals: Vec<Duration> = seen
-        .iter()
-        .flat_map(|d| d.arrivals)
-        .filter(|a| on_path(&a.path))
-        .map(|a| a.at)
-        .filter(|at| *at <= duration)
-        .collect();
-    arrivals.sort();
+    let arrivals = || {
+        seen.iter()
+            .flat_map(|d| d.arrivals)
+            .filter(|a| on_path(&a.path))
+            .map(|a| a.at)
+            .filter(|at| *at <= duration)
+    };
     let rate: f64 = load.iter().filter(|l| uses(&l.name)).map(|l| l.rate).sum();
     let mut params = InferParams::for_rate(if rate > 0.0 {
         rate
     } else {
-        observed_rate(&arrivals, duration)
+        observed_rate(arrivals().count(), duration)
     });
     if let Some(gap) = breaker.gap {
         params.gap = gap;
@@ -154,13 +159,17 @@ fn infer_one(
         .collect();
     let routes: Vec<&RequestRecord> = requests.iter().filter(|r| chance(r)).collect();
     let evidence = gather(&records, &routes, sent, duration);
-    if records.is_empty() {
-        (arrivals_only(&sends, &arrivals, &params), ONE_SIDE, None)
-    } else if sends.is_empty() {
+    let no_records = records.is_empty();
+    drop((records, routes));
+    if no_records {
+        let mut arrivals: Vec<Duration> = arrivals().collect();
+        arrivals.sort_unstable();
+        (arrivals_only(&sends(), &arrivals, &params), ONE_SIDE, None)
+    } else if !requests.iter().any(chance) {
         // Outside traffic: what the caller got is not seen.
         let calls: Vec<(Duration, Option<Duration>)> =
             evidence.calls.iter().map(|c| (c.at, c.ended)).collect();
-        (infer_calls(&sends, &calls, &params), ONE_SIDE, None)
+        (infer_calls(&[], &calls, &params), ONE_SIDE, None)
     } else {
         let caller = CallerParams {
             wait_in_open: breaker.wait_in_open,
@@ -211,7 +220,7 @@ fn arrivals_only(
 const OPENED_AFTER_ARRIVAL: Duration = Duration::from_millis(1);
 
 /// Arrivals per second over the run, for external load (no rate known).
-fn observed_rate(arrivals: &[Duration], duration: Duration) -> f64 {
+fn observed_rate(arrivals: usize, duration: Duration) -> f64 {
     let seconds = duration.as_secs_f64().max(1.0);
-    (arrivals.len() as f64 / seconds).max(1.0)
+    (arrivals as f64 / seconds).max(1.0)
 }

@@ -80,8 +80,14 @@ pub fn timeline(
         transitions.extend(inferred);
         transitions.sort_by_key(|t| t.at);
         breakers.extend(infos);
-        dependency_requests = records.into_iter().flatten().collect();
-        dependency_requests.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
+        // Into the first dependency's list (no second copy of them all),
+        // sorted with a key per record beside them, not a record.
+        let mut records = records.into_iter();
+        dependency_requests = records.next().unwrap_or_default();
+        for more in records {
+            dependency_requests.extend(more);
+        }
+        crate::order::sort_by_key_lean(&mut dependency_requests, |r| r.at_ms, f64::total_cmp);
     }
     // The dependency is the fault proxy and the target behind it: a call
     // answered by a fault in the target's place reached it too. The
@@ -99,7 +105,7 @@ pub fn timeline(
             })
         })
         .collect();
-    target_hits.sort_by_key(|h| h.at);
+    crate::order::sort_by_key_lean(&mut target_hits, |h| h.at, Ord::cmp);
     Timeline {
         duration,
         requests,

@@ -199,7 +199,7 @@ impl Stream {
         let mut inner = self.lock();
         self.arrivals(&mut inner);
         let plans = self.plans.get().map_or(0, Vec::len);
-        per_plan(plans, inner.kept_arrivals.as_mut().map(Spill::read))
+        per_plan(plans, inner.kept_arrivals.as_mut())
     }
 
     /// The control endpoint, whose manual faults' windows the windows read.
@@ -376,8 +376,16 @@ impl Stream {
         if let Some(e) = inner.sink_error.take() {
             return Err(e);
         }
-        let requests = inner.kept_requests.as_mut().map(Spill::read);
-        let arrivals = inner.kept_arrivals.as_mut().map(Spill::read);
+        // Read back one by one into the lists kept (no second list).
+        let mut requests = Vec::new();
+        if let Some(kept) = &mut inner.kept_requests {
+            requests.reserve_exact(kept.len());
+            kept.read_each(|k| requests.push(RequestRecord::from(k)));
+        }
+        let arrivals = per_plan(
+            self.plans.get().map_or(0, Vec::len),
+            inner.kept_arrivals.as_mut(),
+        );
         let spill_error = (inner.kept_requests.as_ref().and_then(Spill::error))
             .or_else(|| inner.kept_arrivals.as_ref().and_then(Spill::error));
         if let Some(e) = spill_error {
@@ -393,23 +401,21 @@ impl Stream {
             routes,
             target_hits: inner.target_hits,
             instance_hits: std::mem::take(&mut inner.instance_hits),
-            requests: requests
-                .unwrap_or_default()
-                .into_iter()
-                .map(RequestRecord::from)
-                .collect(),
-            arrivals: per_plan(self.plans.get().map_or(0, Vec::len), arrivals),
+            requests,
+            arrivals,
         })
     }
 }
 
 /// Arrivals tagged with their plan's index, split per plan (in order).
-fn per_plan(plans: usize, tagged: Option<Vec<(usize, Arrival)>>) -> Vec<Vec<Arrival>> {
+fn per_plan(plans: usize, tagged: Option<&mut Spill<(usize, Arrival)>>) -> Vec<Vec<Arrival>> {
     let mut out = vec![Vec::new(); plans];
-    for (i, a) in tagged.unwrap_or_default() {
-        if let Some(plan) = out.get_mut(i) {
-            plan.push(a);
-        }
+    if let Some(tagged) = tagged {
+        tagged.read_each(|(i, a)| {
+            if let Some(plan) = out.get_mut(i) {
+                plan.push(a);
+            }
+        });
     }
     out
 }
