@@ -17,7 +17,7 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use cli_support::{Killed, firedrill, spawn_until_ready};
+use cli_support::{Killed, firedrill, open_descriptors, spawn_until_ready, wait_for};
 
 /// How long any one awaited event may take before the test fails.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -98,25 +98,6 @@ fn defense_config() -> (tempfile::TempDir, String) {
     (dir, config)
 }
 
-/// Open descriptors of process `pid`.
-fn open_descriptors(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .count()
-}
-
-/// Polls `done` every 20 ms until it holds; fails after [`PATIENCE`].
-fn wait_for(mut done: impl FnMut() -> bool, what: &str) {
-    let poll = Duration::from_millis(20);
-    for _ in 0..PATIENCE.as_millis() / poll.as_millis() {
-        if done() {
-            return;
-        }
-        std::thread::sleep(poll);
-    }
-    panic!("never saw {what} within {PATIENCE:?}");
-}
-
 /// The answer to `request` on a new connection to `addr`, read until the
 /// server closes (or `timeout`).
 fn ask(addr: &str, request: &str, timeout: Duration) -> String {
@@ -144,6 +125,7 @@ fn open_held(addr: &str, pid: u32, n: usize, bytes: &str) -> Vec<TcpStream> {
     wait_for(
         || open_descriptors(pid) >= before + n - n / 50,
         &format!("{n} connections accepted"),
+        PATIENCE,
     );
     held
 }

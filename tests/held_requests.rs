@@ -16,7 +16,7 @@ use std::process::{Child, Command};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use cli_support::{firedrill, spawn_until_ready};
+use cli_support::{firedrill, open_descriptors, spawn_until_ready, wait_for};
 
 /// How long any one awaited event may take before the test fails.
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -253,11 +253,13 @@ fn blackholed_requests_whose_clients_hang_up_are_released_and_recorded() {
     wait_for(
         || open_descriptors(pid) >= before + 20,
         "20 blackholed requests held",
+        PATIENCE,
     );
     drop(clients);
     wait_for(
         || open_descriptors(pid) <= before,
         "the descriptors of 20 abandoned blackholed requests closed",
+        PATIENCE,
     );
     // Each is recorded when released (the record is flushed every second).
     wait_for(
@@ -267,24 +269,6 @@ fn blackholed_requests_whose_clients_hang_up_are_released_and_recorded() {
                 .unwrap_or(false)
         },
         "20 blackholed requests recorded",
+        PATIENCE,
     );
-}
-
-/// Open descriptors of process `pid`.
-fn open_descriptors(pid: u32) -> usize {
-    std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .unwrap()
-        .count()
-}
-
-/// Polls `done` every 20 ms until it holds; fails after [`PATIENCE`].
-fn wait_for(mut done: impl FnMut() -> bool, what: &str) {
-    let poll = Duration::from_millis(20);
-    for _ in 0..PATIENCE.as_millis() / poll.as_millis() {
-        if done() {
-            return;
-        }
-        std::thread::sleep(poll);
-    }
-    panic!("never saw {what} within {PATIENCE:?}");
 }

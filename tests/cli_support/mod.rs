@@ -80,3 +80,25 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// Open descriptors of process `pid`.
+pub fn open_descriptors(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .count()
+}
+
+/// Polls `done` every 20 ms until it holds; fails after `patience`. For
+/// tests that drive real processes in real time (a generous overall limit,
+/// never a timing threshold).
+#[allow(clippy::disallowed_methods)]
+pub fn wait_for(mut done: impl FnMut() -> bool, what: &str, patience: std::time::Duration) {
+    let poll = std::time::Duration::from_millis(20);
+    for _ in 0..patience.as_millis() / poll.as_millis() {
+        if done() {
+            return;
+        }
+        std::thread::sleep(poll);
+    }
+    panic!("never saw {what} within {patience:?}");
+}
