@@ -22,24 +22,20 @@ pub(super) fn translate(root: &Value) -> Option<(Value, Origins)> {
         return None;
     }
     let mut origins = Origins::new();
-    let (translated, clusters_at) = if listed {
-        let at = vec![Segment::Key("clusters".to_string())];
-        let list = snake(root, &[], &at, &mut origins);
+    let key = |k: &str| Segment::Key(k.to_string());
+    let (mut translated, at) = if listed {
+        let at = vec![key("clusters")];
         let mut top = Mapping::new();
-        top.insert(Value::from("clusters"), list);
-        (Value::Mapping(top), Some(at))
+        top.insert(Value::from("clusters"), snake(root, &[], &at, &mut origins));
+        (Value::Mapping(top), at)
     } else {
-        (snake(root, &[], &[], &mut origins), None)
+        let translated = snake(root, &[], &[], &mut origins);
+        let at = match translated.get("static_resources") {
+            Some(_) => vec![key("static_resources"), key("clusters")],
+            None => vec![key("clusters")],
+        };
+        (translated, at)
     };
-    let mut translated = translated;
-    let at = clusters_at.unwrap_or_else(|| {
-        let mut at = Vec::new();
-        if translated.get("static_resources").is_some() {
-            at.push(Segment::Key("static_resources".to_string()));
-        }
-        at.push(Segment::Key("clusters".to_string()));
-        at
-    });
     mesh_endpoints(&mut translated, &at, &mut origins);
     Some((translated, origins))
 }
@@ -218,6 +214,23 @@ mod tests {
         assert_eq!(mesh_service("inbound|8080||"), None);
         assert_eq!(mesh_service("BlackHoleCluster"), None);
         assert_eq!(mesh_service("outbound|port||h"), None);
+    }
+
+    #[test]
+    fn a_dumped_bootstrap_keeps_its_static_resources_and_gets_its_mesh_servers() {
+        let root: Value = serde_yaml_ng::from_str(
+            "staticResources:\n  clusters:\n  - name: outbound|9080||reviews.default.svc.cluster.local\n    type: EDS\n",
+        )
+        .unwrap();
+        let (t, _) = translate(&root).unwrap();
+        let c = &t["static_resources"]["clusters"][0];
+        let socket = &c["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]
+            ["socket_address"];
+        assert_eq!(
+            socket["address"],
+            Value::from("reviews.default.svc.cluster.local")
+        );
+        assert_eq!(socket["port_value"], Value::from(9080));
     }
 
     #[test]
