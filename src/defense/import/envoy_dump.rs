@@ -188,6 +188,13 @@ fn mesh_endpoints(root: &mut Value, at: &[Segment], origins: &mut Origins) {
 mod tests {
     use super::*;
 
+    /// The one server a translated cluster got: its address and port.
+    fn server(cluster: &Value) -> (&Value, &Value) {
+        let socket = &cluster["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]
+            ["socket_address"];
+        (&socket["address"], &socket["port_value"])
+    }
+
     #[test]
     fn protobuf_json_names_become_the_readers_names() {
         assert_eq!(snake_key("lbPolicy"), "lb_policy");
@@ -223,14 +230,9 @@ mod tests {
         )
         .unwrap();
         let (t, _) = translate(&root).unwrap();
-        let c = &t["static_resources"]["clusters"][0];
-        let socket = &c["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]
-            ["socket_address"];
-        assert_eq!(
-            socket["address"],
-            Value::from("reviews.default.svc.cluster.local")
-        );
-        assert_eq!(socket["port_value"], Value::from(9080));
+        let (address, port) = server(&t["static_resources"]["clusters"][0]);
+        assert_eq!(*address, Value::from("reviews.default.svc.cluster.local"));
+        assert_eq!(*port, Value::from(9080));
     }
 
     #[test]
@@ -250,13 +252,9 @@ mod tests {
         let c = &t["clusters"][0];
         assert_eq!(c["lb_policy"], Value::from("LEAST_REQUEST"));
         assert!(c.get("eds_cluster_config").is_none());
-        let socket = &c["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]
-            ["socket_address"];
-        assert_eq!(
-            socket["address"],
-            Value::from("httpbin.default.svc.cluster.local")
-        );
-        assert_eq!(socket["port_value"], Value::from(8000));
+        let (address, port) = server(c);
+        assert_eq!(*address, Value::from("httpbin.default.svc.cluster.local"));
+        assert_eq!(*port, Value::from(8000));
         let key = |k: &str| Segment::Key(k.to_string());
         let assignment = vec![key("clusters"), Segment::Index(0), key("load_assignment")];
         let from = origins
