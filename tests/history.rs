@@ -304,7 +304,7 @@ fn a_history_of_a_newer_schema_is_refused_with_exit_3_and_left_as_it_was() {
     drop(db);
     refused(
         &file,
-        "written by a newer firedrill (history schema 99; this build knows up to 3)",
+        "written by a newer firedrill (history schema 99; this build knows up to 4)",
     );
 }
 
@@ -559,4 +559,69 @@ fn run_and_history_help_name_firedrill_history_but_never_print_the_url_it_holds(
         assert!(help.contains("FIREDRILL_HISTORY"), "{sub}: {help}");
         assert!(!help.contains("s3cret"), "{sub}: {help}");
     }
+}
+
+#[test]
+fn a_schema_3_history_brings_its_query_figures_to_prometheus_scale_and_leaves_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("history.db");
+    let history = file.to_str().unwrap();
+    assert_eq!(drill(history, 1, false).status.code(), Some(0));
+    // What schema 3 kept of two bounded query sentences: a p99 in the
+    // bound's milliseconds and a success ratio in its percent.
+    let db = rusqlite::Connection::open(&file).unwrap();
+    db.execute_batch(
+        "INSERT INTO firedrill_figures (run_id, name, value) VALUES
+            (1, 'query p99 max during slow', 287.5),
+            (1, 'query ok min during slow', 99.5);
+         INSERT INTO firedrill_expectations (run_id, position, sentence, passed, expected, seen,
+            figure, state, figure_key, figure_limit, figure_unit) VALUES
+            (1, 100, 'query p99 max during slow <= 300ms', 1, '', '', 287.5, 'held',
+             'query p99 max during slow', 300, 'ms'),
+            (1, 101, 'query ok min during slow >= 99%', 1, '', '', 99.5, 'held',
+             'query ok min during slow', 99, '%');
+         UPDATE firedrill_history SET version = 3;",
+    )
+    .unwrap();
+    let before: f64 = db
+        .query_row(
+            "SELECT value FROM firedrill_figures WHERE name = 'breaker inventory opens'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    drop(db);
+    let runs = trend(history);
+    assert_eq!(runs.len(), 1);
+    let db = rusqlite::Connection::open(&file).unwrap();
+    let figure = |name: &str| -> f64 {
+        db.query_row(
+            "SELECT value FROM firedrill_figures WHERE name = ?1",
+            [name],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    assert_eq!(figure("query p99 max during slow"), 0.2875);
+    assert_eq!(figure("query ok min during slow"), 0.995);
+    assert_eq!(
+        figure("breaker inventory opens"),
+        before,
+        "a breaker's time stays in ms"
+    );
+    let kept = |position: i64| -> (f64, f64, Option<String>) {
+        db.query_row(
+            "SELECT figure, figure_limit, figure_unit FROM firedrill_expectations \
+             WHERE run_id = 1 AND position = ?1",
+            [position],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap()
+    };
+    assert_eq!(kept(100), (0.2875, 0.3, Some("s".to_string())));
+    assert_eq!(kept(101), (0.995, 0.99, None));
+    let version: i64 = db
+        .query_row("SELECT version FROM firedrill_history", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 4);
 }

@@ -64,6 +64,19 @@ fn drill(
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE))
         .unwrap()
         .replace(P99, promql);
+    drill_text(dir, &text, service, inventory, prometheus_port, env)
+}
+
+/// Runs the experiment `text` (written in `dir`) as [`drill`] runs the
+/// example.
+fn drill_text(
+    dir: &Path,
+    text: &str,
+    service: u16,
+    inventory: u16,
+    prometheus_port: u16,
+    env: &[(&str, &str)],
+) -> Drill {
     let file = dir.join("checkout.yaml");
     std::fs::write(&file, text).unwrap();
     let reports = dir.join("report");
@@ -104,9 +117,10 @@ fn the_example_passes_against_checkout_as_written_judged_by_a_real_prometheus() 
     for sentence in [DURING, BEFORE] {
         let v = run.verdict(sentence);
         assert_eq!(v["passed"], true, "{v}");
-        // The figure is Prometheus's, in the bound's unit (milliseconds).
+        // The figure is Prometheus's, on its own scale (seconds).
         let figure = v["figure"].as_f64().expect("a figure");
-        assert!(figure > 0.0 && figure <= 300.0, "{v}");
+        assert!(figure > 0.0 && figure <= 0.3, "{v}");
+        assert_eq!(v["unit"], "s", "{v}");
         assert!(v["seen"].as_str().unwrap().contains("step(s) of 1s"), "{v}");
     }
     // junit.xml shows Prometheus's figure of each query that held.
@@ -220,7 +234,99 @@ fn the_page_draws_the_query_under_the_bands_and_the_history_trends_its_figure() 
         })
         .unwrap_or_else(|| panic!("no trend row for the query's figure:\n{table}"));
     let shown: f64 = line.split_whitespace().last().unwrap().parse().unwrap();
-    assert!((shown - figure).abs() < 1.0, "{line} against {figure}");
+    assert!((shown - figure).abs() < 0.001, "{line} against {figure}");
+}
+
+/// A regression sentence on the example's p99 during the fault.
+const REGRESSION: &str = "query checkout_p99 max during inventory-slow no more than the max of the last 2 passing runs + 50%";
+
+#[test]
+fn a_query_regression_seeds_holds_against_checkout_as_written_and_fails_one_that_waits() {
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("history.db");
+    let history = history.to_str().unwrap();
+    let inventory = free_port();
+    // Two services scraped by one Prometheus, the idle one adding nothing
+    // to the p99's summed rates: checkout as written, and one that waits
+    // for its slow dependency.
+    let good = checkout(inventory, 100);
+    let slow = checkout(inventory, 2000);
+    let prometheus = Prometheus::start(&[good.port, slow.port], None);
+    // The bounded sentence on the same figure loosened, so the regression
+    // sentence alone fails the slow run; both keep one figure.
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(EXAMPLE))
+        .unwrap()
+        .replace(DURING, "query checkout_p99 max during inventory-slow <= 5s")
+        .replace("expect:\n", &format!("expect:\n  - {REGRESSION}\n"));
+    let run = |service: u16| {
+        let out = dir.path().join(format!("run-{service}"));
+        std::fs::create_dir_all(&out).unwrap();
+        drill_text(
+            &out,
+            &text,
+            service,
+            inventory,
+            prometheus.port,
+            &[("FIREDRILL_HISTORY", history)],
+        )
+    };
+    let mut figures = Vec::new();
+    for i in 0..3 {
+        let r = run(good.port);
+        assert_eq!(r.exit, Some(0), "run {}: {}", i + 1, r.output);
+        let v = r.verdict(REGRESSION);
+        // The first two seed the baseline; the third is judged and holds.
+        let seeds = i < 2;
+        assert_eq!(v["seeds_baseline"] == true, seeds, "run {}: {v}", i + 1);
+        assert_eq!(v["passed"] == true, !seeds, "run {}: {v}", i + 1);
+        // On Prometheus's scale: seconds; every call given up after 100 ms.
+        let figure = v["figure"].as_f64().expect("a figure");
+        assert!((0.1..0.2).contains(&figure), "run {}: {v}", i + 1);
+        figures.push(figure);
+    }
+    let broken = run(slow.port);
+    assert_eq!(broken.exit, Some(1), "{}", broken.output);
+    let v = broken.verdict(REGRESSION);
+    assert_eq!(v["passed"], false, "{v}");
+    assert!(v.get("not_judged").is_none(), "judged: {v}");
+    let limit = v["limit"].as_f64().expect("the limit judged against");
+    let expected = figures[1].max(figures[2]) * 1.5;
+    assert!(
+        (limit - expected).abs() < 1e-9,
+        "{limit} against {expected}: {v}"
+    );
+    assert!(v["figure"].as_f64().unwrap() > limit, "{v}");
+    assert_eq!(v["baseline_runs"], serde_json::json!([2, 3]), "{v}");
+    // Only the regression sentence failed it.
+    let failed: Vec<&str> = broken.report["verdicts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["passed"] == false)
+        .map(|v| v["expectation"].as_str().unwrap())
+        .collect();
+    assert_eq!(failed, [REGRESSION], "{}", broken.output);
+    // The history trends the figure the two sentences share.
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .args(["history", "--history", history, "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let kept: Vec<f64> = runs
+        .iter()
+        .map(|r| {
+            r["figures"]["query checkout_p99 max during inventory-slow"]
+                .as_f64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(kept[..3], figures[..], "{kept:?}");
+    assert!(kept[3] > limit, "{kept:?}");
 }
 
 #[test]
@@ -229,7 +335,7 @@ fn a_checkout_that_waits_for_its_slow_dependency_fails_the_p99_sentence() {
     assert_eq!(run.exit, Some(1), "{}", run.output);
     let v = run.verdict(DURING);
     assert_eq!(v["passed"], false, "{v}");
-    assert!(v["figure"].as_f64().unwrap() > 300.0, "{v}");
+    assert!(v["figure"].as_f64().unwrap() > 0.3, "{v}");
     // Before the fault it was as fast as ever.
     assert_eq!(run.verdict(BEFORE)["passed"], true, "{}", run.output);
 }

@@ -83,10 +83,30 @@ ALTER TABLE firedrill_expectations ADD COLUMN figure_limit DOUBLE PRECISION;
 ALTER TABLE firedrill_expectations ADD COLUMN figure_unit TEXT;
 ",
     },
+    // A query's figure is kept on Prometheus's scale (seconds, ratios), so
+    // a regression sentence on a query and a bounded sentence on the same
+    // query keep one figure. Schema 3 kept a bounded sentence's in its
+    // bound's unit (`ms`, `%`): brought to Prometheus's scale. A query
+    // figure recorded before schema 3 has no unit kept and stays as it is.
+    Migration {
+        version: 4,
+        sql: "
+UPDATE firedrill_figures SET value = value / 1000 WHERE name LIKE 'query %' AND EXISTS (
+    SELECT 1 FROM firedrill_expectations e WHERE e.run_id = firedrill_figures.run_id
+    AND e.figure_key = firedrill_figures.name AND e.figure_unit = 'ms');
+UPDATE firedrill_figures SET value = value / 100 WHERE name LIKE 'query %' AND EXISTS (
+    SELECT 1 FROM firedrill_expectations e WHERE e.run_id = firedrill_figures.run_id
+    AND e.figure_key = firedrill_figures.name AND e.figure_unit = '%');
+UPDATE firedrill_expectations SET figure = figure / 1000, figure_limit = figure_limit / 1000,
+    figure_unit = 's' WHERE figure_key LIKE 'query %' AND figure_unit = 'ms';
+UPDATE firedrill_expectations SET figure = figure / 100, figure_limit = figure_limit / 100,
+    figure_unit = NULL WHERE figure_key LIKE 'query %' AND figure_unit = '%';
+",
+    },
 ];
 
 /// The schema version this build writes and reads.
-pub(crate) const LATEST: i64 = 3;
+pub(crate) const LATEST: i64 = 4;
 
 /// The tables a history has; one of them without the version table is
 /// not firedrill's.

@@ -11,7 +11,7 @@ use crate::fault::matcher::HttpMatch;
 mod query;
 mod regress;
 
-pub use query::{Aggregate, QueryRule, QueryWindow};
+pub use query::{Aggregate, QueryMeasure, QueryRule, QueryWindow};
 pub use regress::{Baseline, Direction, Margin, Measure, PastRun, Regress, Stat};
 
 /// One expectation: the sentence as written and what it means.
@@ -164,7 +164,19 @@ impl Rule {
         let window = match self {
             Rule::Count { window, .. } | Rule::Stays { window, .. } => Some(window),
             Rule::Query(QueryRule {
-                window: QueryWindow::Drill(window),
+                measure:
+                    QueryMeasure {
+                        window: QueryWindow::Drill(window),
+                        ..
+                    },
+                ..
+            })
+            | Rule::Regress(Regress {
+                measure:
+                    Measure::Query(QueryMeasure {
+                        window: QueryWindow::Drill(window),
+                        ..
+                    }),
                 ..
             }) => Some(window),
             _ => self.counted_window(),

@@ -117,26 +117,7 @@ pub fn check(expectation: &Expectation, names: &Names) -> Result<(), String> {
                 refs.push(("instance", i, &names.instances));
             }
         }
-        Rule::Pool(rule) => {
-            let (server, w, anchor) = match rule {
-                PoolRule::Health { server, anchor, .. } => (Some(server), None, Some(anchor)),
-                PoolRule::NeverEjected { server, window }
-                | PoolRule::Share { server, window, .. } => (Some(server), Some(window), None),
-                PoolRule::Backup { pool, window, .. } => {
-                    refs.push(("pool", pool, &names.pools));
-                    (None, Some(window), None)
-                }
-            };
-            if let Some(server) = server {
-                refs.extend(server_refs(server, names));
-            }
-            if let Some(w) = w {
-                refs.extend(window(w));
-            }
-            if let Some(Anchor::FaultStart(f) | Anchor::FaultEnd(f)) = anchor {
-                refs.push(("fault", f, &names.faults));
-            }
-        }
+        Rule::Pool(rule) => refs.extend(pool_refs(rule, names)),
         Rule::Route {
             route, window: w, ..
         }
@@ -149,10 +130,14 @@ pub fn check(expectation: &Expectation, names: &Names) -> Result<(), String> {
             refs.push(("route", route, &names.routes));
             refs.extend(window(w));
         }
-        Rule::Query(q) => {
+        Rule::Query(super::ast::QueryRule { measure: q, .. })
+        | Rule::Regress(Regress {
+            measure: Measure::Query(q),
+            ..
+        }) => {
             refs.push(("query", &q.query, &names.queries));
             if let super::query::QueryWindow::Drill(w) = &q.window {
-                refs.extend(window(w));
+                refs.extend(window_name(w, names));
             }
         }
         Rule::Regress(Regress {
@@ -178,6 +163,31 @@ pub fn check(expectation: &Expectation, names: &Names) -> Result<(), String> {
     } else {
         Err(problems.join("; "))
     }
+}
+
+/// The names a pool sentence refers to.
+fn pool_refs<'a>(rule: &'a PoolRule, names: &'a Names) -> Vec<Reference<'a>> {
+    let mut refs = Vec::new();
+    let (server, w, anchor) = match rule {
+        PoolRule::Health { server, anchor, .. } => (Some(server), None, Some(anchor)),
+        PoolRule::NeverEjected { server, window } | PoolRule::Share { server, window, .. } => {
+            (Some(server), Some(window), None)
+        }
+        PoolRule::Backup { pool, window, .. } => {
+            refs.push(("pool", pool, &names.pools));
+            (None, Some(window), None)
+        }
+    };
+    if let Some(server) = server {
+        refs.extend(server_refs(server, names));
+    }
+    if let Some(w) = w {
+        refs.extend(window_name(w, names));
+    }
+    if let Some(Anchor::FaultStart(f) | Anchor::FaultEnd(f)) = anchor {
+        refs.push(("fault", f, &names.faults));
+    }
+    refs
 }
 
 /// `breaker "inventory" at column 9 has no known wait_in_open: give

@@ -113,8 +113,8 @@ pub fn evaluate_tallied(expectation: &Expectation, timeline: &Timeline, tally: &
             false,
             format!(
                 "query {} {} {}",
-                q.query,
-                q.aggregate.words(),
+                q.measure.query,
+                q.measure.aggregate.words(),
                 q.bound_text()
             ),
             "not queried: only a real-time run asks Prometheus".to_string(),
@@ -156,7 +156,7 @@ fn judged(rule: &Rule, timeline: &Timeline) -> Vec<(Duration, Duration)> {
             return span_after(timeline, anchor, *within);
         }
         Rule::Reaches { within, anchor, .. } => return span_after(timeline, anchor, *within),
-        Rule::Query(q) => return q.window.resolve(timeline).unwrap_or_default(),
+        Rule::Query(q) => return q.measure.window.resolve(timeline).unwrap_or_default(),
         Rule::Sequence { .. } | Rule::WaitInOpen { .. } | Rule::Regress(_) => &Window::Run,
     };
     resolve(window, timeline).unwrap_or_default()

@@ -7,7 +7,7 @@
 use crate::clock::Duration;
 use crate::experiment::timeline::Timeline;
 
-pub use super::ast::{Aggregate, QueryRule, QueryWindow};
+pub use super::ast::{Aggregate, QueryMeasure, QueryRule, QueryWindow};
 use super::window::{Intervals, describe, resolve};
 
 impl QueryWindow {
@@ -40,9 +40,10 @@ impl QueryWindow {
     }
 }
 
-impl QueryRule {
-    /// The sentence up to its bound (`query checkout_p99 max during
-    /// inventory-slow`): the name its figure is kept under in the history.
+impl QueryMeasure {
+    /// The sentence up to its bound or comparison (`query checkout_p99 max
+    /// during inventory-slow`): the name its figure is kept under in the
+    /// history, by a bounded sentence and a regression sentence alike.
     pub fn figure_key(&self) -> String {
         format!(
             "query {} {} {}",

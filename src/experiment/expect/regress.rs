@@ -31,16 +31,26 @@ pub(crate) fn judge(
     timeline: &Timeline,
     tally: &RouteTally,
 ) -> Verdict {
-    let kind = match &regress.measure {
-        Measure::Transition { .. } => ValueKind::Duration,
-        Measure::Route { metric, .. } => metric.kind(),
-    };
-    let basis = basis(regress, kind);
-    let limit = match &basis {
+    let kind = regress.measure.kind();
+    let limit = match basis(regress, kind) {
         Basis::Judged(made) | Basis::Short(Some(made)) => Some(made.limit),
         Basis::NoHistory | Basis::Short(None) => None,
     };
-    let (figure, seen, at) = measure(&regress.measure, timeline, tally, limit, kind);
+    let measured = measure(&regress.measure, timeline, tally, limit, kind);
+    judge_measured(expectation, regress, timeline, measured)
+}
+
+/// Judges `regress` (the rule of `expectation`) with its figure already
+/// measured: the figure (none: it could not be), what was seen and where.
+/// A query's figure is measured by Prometheus once the run is over.
+pub(crate) fn judge_measured(
+    expectation: &Expectation,
+    regress: &Regress,
+    timeline: &Timeline,
+    (figure, seen, at): (Option<f64>, String, Option<Duration>),
+) -> Verdict {
+    let kind = regress.measure.kind();
+    let basis = basis(regress, kind);
     let mut verdict = Verdict {
         expectation: expectation.text.clone(),
         passed: false,
@@ -95,6 +105,14 @@ pub(crate) fn judge(
             verdict.seeds_baseline = seeds && figure.is_some();
         }
     }
+    if figure.is_none() && matches!(regress.measure, Measure::Query(_)) {
+        // Prometheus gave nothing or failed: never a pass, never a seed,
+        // whatever the history.
+        verdict.not_judged = None;
+        verdict.awaits_history = false;
+        verdict.seeds_baseline = false;
+        verdict.passed = false;
+    }
     verdict
 }
 
@@ -119,6 +137,8 @@ fn comparison(direction: Direction, measure: &Measure) -> &'static str {
     match (direction, measure) {
         (Direction::AtMost, Measure::Transition { .. }) => "no later than",
         (Direction::AtLeast, Measure::Transition { .. }) => "no earlier than",
+        (Direction::AtMost, Measure::Query(_)) => "no more than",
+        (Direction::AtLeast, Measure::Query(_)) => "no less than",
         (Direction::AtMost, _) => "<=",
         (Direction::AtLeast, _) => ">=",
     }
@@ -188,6 +208,11 @@ fn measure(
                 ),
             }
         }
+        Measure::Query(_) => (
+            None,
+            "not queried: only a real-time run asks Prometheus".to_string(),
+            None,
+        ),
     }
 }
 
@@ -279,6 +304,7 @@ fn from(timeline: &Timeline, anchor: Option<&Anchor>) -> Result<(Duration, Strin
 /// The part of the run the sentence looked at.
 fn judged(measure: &Measure, timeline: &Timeline) -> Vec<(Duration, Duration)> {
     match measure {
+        Measure::Query(q) => q.window.resolve(timeline).unwrap_or_default(),
         Measure::Route { window, .. } => resolve(window, timeline).unwrap_or_default(),
         Measure::Transition { anchor, .. } => from(timeline, anchor.as_ref())
             .map(|(a, _)| (a, timeline.duration))

@@ -41,7 +41,8 @@ pub struct Verdict {
     pub not_judged: Option<String>,
     /// The figure the sentence measured, where it has one (a route
     /// figure, a count of calls, the delay to a transition, a regression
-    /// sentence's figure): milliseconds for a time, percent for a share.
+    /// sentence's figure): milliseconds for a time, percent for a share,
+    /// Prometheus's own scale (seconds, ratios) for a query.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub figure: Option<f64>,
     /// A regression sentence: the name its figure is kept under, the
@@ -77,7 +78,8 @@ pub struct Verdict {
     /// sentence's bound; the trend page draws it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit: Option<f64>,
-    /// The figure's unit: `ms`, `%`, or none for a count or a number.
+    /// The figure's unit: `ms`, `%`, `s` (a query's duration), or none
+    /// for a count or a number.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unit: Option<&'static str>,
 }
@@ -177,8 +179,19 @@ pub(crate) fn show(value: f64, kind: super::ast::ValueKind) -> String {
     match kind {
         ValueKind::Duration => latency(Duration::from_secs_f64(value.max(0.0) / 1000.0)),
         ValueKind::Share => format!("{}%", ratio(value)),
-        ValueKind::Count | ValueKind::Ratio | ValueKind::Quantity => ratio(value),
+        ValueKind::Count | ValueKind::Ratio => ratio(value),
+        ValueKind::Quantity => quantity(value),
     }
+}
+
+/// A number as Prometheus gives it, with four significant digits after
+/// its leading zeros: `0.2871`, `0.004213`, `1523.4`.
+pub(crate) fn quantity(value: f64) -> String {
+    if value == 0.0 || !value.is_finite() {
+        return value.to_string();
+    }
+    let digits = (3 - value.abs().log10().floor() as i32).clamp(0, 12) as usize;
+    trim(format!("{value:.digits$}"))
 }
 
 /// A share in percent with one decimal: `61.3%`, `100.0%`.

@@ -10,7 +10,7 @@ use crate::clock::{self, Duration, Instant};
 use crate::experiment::config::Experiment;
 use crate::experiment::config::prometheus::PrometheusSource;
 use crate::experiment::expect::ast::Bound;
-use crate::experiment::expect::query::{Aggregate, QueryRule, QueryWindow};
+use crate::experiment::expect::query::{Aggregate, QueryMeasure, QueryRule, QueryWindow};
 
 use super::client::PromClient;
 
@@ -107,7 +107,7 @@ pub fn parse(text: &str, experiment: &Experiment) -> Result<PromHalt, String> {
     let Some(query) = experiment
         .queries
         .iter()
-        .find(|q| q.name == rule.query.text)
+        .find(|q| q.name == rule.measure.query.text)
     else {
         return Err(format!(
             "column 7: unknown query `{name}` (give it under `queries:`)"
@@ -120,8 +120,11 @@ pub fn parse(text: &str, experiment: &Experiment) -> Result<PromHalt, String> {
             promql: query.promql.clone(),
             name: query.name.clone(),
             rule: Box::new(QueryRule {
-                aggregate: Aggregate::Last,
-                window: QueryWindow::Drill(crate::experiment::expect::ast::Window::Run),
+                measure: QueryMeasure {
+                    aggregate: Aggregate::Last,
+                    window: QueryWindow::Drill(crate::experiment::expect::ast::Window::Run),
+                    ..rule.measure
+                },
                 ..rule
             }),
         },

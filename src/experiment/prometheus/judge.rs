@@ -3,16 +3,19 @@
 //! plus each offset) at the query's step, after waiting until the window's
 //! end plus the source's scrape lag; the samples of each series summed up
 //! (max, min, avg, last) or each held (`at every step`), every series
-//! against the bound. An empty answer or an error never passes: the
-//! verdict names the query, its source and Prometheus's own message.
+//! against the bound. A regression sentence on a query takes the worst
+//! series' figure (the largest for `no more than`, the smallest for `no
+//! less than`) on Prometheus's scale, against its baseline. An empty
+//! answer or an error never passes: the verdict names the query, its
+//! source and Prometheus's own message.
 
 use std::collections::BTreeMap;
 
 use crate::clock::{Duration, Instant};
 use crate::experiment::config::Experiment;
 use crate::experiment::config::prometheus::{PromQuery, PrometheusSource};
-use crate::experiment::expect::ast::{Bound, Rule};
-use crate::experiment::expect::query::{Aggregate, QueryRule};
+use crate::experiment::expect::ast::{Bound, Direction, Measure, Regress, Rule};
+use crate::experiment::expect::query::{Aggregate, QueryMeasure, QueryRule};
 use crate::experiment::expect::{Expectation, Verdict, evaluate};
 use crate::experiment::timeline::Timeline;
 
@@ -53,25 +56,38 @@ pub async fn judge_queries(
         (steady, &mut queried.steady),
     ] {
         for (i, e) in list.iter().enumerate() {
-            if let Rule::Query(rule) = &e.rule {
-                let at = At {
-                    start,
-                    t0_ms: t0,
-                    settle: true,
-                };
-                into.insert(i, judge_query(experiment, e, rule, timeline, at).await);
-            }
+            let at = At {
+                start,
+                t0_ms: t0,
+                settle: true,
+            };
+            let verdict = match &e.rule {
+                Rule::Query(rule) => judge_query(experiment, e, rule, timeline, at).await,
+                Rule::Regress(
+                    regress @ Regress {
+                        measure: Measure::Query(measure),
+                        ..
+                    },
+                ) => judge_regress(experiment, e, regress, measure, timeline, at).await,
+                _ => continue,
+            };
+            into.insert(i, verdict);
         }
     }
-    let rules: Vec<&QueryRule> = expectations
-        .iter()
-        .chain(steady)
-        .filter_map(|e| match &e.rule {
-            Rule::Query(rule) => Some(rule),
-            _ => None,
-        })
-        .collect();
-    queried.drawn = super::series::draw(experiment, &rules, timeline, start, t0).await;
+    // A query is drawn in the unit of its first bounded sentence, else on
+    // Prometheus's scale.
+    let mut judged: Vec<(&QueryMeasure, (&'static str, f64))> = Vec::new();
+    for e in expectations.iter().chain(steady) {
+        match &e.rule {
+            Rule::Query(rule) => judged.push((&rule.measure, super::series::unit_of(rule.bound))),
+            Rule::Regress(Regress {
+                measure: Measure::Query(measure),
+                ..
+            }) => judged.push((measure, ("", 1.0))),
+            _ => {}
+        }
+    }
+    queried.drawn = super::series::draw(experiment, &judged, timeline, start, t0).await;
     queried
 }
 
@@ -97,13 +113,16 @@ pub async fn judge_query(
     at: At,
 ) -> Verdict {
     let mut verdict = evaluate(e, timeline);
-    let (passed, seen, figure) = one(experiment, rule, timeline, at).await;
+    let (passed, seen, figure) = match samples(experiment, &rule.measure, timeline, at).await {
+        Ok(asked) => verdict_of(rule, &asked),
+        Err(seen) => (false, seen, None),
+    };
     verdict.passed = passed;
     verdict.seen = seen;
     verdict.figure = figure;
     // The history keeps the figure under the sentence up to its bound, as
-    // it keeps a regression sentence's.
-    let key = rule.figure_key();
+    // it keeps a regression sentence's on the same query.
+    let key = rule.measure.figure_key();
     verdict.expected = format!("{key} {}", rule.bound_text());
     verdict.figure_key = Some(key);
     let (limit, unit) = rule.limit();
@@ -112,64 +131,109 @@ pub async fn judge_query(
     verdict
 }
 
-/// Whether one sentence held, what was seen, and its figure (in the
-/// bound's unit: milliseconds, percent or the number).
-async fn one(
+/// The verdict of a regression sentence on a query (`regress`, the rule
+/// of `e`, measuring `measure`): the worst series' figure against the
+/// baseline the history gave before the run.
+async fn judge_regress(
     experiment: &Experiment,
-    rule: &QueryRule,
+    e: &Expectation,
+    regress: &Regress,
+    measure: &QueryMeasure,
     timeline: &Timeline,
     at: At,
-) -> (bool, String, Option<f64>) {
+) -> Verdict {
+    let measured = match samples(experiment, measure, timeline, at).await {
+        Ok(asked) => {
+            let figures = asked
+                .series
+                .iter()
+                .map(|s| (s, summed(measure.aggregate, &s.samples)));
+            let worst = match regress.direction {
+                Direction::AtMost => figures.max_by(|a, b| a.1.total_cmp(&b.1)),
+                Direction::AtLeast => figures.min_by(|a, b| a.1.total_cmp(&b.1)),
+            };
+            worst.map_or((None, "no samples".to_string(), None), |(s, x)| {
+                let value = crate::experiment::expect::verdict::quantity(x);
+                (Some(x), seen(measure.aggregate, &value, s, &asked), None)
+            })
+        }
+        Err(seen) => (None, seen, None),
+    };
+    crate::experiment::expect::regress::judge_measured(e, regress, timeline, measured)
+}
+
+/// A query's answer over a sentence's window: its series with at least
+/// one value (NaN steps left out), and how many steps had none.
+struct Asked {
+    series: Vec<Series>,
+    steps: usize,
+    nan: usize,
+    step: Duration,
+}
+
+impl Asked {
+    /// What the verdict adds when steps had no value.
+    fn nan_note(&self) -> String {
+        if self.nan == 0 {
+            return String::new();
+        }
+        format!("; {} of {} steps had no value (NaN)", self.nan, self.steps)
+    }
+}
+
+/// Asks Prometheus for `measure`'s query over its window (after the
+/// window's end plus the scrape lag when `at.settle`). What was seen when
+/// there is nothing to judge: the query, its source and why.
+async fn samples(
+    experiment: &Experiment,
+    measure: &QueryMeasure,
+    timeline: &Timeline,
+    at: At,
+) -> Result<Asked, String> {
     let Some(query) = experiment
         .queries
         .iter()
-        .find(|q| q.name == rule.query.text)
+        .find(|q| q.name == measure.query.text)
     else {
-        return (false, format!("no query named \"{}\"", rule.query), None);
+        return Err(format!("no query named \"{}\"", measure.query));
     };
     let Some(source) = experiment
         .prometheus
         .iter()
         .find(|s| s.name == query.source)
     else {
-        return (false, format!("no source named \"{}\"", query.source), None);
+        return Err(format!("no source named \"{}\"", query.source));
     };
     let name = format!(
         "query {} (`{}`) on {}",
         query.name, query.promql, source.name
     );
-    let intervals = match rule.window.resolve(timeline) {
-        Ok(i) if i.is_empty() => {
-            return (
-                false,
-                format!(
-                    "{name}: the window {} never happened: nothing to judge",
-                    rule.window.describe()
-                ),
-                None,
-            );
+    let intervals = match measure.window.resolve(timeline)? {
+        i if i.is_empty() => {
+            return Err(format!(
+                "{name}: the window {} never happened: nothing to judge",
+                measure.window.describe()
+            ));
         }
         // Asked at once: the window as far as it has gone (Prometheus would
         // fill later steps with its last value).
-        Ok(i) if !at.settle => {
+        i if !at.settle => {
             let now = crate::clock::now().saturating_duration_since(at.start);
             i.into_iter()
                 .map(|(a, b)| (a, b.min(now)))
                 .filter(|(a, b)| a < b)
                 .collect()
         }
-        Ok(i) => i,
-        Err(e) => return (false, e, None),
+        i => i,
     };
     let last_end = intervals.iter().map(|(_, b)| *b).max().unwrap_or_default();
     if at.settle {
         // The window's last samples are stored one scrape lag after it ends.
         crate::clock::sleep_until(at.start + last_end + source.scrape_lag()).await;
     }
-    let series = match fetch(source, query, &intervals, at.t0_ms).await {
-        Ok(s) => s,
-        Err(e) => return (false, format!("{name}: {e}"), None),
-    };
+    let series = fetch(source, query, &intervals, at.t0_ms)
+        .await
+        .map_err(|e| format!("{name}: {e}"))?;
     // NaN (a quantile of no traffic, 0/0) is no value: it never passes,
     // nor hides behind a max; the verdict counts the steps without one.
     let steps: usize = series.iter().map(|s| s.samples.len()).sum();
@@ -179,23 +243,21 @@ async fn one(
             labels: s.labels,
             samples: s.samples.into_iter().filter(|(_, x)| !x.is_nan()).collect(),
         })
+        .filter(|s| !s.samples.is_empty())
         .collect();
+    if series.is_empty() {
+        return Err(format!(
+            "{name} returned no samples {} (an empty or NaN answer never passes: is the metric scraped, the selector right, any traffic?)",
+            measure.window.describe()
+        ));
+    }
     let nan = steps - series.iter().map(|s| s.samples.len()).sum::<usize>();
-    if series.iter().all(|s| s.samples.is_empty()) {
-        return (
-            false,
-            format!(
-                "{name} returned no samples {} (an empty or NaN answer never passes: is the metric scraped, the selector right, any traffic?)",
-                rule.window.describe()
-            ),
-            None,
-        );
-    }
-    let (passed, mut seen, figure) = verdict(rule, query, &series);
-    if nan > 0 {
-        seen.push_str(&format!("; {nan} of {steps} steps had no value (NaN)"));
-    }
-    (passed, seen, figure)
+    Ok(Asked {
+        series,
+        steps,
+        nan,
+        step: query.step,
+    })
 }
 
 /// Every series over every interval, merged by labels.
@@ -226,12 +288,12 @@ async fn fetch(
 /// The verdict over the series: each summed up and bound-checked; the
 /// figure shown is the first failing series', else the one nearest the
 /// bound's wrong side.
-fn verdict(rule: &QueryRule, query: &PromQuery, series: &[Series]) -> (bool, String, Option<f64>) {
+fn verdict_of(rule: &QueryRule, asked: &Asked) -> (bool, String, Option<f64>) {
     let bound = rule.prometheus_bound();
-    let figures: Vec<(&Series, f64)> = series
+    let figures: Vec<(&Series, f64)> = asked
+        .series
         .iter()
-        .filter(|s| !s.samples.is_empty())
-        .map(|s| (s, worst(rule.aggregate, &s.samples, bound)))
+        .map(|s| (s, worst(rule.measure.aggregate, &s.samples, bound)))
         .collect();
     let failing = figures.iter().find(|(_, x)| !bound.holds(*x));
     let shown = failing.copied().or_else(|| {
@@ -243,35 +305,52 @@ fn verdict(rule: &QueryRule, query: &PromQuery, series: &[Series]) -> (bool, Str
     let Some((s, x)) = shown else {
         return (false, "no samples".to_string(), None);
     };
-    let steps = s.samples.len();
-    let seen = format!(
-        "{} {} of {} ({} series, {steps} step(s) of {})",
-        rule.aggregate.words(),
-        show(rule.bound, x),
+    let seen = seen(rule.measure.aggregate, &show(rule.bound, x), s, asked);
+    // The figure on Prometheus's scale, as a regression sentence on the
+    // same query keeps it.
+    (failing.is_none(), seen, Some(x))
+}
+
+/// What was seen of series `s` of `asked`: `max 412ms of {job="a"} (2
+/// series, 9 step(s) of 1s)`, and the steps without a value.
+fn seen(aggregate: Aggregate, value: &str, s: &Series, asked: &Asked) -> String {
+    format!(
+        "{} {value} of {} ({} series, {} step(s) of {}){}",
+        aggregate.words(),
         s.labels,
-        figures.len(),
-        crate::schema::units::Dur(query.step)
-    );
-    (failing.is_none(), seen, Some(in_unit(rule.bound, x)))
+        asked.series.len(),
+        s.samples.len(),
+        crate::schema::units::Dur(asked.step),
+        asked.nan_note()
+    )
 }
 
 /// A series' figure: its summary, or for `at every step` the sample that
 /// fails the bound (else the one nearest failing).
 fn worst(aggregate: Aggregate, samples: &[(f64, f64)], bound: Bound) -> f64 {
+    if aggregate != Aggregate::EveryStep {
+        return summed(aggregate, samples);
+    }
+    let values = samples.iter().map(|(_, x)| *x);
+    values
+        .clone()
+        .find(|x| !bound.holds(*x))
+        .or_else(|| values.min_by(|a, b| margin(bound, *a).total_cmp(&margin(bound, *b))))
+        .unwrap_or(f64::NAN)
+}
+
+/// A series' samples summed up (`at every step` is not a sum: the
+/// smallest is given, as no sentence asks it of this).
+fn summed(aggregate: Aggregate, samples: &[(f64, f64)]) -> f64 {
     let values = samples.iter().map(|(_, x)| *x);
     match aggregate {
         Aggregate::Max => values.fold(f64::NEG_INFINITY, f64::max),
-        Aggregate::Min => values.fold(f64::INFINITY, f64::min),
+        Aggregate::Min | Aggregate::EveryStep => values.fold(f64::INFINITY, f64::min),
         Aggregate::Avg => values.sum::<f64>() / samples.len() as f64,
         Aggregate::Last => samples
             .iter()
             .max_by(|a, b| a.0.total_cmp(&b.0))
             .map_or(f64::NAN, |(_, x)| *x),
-        Aggregate::EveryStep => values
-            .clone()
-            .find(|x| !bound.holds(*x))
-            .or_else(|| values.min_by(|a, b| margin(bound, *a).total_cmp(&margin(bound, *b))))
-            .unwrap_or(f64::NAN),
     }
 }
 

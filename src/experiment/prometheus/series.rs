@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::clock::{Duration, Instant};
 use crate::experiment::config::Experiment;
 use crate::experiment::expect::ast::{Bound, Value};
-use crate::experiment::expect::query::QueryRule;
+use crate::experiment::expect::query::QueryMeasure;
 use crate::experiment::timeline::Timeline;
 
 use super::client::PromClient;
@@ -60,17 +60,19 @@ pub fn unit_of(bound: Bound) -> (&'static str, f64) {
     }
 }
 
-/// The series of every query the `rules` judged, each once, over the run
-/// (`start` is offset 0, `t0_ms` the same instant on the wall clock).
+/// The series of every query the sentences judged, each once, over the
+/// run (`start` is offset 0, `t0_ms` the same instant on the wall clock):
+/// `judged` is each sentence's query and window with the unit its values
+/// are drawn in (the first sentence of a query sets it).
 pub async fn draw(
     experiment: &Experiment,
-    rules: &[&QueryRule],
+    judged: &[(&QueryMeasure, (&'static str, f64))],
     timeline: &Timeline,
     start: Instant,
     t0_ms: u64,
 ) -> Vec<QuerySeries> {
     let mut out: Vec<QuerySeries> = Vec::new();
-    for rule in rules {
+    for (rule, (unit, scale)) in judged {
         let judged: Vec<(f64, f64)> = rule
             .window
             .resolve(timeline)
@@ -96,7 +98,6 @@ pub async fn draw(
         else {
             continue;
         };
-        let (unit, scale) = unit_of(rule.bound);
         // The run's last samples are stored one scrape lag after it ends.
         crate::clock::sleep_until(start + timeline.duration + source.scrape_lag()).await;
         let at = |d: Duration| t0_ms as f64 / 1000.0 + d.as_secs_f64();

@@ -8,14 +8,24 @@ use super::{Bound, Name, Op, Value, Window};
 /// A query sentence.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryRule {
+    /// The query, how its samples are summed up and where.
+    pub measure: QueryMeasure,
+    /// The bound, as written (its value's unit says the scale).
+    pub bound: Bound,
+}
+
+/// The figure of a query sentence without its bound: the named query,
+/// how its samples are summed up and where (a regression sentence's
+/// figure, `query p99 max during inventory-slow no more than ...`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryMeasure {
     /// The query's name under `queries:`.
     pub query: Name,
-    /// How the samples of the window are summed up.
+    /// How the samples of the window are summed up (never `at every
+    /// step`: a regression figure is one number).
     pub aggregate: Aggregate,
     /// Where the samples are taken.
     pub window: QueryWindow,
-    /// The bound, as written (its value's unit says the scale).
-    pub bound: Bound,
 }
 
 /// How a series' samples over the window are summed up.
@@ -91,19 +101,23 @@ impl QueryRule {
         }
     }
 
-    /// The bound's value in the unit the figure is kept in (the bound's
-    /// own: milliseconds, percent or the number), with that unit.
+    /// The bound's value on Prometheus's scale, the scale a query's figure
+    /// is kept on (whichever sentence measures it), with its unit: `s` for
+    /// a duration, none for a ratio or a number.
     pub fn limit(&self) -> (f64, Option<&'static str>) {
-        let value = match self.bound {
+        let value = match self.prometheus_bound() {
             Bound::Cmp(_, v) => v,
             Bound::Within { of, .. } => of,
         };
-        match value {
-            Value::Percent(p) => (p, Some("%")),
-            Value::Duration(d) => (d.as_secs_f64() * 1000.0, Some("ms")),
-            Value::Count(n) => (n as f64, None),
-            Value::Number(x) => (x, None),
-        }
+        let unit = match self.bound {
+            Bound::Cmp(_, Value::Duration(_))
+            | Bound::Within {
+                of: Value::Duration(_),
+                ..
+            } => Some("s"),
+            _ => None,
+        };
+        (value.scalar(), unit)
     }
 
     /// The bound as the sentence wrote it (`<= 300ms`).

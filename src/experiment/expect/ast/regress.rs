@@ -2,7 +2,8 @@
 //! of the limit the figure must stay on, and the past runs the limit is
 //! made of.
 
-use super::{Anchor, Event, Metric, Name, Window};
+use super::query::QueryMeasure;
+use super::{Anchor, Event, Metric, Name, ValueKind, Window};
 
 /// A regression sentence: `breaker inventory opens no later than the
 /// median of the last 10 passing runs + 500ms`.
@@ -62,6 +63,23 @@ pub enum Measure {
         /// Which requests count.
         window: Window,
     },
+    /// `query NAME AGG [WINDOW]`: a named PromQL query over a window,
+    /// summed up, on Prometheus's own scale (seconds, ratios); Prometheus
+    /// is asked once the run is over.
+    Query(QueryMeasure),
+}
+
+impl Measure {
+    /// The kind of value the figure is: a duration in milliseconds for a
+    /// transition, the metric's for a route, Prometheus's own number for
+    /// a query.
+    pub fn kind(&self) -> ValueKind {
+        match self {
+            Measure::Transition { .. } => ValueKind::Duration,
+            Measure::Route { metric, .. } => metric.kind(),
+            Measure::Query(_) => ValueKind::Quantity,
+        }
+    }
 }
 
 /// Which side of the limit a regression figure must stay on.

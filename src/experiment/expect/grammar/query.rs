@@ -1,12 +1,14 @@
 //! The sentence about a PromQL query: `query NAME AGG [WINDOW] BOUND`,
 //! AGG one of `max`, `min`, `avg`, `last`, `at every step`; the window any
-//! sentence takes or `before the first fault`.
+//! sentence takes or `before the first fault`. In place of the bound, a
+//! regression comparison (`no more than the last passing run + 20%`).
 
 use super::cursor::Parser;
 use super::error::ParseError;
 use super::terms::{bound, window};
+use crate::experiment::expect::ast::Measure;
 use crate::experiment::expect::ast::{Rule, ValueKind, Window};
-use crate::experiment::expect::query::{Aggregate, QueryRule, QueryWindow};
+use crate::experiment::expect::query::{Aggregate, QueryMeasure, QueryRule, QueryWindow};
 
 /// After `query`.
 pub(crate) fn query(p: &mut Parser) -> Result<Rule, ParseError> {
@@ -30,14 +32,23 @@ pub(crate) fn query(p: &mut Parser) -> Result<Rule, ParseError> {
     } else {
         QueryWindow::Drill(window(p)?)
     };
-    let open = matches!(window, QueryWindow::Drill(Window::Run));
-    let bound = bound(p, ValueKind::Quantity, open)?;
-    Ok(Rule::Query(QueryRule {
+    let measure = QueryMeasure {
         query,
         aggregate,
         window,
-        bound,
-    }))
+    };
+    if super::regress::starts(p) {
+        if aggregate == Aggregate::EveryStep {
+            return Err(p.error(
+                "a bound such as \"<= 300ms\": a regression figure is one number, so its samples are summed up with 'max', 'min', 'avg' or 'last', not 'at every step'",
+                &["<=", ">="],
+            ));
+        }
+        return super::regress::regress(p, Measure::Query(measure));
+    }
+    let open = matches!(measure.window, QueryWindow::Drill(Window::Run));
+    let bound = bound(p, ValueKind::Quantity, open)?;
+    Ok(Rule::Query(QueryRule { measure, bound }))
 }
 
 #[cfg(test)]
@@ -56,11 +67,11 @@ mod tests {
     #[test]
     fn every_aggregate_and_the_steady_state_window_parse() {
         let q = rule("query p99 at every step before the first fault <= 300ms");
-        assert_eq!(q.aggregate, Aggregate::EveryStep);
-        assert_eq!(q.window, QueryWindow::BeforeFirstFault);
+        assert_eq!(q.measure.aggregate, Aggregate::EveryStep);
+        assert_eq!(q.measure.window, QueryWindow::BeforeFirstFault);
         for word in ["max", "min", "avg", "last"] {
             let q = rule(&format!("query p99 {word} while inventory is open > 2"));
-            assert_eq!(q.aggregate.words(), word);
+            assert_eq!(q.measure.aggregate.words(), word);
         }
     }
 

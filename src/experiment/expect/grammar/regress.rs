@@ -20,10 +20,7 @@ pub(crate) fn starts(p: &Parser) -> bool {
 pub(crate) fn regress(p: &mut Parser, measure: Measure) -> Result<Rule, ParseError> {
     let key = p.text_so_far();
     p.keyword("no")?;
-    let kind = match &measure {
-        Measure::Transition { .. } => ValueKind::Duration,
-        Measure::Route { metric, .. } => metric.kind(),
-    };
+    let kind = measure.kind();
     let direction = direction(p, &measure)?;
     p.keyword("than")?;
     let baseline = baseline(p)?;
@@ -38,13 +35,14 @@ pub(crate) fn regress(p: &mut Parser, measure: Measure) -> Result<Rule, ParseErr
     }))
 }
 
-/// `later`, `earlier`, `worse`, `more` or `less`, as the figure allows.
+/// `later`, `earlier`, `worse`, `more` or `less`, as the figure allows
+/// (of a query's figure, only `more` or `less`: firedrill cannot tell
+/// which side of a query is worse).
 fn direction(p: &mut Parser, measure: &Measure) -> Result<Direction, ParseError> {
-    let time = matches!(measure, Measure::Transition { .. });
-    let words: &[&str] = if time {
-        &["later", "earlier", "worse"]
-    } else {
-        &["worse", "more", "less"]
+    let words: &[&str] = match measure {
+        Measure::Transition { .. } => &["later", "earlier", "worse"],
+        Measure::Route { .. } => &["worse", "more", "less"],
+        Measure::Query(_) => &["more", "less"],
     };
     let word = p.peek_word().unwrap_or_default().to_string();
     let direction = match word.as_str() {
@@ -64,10 +62,12 @@ fn direction(p: &mut Parser, measure: &Measure) -> Result<Direction, ParseError>
         }
         "earlier" | "less" if words.contains(&word.as_str()) => Direction::AtLeast,
         _ => {
-            let what = if time {
-                "'later', 'earlier' or 'worse' (after 'no')"
-            } else {
-                "'worse', 'more' or 'less' (after 'no')"
+            let what = match measure {
+                Measure::Transition { .. } => "'later', 'earlier' or 'worse' (after 'no')",
+                Measure::Route { .. } => "'worse', 'more' or 'less' (after 'no')",
+                Measure::Query(_) => {
+                    "'more' or 'less' (which side of a query is worse is for you to say)"
+                }
             };
             return Err(p.error(what, words));
         }
@@ -148,10 +148,10 @@ fn margin(p: &mut Parser, kind: ValueKind) -> Result<Option<Margin>, ParseError>
                 .parse::<Dur>()
                 .ok()
                 .map(|d| Margin::Absolute(d.get().as_secs_f64() * 1000.0)),
-            ValueKind::Count | ValueKind::Ratio | ValueKind::Quantity => value
-                .parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite() && *x >= 0.0)
+            ValueKind::Count | ValueKind::Ratio => number(&value).map(Margin::Absolute),
+            // On Prometheus's scale: a duration in seconds.
+            ValueKind::Quantity => number(&value)
+                .or_else(|| value.parse::<Dur>().ok().map(|d| d.get().as_secs_f64()))
                 .map(Margin::Absolute),
             ValueKind::Share => None,
         }
@@ -159,8 +159,11 @@ fn margin(p: &mut Parser, kind: ValueKind) -> Result<Option<Margin>, ParseError>
     let what = match kind {
         ValueKind::Duration => "a margin such as \"20%\" (of the baseline) or \"500ms\"",
         ValueKind::Share => "a margin such as \"2%\" (of the baseline)",
-        ValueKind::Count | ValueKind::Ratio | ValueKind::Quantity => {
+        ValueKind::Count | ValueKind::Ratio => {
             "a margin such as \"20%\" (of the baseline) or a number such as \"3\""
+        }
+        ValueKind::Quantity => {
+            "a margin such as \"20%\" (of the baseline), a number on Prometheus's scale such as \"0.05\", or a duration such as \"50ms\""
         }
     };
     match margin {
@@ -170,4 +173,11 @@ fn margin(p: &mut Parser, kind: ValueKind) -> Result<Option<Margin>, ParseError>
         }
         None => Err(p.error(what, &[])),
     }
+}
+
+/// A non-negative finite number.
+fn number(word: &str) -> Option<f64> {
+    word.parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite() && *x >= 0.0)
 }

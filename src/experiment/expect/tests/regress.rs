@@ -415,3 +415,105 @@ fn the_transition_measured_is_this_breaker_s_first_of_that_kind_after_the_anchor
     );
     assert!(!late.passed);
 }
+
+const QUERY: &str =
+    "query p99 max during inventory-down no more than the median of the last 3 passing runs + 50ms";
+
+/// Judges `sentence` (a regression sentence on a query) as Prometheus
+/// measured it: `figure` on Prometheus's scale, or none.
+fn judge_query(sentence: &str, figure: Option<f64>, past: Option<&[f64]>) -> Verdict {
+    let mut expectation = parse(sentence).unwrap_or_else(|e| panic!("{sentence}: {e}"));
+    let Rule::Regress(r) = &mut expectation.rule else {
+        panic!("{sentence}: not a regression sentence");
+    };
+    r.past = past.map(held_runs);
+    let r = r.clone();
+    let seen = figure.map_or("query p99 returned no samples".to_string(), |x| {
+        format!("max {x}")
+    });
+    crate::experiment::expect::regress::judge_measured(
+        &expectation,
+        &r,
+        &run(),
+        (figure, seen, None),
+    )
+}
+
+#[test]
+fn a_query_sentence_with_a_comparison_parses_to_a_query_figure_on_prometheus_scale() {
+    let r = regress(QUERY);
+    assert_eq!(r.key, "query p99 max during inventory-down");
+    assert_eq!(r.direction, Direction::AtMost);
+    // 50ms on Prometheus's scale: seconds.
+    assert_eq!(r.margin, Some(Margin::Absolute(0.05)));
+    let Measure::Query(m) = &r.measure else {
+        panic!("{:?}", r.measure)
+    };
+    assert_eq!(m.query.text, "p99");
+    assert_eq!(m.figure_key(), r.key, "one key for both sentence kinds");
+    let less = regress("query ok min no less than the last passing run + 0.01");
+    assert_eq!(less.direction, Direction::AtLeast);
+    assert_eq!(less.margin, Some(Margin::Absolute(0.01)));
+    let share =
+        regress("query ok avg before the first fault no less than the last passing run + 5%");
+    assert_eq!(share.margin, Some(Margin::Relative(5.0)));
+}
+
+#[test]
+fn a_query_regression_must_say_more_or_less_and_sum_its_samples_into_one_number() {
+    let e = parse("query p99 max no worse than the last passing run").unwrap_err();
+    assert!(e.message.contains("'more' or 'less'"), "{e}");
+    assert_eq!(e.column, 18, "{e}");
+    let e = parse("query p99 at every step no more than the last passing run").unwrap_err();
+    assert!(e.message.contains("not 'at every step'"), "{e}");
+    let e = parse("query p99 max no more than the last passing run + fast").unwrap_err();
+    assert!(e.message.contains("\"50ms\""), "{e}");
+}
+
+#[test]
+fn a_query_figure_within_the_median_plus_margin_holds_and_one_past_it_fails() {
+    // Median of 0.2, 0.25, 0.3 is 0.25; + 50ms is 0.3.
+    let past = [0.2, 0.25, 0.3];
+    let held = judge_query(QUERY, Some(0.29), Some(&past));
+    assert!(held.passed, "{held:?}");
+    assert_eq!(held.limit, Some(0.3));
+    assert_eq!(held.figure, Some(0.29));
+    assert_eq!(held.unit, None, "Prometheus's own scale");
+    assert!(
+        held.expected.contains("no more than 0.3 "),
+        "{}",
+        held.expected
+    );
+    let failed = judge_query(QUERY, Some(0.31), Some(&past));
+    assert!(!failed.passed && failed.not_judged.is_none(), "{failed:?}");
+}
+
+#[test]
+fn a_query_that_gave_nothing_fails_whatever_the_history_and_never_seeds() {
+    for past in [
+        None,
+        Some(&[][..]),
+        Some(&[0.2][..]),
+        Some(&[0.2, 0.2, 0.2][..]),
+    ] {
+        let v = judge_query(QUERY, None, past);
+        assert!(!v.passed, "{past:?}: {v:?}");
+        assert!(v.not_judged.is_none(), "{past:?}: {v:?}");
+        assert!(!v.seeds_baseline && !v.awaits_history, "{past:?}: {v:?}");
+        assert!(v.seen.contains("returned no samples"), "{v:?}");
+    }
+    // With a figure and too little history, it seeds as any other.
+    let seed = judge_query(QUERY, Some(0.2), Some(&[]));
+    assert!(seed.seeds_baseline && seed.not_judged.is_some(), "{seed:?}");
+}
+
+#[test]
+fn a_query_regression_in_a_run_that_asks_no_prometheus_fails_not_queried() {
+    let mut expectation = parse(QUERY).unwrap();
+    if let Rule::Regress(r) = &mut expectation.rule {
+        r.past = Some(held_runs(&[0.2, 0.2, 0.2]));
+    }
+    let v = evaluate(&expectation, &run());
+    assert!(!v.passed && v.not_judged.is_none(), "{v:?}");
+    assert!(v.seen.starts_with("not queried"), "{v:?}");
+}
