@@ -42,6 +42,11 @@
 #   PROFILE [0]       set to 1 to measure each proxy's CPU per request
 #                     (`perf stat`) and `perf record` firedrill, one extra wrk
 #                     run each (reports in $OUT/perf-*.txt)
+#   PERFSTAT [0]      set to 1 for the cost per request alone (no perf record,
+#                     the release build): CPU µs, context switches and system
+#                     calls per request of each proxy process, haproxy and
+#                     firedrill side by side, `perf stat` over one extra wrk
+#                     run each
 #
 # Firedrill rows are skipped (with a warning) when `firedrill proxy` does not
 # exist yet, so the baselines still run.
@@ -59,6 +64,7 @@ CPU=${CPU:-0}
 NICE=${NICE:-0}
 PORT_BASE=${PORT_BASE:-18700}
 PROFILE=${PROFILE:-0}
+PERFSTAT=${PERFSTAT:-0}
 BUILD=${BUILD:-1}
 CLEAN_MAX=${CLEAN_MAX:-3}
 EXTRA_ROUNDS=${EXTRA_ROUNDS:-2}
@@ -287,21 +293,25 @@ done
 
 # Optional: CPU per request of each proxy process (perf stat task-clock over
 # one extra wrk run), and a perf profile of firedrill.
-declare -A CPU_US=() CS_REQ=()
-if ((PROFILE && HAVE_FD)) && command -v perf >/dev/null; then
+declare -A CPU_US=() CS_REQ=() SYS_REQ=()
+if (((PROFILE || PERFSTAT) && HAVE_FD)) && command -v perf >/dev/null; then
     for t in haproxy_tcp firedrill_tcp haproxy_http firedrill_http firedrill_defend; do
         case $t in haproxy_*) pid=$HA_PID ;; *) pid=${FD_PID[fd_${t#firedrill_}]} ;; esac
         log "perf stat: $t (pid $pid)"
-        perf stat -e task-clock,context-switches -x, -p "$pid" -o "$OUT/perfstat-$t.csv" -- sleep "$DUR" &
+        perf stat -e task-clock,context-switches,raw_syscalls:sys_enter -x, -p "$pid" -o "$OUT/perfstat-$t.csv" -- sleep "$DUR" &
         perfpid=$!
         pin wrk -t1 -c"$CONNS" -d"${DUR}s" "http://127.0.0.1:${PORT[$t]}/" >"$OUT/wrk-$t-perfstat.txt" 2>&1
         wait "$perfpid" || true
         reqs=$(awk '/requests in/{print $1}' "$OUT/wrk-$t-perfstat.txt")
         CPU_US[$t]=$(awk -F, -v n="$reqs" '$3=="task-clock"{printf "%.2f", $1*1000/n}' "$OUT/perfstat-$t.csv")
         CS_REQ[$t]=$(awk -F, -v n="$reqs" '$3=="context-switches"{printf "%.2f", $1/n}' "$OUT/perfstat-$t.csv")
+        SYS_REQ[$t]=$(awk -F, -v n="$reqs" '$3=="raw_syscalls:sys_enter"{printf "%.2f", $1/n}' "$OUT/perfstat-$t.csv")
         printf 'perfstat\t%s\t-\tcpu_us_per_req\t%s\n' "$t" "${CPU_US[$t]}" >>"$RAW"
+        printf 'perfstat\t%s\t-\tcs_per_req\t%s\n' "$t" "${CS_REQ[$t]}" >>"$RAW"
+        printf 'perfstat\t%s\t-\tsyscalls_per_req\t%s\n' "$t" "${SYS_REQ[$t]}" >>"$RAW"
     done
     for t in firedrill_tcp firedrill_http; do
+        ((PROFILE)) || break
         pid=${FD_PID[fd_${t#firedrill_}]}
         log "perf record: $t (pid $pid)"
         perf record -F 999 -g -p "$pid" -o "$OUT/perf-$t.data" -- sleep "$DUR" >/dev/null 2>&1 &
@@ -435,12 +445,12 @@ done
     done
     if ((${#CPU_US[@]})); then
         echo
-        echo "CPU per request of the proxy process (perf stat task-clock / wrk requests, one extra run):"
+        echo "Cost per request of the proxy process (perf stat over one extra wrk run, divided by its requests):"
         echo
-        echo "| proxy | CPU µs/request | context switches/request |"
-        echo "|---|---:|---:|"
+        echo "| proxy | CPU µs/request | context switches/request | system calls/request |"
+        echo "|---|---:|---:|---:|"
         for t in haproxy_tcp firedrill_tcp haproxy_http firedrill_http firedrill_defend; do
-            printf '| %s | %s | %s |\n' "$t" "${CPU_US[$t]}" "${CS_REQ[$t]}"
+            printf '| %s | %s | %s | %s |\n' "$t" "${CPU_US[$t]}" "${CS_REQ[$t]}" "${SYS_REQ[$t]}"
         done
     fi
     echo
