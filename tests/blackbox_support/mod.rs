@@ -181,6 +181,19 @@ impl Drill {
             .collect()
     }
 
+    /// The sentences of the verdicts that did not pass, in order.
+    pub fn failed(&self) -> Vec<&str> {
+        self.report["verdicts"]
+            .as_array()
+            .map(|v| {
+                v.iter()
+                    .filter(|v| v["passed"] == false)
+                    .map(|v| v["expectation"].as_str().unwrap())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The verdict of `expectation`; panics with the output without one.
     pub fn verdict(&self, expectation: &str) -> &serde_json::Value {
         self.report["verdicts"]

@@ -208,11 +208,7 @@ pub fn fails_as_without_a_breaker(label: &str, drill: &Drill, events: &[(f64, St
     );
     assert_eq!(drill.exit, Some(1), "{label}: {}", drill.output);
     let verdicts = drill.report["verdicts"].as_array().unwrap();
-    let failed: Vec<&str> = verdicts
-        .iter()
-        .filter(|v| v["passed"] == false)
-        .map(|v| v["expectation"].as_str().unwrap())
-        .collect();
+    let failed = drill.failed();
     let is = |v: &&serde_json::Value, prefix: &str, part: &str| {
         let text = v["expectation"].as_str().unwrap();
         text.starts_with(prefix) && text.contains(part)
