@@ -213,18 +213,7 @@ fn the_page_draws_the_query_under_the_bands_and_the_history_trends_its_figure() 
         "{row}"
     );
     // The history keeps the query's figure and trends it.
-    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
-        .arg("history")
-        .arg("--history")
-        .arg(&history)
-        .output()
-        .unwrap();
-    let table = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{table}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let table = history_of(history.to_str().unwrap(), &[]);
     let figure = run.verdict(DURING)["figure"].as_f64().unwrap();
     let line = table
         .lines()
@@ -235,6 +224,22 @@ fn the_page_draws_the_query_under_the_bands_and_the_history_trends_its_figure() 
         .unwrap_or_else(|| panic!("no trend row for the query's figure:\n{table}"));
     let shown: f64 = line.split_whitespace().last().unwrap().parse().unwrap();
     assert!((shown - figure).abs() < 0.001, "{line} against {figure}");
+}
+
+/// What `firedrill history --history HISTORY ARGS` prints; it must succeed.
+fn history_of(history: &str, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
+        .args(["history", "--history", history])
+        .args(args)
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{printed}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    printed
 }
 
 /// A regression sentence on the example's p99 during the fault.
@@ -300,16 +305,8 @@ fn a_query_regression_seeds_holds_against_checkout_as_written_and_fails_one_that
     // Only the regression sentence failed it.
     assert_eq!(broken.failed(), [REGRESSION], "{}", broken.output);
     // The history trends the figure the two sentences share.
-    let out = Command::new(env!("CARGO_BIN_EXE_firedrill"))
-        .args(["history", "--history", history, "--format", "json"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let runs: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let runs: Vec<Value> =
+        serde_json::from_str(&history_of(history, &["--format", "json"])).unwrap();
     let kept: Vec<f64> = runs
         .iter()
         .map(|r| {
