@@ -32,12 +32,13 @@ pub(crate) fn judge(
     tally: &RouteTally,
 ) -> Verdict {
     let kind = regress.measure.kind();
-    let limit = match basis(regress, kind) {
+    let basis = basis(regress, kind);
+    let limit = match &basis {
         Basis::Judged(made) | Basis::Short(Some(made)) => Some(made.limit),
         Basis::NoHistory | Basis::Short(None) => None,
     };
     let measured = measure(&regress.measure, timeline, tally, limit, kind);
-    judge_measured(expectation, regress, timeline, measured)
+    judge_on(expectation, regress, timeline, measured, basis)
 }
 
 /// Judges `regress` (the rule of `expectation`) with its figure already
@@ -47,10 +48,21 @@ pub(crate) fn judge_measured(
     expectation: &Expectation,
     regress: &Regress,
     timeline: &Timeline,
+    measured: (Option<f64>, String, Option<Duration>),
+) -> Verdict {
+    let basis = basis(regress, regress.measure.kind());
+    judge_on(expectation, regress, timeline, measured, basis)
+}
+
+/// [`judge_measured`] against the `basis` the history allows.
+fn judge_on(
+    expectation: &Expectation,
+    regress: &Regress,
+    timeline: &Timeline,
     (figure, seen, at): (Option<f64>, String, Option<Duration>),
+    basis: Basis,
 ) -> Verdict {
     let kind = regress.measure.kind();
-    let basis = basis(regress, kind);
     let mut verdict = Verdict {
         expectation: expectation.text.clone(),
         passed: false,
