@@ -42,11 +42,25 @@ impl SharedTcp {
     }
 
     /// Reads what the socket has now, whatever the runtime last saw of it.
+    ///
+    /// The bytes land in a buffer of the thread's, zeroed once, and are
+    /// copied into `buf`: a codec hands over memory never written
+    /// (hyper's spare capacity, 8 KiB and more), and a safe read into it
+    /// would zero all of it first, on every read (an empty one too),
+    /// where the copy costs the bytes that came.
     fn read_now(&self, buf: &mut ReadBuf<'_>) -> io::Result<()> {
+        /// The most one read takes.
+        const SCRATCH: usize = 64 * 1024;
+        thread_local! {
+            static BYTES: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; SCRATCH]);
+        }
         let socket = socket2::SockRef::from(&*self.stream);
-        let n = (&*socket).read(buf.initialize_unfilled())?;
-        buf.advance(n);
-        Ok(())
+        let want = buf.remaining().min(SCRATCH);
+        BYTES.with_borrow_mut(|bytes| {
+            let n = (&*socket).read(&mut bytes[..want])?;
+            buf.put_slice(&bytes[..n]);
+            Ok(())
+        })
     }
 }
 
