@@ -30,7 +30,7 @@ use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 use super::head::HeadClock;
 
@@ -67,33 +67,6 @@ impl FinProbe {
             Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
         });
         seen
-    }
-
-    /// Resolves when the client is known to have hung up while one of its
-    /// requests was held; never otherwise.
-    pub(crate) async fn hung_up(&self, held: &Held) {
-        let mut holds = held.hold.subscribe();
-        loop {
-            // The sender lives in `held`: the wait ends only with a hold.
-            let Ok(hold) = holds.wait_for(|h| h.kind != Kind::Idle).await.map(|h| *h) else {
-                return std::future::pending().await;
-            };
-            let released =
-                holds.wait_for(|h| h.generation != hold.generation || h.kind == Kind::Idle);
-            tokio::select! {
-                biased;
-                _ = released => continue,
-                gone = self.tell(hold.kind == Kind::Probeable, &held.flushed) => {
-                    if gone {
-                        return;
-                    }
-                }
-            }
-            // Cannot tell for this request: wait for it to end.
-            let _ = holds
-                .wait_for(|h| h.generation != hold.generation || h.kind == Kind::Idle)
-                .await;
-        }
     }
 
     /// Watches the socket for one held request: `true` once the client is
@@ -167,61 +140,71 @@ const FIRST_REPROBE: crate::clock::Duration = crate::clock::Duration::from_secs(
 /// The longest wait between two probes of a half-closed client.
 const LAST_REPROBE: crate::clock::Duration = crate::clock::Duration::from_secs(16);
 
-/// Whether a request is held, and of which kind.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// No request is in the service.
-    Idle,
-    /// An HTTP/1.1 request: it may be sent the probe.
-    Probeable,
-    /// An HTTP/1.0 request: no 1xx may be sent to it.
-    Unprobeable,
-}
-
-/// One hold: the request's number on the connection and its kind.
-#[derive(Debug, Clone, Copy)]
-struct Hold {
-    generation: u64,
-    kind: Kind,
-}
-
-/// What the watch knows of the connection: the request held, and whether
-/// the codec has flushed all it wrote.
+/// What the watch knows of the connection: whether the codec has flushed
+/// all it wrote, and whether a held request found its client gone.
 #[derive(Debug)]
 pub(crate) struct Held {
-    hold: watch::Sender<Hold>,
+    /// The socket the held requests' watches look at.
+    probe: FinProbe,
+    /// Whether the codec has flushed all it wrote.
     flushed: AtomicBool,
+    /// Set once a held request's watch found its client gone.
+    gone: AtomicBool,
+    /// Wakes [`Held::hung_up`] when `gone` is set.
+    told: Notify,
 }
 
 impl Held {
-    pub(crate) fn new() -> Arc<Held> {
+    pub(crate) fn new(probe: FinProbe) -> Arc<Held> {
         Arc::new(Held {
-            hold: watch::Sender::new(Hold {
-                generation: 0,
-                kind: Kind::Idle,
-            }),
+            probe,
             flushed: AtomicBool::new(true),
+            gone: AtomicBool::new(false),
+            told: Notify::new(),
         })
     }
 
-    fn begin(&self, version: http::Version) {
-        let kind = match version {
-            http::Version::HTTP_11 => Kind::Probeable,
-            _ => Kind::Unprobeable,
-        };
-        self.hold.send_modify(|h| {
-            h.generation += 1;
-            h.kind = kind;
-        });
+    /// Resolves when the client is known to have hung up while one of its
+    /// requests was held; never otherwise.
+    pub(crate) async fn hung_up(&self) {
+        loop {
+            let told = self.told.notified();
+            if self.gone.load(Ordering::SeqCst) {
+                return;
+            }
+            told.await;
+        }
     }
 
-    fn end(&self) {
-        self.hold.send_modify(|h| h.kind = Kind::Idle);
+    /// The watch on a held request of `version`'s client, as a future of
+    /// its own: `true` once the client is known gone, `false` once it
+    /// cannot be told. `None` for HTTP/2, whose codec reads the socket
+    /// all along and ends the connection's streams when it closes.
+    fn watch(self: &Arc<Held>, version: http::Version) -> Option<Watch> {
+        let probeable = match version {
+            http::Version::HTTP_11 => true,
+            http::Version::HTTP_2 | http::Version::HTTP_3 => return None,
+            _ => false,
+        };
+        let held = self.clone();
+        Some(Box::pin(async move {
+            held.probe.tell(probeable, &held.flushed).await
+        }))
+    }
+
+    /// Notes that the client is gone and wakes the connection's driver.
+    fn tell_gone(&self) {
+        self.gone.store(true, Ordering::SeqCst);
+        self.told.notify_one();
     }
 }
 
-/// The service, marking each request held from its call until its answer
-/// is ready (or it is dropped); without a watch, the service itself.
+/// A held request's watch on its client.
+type Watch = Pin<Box<dyn Future<Output = bool> + Send>>;
+
+/// The service, watching each request's client while its answer is not
+/// ready (once hyper polled it and it was not); without a watch, the
+/// service itself.
 pub(crate) struct Holding<S> {
     pub(crate) inner: S,
     pub(crate) held: Option<Arc<Held>>,
@@ -236,33 +219,34 @@ where
     type Future = HeldFuture<S::Future>;
 
     fn call(&self, req: http::Request<B>) -> Self::Future {
-        if let Some(held) = &self.held {
-            held.begin(req.version());
-        }
+        let version = req.version();
         HeldFuture {
             inner: self.inner.call(req),
-            _end: EndHold(self.held.clone()),
+            watch: match &self.held {
+                Some(held) => Watching::Later(held.clone(), version),
+                None => Watching::Never,
+            },
         }
     }
 }
 
-/// Ends the hold when dropped (hyper drops the future once it answered).
-struct EndHold(Option<Arc<Held>>);
-
-impl Drop for EndHold {
-    fn drop(&mut self) {
-        if let Some(held) = &self.0 {
-            held.end();
-        }
-    }
+/// Where a held request's watch is.
+enum Watching {
+    /// No watch: none on this connection, or it could not tell.
+    Never,
+    /// Not begun: the answer was ready when first asked, or not asked yet.
+    /// A request answered at once (most of them) costs the watch nothing.
+    Later(Arc<Held>, http::Version),
+    /// Watching the client.
+    On(Arc<Held>, Watch),
 }
 
 pin_project_lite::pin_project! {
-    /// A held request's answer.
+    /// A held request's answer, its client watched while it is not ready.
     pub(crate) struct HeldFuture<F> {
         #[pin]
         inner: F,
-        _end: EndHold,
+        watch: Watching,
     }
 }
 
@@ -270,7 +254,26 @@ impl<F: Future> Future for HeldFuture<F> {
     type Output = F::Output;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        self.project().inner.poll(cx)
+        let this = self.project();
+        if let Poll::Ready(out) = this.inner.poll(cx) {
+            return Poll::Ready(out);
+        }
+        if let Watching::Later(held, version) = this.watch {
+            *this.watch = match held.watch(*version) {
+                Some(watch) => Watching::On(held.clone(), watch),
+                None => Watching::Never,
+            };
+        }
+        if let Watching::On(held, watch) = this.watch
+            && let Poll::Ready(gone) = watch.as_mut().poll(cx)
+        {
+            if gone {
+                held.tell_gone();
+            }
+            // Told, or it cannot be: the answer is waited for alone.
+            *this.watch = Watching::Never;
+        }
+        Poll::Pending
     }
 }
 

@@ -8,12 +8,11 @@
 //! answer being sent.
 
 use std::pin::Pin;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use http_body::{Body, Frame, SizeHint};
-use tokio::sync::watch;
 
 use crate::clock::{self, Duration, Instant};
 
@@ -40,10 +39,18 @@ struct Waiting {
 
 /// One connection's wait for its next request head, seen by its reads
 /// ([`HeadClock::read`]) and by its service (a head whole, an answer sent).
+///
+/// Nothing here wakes anyone: a request costs a connection three notes
+/// (its first bytes, its head whole, its answer sent), and waking the
+/// connection's task for each made it poll its codec again for nothing.
+/// The watch ([`HeadClock::expired`]) sleeps until the deadline it knew
+/// and looks again: a wait that began later moved the deadline on, and
+/// one in service is looked at again a [`HEAD_TIMEOUT`] later (a wait
+/// that begins meanwhile ends no sooner than that).
 #[derive(Debug)]
 pub struct HeadClock {
-    /// The wait, watched by the connection's driver.
-    waiting: watch::Sender<Waiting>,
+    /// The wait, read by the connection's watch.
+    waiting: Mutex<Waiting>,
     /// Whether the connection's first bytes were read (HTTP/2's preface is
     /// told from them).
     first_read: AtomicBool,
@@ -62,7 +69,7 @@ impl HeadClock {
     /// A connection that opened now.
     pub fn new() -> Arc<HeadClock> {
         Arc::new(HeadClock {
-            waiting: watch::Sender::new(Waiting {
+            waiting: Mutex::new(Waiting {
                 since: Some(clock::now()),
                 started: false,
                 serving: 0,
@@ -72,28 +79,34 @@ impl HeadClock {
         })
     }
 
+    /// The wait, changed by `change`.
+    fn change(&self, change: impl FnOnce(&mut Waiting)) {
+        change(&mut self.waiting.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    /// The wait as it is now.
+    fn now(&self) -> Waiting {
+        *self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Notes `bytes` read from the client.
     pub fn read(&self, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
         }
         if !self.first_read.swap(true, Ordering::SeqCst) && bytes.starts_with(b"PRI ") {
-            self.waiting.send_modify(|w| {
+            self.change(|w| {
                 w.http2 = true;
                 w.since = None;
             });
             return;
         }
-        self.waiting.send_if_modified(|w| {
-            let first = w.since.is_some() && !w.started;
-            w.started |= first;
-            first
-        });
+        self.change(|w| w.started |= w.since.is_some());
     }
 
     /// A head came whole: its request is in service.
     fn request(&self) {
-        self.waiting.send_modify(|w| {
+        self.change(|w| {
             w.serving += 1;
             w.since = None;
             w.started = false;
@@ -103,7 +116,7 @@ impl HeadClock {
     /// An answer's body ended (or was dropped): with none left in service,
     /// wait for the next head.
     fn answered(&self) {
-        self.waiting.send_modify(|w| {
+        self.change(|w| {
             w.serving = w.serving.saturating_sub(1);
             if w.serving == 0 && !w.http2 {
                 w.since = Some(clock::now());
@@ -114,28 +127,21 @@ impl HeadClock {
     /// Resolves when the connection has waited [`HEAD_TIMEOUT`] for a head;
     /// never while it waits for nothing.
     pub async fn expired(&self) -> Expired {
-        let mut changes = self.waiting.subscribe();
         loop {
-            let now = *changes.borrow_and_update();
-            let deadline = async {
-                match now.since {
-                    Some(since) => clock::sleep_until(since + HEAD_TIMEOUT).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                biased;
-                changed = changes.changed() => {
-                    if changed.is_err() {
-                        return std::future::pending().await;
-                    }
-                }
-                () = deadline => {
-                    return match now.started {
-                        true => Expired::Stalled,
-                        false => Expired::Idle,
-                    };
-                }
+            let seen = self.now();
+            if seen.http2 {
+                return std::future::pending().await;
+            }
+            let since = seen.since.unwrap_or_else(clock::now);
+            clock::sleep_until(since + HEAD_TIMEOUT).await;
+            let now = self.now();
+            if let Some(since) = now.since
+                && since + HEAD_TIMEOUT <= clock::now()
+            {
+                return match now.started {
+                    true => Expired::Stalled,
+                    false => Expired::Idle,
+                };
             }
         }
     }
@@ -251,3 +257,7 @@ impl<B: Body> Body for Sending<B> {
         self.body.size_hint()
     }
 }
+
+#[cfg(test)]
+#[path = "head_tests.rs"]
+mod tests;

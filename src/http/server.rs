@@ -227,7 +227,7 @@ where
     E: std::error::Error + Send + Sync + 'static,
 {
     // Without a probe the wrappers pass everything through.
-    let held = fin.probe.as_ref().map(|_| Held::new());
+    let held = fin.probe.map(Held::new);
     let clock = HeadClock::new();
     let io = Flushed {
         inner: io,
@@ -242,9 +242,9 @@ where
         clock: clock.clone(),
     };
     let hung_up = async {
-        match (&fin.probe, &held) {
-            (Some(probe), Some(held)) => {
-                probe.hung_up(held).await;
+        match &held {
+            Some(held) => {
+                held.hung_up().await;
                 tracing::debug!("the client hung up with a request held: released");
             }
             _ => std::future::pending().await,
