@@ -208,6 +208,45 @@ fn a_client_that_half_closes_is_sent_an_interim_100_and_released_when_it_closes_
     upstream.released("the half-closed client closed its socket later");
 }
 
+/// Opens an HTTP/2 connection (h2c, prior knowledge) to `addr` and sends
+/// a held request on it; the connection lives as long as the runtime.
+fn hold_over_http2(addr: &str) -> tokio::runtime::Runtime {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let addr = addr.to_string();
+    runtime.spawn(async move {
+        let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let (mut sender, connection) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(stream),
+        )
+        .await
+        .unwrap();
+        tokio::spawn(connection);
+        let request = http::Request::get(format!("http://{addr}/hold/1"))
+            .body(http_body_util::Empty::<bytes::Bytes>::new())
+            .unwrap();
+        let _ = sender.send_request(request).await;
+    });
+    runtime
+}
+
+#[test]
+fn a_held_http2_request_is_released_when_its_client_closes_the_connection() {
+    // HTTP/2 is not probed: the codec reads the socket all along, and a
+    // client gone ends every stream it held.
+    let upstream = Upstream::start();
+    let (_running, addr) = proxy(&upstream);
+    let client = hold_over_http2(&addr);
+    upstream.held();
+    // Its socket closes with the runtime.
+    drop(client);
+    upstream.released("the HTTP/2 client closed its connection");
+}
+
 #[test]
 fn hundreds_of_abandoned_held_requests_leave_a_64_descriptor_proxy_answering() {
     let upstream = Upstream::start();
