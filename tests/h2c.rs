@@ -275,25 +275,6 @@ fn h2_call(
     (status, body, trailers)
 }
 
-/// An HTTP/2 connection (h2c, prior knowledge) to `addr`, driven in the
-/// background: its sender.
-async fn h2_connect<B>(addr: &str) -> hyper::client::conn::http2::SendRequest<B>
-where
-    B: http_body::Body + Send + Unpin + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let (sender, connection) = hyper::client::conn::http2::handshake(
-        hyper_util::rt::TokioExecutor::new(),
-        hyper_util::rt::TokioIo::new(stream),
-    )
-    .await
-    .unwrap();
-    tokio::spawn(connection);
-    sender
-}
-
 /// As [`h2_call`], with the response's headers too.
 fn h2_exchange(
     addr: &str,
@@ -318,7 +299,7 @@ fn h2_exchange_with(
         .build()
         .unwrap()
         .block_on(async {
-            let mut sender = h2_connect(addr).await;
+            let mut sender = cli_support::h2c_connect(addr).await;
             let mut req = http::Request::builder().method(method).uri(uri);
             for (name, value) in headers {
                 req = req.header(*name, *value);
@@ -522,7 +503,7 @@ fn a_reset_after_some_bytes_resets_the_http2_stream_with_its_code_and_the_connec
         .unwrap()
         .block_on(async {
             use http_body_util::BodyExt;
-            let mut sender = h2_connect(&listen).await;
+            let mut sender = cli_support::h2c_connect(&listen).await;
             let get = |path: &str| {
                 http::Request::get(format!("http://{listen}{path}"))
                     .body(http_body_util::Empty::<bytes::Bytes>::new())
@@ -603,14 +584,7 @@ fn a_clients_stream_reset_reaches_the_h2c_upstream_as_its_calls_end() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let stream = tokio::net::TcpStream::connect(&listen).await.unwrap();
-        let (mut sender, connection) = hyper::client::conn::http2::handshake(
-            hyper_util::rt::TokioExecutor::new(),
-            hyper_util::rt::TokioIo::new(stream),
-        )
-        .await
-        .unwrap();
-        tokio::spawn(connection);
+        let mut sender = cli_support::h2c_connect(&listen).await;
         let req = http::Request::post(format!("http://{listen}/inventory.Inventory/Watch"))
             .body(http_body_util::Full::new(bytes::Bytes::from_static(b"w")))
             .unwrap();

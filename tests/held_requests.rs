@@ -218,14 +218,7 @@ fn hold_over_http2(addr: &str) -> tokio::runtime::Runtime {
         .unwrap();
     let addr = addr.to_string();
     runtime.spawn(async move {
-        let stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
-        let (mut sender, connection) = hyper::client::conn::http2::handshake(
-            hyper_util::rt::TokioExecutor::new(),
-            hyper_util::rt::TokioIo::new(stream),
-        )
-        .await
-        .unwrap();
-        tokio::spawn(connection);
+        let mut sender = cli_support::h2c_connect(&addr).await;
         let request = http::Request::get(format!("http://{addr}/hold/1"))
             .body(http_body_util::Empty::<bytes::Bytes>::new())
             .unwrap();

@@ -102,3 +102,22 @@ pub fn wait_for(mut done: impl FnMut() -> bool, what: &str, patience: std::time:
     }
     panic!("never saw {what} within {patience:?}");
 }
+
+/// An HTTP/2 connection (h2c, prior knowledge) to `addr`, driven in the
+/// background: its sender.
+pub async fn h2c_connect<B>(addr: &str) -> hyper::client::conn::http2::SendRequest<B>
+where
+    B: http_body::Body + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(connection);
+    sender
+}
