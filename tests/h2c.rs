@@ -625,16 +625,6 @@ fn a_goaway_fault_ends_the_http2_connection_gracefully_after_its_request_is_answ
                     .body(http_body_util::Empty::<bytes::Bytes>::new())
                     .unwrap()
             };
-            let open = |addr: String| async move {
-                let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-                let (sender, connection) = hyper::client::conn::http2::handshake(
-                    hyper_util::rt::TokioExecutor::new(),
-                    hyper_util::rt::TokioIo::new(stream),
-                )
-                .await
-                .unwrap();
-                (sender, tokio::spawn(connection))
-            };
             let answered = |resp: http::Response<hyper::body::Incoming>| async move {
                 assert_eq!(resp.status(), 200);
                 let body = tokio::time::timeout(limit, resp.into_body().collect())
@@ -644,7 +634,7 @@ fn a_goaway_fault_ends_the_http2_connection_gracefully_after_its_request_is_answ
                 String::from_utf8_lossy(&body.to_bytes()).into_owned()
             };
             // Untouched requests keep their connection open.
-            let (mut sender, connection) = open(listen.clone()).await;
+            let (mut sender, connection) = cli_support::h2c_open(&listen).await;
             for _ in 0..2 {
                 let resp = sender.send_request(get("/other")).await.unwrap();
                 assert!(answered(resp).await.contains("/other"));

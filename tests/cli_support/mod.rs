@@ -111,6 +111,22 @@ where
     B::Data: Send,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    h2c_open(addr).await.0
+}
+
+/// [`h2c_connect`], with the task that drives the connection (it ends when
+/// the connection does).
+pub async fn h2c_open<B>(
+    addr: &str,
+) -> (
+    hyper::client::conn::http2::SendRequest<B>,
+    tokio::task::JoinHandle<Result<(), hyper::Error>>,
+)
+where
+    B: http_body::Body + Send + Unpin + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
     let (sender, connection) = hyper::client::conn::http2::handshake(
         hyper_util::rt::TokioExecutor::new(),
@@ -118,6 +134,5 @@ where
     )
     .await
     .unwrap();
-    tokio::spawn(connection);
-    sender
+    (sender, tokio::spawn(connection))
 }
