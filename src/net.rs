@@ -26,6 +26,11 @@ pub trait Transport: AsyncRead + AsyncWrite + Unpin + Send + 'static {
     fn shared_tcp(&self) -> Option<std::sync::Arc<TcpStream>> {
         None
     }
+    /// With [`Transport::shared_tcp`]: the flag the watch sets when it
+    /// spent a read readiness the stream's reads may be waiting for.
+    fn read_spent(&self) -> Option<std::sync::Arc<std::sync::atomic::AtomicBool>> {
+        None
+    }
     /// Whether TLS's ALPN settled on HTTP/2 (`h2`) for this stream: an
     /// `https://` upstream that chose it is spoken to in HTTP/2.
     fn alpn_h2(&self) -> bool {

@@ -241,6 +241,40 @@ fn a_held_http2_request_is_released_when_its_client_closes_the_connection() {
 }
 
 #[test]
+fn a_request_sent_while_the_one_before_it_is_held_is_read_and_answered_after_it() {
+    // While the first is held, the watch on the client looks at the
+    // socket and finds the second one's bytes: the codec must still read
+    // them once the first is answered, though the watch spent the
+    // readiness that announced them.
+    let upstream = Upstream::start();
+    let dir = tempfile::tempdir().unwrap();
+    let faults = dir.path().join("faults.yaml");
+    std::fs::write(
+        &faults,
+        "faults:\n  - latency: { delay: 2s }\n    match: /ok\n",
+    )
+    .unwrap();
+    let front = [
+        "proxy",
+        "--mode",
+        "http",
+        "--faults",
+        faults.to_str().unwrap(),
+    ];
+    let (_running, addr) = start(&front, &upstream, None);
+    let mut client = send(&addr, "GET /ok HTTP/1.1\r\nhost: t\r\n\r\n");
+    // Well inside the first one's 2 s (the order of events, not a timing
+    // check: the assertion holds either way).
+    std::thread::sleep(Duration::from_millis(500));
+    client
+        .write_all(b"GET /ok HTTP/1.1\r\nhost: t\r\nconnection: close\r\n\r\n")
+        .unwrap();
+    let mut answers = String::new();
+    client.read_to_string(&mut answers).unwrap();
+    assert_eq!(answers.matches("HTTP/1.1 200").count(), 2, "{answers:?}");
+}
+
+#[test]
 fn hundreds_of_abandoned_held_requests_leave_a_64_descriptor_proxy_answering() {
     let upstream = Upstream::start();
     let (_running, addr) = start(&["proxy", "--mode", "http"], &upstream, Some(64));

@@ -43,12 +43,16 @@ pub struct FinProbe {
     /// The connection's socket, shared with the codec (a FIN, then the RST
     /// that answers the probe, each make it readable).
     socket: Arc<TcpStream>,
+    /// Set when a look spent a read readiness the codec's reads may wait
+    /// for ([`crate::net::SharedTcp`]).
+    spent: Option<Arc<AtomicBool>>,
 }
 
 impl FinProbe {
-    /// A probe of `socket`, the one the codec reads and writes.
-    pub fn of(socket: Arc<TcpStream>) -> FinProbe {
-        FinProbe { socket }
+    /// A probe of `socket`, the one the codec reads and writes; `spent` is
+    /// set whenever a look spends a read readiness.
+    pub fn of(socket: Arc<TcpStream>, spent: Option<Arc<AtomicBool>>) -> FinProbe {
+        FinProbe { socket, spent }
     }
 
     /// Waits until the socket is ready for `interest` and then looks at it
@@ -64,6 +68,11 @@ impl FinProbe {
         let mut seen = None;
         let _ = self.socket.try_io(interest, || {
             seen = Some(look(&self.socket, ready.is_read_closed()));
+            if interest.is_readable()
+                && let Some(spent) = &self.spent
+            {
+                spent.store(true, Ordering::Release);
+            }
             Err::<(), _>(std::io::ErrorKind::WouldBlock.into())
         });
         seen

@@ -183,7 +183,7 @@ impl ClientFin {
         let socket = stream.shared_tcp();
         Fin {
             probe: match self {
-                ClientFin::Probe => socket.clone().map(FinProbe::of),
+                ClientFin::Probe => socket.clone().map(|s| FinProbe::of(s, stream.read_spent())),
                 _ => None,
             },
             half_close: self != ClientFin::HangUp,

@@ -6,14 +6,18 @@
 //!
 //! Sharing one registration means the watch's look at the socket (a peek
 //! that finds bytes the codec has not read yet, then waits for the next
-//! event) spends a readiness the codec may also be waiting for. So reads
-//! here try the socket first and ask the runtime only when it has nothing:
-//! a readiness spent by the watch never leaves bytes unread.
+//! event) spends a readiness the codec may also be waiting for. So the
+//! watch says when it spent one ([`SharedTcp::spent`]), and the next read
+//! here tries the socket before it asks the runtime: a readiness spent by
+//! the watch never leaves bytes unread. Otherwise a read asks the runtime
+//! first, so that a codec looking for more where nothing came makes no
+//! system call.
 
 use std::io;
 use std::io::Read;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
@@ -26,6 +30,9 @@ use super::Transport;
 pub struct SharedTcp {
     /// The one socket, registered once; the watch holds another handle.
     stream: Arc<TcpStream>,
+    /// Set by the watch when it spent a read readiness; the next read
+    /// tries the socket whatever the runtime says.
+    spent: Arc<AtomicBool>,
 }
 
 impl SharedTcp {
@@ -33,7 +40,13 @@ impl SharedTcp {
     pub fn new(stream: TcpStream) -> SharedTcp {
         SharedTcp {
             stream: Arc::new(stream),
+            spent: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// The flag a watch sets when it spent a read readiness of the socket.
+    pub fn spent(&self) -> Arc<AtomicBool> {
+        self.spent.clone()
     }
 
     /// The socket, for a watch that looks at it without reading.
@@ -71,6 +84,9 @@ impl Transport for SharedTcp {
     fn shared_tcp(&self) -> Option<Arc<TcpStream>> {
         Some(self.socket())
     }
+    fn read_spent(&self) -> Option<Arc<AtomicBool>> {
+        Some(self.spent())
+    }
 }
 
 impl AsyncRead for SharedTcp {
@@ -80,13 +96,16 @@ impl AsyncRead for SharedTcp {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         loop {
-            match self.read_now(buf) {
-                Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
-                done => return Poll::Ready(done),
+            if self.spent.swap(false, Ordering::AcqRel) {
+                match self.read_now(buf) {
+                    Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
+                    done => return Poll::Ready(done),
+                }
             }
             ready!(self.stream.poll_read_ready(cx))?;
-            // Nothing now, though the runtime said readable: spend that
-            // readiness, then try again (and wait for the next event).
+            // Readable, says the runtime (perhaps from before the last
+            // read): nothing there spends that readiness, and the next
+            // round waits for the next event.
             match self
                 .stream
                 .try_io(Interest::READABLE, || self.read_now(buf))
