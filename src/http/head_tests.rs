@@ -84,3 +84,27 @@ async fn a_connection_that_opens_with_http2s_preface_is_never_timed() {
     let (_, how) = watch(&other).await.unwrap();
     assert_eq!(how, Expired::Stalled);
 }
+
+#[tokio::test(start_paused = true)]
+async fn an_answer_sent_whole_starts_the_wait_for_the_next_head_and_its_body_passes_untouched() {
+    use http_body_util::BodyExt;
+    let clock = HeadClock::new();
+    let watched = watch(&clock);
+    clock.read(b"GET / HTTP/1.1\r\n\r\n");
+    clock.request();
+    let answer = http::Response::new(http_body_util::Full::new(bytes::Bytes::from_static(
+        b"the answer",
+    )))
+    .noting(Some(Ended(clock.clone())));
+    clock::sleep(HEAD_TIMEOUT * 2).await;
+    assert!(!watched.is_finished(), "the answer is still being sent");
+    let sent = clock::now();
+    let body = answer.into_body().collect().await.unwrap().to_bytes();
+    assert_eq!(&body[..], b"the answer");
+    // hyper drops the body it wrote whole: the wait begins.
+    let (when, how) = tokio::time::timeout(HEAD_TIMEOUT * 2, watched)
+        .await
+        .expect("the wait for the next head never began")
+        .unwrap();
+    assert_eq!((when - sent, how), (HEAD_TIMEOUT, Expired::Idle));
+}
