@@ -98,6 +98,12 @@ async fn an_answer_sent_whole_starts_the_wait_for_the_next_head_and_its_body_pas
     .noting(Some(Ended(clock.clone())));
     clock::sleep(HEAD_TIMEOUT * 2).await;
     assert!(!watched.is_finished(), "the answer is still being sent");
+    // What hyper asks of a body before it writes it is the inner body's.
+    assert!(!answer.body().is_end_stream());
+    assert_eq!(answer.body().size_hint().exact(), Some(10));
+    let empty = http::Response::new(http_body_util::Empty::<bytes::Bytes>::new()).noting(None);
+    assert!(empty.body().is_end_stream());
+    assert_eq!(empty.body().size_hint().exact(), Some(0));
     let sent = clock::now();
     let body = answer.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(&body[..], b"the answer");
