@@ -155,6 +155,13 @@ fn send(addr: &str, requests: &str) -> TcpStream {
     client
 }
 
+/// A file named `name` holding `text` in `dir`; its path.
+fn written(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
 const HOLD: &str = "GET /hold/1 HTTP/1.1\r\nhost: t\r\n\r\n";
 
 #[test]
@@ -171,9 +178,8 @@ fn a_held_request_is_released_at_once_when_its_client_hangs_up() {
 fn defend_releases_a_held_request_at_once_when_its_client_hangs_up() {
     let upstream = Upstream::start();
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("defense.yaml");
-    std::fs::write(&config, "routes:\n  all:\n    match: /*\n").unwrap();
-    let front = ["defend", "--config", config.to_str().unwrap()];
+    let config = written(&dir, "defense.yaml", "routes:\n  all:\n    match: /*\n");
+    let front = ["defend", "--config", &config];
     let (_running, addr) = start(&front, &upstream, None);
     let client = send(&addr, HOLD);
     upstream.held();
@@ -248,19 +254,12 @@ fn a_request_sent_while_the_one_before_it_is_held_is_read_and_answered_after_it(
     // readiness that announced them.
     let upstream = Upstream::start();
     let dir = tempfile::tempdir().unwrap();
-    let faults = dir.path().join("faults.yaml");
-    std::fs::write(
-        &faults,
+    let faults = written(
+        &dir,
+        "faults.yaml",
         "faults:\n  - latency: { delay: 2s }\n    match: /ok\n",
-    )
-    .unwrap();
-    let front = [
-        "proxy",
-        "--mode",
-        "http",
-        "--faults",
-        faults.to_str().unwrap(),
-    ];
+    );
+    let front = ["proxy", "--mode", "http", "--faults", &faults];
     let (_running, addr) = start(&front, &upstream, None);
     let mut client = send(&addr, "GET /ok HTTP/1.1\r\nhost: t\r\n\r\n");
     // Well inside the first one's 2 s (the order of events, not a timing
@@ -298,15 +297,18 @@ fn hundreds_of_abandoned_held_requests_leave_a_64_descriptor_proxy_answering() {
 fn blackholed_requests_whose_clients_hang_up_are_released_and_recorded() {
     let upstream = Upstream::start();
     let dir = tempfile::tempdir().unwrap();
-    let faults = dir.path().join("faults.yaml");
-    std::fs::write(&faults, "faults:\n  - blackhole: {}\n    match: /hold/*\n").unwrap();
+    let faults = written(
+        &dir,
+        "faults.yaml",
+        "faults:\n  - blackhole: {}\n    match: /hold/*\n",
+    );
     let record = dir.path().join("requests.jsonl");
     let front = [
         "proxy",
         "--mode",
         "http",
         "--faults",
-        faults.to_str().unwrap(),
+        &faults,
         "--record",
         record.to_str().unwrap(),
     ];
