@@ -244,7 +244,9 @@ enum Watching {
     /// No watch: none on this connection, or it could not tell.
     Never,
     /// Not begun: the answer was ready when first asked, or not asked yet.
-    /// A request answered at once (most of them) costs the watch nothing.
+    /// A request answered at once (an injected status, the built-in
+    /// target) costs the watch nothing; a proxied one waits for its
+    /// upstream, and its watch begins.
     Later(Arc<Held>, http::Version),
     /// Watching the client.
     On(Arc<Held>, Watch),
