@@ -10,6 +10,7 @@
 //! A write or read that fails is kept (the first one) for the owner to
 //! report: [`Spill::error`].
 
+use std::cmp::Ordering as CmpOrdering;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Seek, SeekFrom, Write};
 use std::marker::PhantomData;
@@ -159,6 +160,157 @@ impl<T: Serialize + DeserializeOwned + Clone> Spill<T> {
     }
 }
 
+impl<T: Serialize + DeserializeOwned + Clone> Spill<T> {
+    /// A new spill with every item of this one, ordered by `cmp` (stably:
+    /// equal items keep the order they were pushed in), made in bounded
+    /// memory: sorted runs of [`RUN`] items on disk, then merged. The
+    /// first read or write that failed is the new spill's
+    /// [`Spill::error`].
+    pub fn sorted_by(&mut self, cmp: impl Fn(&T, &T) -> CmpOrdering) -> Spill<T> {
+        self.sorted_in_runs(RUN, &cmp)
+    }
+
+    fn sorted_in_runs(&mut self, run: usize, cmp: &impl Fn(&T, &T) -> CmpOrdering) -> Spill<T> {
+        let mut runs: Vec<Spill<T>> = Vec::new();
+        let mut chunk: Vec<T> = Vec::with_capacity(run.min(self.len));
+        let close = |chunk: &mut Vec<T>, runs: &mut Vec<Spill<T>>| {
+            chunk.sort_by(cmp);
+            let mut sorted = Spill::new();
+            chunk.drain(..).for_each(|item| sorted.push_owned(item));
+            runs.push(sorted);
+        };
+        self.read_each(|item| {
+            chunk.push(item);
+            if chunk.len() == run {
+                close(&mut chunk, &mut runs);
+            }
+        });
+        if !chunk.is_empty() || runs.is_empty() {
+            close(&mut chunk, &mut runs);
+        }
+        let mut out = if runs.len() == 1 {
+            runs.pop().unwrap_or_default()
+        } else {
+            merge(runs, cmp)
+        };
+        if out.error.is_none() {
+            out.error = self.error();
+        }
+        out
+    }
+
+    /// Appends one item it owns (memory keeps it without a copy).
+    fn push_owned(&mut self, item: T) {
+        match &mut self.store {
+            Store::Memory(items) => {
+                self.len += 1;
+                items.push(item);
+            }
+            Store::File(_) => self.push(&item),
+        }
+    }
+
+    /// Reads the items back one at a time, from the first, with a small
+    /// buffer (a merge reads many at once).
+    fn into_items(self) -> Items<T> {
+        let error = self.error;
+        match self.store {
+            Store::Memory(items) => Items::Memory(items.into_iter(), error),
+            Store::File(out) => {
+                let file = out
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .and_then(|mut file| file.seek(SeekFrom::Start(0)).map(|_| file));
+                match file {
+                    Ok(file) => Items::File(
+                        BufReader::with_capacity(MERGE_BUFFER, file),
+                        String::new(),
+                        error,
+                    ),
+                    Err(err) => Items::Memory(Vec::new().into_iter(), Some(err)),
+                }
+            }
+        }
+    }
+}
+
+/// Items sorted in memory at once by [`Spill::sorted_by`].
+pub const RUN: usize = 16 * 1024;
+
+/// Bytes each sorted run reads ahead while runs are merged.
+const MERGE_BUFFER: usize = 8 * 1024;
+
+/// A spill read back in order, item by item.
+enum Items<T> {
+    Memory(std::vec::IntoIter<T>, Option<std::io::Error>),
+    File(BufReader<File>, String, Option<std::io::Error>),
+}
+
+impl<T: DeserializeOwned> Items<T> {
+    /// The next item; `None` at the end or at the first failure (kept).
+    fn next_item(&mut self) -> Option<T> {
+        match self {
+            Items::Memory(items, _) => items.next(),
+            Items::File(reader, line, error) => {
+                if error.is_some() {
+                    return None;
+                }
+                line.clear();
+                let read = reader
+                    .read_line(line)
+                    .and_then(|n| match n {
+                        0 => Ok(None),
+                        _ => serde_json::from_str(line).map(Some).map_err(Into::into),
+                    })
+                    .map_err(|err| *error = Some(err));
+                read.ok().flatten()
+            }
+        }
+    }
+
+    fn take_error(&mut self) -> Option<std::io::Error> {
+        match self {
+            Items::Memory(_, error) | Items::File(_, _, error) => error.take(),
+        }
+    }
+}
+
+/// The sorted `runs` as one sorted spill; of equal items, an earlier
+/// run's comes first.
+fn merge<T: Serialize + DeserializeOwned + Clone>(
+    runs: Vec<Spill<T>>,
+    cmp: &impl Fn(&T, &T) -> CmpOrdering,
+) -> Spill<T> {
+    let mut readers: Vec<Items<T>> = runs.into_iter().map(Spill::into_items).collect();
+    // The head of each run not yet taken, by run.
+    let mut heads: Vec<Option<T>> = readers.iter_mut().map(Items::next_item).collect();
+    let mut out = Spill::new();
+    // Few runs (one per RUN items): the smallest head is found by a scan.
+    while let Some(first) = smallest(&heads, cmp) {
+        if let Some(item) = heads[first].take() {
+            out.push_owned(item);
+        }
+        heads[first] = readers[first].next_item();
+    }
+    if out.error.is_none() {
+        out.error = readers.iter_mut().find_map(Items::take_error);
+    }
+    out
+}
+
+/// The run whose head comes first (the earliest run of equal heads).
+fn smallest<T>(heads: &[Option<T>], cmp: &impl Fn(&T, &T) -> CmpOrdering) -> Option<usize> {
+    let mut best: Option<(usize, &T)> = None;
+    for (i, head) in heads.iter().enumerate() {
+        if let Some(item) = head
+            && best.is_none_or(|(_, b)| cmp(item, b) == CmpOrdering::Less)
+        {
+            best = Some((i, item));
+        }
+    }
+    best.map(|(i, _)| i)
+}
+
 /// A new file in the temporary folder, already removed from it.
 fn unnamed_file() -> std::io::Result<File> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -198,5 +350,58 @@ mod tests {
         assert_eq!(all[..10_000], first[..]);
         assert_eq!(all[10_000], (10_000, "/last".to_string()));
         assert!(spill.error().is_none());
+    }
+
+    /// Items whose order by key alone leaves ties: (key, when pushed).
+    fn shuffled(n: u64) -> Spill<(u64, u64)> {
+        let mut spill = Spill::new();
+        for i in 0..n {
+            spill.push(&((i * 7_919) % 97, i));
+        }
+        spill
+    }
+
+    fn by_key(a: &(u64, u64), b: &(u64, u64)) -> CmpOrdering {
+        a.0.cmp(&b.0)
+    }
+
+    #[test]
+    fn a_sort_in_many_runs_gives_what_a_stable_sort_in_memory_gives() {
+        let mut spill = shuffled(10_000);
+        let mut expected = spill.read();
+        expected.sort_by(by_key);
+        for run in [1, 2, 7, 100, 9_999, 10_000, 20_000] {
+            let mut sorted = spill.sorted_in_runs(run, &by_key);
+            assert_eq!(sorted.len(), 10_000, "runs of {run}");
+            assert_eq!(sorted.read(), expected, "runs of {run}");
+            assert!(sorted.error().is_none());
+        }
+        assert_eq!(spill.len(), 10_000, "the source is left whole");
+    }
+
+    #[test]
+    fn an_empty_spill_sorts_to_an_empty_one_and_a_sorted_one_can_grow() {
+        let mut empty = Spill::<(u64, u64)>::new();
+        let mut sorted = empty.sorted_by(by_key);
+        assert!(sorted.is_empty());
+        assert!(sorted.read().is_empty());
+        sorted.push(&(1, 1));
+        assert_eq!(sorted.read(), [(1, 1)]);
+    }
+
+    #[test]
+    fn a_sort_in_memory_when_no_file_can_be_made_gives_the_same_order() {
+        let mut spill = Spill {
+            store: Store::Memory(Vec::new()),
+            len: 0,
+            error: None,
+            _items: PhantomData,
+        };
+        for i in 0..1_000u64 {
+            spill.push(&((i * 31) % 13, i));
+        }
+        let mut expected = spill.read();
+        expected.sort_by(by_key);
+        assert_eq!(spill.sorted_in_runs(64, &by_key).read(), expected);
     }
 }
