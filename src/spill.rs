@@ -234,6 +234,33 @@ impl<T: Serialize + DeserializeOwned + Clone> Spill<T> {
     }
 }
 
+/// A list read in full, in order, as many times as its reader needs: in
+/// memory, or a spill on disk (a run's requests, a dependency's calls).
+pub trait Replay<T> {
+    /// Hands every item to `take`, in order.
+    fn replay(&self, take: &mut dyn FnMut(T));
+}
+
+impl<T: Clone> Replay<T> for Vec<T> {
+    fn replay(&self, take: &mut dyn FnMut(T)) {
+        self.iter().cloned().for_each(take);
+    }
+}
+
+impl<T: Clone> Replay<T> for &[T] {
+    fn replay(&self, take: &mut dyn FnMut(T)) {
+        self.iter().cloned().for_each(take);
+    }
+}
+
+impl<T: Serialize + DeserializeOwned + Clone> Replay<T> for std::sync::Mutex<Spill<T>> {
+    fn replay(&self, take: &mut dyn FnMut(T)) {
+        self.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .read_each(take);
+    }
+}
+
 /// Items sorted in memory at once by [`Spill::sorted_by`].
 pub const RUN: usize = 16 * 1024;
 

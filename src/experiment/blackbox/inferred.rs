@@ -19,19 +19,29 @@ use crate::experiment::expect::verdict::secs;
 use crate::experiment::timeline::{BreakerInfo, RequestRecord};
 use crate::fault::plan::Arrival;
 use crate::proxy::record::Record;
+use crate::spill::Replay;
 
 /// What one dependency proxy of the run saw.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Seen<'a> {
     /// The dependency's name.
     pub name: &'a str,
     /// Every arrival its fault plan recorded, in order.
-    pub arrivals: &'a [Arrival],
-    /// Its records: every call with its outcome, once it ended.
-    pub records: &'a [Record],
+    pub arrivals: &'a dyn Replay<Arrival>,
+    /// Its records: every call with its outcome, in the order they ended.
+    pub records: &'a dyn Replay<Record>,
     /// What its agent lost of the records (dropped, or not read), if
     /// anything.
     pub lost: Option<&'a str>,
+}
+
+impl std::fmt::Debug for Seen<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Seen")
+            .field("name", &self.name)
+            .field("lost", &self.lost)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The service's breakers as inferred from the run: their transitions, in
@@ -40,10 +50,27 @@ pub struct Seen<'a> {
 pub fn breakers(
     system: &SystemSpec,
     load: &[LoadRoute],
-    requests: &[RequestRecord],
+    requests: &dyn Replay<RequestRecord>,
     dependencies: &[Seen<'_>],
     duration: Duration,
 ) -> (Vec<Transition>, Vec<BreakerInfo>) {
+    // TODO(streaming): read the lists whole for now.
+    let requests = &all(requests);
+    let held: Vec<(Vec<Arrival>, Vec<Record>)> = dependencies
+        .iter()
+        .map(|d| (all(d.arrivals), all(d.records)))
+        .collect();
+    let dependencies: Vec<Held<'_>> = dependencies
+        .iter()
+        .zip(&held)
+        .map(|(d, (arrivals, records))| Held {
+            name: d.name,
+            arrivals,
+            records,
+            lost: d.lost,
+        })
+        .collect();
+    let dependencies = &dependencies[..];
     let mut transitions = Vec::new();
     let mut infos = Vec::new();
     let sent: SortedIds = requests.iter().map(|r| r.id).collect();
@@ -88,6 +115,19 @@ pub fn breakers(
     (transitions, infos)
 }
 
+fn all<T>(list: &dyn Replay<T>) -> Vec<T> {
+    let mut out = Vec::new();
+    list.replay(&mut |item| out.push(item));
+    out
+}
+
+struct Held<'a> {
+    name: &'a str,
+    arrivals: &'a [Arrival],
+    records: &'a [Record],
+    lost: Option<&'a str>,
+}
+
 /// One breaker's transitions, and how confident they are: from both sides
 /// with firedrill's own load and the dependency's records, from the
 /// dependency's side alone otherwise.
@@ -96,7 +136,7 @@ fn infer_one(
     load: &[LoadRoute],
     requests: &[RequestRecord],
     sent: &SortedIds,
-    dependencies: &[Seen<'_>],
+    dependencies: &[Held<'_>],
     duration: Duration,
 ) -> (Vec<InferredTransition>, &'static str, Option<Quality>) {
     let uses = |route: &str| breaker.routes.is_empty() || breaker.routes.iter().any(|r| r == route);
@@ -131,7 +171,7 @@ fn infer_one(
             .as_ref()
             .is_none_or(|m| m.matches(&http::Method::GET, path, &http::HeaderMap::new()))
     };
-    let seen: Vec<&Seen<'_>> = dependencies
+    let seen: Vec<&Held<'_>> = dependencies
         .iter()
         .filter(|d| d.name == breaker.dependency)
         .collect();

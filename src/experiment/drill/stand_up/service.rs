@@ -24,6 +24,7 @@ use crate::http::client::{HttpUpstream, Upstream};
 use crate::net::{self, TcpAcceptor, TcpConnector};
 use crate::proxy::record::{Collected, Record, Recorder as ProxyRecorder};
 use crate::proxy::{Forward, Telemetry};
+use crate::spill::Replay;
 use crate::target::TargetStats;
 use crate::tls::ServiceConnector;
 
@@ -140,15 +141,15 @@ impl<'a> OwnService<'a> {
             .zip(&lost)
             .map(|(((d, arrivals), records), lost)| Seen {
                 name: &d.name,
-                arrivals,
-                records,
+                arrivals: arrivals as &dyn Replay<Arrival>,
+                records: records as &dyn Replay<Record>,
                 lost: lost.as_deref(),
             })
             .collect();
         crate::experiment::blackbox::inferred::breakers(
             self.system,
             &self.experiment.load,
-            requests,
+            &requests,
             &seen,
             duration,
         )
