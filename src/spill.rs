@@ -118,6 +118,12 @@ impl<T: Serialize + DeserializeOwned + Clone> Spill<T> {
             .map(|e| std::io::Error::new(e.kind(), e.to_string()))
     }
 
+    /// Marks the spill as missing items from here on, for `err` (unless
+    /// an earlier failure is already kept).
+    pub fn fail(&mut self, err: std::io::Error) {
+        self.error.get_or_insert(err);
+    }
+
     /// Every item pushed so far, in order (those that could be read back,
     /// see [`Spill::error`]); more may be pushed after.
     pub fn read(&mut self) -> Vec<T> {

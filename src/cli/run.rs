@@ -280,10 +280,15 @@ fn write_reports(report: &RunReport, options: &RunArgs) -> Result<(), CliError> 
     };
     if let Some(dir) = &options.report_dir {
         for exporter in report::exporters().iter().filter(|e| e.applies(report)) {
-            write(
-                &dir.join(exporter.file_name()),
-                exporter.render_masked(report),
-            )?;
+            let path = dir.join(exporter.file_name());
+            let written = std::fs::File::create(&path).and_then(|file| {
+                let mut out = std::io::BufWriter::new(file);
+                exporter.write_masked(report, &mut out)?;
+                std::io::Write::flush(&mut out)
+            });
+            written.map_err(|e| {
+                CliError::runtime(e).context(format!("{}: cannot write", path.display()))
+            })?;
         }
     }
     if let Some(path) = &options.junit {

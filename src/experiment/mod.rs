@@ -22,6 +22,7 @@ pub mod drill;
 pub mod error;
 pub mod expect;
 pub mod file;
+pub mod kept;
 pub mod prometheus;
 pub mod timeline;
 pub mod vocabulary;

@@ -3,12 +3,16 @@
 //! target, every breaker transition, and the fault windows. Expectations
 //! and reports read only this, so they are pure functions of a run.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::clock::Duration;
 use crate::defense::breaker::{State, Transition};
 use crate::defense::fallback::FallbackKind;
 use crate::defense::report::{CallError, HealthChange, Rejection, ServedBy};
+use crate::experiment::kept::{KeptLists, Sender};
 
 /// Everything a run recorded; times are offsets from the run's start.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -41,6 +45,61 @@ pub struct Timeline {
     /// arrival order (`dependencies.jsonl`).
     #[serde(skip)]
     pub dependency_requests: Vec<crate::proxy::record::Record>,
+    /// A user's service's run: its requests, target hits and dependency
+    /// calls on disk, in place of the three lists above (which are then
+    /// empty). Read them with [`Timeline::each_request`],
+    /// [`Timeline::each_hit`] and [`Timeline::each_dependency_request`].
+    #[serde(skip)]
+    pub kept: Option<Arc<KeptLists>>,
+}
+
+impl Timeline {
+    /// Every client request, in the order they were sent (by id).
+    pub fn each_request(&self, take: &mut dyn FnMut(&RequestRecord)) {
+        match &self.kept {
+            Some(kept) => kept.requests().replay(&mut |r| take(&r)),
+            None => self.requests.iter().for_each(take),
+        }
+    }
+
+    /// Every target hit, in arrival order, with the route and send time of
+    /// the request of its id, when the run sent one.
+    pub fn each_hit(&self, take: &mut dyn FnMut(&TargetHit, Option<&Sender>)) {
+        if let Some(kept) = &self.kept {
+            return kept.each_hit(take);
+        }
+        let senders: BTreeMap<u64, Sender> = self
+            .requests
+            .iter()
+            .map(|r| {
+                let sender = Sender {
+                    route: r.route.clone(),
+                    sent: r.sent,
+                };
+                (r.id, sender)
+            })
+            .collect();
+        for h in &self.target_hits {
+            take(h, h.request_id.and_then(|id| senders.get(&id)));
+        }
+    }
+
+    /// Every call through a user's service's dependency proxies, in
+    /// arrival order.
+    pub fn each_dependency_request(&self, take: &mut dyn FnMut(&crate::proxy::record::Record)) {
+        match &self.kept {
+            Some(kept) => kept.each_call(take),
+            None => self.dependency_requests.iter().for_each(take),
+        }
+    }
+
+    /// Whether no request reached the target, nor any call a dependency.
+    pub fn nothing_reached(&self) -> bool {
+        match &self.kept {
+            Some(kept) => kept.hits() == 0 && kept.calls() == 0,
+            None => self.target_hits.is_empty() && self.dependency_requests.is_empty(),
+        }
+    }
 }
 
 impl Timeline {
@@ -55,6 +114,7 @@ impl Timeline {
             requests,
             target_hits,
             dependency_requests,
+            kept: self.kept.take(),
             ..self.clone()
         }
     }
@@ -162,7 +222,7 @@ pub enum ClientError {
 }
 
 /// One request that reached the target.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetHit {
     /// When it arrived at the target.
     pub at: Duration,

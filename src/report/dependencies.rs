@@ -3,6 +3,8 @@
 //! method, path, status or injected fault, latency, bytes, whether it
 //! reached the upstream. Only for experiments with `system`.
 
+use std::io::Write;
+
 use super::{Exporter, RunReport};
 
 /// `dependencies.jsonl`.
@@ -16,11 +18,29 @@ impl Exporter for Dependencies {
 
     fn render(&self, report: &RunReport) -> std::io::Result<Vec<u8>> {
         let mut out = Vec::new();
-        for record in &report.timeline.dependency_requests {
-            serde_json::to_writer(&mut out, record).map_err(std::io::Error::other)?;
-            out.push(b'\n');
-        }
+        self.write_masked(report, &mut out)?;
         Ok(out)
+    }
+
+    /// One line at a time, each masked: the calls of a long run stay on
+    /// disk until written.
+    fn write_masked(&self, report: &RunReport, out: &mut dyn Write) -> std::io::Result<()> {
+        let mut failed = None;
+        let mut line = Vec::new();
+        report.timeline.each_dependency_request(&mut |record| {
+            if failed.is_some() {
+                return;
+            }
+            line.clear();
+            let written = serde_json::to_writer(&mut line, record)
+                .map_err(std::io::Error::other)
+                .and_then(|()| {
+                    line.push(b'\n');
+                    out.write_all(&super::masked(std::mem::take(&mut line)))
+                });
+            failed = written.err();
+        });
+        failed.map_or(Ok(()), Err)
     }
 
     fn applies(&self, report: &RunReport) -> bool {

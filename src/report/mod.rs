@@ -229,21 +229,19 @@ pub struct CorrelationReport {
 }
 
 impl CorrelationReport {
-    /// The pairing of the `hits` matching `path`, paired when their id is
-    /// one of `sent`.
+    /// The pairing of the target hits matching `path`, paired when their
+    /// id is one of a request the run sent.
     fn of(
-        hits: &[crate::experiment::timeline::TargetHit],
+        timeline: &crate::experiment::timeline::Timeline,
         path: Option<&crate::fault::HttpMatch>,
-        sent: &crate::order::SortedIds,
     ) -> Self {
-        let mine = hits.iter().filter(|h| {
-            path.is_none_or(|m| m.matches(&http::Method::GET, &h.path, &http::HeaderMap::new()))
-        });
-        let (paired, of) = mine.fold((0, 0), |(p, n), h| {
-            let known = h
-                .request_id
-                .is_some_and(|id| crate::order::IdSet::holds(sent, id));
-            (p + u64::from(known), n + 1)
+        let (mut paired, mut of) = (0, 0);
+        timeline.each_hit(&mut |h, sender| {
+            if path.is_none_or(|m| m.matches(&http::Method::GET, &h.path, &http::HeaderMap::new()))
+            {
+                paired += u64::from(sender.is_some());
+                of += 1;
+            }
         });
         let by = match paired {
             0 => "time",
@@ -323,7 +321,6 @@ impl RunReport {
         fold: html::picture::Fold,
     ) -> RunReport {
         let t = &result.timeline;
-        let sent: crate::order::SortedIds = t.requests.iter().map(|r| r.id).collect();
         let breakers = t
             .breakers
             .iter()
@@ -358,8 +355,7 @@ impl RunReport {
                     transitions,
                     reported,
                     evidence: b.evidence.clone(),
-                    correlation: inferred
-                        .map(|i| CorrelationReport::of(&t.target_hits, i.path.as_ref(), &sent)),
+                    correlation: inferred.map(|i| CorrelationReport::of(t, i.path.as_ref())),
                 }
             })
             .collect();
@@ -523,11 +519,24 @@ pub trait Exporter {
     /// The bytes written to disk: [`Exporter::render`] with every secret
     /// variable's value masked.
     fn render_masked(&self, report: &RunReport) -> std::io::Result<Vec<u8>> {
-        let bytes = self.render(report)?;
-        Ok(match String::from_utf8(bytes) {
-            Ok(text) => crate::schema::vars::mask(&text).into_owned().into_bytes(),
-            Err(raw) => raw.into_bytes(),
-        })
+        Ok(masked(self.render(report)?))
+    }
+    /// Writes [`Exporter::render_masked`]'s bytes to `out` (a file that
+    /// may be large writes itself piece by piece instead).
+    fn write_masked(
+        &self,
+        report: &RunReport,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        out.write_all(&self.render_masked(report)?)
+    }
+}
+
+/// `bytes` with every secret variable's value masked.
+pub fn masked(bytes: Vec<u8>) -> Vec<u8> {
+    match String::from_utf8(bytes) {
+        Ok(text) => crate::schema::vars::mask(&text).into_owned().into_bytes(),
+        Err(raw) => raw.into_bytes(),
     }
 }
 

@@ -41,16 +41,20 @@ pub struct Names {
 impl Names {
     /// The names a recorded run shows (routes: those that sent requests).
     pub fn of(timeline: &Timeline) -> Names {
+        let mut routes = BTreeSet::new();
+        timeline.each_request(&mut |r| {
+            if !routes.contains(&r.route) {
+                routes.insert(r.route.clone());
+            }
+        });
+        let mut instances = BTreeSet::new();
+        timeline.each_hit(&mut |h, _| instances.extend(h.instance.clone()));
         Names {
             breakers: timeline.breakers.iter().map(|b| b.name.clone()).collect(),
             faults: timeline.faults.iter().map(|f| f.name.clone()).collect(),
-            routes: timeline.requests.iter().map(|r| r.route.clone()).collect(),
+            routes,
             phases: timeline.phases.iter().map(|p| p.name.clone()).collect(),
-            instances: timeline
-                .target_hits
-                .iter()
-                .filter_map(|h| h.instance.clone())
-                .collect(),
+            instances,
             ..Names::default()
         }
         .with_pools(

@@ -56,43 +56,34 @@ pub(crate) fn tally_calls(
     instance: Option<&Name>,
     intervals: &Intervals,
 ) -> CallTally {
-    let sent: std::collections::BTreeMap<u64, crate::clock::Duration> =
-        timeline.requests.iter().map(|r| (r.id, r.sent)).collect();
     let mut tally = CallTally::default();
-    for h in &timeline.target_hits {
-        let issued_in = intervals.iter().any(|(a, b)| {
-            *a <= h.at
-                && h.at < *b
-                && h.request_id
-                    .and_then(|id| sent.get(&id))
-                    .is_none_or(|s| *s > *a)
-        });
+    timeline.each_hit(&mut |h, sender| {
+        let issued_in = intervals
+            .iter()
+            .any(|(a, b)| *a <= h.at && h.at < *b && sender.is_none_or(|s| s.sent > *a));
         if counts_hit(glob, instance, h) && issued_in {
             tally.add(h);
         }
-    }
+    });
     tally
 }
 
 /// The requests of `route` sent in `intervals`, from the whole timeline.
 pub(crate) fn tally_route(timeline: &Timeline, route: &Name, intervals: &Intervals) -> RouteTally {
     let mut tally = RouteTally::default();
-    let mut ids = std::collections::BTreeSet::new();
-    for r in timeline
-        .requests
-        .iter()
-        .filter(|r| r.route == route.text && contains(intervals, r.sent))
-    {
-        tally.add(r);
-        ids.insert(r.id);
-    }
-    // Amplification: the target hits carrying these requests' ids (a run
-    // streams the same count as each request's `reached_dependency`).
-    tally.reached = timeline
-        .target_hits
-        .iter()
-        .filter(|h| h.request_id.is_some_and(|id| ids.contains(&id)))
-        .count() as u64;
+    let counted = |route_of: &str, sent| route_of == route.text && contains(intervals, sent);
+    timeline.each_request(&mut |r| {
+        if counted(&r.route, r.sent) {
+            tally.add(r);
+        }
+    });
+    // Amplification: the target hits of these requests (a run streams the
+    // same count as each request's `reached_dependency`).
+    let mut reached = 0;
+    timeline.each_hit(&mut |_, sender| {
+        reached += u64::from(sender.is_some_and(|s| counted(&s.route, s.sent)));
+    });
+    tally.reached = reached;
     tally
 }
 

@@ -59,13 +59,14 @@ pub(crate) fn judge(timeline: &Timeline, rule: &PoolRule, tally: &ShareTally) ->
 /// after), from the whole timeline.
 pub(crate) fn tally_shares(timeline: &Timeline, intervals: &Intervals) -> ShareTally {
     let mut tally = ShareTally::default();
-    for r in timeline.requests.iter().filter(|r| {
-        r.served_by
+    timeline.each_request(&mut |r| {
+        if r.served_by
             .as_ref()
             .is_some_and(|by| contains(intervals, by.picked))
-    }) {
-        tally.add(r);
-    }
+        {
+            tally.add(r);
+        }
+    });
     tally
 }
 

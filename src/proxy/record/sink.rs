@@ -96,9 +96,24 @@ impl Collected {
         spill.read().into_iter().map(Record::from).collect()
     }
 
+    /// Every record so far, in the order they finished, as the spill holds
+    /// them.
+    pub fn each_spilled(&self, take: &mut dyn FnMut(Spilled)) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .read_each(take);
+    }
+
     /// The first write or read of the spill that failed, if one did.
     pub fn error(&self) -> Option<std::io::Error> {
         self.0.lock().unwrap_or_else(|e| e.into_inner()).error()
+    }
+}
+
+impl crate::spill::Replay<Record> for Collected {
+    fn replay(&self, take: &mut dyn FnMut(Record)) {
+        self.each_spilled(&mut |s| take(Record::from(s)));
     }
 }
 
@@ -130,6 +145,13 @@ pub struct Spilled {
     bytes_out: u64,
     reached_upstream: bool,
     grpc_status: Option<u8>,
+}
+
+impl Spilled {
+    /// When the call arrived, milliseconds since the start.
+    pub fn at_ms(&self) -> f64 {
+        f64::from_bits(self.at_ms)
+    }
 }
 
 impl From<&Record> for Spilled {

@@ -30,13 +30,13 @@ impl Exporter for Html {
             .and_then(serde_json::from_value)
             .map_err(std::io::Error::other)?;
         let mut fold = report.fold.clone();
-        for r in &report.timeline.dependency_requests {
+        report.timeline.each_dependency_request(&mut |r| {
             fold.arrival(Arrival {
                 at_ms: r.at_ms,
                 proxy: r.proxy.to_string(),
                 reached_upstream: r.reached_upstream,
             });
-        }
+        });
         let picture = fold.picture(facts);
         Ok(page::render(&picture).into_bytes())
     }

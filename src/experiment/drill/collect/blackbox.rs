@@ -24,31 +24,31 @@ pub const NO_CALLS: &str = "no calls were seen at any dependency";
 /// is left to its ending.
 pub fn answered(
     experiment: &Experiment,
-    requests: &[RequestRecord],
+    timeline: &Timeline,
     ending: &Ending,
 ) -> Result<(), RunError> {
     let Some(system) = &experiment.system else {
         return Ok(());
     };
-    if requests.is_empty() || *ending == Ending::Interrupted || requests.iter().any(by_service) {
+    let (mut requests, mut by_the_service) = (0, false);
+    let (mut timeouts, mut connect, mut broken) = (0, 0, 0);
+    timeline.each_request(&mut |r| {
+        requests += 1;
+        by_the_service |= by_service(r);
+        match r.client_error {
+            Some(ClientError::Timeout) => timeouts += 1,
+            Some(ClientError::Connect) => connect += 1,
+            Some(ClientError::Broken) => broken += 1,
+            _ => {}
+        }
+    });
+    if requests == 0 || *ending == Ending::Interrupted || by_the_service {
         return Ok(());
     }
-    let failed = |e: ClientError| {
-        requests
-            .iter()
-            .filter(|r| r.client_error == Some(e))
-            .count()
-    };
-    let (timeouts, connect, broken) = (
-        failed(ClientError::Timeout),
-        failed(ClientError::Connect),
-        failed(ClientError::Broken),
-    );
     let mut seen = format!(
-        "none of the {} requests got an answer ({timeouts} timed out, {connect} could not connect, {broken} broke off",
-        requests.len()
+        "none of the {requests} requests got an answer ({timeouts} timed out, {connect} could not connect, {broken} broke off"
     );
-    let rest = requests.len() - timeouts - connect - broken;
+    let rest = requests - timeouts - connect - broken;
     if rest > 0 {
         seen.push_str(&format!(
             ", {rest} were answered by the defense line in front of it or shed"
@@ -84,10 +84,8 @@ fn by_service(r: &RequestRecord) -> bool {
 /// reached any dependency: the warning that says so (nothing can be judged
 /// of it), or none.
 pub fn no_calls(experiment: &Experiment, timeline: &Timeline) -> Option<String> {
-    let silent = experiment.system.is_some()
-        && experiment.external_load
-        && timeline.target_hits.is_empty()
-        && timeline.dependency_requests.is_empty();
+    let silent =
+        experiment.system.is_some() && experiment.external_load && timeline.nothing_reached();
     silent.then(|| {
         format!(
             "{NO_CALLS} during the run (load: external: nothing called the service, or it called none of its dependencies): every expectation fails, as there was nothing to judge"
@@ -116,10 +114,10 @@ pub fn reach(experiment: &Experiment, timeline: &Timeline, routes: &mut [(String
         if let ([only], true) = (experiment.dependencies.as_slice(), dependencies.is_empty()) {
             dependencies.insert(only.name.as_str());
         }
-        tally.reached = timeline
-            .dependency_requests
-            .iter()
-            .filter(|r| dependencies.contains(&*r.proxy))
-            .count() as u64;
+        let mut reached = 0;
+        timeline.each_dependency_request(&mut |r| {
+            reached += u64::from(dependencies.contains(&*r.proxy));
+        });
+        tally.reached = reached;
     }
 }

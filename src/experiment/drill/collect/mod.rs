@@ -13,6 +13,7 @@ use super::stand_up::Stood;
 use crate::experiment::config::Experiment;
 use crate::experiment::error::RunError;
 use crate::experiment::file::Loaded;
+use crate::spill::Spill;
 
 pub mod blackbox;
 pub mod stream;
@@ -42,16 +43,13 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
     for remote in &remotes {
         applied.extend(remote.applied_windows(duration));
     }
-    let mut counted = stood.stream.finish().map_err(RunError::Records)?;
-    let mut timeline = timeline(
-        experiment,
-        &stood,
-        &applied,
-        duration,
-        std::mem::take(&mut counted.requests),
-        std::mem::take(&mut counted.arrivals),
+    let (mut counted, kept) = stood.stream.finish().map_err(RunError::Records)?;
+    let (requests, arrivals) = kept.map_or_else(
+        || (Spill::new(), Spill::new()),
+        |k| (k.requests, k.arrivals),
     );
-    blackbox::answered(experiment, &timeline.requests, &driven.ending)?;
+    let mut timeline = timeline(experiment, &stood, &applied, duration, requests, arrivals);
+    blackbox::answered(experiment, &timeline, &driven.ending)?;
     if stood.under_test.judged_after_the_run() {
         // Its breakers were inferred after the run: judge on everything.
         let mut all = loaded.expectations.clone();
@@ -84,6 +82,7 @@ pub fn collect(loaded: &Loaded, stood: Stood<'_>, driven: Driven) -> Result<RunR
         .dependencies
         .iter()
         .find_map(|d| d.records.as_ref()?.error())
+        .or_else(|| timeline.kept.as_ref()?.error())
     {
         return Err(RunError::Records(e));
     }

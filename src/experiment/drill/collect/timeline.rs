@@ -5,40 +5,45 @@
 //! the warm-up, for the steady state.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use crate::clock::Duration;
 use crate::experiment::config::Experiment;
 use crate::experiment::drill::stand_up::Stood;
+use crate::experiment::kept::{KeptLists, KeptRequest};
 use crate::experiment::timeline::{
     BreakerInfo, FaultWindows, Phase, PoolInfo, RequestRecord, TargetHit, Timeline,
 };
 use crate::fault::plan::Arrival;
 use crate::proxy::record::Record;
+use crate::spill::{Replay, Spill};
 
 /// The timeline of the run up to `duration` (`applied`: when people
 /// started and stopped each manual fault, when agents applied and removed
-/// each fault on them); `requests` and `kept` (per
-/// dependency, its arrivals) are what the stream kept (a user's service's
-/// run), none otherwise.
+/// each fault on them); `requests` and `arrivals` (each with the index of
+/// its dependency) are what the stream kept (a user's service's run), none
+/// otherwise. A user's service's per-request lists stay on disk
+/// ([`Timeline::kept`]).
 pub fn timeline(
     experiment: &Experiment,
     stood: &Stood<'_>,
     applied: &BTreeMap<String, Vec<(Duration, Duration)>>,
     duration: Duration,
-    requests: Vec<RequestRecord>,
-    kept: Vec<Vec<Arrival>>,
+    requests: Spill<KeptRequest>,
+    arrivals: Spill<(usize, Arrival)>,
 ) -> Timeline {
     let line = stood.line.as_deref();
+    let arrivals = Mutex::new(arrivals);
     // Each dependency's arrivals: those the stream kept, then those its
     // plan still holds.
-    let mut kept = kept.into_iter();
-    let arrivals: Vec<Vec<Arrival>> = stood
+    let of_each: Vec<ArrivalsOf<'_>> = stood
         .dependencies
         .iter()
-        .map(|d| {
-            let mut all = kept.next().unwrap_or_default();
-            all.extend(d.plan.arrivals());
-            all
+        .enumerate()
+        .map(|(index, d)| ArrivalsOf {
+            kept: &arrivals,
+            index,
+            tail: d.plan.arrivals(),
         })
         .collect();
     let defenses = line.and(experiment.defense.as_ref()).into_iter().chain(
@@ -61,62 +66,24 @@ pub fn timeline(
         .map(pools)
         .unwrap_or_default();
     let mut transitions = stood.recorder.transitions();
-    let mut dependency_requests = Vec::new();
-    if stood.under_test.judged_after_the_run() {
-        // Each dependency's records, read back once: the inference's, then
-        // `dependencies.jsonl`'s.
-        let records: Vec<Vec<Record>> = stood
-            .dependencies
-            .iter()
-            .map(|d| d.records.as_ref().map(|r| r.records()).unwrap_or_default())
-            .collect();
-        let (inferred, infos) = stood.under_test.inferred(
-            &requests,
-            &stood.dependencies,
-            &arrivals,
-            &records,
-            duration,
-        );
-        transitions.extend(inferred);
-        transitions.sort_by_key(|t| t.at);
-        breakers.extend(infos);
-        // Into the first dependency's list (no second copy of them all),
-        // sorted with a key per record beside them, not a record.
-        let mut records = records.into_iter();
-        dependency_requests = records.next().unwrap_or_default();
-        for more in records {
-            dependency_requests.extend(more);
-        }
-        crate::order::sort_by_key_lean(&mut dependency_requests, |r| r.at_ms, f64::total_cmp);
-    }
     // The dependency is the fault proxy and the target behind it: a call
-    // answered by a fault in the target's place reached it too. The
-    // arrivals move into the hits.
-    let mut target_hits: Vec<TargetHit> = stood
-        .dependencies
-        .iter()
-        .zip(arrivals)
-        .flat_map(|(d, arrivals)| {
-            arrivals.into_iter().map(|a| TargetHit {
-                at: a.at,
-                path: a.path,
-                request_id: a.request_id,
-                instance: d.instance.clone(),
-            })
-        })
-        .collect();
-    crate::order::sort_by_key_lean(&mut target_hits, |h| h.at, Ord::cmp);
-    Timeline {
+    // answered by a fault in the target's place reached it too.
+    let each_hit = |take: &mut dyn FnMut(TargetHit)| {
+        for (d, arrivals) in stood.dependencies.iter().zip(&of_each) {
+            arrivals.replay(&mut |a| {
+                take(TargetHit {
+                    at: a.at,
+                    path: a.path,
+                    request_id: a.request_id,
+                    instance: d.instance.clone(),
+                })
+            });
+        }
+    };
+    let mut timeline = Timeline {
         duration,
-        requests,
-        target_hits,
-        transitions,
         health: stood.recorder.health_changes(),
-        pools,
-        reported: Vec::new(),
-        dependency_requests,
         faults: fault_windows(experiment, applied, duration),
-        breakers,
         phases: experiment
             .phases
             .iter()
@@ -126,6 +93,65 @@ pub fn timeline(
                 to: p.to.get(),
             })
             .collect(),
+        ..Timeline::default()
+    };
+    if stood.under_test.judged_after_the_run() {
+        let mut hits = Spill::new();
+        each_hit(&mut |h| hits.push(&h));
+        let mut calls = Spill::new();
+        for records in stood.dependencies.iter().filter_map(|d| d.records.as_ref()) {
+            records.each_spilled(&mut |s| calls.push(&s));
+        }
+        let kept = KeptLists::new(requests, hits, calls);
+        let none: &Vec<Record> = &Vec::new();
+        let records: Vec<&dyn Replay<Record>> = stood
+            .dependencies
+            .iter()
+            .map(|d| match &d.records {
+                Some(r) => &**r as &dyn Replay<Record>,
+                None => none,
+            })
+            .collect();
+        let arrivals: Vec<&dyn Replay<Arrival>> =
+            of_each.iter().map(|a| a as &dyn Replay<Arrival>).collect();
+        let (inferred, infos) = stood.under_test.inferred(
+            kept.requests(),
+            &stood.dependencies,
+            &arrivals,
+            &records,
+            duration,
+        );
+        transitions.extend(inferred);
+        transitions.sort_by_key(|t| t.at);
+        breakers.extend(infos);
+        timeline.kept = Some(kept);
+    } else {
+        timeline.requests = requests.into_reader().map(RequestRecord::from).collect();
+        each_hit(&mut |h| timeline.target_hits.push(h));
+        crate::order::sort_by_key_lean(&mut timeline.target_hits, |h| h.at, Ord::cmp);
+    }
+    timeline.transitions = transitions;
+    timeline.breakers = breakers;
+    timeline.pools = pools;
+    timeline
+}
+
+/// One dependency's arrivals: those the stream kept on disk (tagged with
+/// the dependency's index), then those its plan still held.
+struct ArrivalsOf<'a> {
+    kept: &'a Mutex<Spill<(usize, Arrival)>>,
+    index: usize,
+    tail: Vec<Arrival>,
+}
+
+impl Replay<Arrival> for ArrivalsOf<'_> {
+    fn replay(&self, take: &mut dyn FnMut(Arrival)) {
+        self.kept.replay(&mut |(i, a)| {
+            if i == self.index {
+                take(a);
+            }
+        });
+        self.tail.iter().cloned().for_each(take);
     }
 }
 

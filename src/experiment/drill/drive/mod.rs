@@ -284,7 +284,7 @@ async fn not_healthy(loaded: &Loaded, stood: &Stood<'_>) -> Vec<String> {
         stood,
         &std::collections::BTreeMap::new(),
         at,
-        Vec::new(),
+        crate::spill::Spill::new(),
         stood.stream.kept_arrivals(),
     );
     let first = loaded.expectations.len();
@@ -344,7 +344,7 @@ async fn warm_up_queries(
         stood,
         &std::collections::BTreeMap::new(),
         ask,
-        Vec::new(),
+        crate::spill::Spill::new(),
         stood.stream.kept_arrivals(),
     );
     let at = At {

@@ -117,8 +117,8 @@ async fn the_timeline_tags_each_hit_with_the_instance_that_received_it() {
         &stood,
         &BTreeMap::new(),
         Duration::from_secs(10),
-        Vec::new(),
-        Vec::new(),
+        crate::spill::Spill::new(),
+        crate::spill::Spill::new(),
     );
     let tagged: Vec<(&str, Option<&str>)> = timeline
         .target_hits

@@ -7,6 +7,7 @@
 //! implementations of this stage ([`builtin`], [`service`]) behind one
 //! type, [`UnderTest`]; the rest of the drill asks it what differs.
 
+use crate::spill::Replay;
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -169,10 +170,10 @@ impl<'a> UnderTest<'a> {
     /// for firedrill's own target).
     pub fn inferred(
         &self,
-        requests: &[RequestRecord],
+        requests: &dyn Replay<RequestRecord>,
         dependencies: &[RunningDependency],
-        arrivals: &[Vec<Arrival>],
-        records: &[Vec<crate::proxy::record::Record>],
+        arrivals: &[&dyn Replay<Arrival>],
+        records: &[&dyn Replay<crate::proxy::record::Record>],
         duration: Duration,
     ) -> (Vec<Transition>, Vec<BreakerInfo>) {
         match self {

@@ -124,10 +124,10 @@ impl<'a> OwnService<'a> {
     /// dependency's, in the order of `dependencies`).
     pub(super) fn inferred(
         &self,
-        requests: &[RequestRecord],
+        requests: &dyn Replay<RequestRecord>,
         dependencies: &[RunningDependency],
-        arrivals: &[Vec<Arrival>],
-        records: &[Vec<Record>],
+        arrivals: &[&dyn Replay<Arrival>],
+        records: &[&dyn Replay<Record>],
         duration: Duration,
     ) -> (Vec<Transition>, Vec<BreakerInfo>) {
         let lost: Vec<Option<String>> = dependencies
@@ -141,15 +141,15 @@ impl<'a> OwnService<'a> {
             .zip(&lost)
             .map(|(((d, arrivals), records), lost)| Seen {
                 name: &d.name,
-                arrivals: arrivals as &dyn Replay<Arrival>,
-                records: records as &dyn Replay<Record>,
+                arrivals: *arrivals,
+                records: *records,
                 lost: lost.as_deref(),
             })
             .collect();
         crate::experiment::blackbox::inferred::breakers(
             self.system,
             &self.experiment.load,
-            &requests,
+            requests,
             &seen,
             duration,
         )

@@ -24,6 +24,7 @@ use crate::defense::breaker::Transition;
 use crate::defense::report::{CallReport, HealthChange, Observer, Recorder};
 use crate::experiment::expect::ast::Expectation;
 use crate::experiment::expect::tally::{RouteTally, Tally};
+use crate::experiment::kept::KeptRequest;
 use crate::experiment::timeline::{ClientError, RequestRecord};
 use crate::fault::FaultPlan;
 use crate::fault::plan::Arrival;
@@ -115,41 +116,16 @@ pub struct Counted {
     /// Target hits per instance of the built-in target (none without
     /// instances).
     pub instance_hits: BTreeMap<String, u64>,
-    /// Every request, when kept.
-    pub requests: Vec<RequestRecord>,
-    /// Per watched plan, every arrival it recorded, when kept.
-    pub arrivals: Vec<Vec<Arrival>>,
 }
 
-/// A kept request as the spill holds it: exact times (`RequestRecord`
-/// leaves them out of its JSON, which `requests.jsonl` writes in
-/// milliseconds).
-#[derive(Clone, serde::Serialize, serde::Deserialize)]
-pub(super) struct Kept {
-    sent: Duration,
-    latency: Option<Duration>,
-    #[serde(flatten)]
-    record: RequestRecord,
-}
-
-impl From<RequestRecord> for Kept {
-    fn from(record: RequestRecord) -> Kept {
-        Kept {
-            sent: record.sent,
-            latency: record.latency,
-            record,
-        }
-    }
-}
-
-impl From<Kept> for RequestRecord {
-    fn from(kept: Kept) -> RequestRecord {
-        RequestRecord {
-            sent: kept.sent,
-            latency: kept.latency,
-            ..kept.record
-        }
-    }
+/// A run's requests and arrivals as the stream kept them on disk.
+#[derive(Debug)]
+pub struct KeptSpills {
+    /// Every request, in id order.
+    pub requests: Spill<KeptRequest>,
+    /// Every arrival with the index of its watched plan, in the order
+    /// each plan recorded them.
+    pub arrivals: Spill<(usize, Arrival)>,
 }
 
 impl Stream {
@@ -194,12 +170,16 @@ impl Stream {
         let _ = self.plans.set(plans);
     }
 
-    /// Per watched plan, the arrivals kept so far (none unless kept).
-    pub fn kept_arrivals(&self) -> Vec<Vec<Arrival>> {
+    /// The arrivals kept so far, each with the index of its plan (none
+    /// unless kept), in a spill of their own.
+    pub fn kept_arrivals(&self) -> Spill<(usize, Arrival)> {
         let mut inner = self.lock();
         self.arrivals(&mut inner);
-        let plans = self.plans.get().map_or(0, Vec::len);
-        per_plan(plans, inner.kept_arrivals.as_mut())
+        let mut copy = Spill::new();
+        if let Some(kept) = &mut inner.kept_arrivals {
+            kept.read_each(|a| copy.push(&a));
+        }
+        copy
     }
 
     /// The control endpoint, whose manual faults' windows the windows read.
@@ -359,8 +339,10 @@ impl Stream {
         live
     }
 
-    /// Counts everything left and closes the sinks.
-    pub fn finish(&self) -> std::io::Result<Counted> {
+    /// Counts everything left and closes the sinks; hands over what was
+    /// kept on disk (a user's service's run), for the inference and the
+    /// judges after the run.
+    pub fn finish(&self) -> std::io::Result<(Counted, Option<KeptSpills>)> {
         let mut inner = self.lock();
         self.advance(&mut inner, None);
         let Inner {
@@ -376,48 +358,28 @@ impl Stream {
         if let Some(e) = inner.sink_error.take() {
             return Err(e);
         }
-        // Read back one by one into the lists kept (no second list).
-        let mut requests = Vec::new();
-        if let Some(kept) = &mut inner.kept_requests {
-            requests.reserve_exact(kept.len());
-            kept.read_each(|k| requests.push(RequestRecord::from(k)));
-        }
-        let arrivals = per_plan(
-            self.plans.get().map_or(0, Vec::len),
-            inner.kept_arrivals.as_mut(),
-        );
         let spill_error = (inner.kept_requests.as_ref().and_then(Spill::error))
             .or_else(|| inner.kept_arrivals.as_ref().and_then(Spill::error));
         if let Some(e) = spill_error {
             return Err(e);
         }
+        let kept = match (inner.kept_requests.take(), inner.kept_arrivals.take()) {
+            (Some(requests), Some(arrivals)) => Some(KeptSpills { requests, arrivals }),
+            _ => None,
+        };
         let routes = inner
             .route_order
             .iter()
             .map(|r| (r.clone(), inner.routes.get(r).cloned().unwrap_or_default()))
             .collect();
-        Ok(Counted {
+        let counted = Counted {
             tallies: inner.counters.iter().map(Counter::tally).collect(),
             routes,
             target_hits: inner.target_hits,
             instance_hits: std::mem::take(&mut inner.instance_hits),
-            requests,
-            arrivals,
-        })
+        };
+        Ok((counted, kept))
     }
-}
-
-/// Arrivals tagged with their plan's index, split per plan (in order).
-fn per_plan(plans: usize, tagged: Option<&mut Spill<(usize, Arrival)>>) -> Vec<Vec<Arrival>> {
-    let mut out = vec![Vec::new(); plans];
-    if let Some(tagged) = tagged {
-        tagged.read_each(|(i, a)| {
-            if let Some(plan) = out.get_mut(i) {
-                plan.push(a);
-            }
-        });
-    }
-    out
 }
 
 /// The defense line's observer in a run: transitions to the recorder (and

@@ -5,11 +5,12 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::counter::{Counter, Known, LiveCounts, known};
-use super::{Kept, Stream, StreamSetup};
+use super::{Stream, StreamSetup};
 use crate::clock::Duration;
 use crate::defense::breaker::Transition;
 use crate::defense::report::{CallReport, HealthChange};
 use crate::experiment::expect::tally::RouteTally;
+use crate::experiment::kept::KeptRequest;
 use crate::experiment::timeline::{RequestRecord, TargetHit};
 use crate::fault::plan::Arrival;
 use crate::spill::Spill;
@@ -85,7 +86,7 @@ pub(super) struct Inner {
     /// Hits counted, per instance of the built-in target.
     pub(super) instance_hits: BTreeMap<String, u64>,
     /// Every request, when kept, on disk.
-    pub(super) kept_requests: Option<Spill<Kept>>,
+    pub(super) kept_requests: Option<Spill<KeptRequest>>,
     /// Every arrival with the index of its plan, when kept, on disk.
     pub(super) kept_arrivals: Option<Spill<(usize, Arrival)>>,
     /// The first error a sink gave.
@@ -278,7 +279,7 @@ impl Stream {
                 }
             }
             if let Some(kept) = &mut inner.kept_requests {
-                kept.push(&Kept::from(record));
+                kept.push(&KeptRequest::from(record));
             }
         }
     }

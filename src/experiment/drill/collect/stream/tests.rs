@@ -423,7 +423,7 @@ fn play(
         {
             stream.cut(ms(c));
         }
-        let counted = stream.finish().unwrap();
+        let (counted, _) = stream.finish().unwrap();
 
         let timeline = whole_timeline(
             gens,
@@ -562,7 +562,7 @@ fn hits_at_several_instances_are_judged_in_time_order_not_instance_order() {
         arrive(&b, 7);
         tokio::time::advance(ms(1_000)).await;
         arrive(&a, 8);
-        let counted = stream.finish().unwrap();
+        let (counted, _) = stream.finish().unwrap();
         assert_eq!(
             counted.tallies,
             [Tally::Calls(crate::experiment::expect::tally::CallTally {
@@ -620,7 +620,7 @@ fn a_long_run_of_distinct_latencies_keeps_a_bounded_number_of_them() {
             stream.finished(r);
             tokio::time::advance(Duration::from_millis(1)).await;
         }
-        let counted = stream.finish().unwrap();
+        let (counted, _) = stream.finish().unwrap();
         let route = &counted.routes[0].1;
         assert_eq!(route.requests, requests);
         assert!(
@@ -674,18 +674,30 @@ fn a_kept_run_holds_none_of_its_requests_and_arrivals_in_memory_yet_returns_them
         }
         assert_eq!(kept_in_memory(&stream), 0, "kept requests in memory");
         assert_eq!(plan.arrivals().len(), 0, "arrivals left in the plan's log");
-        let counted = stream.finish().unwrap();
-        assert_eq!(counted.requests.len() as u64, requests);
-        let last = &counted.requests[requests as usize - 1];
+        let (counted, kept) = stream.finish().unwrap();
+        assert_eq!(counted.routes[0].1.requests, requests);
+        let mut kept = kept.expect("a kept run hands its lists over");
+        let kept_requests: Vec<RequestRecord> = kept
+            .requests
+            .read()
+            .into_iter()
+            .map(RequestRecord::from)
+            .collect();
+        assert_eq!(kept_requests.len() as u64, requests);
+        let last = &kept_requests[requests as usize - 1];
         assert_eq!(last.id, requests - 1);
         assert_eq!(last.sent, ms(2 * (requests - 1)), "exact times come back");
         assert_eq!(
             last.latency,
             Some(Duration::from_nanos(1_000_003 + requests - 1))
         );
-        assert_eq!(counted.arrivals.len(), 1, "one plan watched");
-        assert_eq!(counted.arrivals[0].len() as u64, requests);
-        assert_eq!(counted.arrivals[0][7].request_id, Some(7));
-        assert_eq!(counted.arrivals[0][7].at, ms(14));
+        let arrivals = kept.arrivals.read();
+        assert!(
+            arrivals.iter().all(|(plan, _)| *plan == 0),
+            "one plan watched"
+        );
+        assert_eq!(arrivals.len() as u64, requests);
+        assert_eq!(arrivals[7].1.request_id, Some(7));
+        assert_eq!(arrivals[7].1.at, ms(14));
     })
 }
