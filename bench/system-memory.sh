@@ -2,7 +2,9 @@
 # The memory a `system:` drill (a user's own service, judged after the run)
 # needs at its end, per request: the max RSS (wait4, `/usr/bin/time`) of
 # the same drill run for SHORT and for LONG seconds, and the difference per
-# extra request. The service under test is a `firedrill defend` (a
+# extra request; also how long the drill took past its planned length
+# (the judging at its end) and the most bytes its temporary files (the
+# spills of requests and calls, on disk) held at once. The service under test is a `firedrill defend` (a
 # consecutive breaker) in front of the drill's fault proxy; its dependency
 # flaps (503 for 4 s of every 12 s).
 #
@@ -66,25 +68,50 @@ start service "$FIREDRILL" defend --config "$TMP/defense.yaml" \
     --listen "127.0.0.1:$SERVICE_PORT" --upstream "127.0.0.1:$DEPENDENCY_PORT"
 wait_port "$SERVICE_PORT" "$LAST_PID" service
 
-declare -A RSS REQUESTS
+# spill_bytes PID: the bytes of the removed temporary files PID holds open.
+spill_bytes() {
+    local total=0 fd size
+    for fd in /proc/"$1"/fd/*; do
+        [[ $(readlink "$fd" 2>/dev/null) == *firedrill-spill*'(deleted)' ]] || continue
+        size=$(stat -L -c %s "$fd" 2>/dev/null) || continue
+        total=$((total + size))
+    done
+    echo "$total"
+}
+
+declare -A RSS REQUESTS ELAPSED SPILL
 for d in "$SHORT" "$LONG"; do
     drill "$d" >"$TMP/drill-$d.yaml"
     log "a ${d} s drill at $RATE req/s"
     rc=0
-    taskset -c "$CPU" /usr/bin/time -f "%M" -o "$OUT/rss-$d.txt" \
-        "$FIREDRILL" run "$TMP/drill-$d.yaml" --quiet --report-dir "$OUT/report-$d" >"$OUT/run-$d.log" 2>&1 || rc=$?
+    taskset -c "$CPU" /usr/bin/time -f "%M %e" -o "$OUT/rss-$d.txt" \
+        "$FIREDRILL" run "$TMP/drill-$d.yaml" --quiet --report-dir "$OUT/report-$d" >"$OUT/run-$d.log" 2>&1 &
+    timer=$!
+    most=0
+    while kill -0 "$timer" 2>/dev/null; do
+        pid=$(pgrep -P "$timer" | head -1 || true)
+        if [[ -n $pid ]]; then
+            now=$(spill_bytes "$pid")
+            ((now > most)) && most=$now
+        fi
+        sleep 1
+    done
+    wait "$timer" || rc=$?
     ((rc == 0 || rc == 1)) || { cat "$OUT/run-$d.log" >&2; die "the ${d} s drill exited $rc"; }
-    RSS[$d]=$(tail -1 "$OUT/rss-$d.txt")
+    read -r RSS[$d] ELAPSED[$d] < <(tail -1 "$OUT/rss-$d.txt")
+    SPILL[$d]=$most
     REQUESTS[$d]=$(python3 -c 'import json,sys; print(sum(r["requests"] for r in json.load(open(sys.argv[1]))["routes"]))' "$OUT/report-$d/report.json")
-    log "${d} s: ${REQUESTS[$d]} requests, max RSS ${RSS[$d]} KB"
+    log "${d} s: ${REQUESTS[$d]} requests, max RSS ${RSS[$d]} KB, ${ELAPSED[$d]} s, temporary files up to ${SPILL[$d]} B"
 done
 
 commit=$("$FIREDRILL" --version | sed -n 's/.*(\([0-9a-f]\{7\}\)[0-9a-f]* .*/\1/p')
 {
     printf '### %s, commit %s\n\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "${commit:-unknown}"
     printf '`bash bench/system-memory.sh` (RATE=%s SHORT=%s LONG=%s CPU=%s)\n\n' "$RATE" "$SHORT" "$LONG" "$CPU"
-    printf '| drill | requests | max RSS KB |\n|---|---:|---:|\n'
-    for d in "$SHORT" "$LONG"; do printf '| %s s | %s | %s |\n' "$d" "${REQUESTS[$d]}" "${RSS[$d]}"; done
+    printf '| drill | requests | max RSS KB | took s | temporary files MB (sampled each second) |\n|---|---:|---:|---:|---:|\n'
+    for d in "$SHORT" "$LONG"; do
+        printf '| %s s | %s | %s | %s | %.1f |\n' "$d" "${REQUESTS[$d]}" "${RSS[$d]}" "${ELAPSED[$d]}" "$(awk -v b="${SPILL[$d]}" 'BEGIN { printf "%.1f", b / 1048576 }')"
+    done
     awk -v r1="${RSS[$SHORT]}" -v r2="${RSS[$LONG]}" -v n1="${REQUESTS[$SHORT]}" -v n2="${REQUESTS[$LONG]}" \
         'BEGIN { printf "\nPer extra request: %.2f KB of max RSS.\n", (r2 - r1) / (n2 - n1) }'
 } | tee "$OUT/results.md"
