@@ -173,7 +173,15 @@ impl<T: Serialize + DeserializeOwned + Clone> Spill<T> {
     /// first read or write that failed is the new spill's
     /// [`Spill::error`].
     pub fn sorted_by(&mut self, cmp: impl Fn(&T, &T) -> CmpOrdering) -> Spill<T> {
-        self.sorted_in_runs(RUN, &cmp)
+        self.sorted_in_runs(run_size(), &cmp)
+    }
+
+    /// Reads the items back one at a time, in order, as the reader asks
+    /// for them (a merge of two sorted lists, a cursor): the spill is used
+    /// up. The first read that failed ends the items and is kept
+    /// ([`Reader::error`]).
+    pub fn into_reader(self) -> Reader<T> {
+        Reader(self.into_items())
     }
 
     fn sorted_in_runs(&mut self, run: usize, cmp: &impl Fn(&T, &T) -> CmpOrdering) -> Spill<T> {
@@ -273,6 +281,47 @@ impl<T: Serialize + DeserializeOwned + Clone> Replay<T> for std::sync::Mutex<Spi
 
 /// Items sorted in memory at once by [`Spill::sorted_by`].
 pub const RUN: usize = 16 * 1024;
+
+/// [`RUN`]; a test may make it smaller for its thread, to sort in many
+/// runs with few items.
+fn run_size() -> usize {
+    #[cfg(test)]
+    if let Some(run) = TEST_RUN.with(std::cell::Cell::get) {
+        return run;
+    }
+    RUN
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The run size of this test thread's sorts, if not [`RUN`].
+    pub static TEST_RUN: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// A spill read back item by item ([`Spill::into_reader`]).
+pub struct Reader<T>(Items<T>);
+
+impl<T> std::fmt::Debug for Reader<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reader").finish_non_exhaustive()
+    }
+}
+
+impl<T: DeserializeOwned> Iterator for Reader<T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        self.0.next_item()
+    }
+}
+
+impl<T> Reader<T> {
+    /// The first write or read that failed, if any: the items read miss
+    /// some from then on. Taken: asked again, `None`.
+    pub fn error(&mut self) -> Option<std::io::Error> {
+        self.0.take_error()
+    }
+}
 
 /// Bytes each sorted run reads ahead while runs are merged.
 const MERGE_BUFFER: usize = 8 * 1024;
@@ -467,5 +516,19 @@ mod tests {
         let mut expected = spill.read();
         expected.sort_by(by_key);
         assert_eq!(spill.sorted_in_runs(64, &by_key).read(), expected);
+    }
+
+    #[test]
+    fn a_reader_gives_the_items_in_order_once_and_a_test_thread_may_sort_in_small_runs() {
+        let mut spill = shuffled(1_000);
+        let mut expected = spill.read();
+        expected.sort_by(by_key);
+        TEST_RUN.with(|r| r.set(Some(3)));
+        let sorted = spill.sorted_by(by_key);
+        TEST_RUN.with(|r| r.set(None));
+        let mut reader = sorted.into_reader();
+        assert_eq!((&mut reader).collect::<Vec<_>>(), expected);
+        assert!(reader.next().is_none());
+        assert!(reader.error().is_none());
     }
 }

@@ -60,7 +60,7 @@ pub const WAIT_TOLERANCE: Duration = Duration::from_millis(50);
 pub const DEFAULT_MIN_SHORT_CIRCUITS: u32 = 2;
 
 /// One call that reached the dependency, as its fault proxy saw it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Call {
     /// When it arrived, since the drill's start.
     pub at: Duration,
@@ -85,7 +85,7 @@ pub struct Call {
 
 /// A caller request answered without any call of it reaching the
 /// dependency.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ShortCircuit {
     /// When the load sent it.
     pub sent: Duration,
@@ -144,16 +144,101 @@ pub struct CallerInference {
     pub contradictions: Vec<Contradiction>,
 }
 
-/// One event of the walk; at one instant, ends come first, then arrivals,
-/// then short-circuits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Event {
-    /// Call `i` ended.
-    End(usize),
-    /// Call `i` arrived.
-    Arrival(usize),
-    /// Short-circuit `j` was answered.
-    Short(usize),
+/// One event of the walk, with what the walk needs of its call or
+/// short-circuit (the walk keeps no list of them: its events may come from
+/// disk). Events go in time order; at one instant ends come first, then
+/// arrivals, then short-circuits, each kind by its call's place in arrival
+/// order (its short-circuit's in answer order): [`Step::order`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Step {
+    /// When it happened.
+    pub at: Duration,
+    /// Its call's place in arrival order, or its short-circuit's in answer
+    /// order.
+    pub index: u64,
+    /// What happened.
+    pub event: Event,
+}
+
+/// What happened at a [`Step`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Event {
+    /// A call ended.
+    End {
+        /// It failed.
+        failed: bool,
+        /// When it arrived: a half-open breaker's trials are the calls that
+        /// arrived from its first on.
+        arrived: Duration,
+    },
+    /// A call arrived.
+    Arrival {
+        /// Its path, for a leak.
+        path: String,
+        /// Its request's id, for a leak.
+        request_id: Option<u64>,
+        /// When its request was sent, for a trial.
+        sent: Option<Duration>,
+    },
+    /// A short-circuit was answered.
+    Short {
+        /// When it was sent.
+        sent: Duration,
+    },
+}
+
+impl Event {
+    /// Ends, then arrivals, then short-circuits.
+    fn rank(&self) -> u8 {
+        match self {
+            Event::End { .. } => 0,
+            Event::Arrival { .. } => 1,
+            Event::Short { .. } => 2,
+        }
+    }
+}
+
+impl Step {
+    /// The walk's order: by time, then kind, then index (no two steps
+    /// share all three).
+    pub fn order(a: &Step, b: &Step) -> std::cmp::Ordering {
+        (a.at, a.event.rank(), a.index).cmp(&(b.at, b.event.rank(), b.index))
+    }
+}
+
+impl Step {
+    /// The steps of `call`, the `index`-th in arrival order (its end, if
+    /// it ended, and its arrival), handed to `take`.
+    pub fn of_call(index: u64, call: Call, take: &mut dyn FnMut(Step)) {
+        if let Some(ended) = call.ended {
+            take(Step {
+                at: ended,
+                index,
+                event: Event::End {
+                    failed: call.failed,
+                    arrived: call.at,
+                },
+            });
+        }
+        take(Step {
+            at: call.at,
+            index,
+            event: Event::Arrival {
+                path: call.path,
+                request_id: call.request_id,
+                sent: call.sent,
+            },
+        });
+    }
+
+    /// The step of `short`, the `index`-th in answer order.
+    pub fn of_short(index: u64, short: ShortCircuit) -> Step {
+        Step {
+            at: short.answered,
+            index,
+            event: Event::Short { sent: short.sent },
+        }
+    }
 }
 
 /// Where the walk stands.
@@ -175,9 +260,12 @@ enum Phase {
         shorts: u64,
         calls: u64,
     },
-    /// Half-open: the trials admitted, how many succeeded, when it began.
+    /// Half-open: the trials admitted (the calls that arrived from the
+    /// first trial on, whose arrival and index is `first`), how many
+    /// succeeded, when it began.
     HalfOpen {
-        trials: Vec<usize>,
+        admitted: u64,
+        first: (Duration, u64),
         succeeded: u32,
         since: Duration,
     },
@@ -189,22 +277,30 @@ pub fn infer_from_caller(
     shorts: &[ShortCircuit],
     params: &CallerParams,
 ) -> CallerInference {
-    let mut events: Vec<(Duration, Event)> = Vec::new();
-    for (i, call) in calls.iter().enumerate() {
-        events.push((call.at, Event::Arrival(i)));
-        if let Some(ended) = call.ended {
-            events.push((ended, Event::End(i)));
-        }
+    let mut all: Vec<Step> = Vec::new();
+    for (index, call) in (0..).zip(calls) {
+        Step::of_call(index, call.clone(), &mut |s| all.push(s));
     }
-    for (j, short) in shorts.iter().enumerate() {
-        events.push((short.answered, Event::Short(j)));
+    for (index, short) in (0..).zip(shorts) {
+        all.push(Step::of_short(index, *short));
     }
-    // Every event is distinct (an index per kind): no order to keep.
-    events.sort_unstable();
+    all.sort_unstable_by(Step::order);
+    let mut leaks = Vec::new();
+    let mut out = walk(all, params, &mut |leak| leaks.push(leak));
+    out.leaks = leaks;
+    out
+}
+
+/// Infers the breaker from its steps in [`Step::order`]; each leak goes to
+/// `leak` as it is found (the result's list of leaks stays empty).
+pub fn walk(
+    steps: impl IntoIterator<Item = Step>,
+    params: &CallerParams,
+    leak: &mut dyn FnMut(Leak),
+) -> CallerInference {
     let mut walk = CallerWalk {
-        calls,
-        shorts,
         params,
+        leak,
         phase: Phase::Closed {
             since: Duration::ZERO,
             shorts: 0,
@@ -213,9 +309,10 @@ pub fn infer_from_caller(
         },
         out: CallerInference::default(),
     };
-    let last = events.last().map(|(at, _)| *at);
-    for (at, event) in events {
-        walk.step(at, event);
+    let mut last = None;
+    for step in steps {
+        last = Some(step.at);
+        walk.step(step);
     }
     if let Some(last) = last {
         walk.open_ends(last);
@@ -223,20 +320,29 @@ pub fn infer_from_caller(
     walk.out
 }
 
+/// A call that arrived, as the walk reads it.
+struct Arrived {
+    at: Duration,
+    index: u64,
+    path: String,
+    request_id: Option<u64>,
+    sent: Option<Duration>,
+}
+
 /// The walk in progress.
 struct CallerWalk<'a> {
-    calls: &'a [Call],
-    shorts: &'a [ShortCircuit],
     params: &'a CallerParams,
+    leak: &'a mut dyn FnMut(Leak),
     phase: Phase,
     out: CallerInference,
 }
 
 impl CallerWalk<'_> {
-    /// Takes one event.
-    fn step(&mut self, at: Duration, event: Event) {
+    /// Takes one step.
+    fn step(&mut self, step: Step) {
+        let Step { at, index, event } = step;
         match (&mut self.phase, event) {
-            (Phase::Closed { failure_ended, .. }, Event::End(i)) if self.calls[i].failed => {
+            (Phase::Closed { failure_ended, .. }, Event::End { failed: true, .. }) => {
                 failure_ended.get_or_insert(at);
             }
             (
@@ -246,22 +352,42 @@ impl CallerWalk<'_> {
                     failure_ended,
                     ..
                 },
-                Event::Arrival(_),
+                Event::Arrival { .. },
             ) => {
                 *shorts = 0;
                 *first = None;
                 *failure_ended = None;
             }
-            (Phase::Closed { .. }, Event::Short(j)) => self.short_while_closed(j),
-            (Phase::Open { since, calls, .. }, Event::Arrival(i)) => {
+            (Phase::Closed { .. }, Event::Short { sent }) => {
+                self.short_while_closed(ShortCircuit { sent, answered: at })
+            }
+            (
+                Phase::Open { since, calls, .. },
+                Event::Arrival {
+                    path,
+                    request_id,
+                    sent,
+                },
+            ) => {
                 let since = *since;
                 *calls += 1;
-                self.arrival_while_open(since, i);
+                let call = Arrived {
+                    at,
+                    index,
+                    path,
+                    request_id,
+                    sent,
+                };
+                self.arrival_while_open(since, call);
             }
-            (Phase::Open { shorts, .. }, Event::Short(_)) => *shorts += 1,
-            (Phase::HalfOpen { trials, .. }, Event::Arrival(i)) => trials.push(i),
-            (Phase::HalfOpen { trials, .. }, Event::End(i)) if trials.contains(&i) => {
-                self.trial_ended(at, i);
+            (Phase::Open { shorts, .. }, Event::Short { .. }) => *shorts += 1,
+            (Phase::HalfOpen { admitted, .. }, Event::Arrival { .. }) => *admitted += 1,
+            // A trial: a call that arrived from the first trial on, before
+            // now (an end before its arrival is no trial's).
+            (Phase::HalfOpen { first, .. }, Event::End { failed, arrived })
+                if (arrived, index) >= *first && arrived < at =>
+            {
+                self.trial_ended(at, failed);
             }
             _ => {}
         }
@@ -271,8 +397,7 @@ impl CallerWalk<'_> {
     /// in a row. One sent before the breaker closed was rejected by the
     /// half-open breaker (its answer only came in late): it says nothing
     /// of this closed spell.
-    fn short_while_closed(&mut self, j: usize) {
-        let short = self.shorts[j];
+    fn short_while_closed(&mut self, short: ShortCircuit) {
         let Phase::Closed {
             since,
             shorts,
@@ -318,17 +443,16 @@ impl CallerWalk<'_> {
 
     /// A call that reached the dependency while open: a trial once the
     /// wait is over, a leak before.
-    fn arrival_while_open(&mut self, since: Duration, i: usize) {
-        let call = &self.calls[i];
+    fn arrival_while_open(&mut self, since: Duration, call: Arrived) {
         let open_for = call.at.saturating_sub(since);
         let waited = match self.params.wait_in_open {
             Some(wait) => open_for >= wait.saturating_sub(WAIT_TOLERANCE),
             None => open_for > self.params.gap,
         };
         if !waited {
-            self.out.leaks.push(Leak {
+            (self.leak)(Leak {
                 at: call.at,
-                path: call.path.clone(),
+                path: call.path,
                 request_id: call.request_id,
                 open_for,
             });
@@ -356,25 +480,27 @@ impl CallerWalk<'_> {
         );
         self.push(at, State::HalfOpen, reason, 1, shorts);
         self.phase = Phase::HalfOpen {
-            trials: vec![i],
+            admitted: 1,
+            first: (call.at, call.index),
             succeeded: 0,
             since: at,
         };
     }
 
     /// A trial ended at `at`: a failure reopens, enough successes close.
-    fn trial_ended(&mut self, at: Duration, i: usize) {
+    fn trial_ended(&mut self, at: Duration, failed: bool) {
         let Phase::HalfOpen {
-            trials,
+            admitted,
             succeeded,
             since,
+            ..
         } = &mut self.phase
         else {
             return;
         };
-        let admitted = trials.len() as u64;
+        let admitted = *admitted;
         let took = latency(at.saturating_sub(*since));
-        if self.calls[i].failed {
+        if failed {
             let reason = format!(
                 "a trial failed, {took} into half-open ({} admitted)",
                 plural(admitted, "trial")

@@ -16,11 +16,14 @@
 //! connection (a library that times out and closes its socket later).
 
 use super::caller::{Call, ShortCircuit};
+pub use super::gathered::{Gathered, gather_streamed};
+use super::stream::Failed;
 use crate::clock::Duration;
 use crate::defense::breaker::{Classifier, Outcome};
 use crate::experiment::timeline::RequestRecord;
-use crate::order::{ById, IdSet, SortedIds, sort_by_key_lean};
 use crate::proxy::record::Record;
+use crate::spill::Spill;
+use std::collections::BTreeSet;
 
 /// How caller requests and dependency calls were paired.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -66,104 +69,102 @@ pub use crate::experiment::timeline::Quality;
 /// the short-circuits among `requests` (the breaker's routes), in a run of
 /// `duration`. A record carries a request id when the service passed one
 /// on; `sent` holds the id of every request the drill sent (on any route).
+/// In memory; [`gather_streamed`] does the work.
 pub fn gather(
     records: &[&Record],
     requests: &[&RequestRecord],
-    sent: &impl IdSet,
+    sent: &BTreeSet<u64>,
     duration: Duration,
 ) -> Evidence {
-    let mut calls: Vec<Call> = records.iter().map(|r| call(r, duration)).collect();
-    sort_by_key_lean(&mut calls, |c| c.at, Ord::cmp);
-    // Only an id of one of the drill's requests pairs.
-    let sent_at: ById<Duration> = requests.iter().map(|r| (r.id, r.sent)).collect();
-    for c in &mut calls {
-        c.request_id = c.request_id.filter(|id| sent.holds(*id));
-        c.sent = c.request_id.and_then(|id| sent_at.get(id).copied());
+    let mut calls = Spill::new();
+    records.iter().for_each(|r| calls.push(&call(r, duration)));
+    // Each request with its place in `requests`, by id, stably.
+    let mut placed: Vec<(u64, &RequestRecord)> = (0..).zip(requests.iter().copied()).collect();
+    placed.sort_by_key(|(_, r)| r.id);
+    let mut asked = Spill::new();
+    let mut ids = sent.iter().copied().peekable();
+    let mut placed = placed.into_iter().peekable();
+    loop {
+        let next_id = ids.peek().copied();
+        let next_request = placed.peek().map(|(_, r)| r.id);
+        let id = match (next_id, next_request) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) => a,
+            (None, Some(b)) => b,
+            (None, None) => break,
+        };
+        let held = ids.next_if_eq(&id).is_some();
+        let mut any = false;
+        while let Some((seq, r)) = placed.next_if(|(_, r)| r.id == id) {
+            any = true;
+            asked.push(&Asked::of(r, seq, held, duration));
+        }
+        if !any {
+            asked.push(&Asked {
+                id,
+                held,
+                route: None,
+            });
+        }
     }
-    drop(sent_at);
-    let by_id = calls.iter().any(|c| c.request_id.is_some());
-    let reached: SortedIds = calls.iter().filter_map(|c| c.request_id).collect();
-    let answered = |r: &RequestRecord| Some(r.sent + r.latency?).filter(|at| *at <= duration);
-    given_up_when_answered(&mut calls, requests, by_id, answered);
-    let mut shorts: Vec<ShortCircuit> = requests
-        .iter()
-        .filter_map(|r| Some((r, answered(r)?)))
-        .filter(|&(r, answered)| {
-            if by_id {
-                !reached.holds(r.id)
-            } else {
-                none_between(&calls, r.sent, answered)
-            }
-        })
-        .map(|(r, answered)| ShortCircuit {
-            sent: r.sent,
-            answered,
-        })
-        .collect();
-    sort_by_key_lean(&mut shorts, |s| s.answered, Ord::cmp);
-    let count = |n: usize| n as u64;
-    let quality = Quality {
-        calls: count(calls.len()),
-        paired: count(calls.iter().filter(|c| c.request_id.is_some()).count()),
-        requests: count(requests.len()),
-        requests_reached: count(requests.iter().filter(|r| reached.holds(r.id)).count()),
-        cut_off: count(requests.iter().filter(|r| answered(r).is_none()).count()),
-        outstanding: count(calls.iter().filter(|c| c.ended.is_none()).count()),
-        ids_expected: by_id,
-        lost: None,
-        contradicted: Vec::new(),
-    };
+    let mut failed = Failed::default();
+    let mut gathered = gather_streamed(calls, &mut asked, &mut failed);
+    let mut calls = Vec::new();
+    gathered.calls(&mut failed, &mut |c| calls.push(c));
+    let mut shorts = Vec::new();
+    gathered.shorts(&mut failed, &mut |s| shorts.push(s));
     Evidence {
         calls,
         shorts,
-        pairing: if by_id {
-            Pairing::ById
-        } else {
-            Pairing::ByTime
-        },
-        quality,
+        pairing: gathered.pairing,
+        quality: gathered.quality,
     }
 }
 
-/// A failed call let go without an answer ended when the service gave up
-/// on it: when it answered the caller request the call was made for, if
-/// that came first (a service closes the call's socket some time after its
-/// own timeout fired). The request is the call's id, or by time the last
-/// one sent before the call arrived and answered after.
-fn given_up_when_answered(
-    calls: &mut [Call],
-    requests: &[&RequestRecord],
-    by_id: bool,
-    answered: impl Fn(&RequestRecord) -> Option<Duration>,
-) {
-    // Only the pairing in use is built.
-    let by_id_answers: ById<Duration> = requests
-        .iter()
-        .filter(|_| by_id)
-        .filter_map(|r| Some((r.id, answered(r)?)))
-        .collect();
-    let mut by_send: Vec<(Duration, Duration)> = requests
-        .iter()
-        .filter(|_| !by_id)
-        .filter_map(|r| Some((r.sent, answered(r)?)))
-        .collect();
-    by_send.sort_unstable();
-    for c in calls.iter_mut().filter(|c| c.failed && c.let_go) {
-        let Some(ended) = c.ended else { continue };
-        let answer = if by_id {
-            c.request_id.and_then(|id| by_id_answers.get(id).copied())
-        } else {
-            let before = by_send.partition_point(|(sent, _)| *sent <= c.at);
-            by_send[..before]
-                .iter()
-                .rev()
-                .find(|(_, answer)| *answer >= c.at)
-                .map(|(_, answer)| *answer)
-        };
-        if let Some(answer) = answer.filter(|a| *a >= c.at) {
-            c.ended = Some(answer.min(ended));
+/// One request the drill sent, as the evidence reads it: by id.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Asked {
+    /// Its id.
+    pub id: u64,
+    /// The drill sent it: a call with its id pairs (one with an id the
+    /// drill never sent does not).
+    pub held: bool,
+    /// Sent on one of the breaker's routes (else `None`).
+    pub route: Option<OnRoute>,
+}
+
+/// A request on the breaker's routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OnRoute {
+    /// Its place among the requests as they came (of short-circuits
+    /// answered at once, the first sent comes first).
+    pub seq: u64,
+    /// When it was sent.
+    pub sent: Duration,
+    /// When it was answered, if before the end of the run.
+    pub answered: Option<Duration>,
+}
+
+impl Asked {
+    /// `request`, on the breaker's routes, the `seq`-th of them as they
+    /// came, in a run of `duration`.
+    pub fn of(request: &RequestRecord, seq: u64, held: bool, duration: Duration) -> Asked {
+        Asked {
+            id: request.id,
+            held,
+            route: Some(OnRoute {
+                seq,
+                sent: request.sent,
+                answered: answered(request.sent, request.latency, duration),
+            }),
         }
     }
+}
+
+/// When a request sent at `sent` was answered after `latency`, if before
+/// the end of the run (`duration`): one answered after it is cut off.
+pub fn answered(sent: Duration, latency: Option<Duration>, duration: Duration) -> Option<Duration> {
+    sent.checked_add(latency?).filter(|at| *at <= duration)
 }
 
 /// A proxy record as a call: ended at its answer, or when the proxy let it
@@ -171,7 +172,7 @@ fn given_up_when_answered(
 /// go by the drill's stop, not by the service, and stays outstanding);
 /// failed on a 5xx, a gRPC status that says the server failed
 /// (UNAVAILABLE, INTERNAL, ...) or no answer.
-fn call(record: &Record, duration: Duration) -> Call {
+pub(super) fn call(record: &Record, duration: Duration) -> Call {
     let ms = |v: f64| Duration::from_secs_f64((v / 1000.0).max(0.0));
     let answered = record.latency_ms.map(|t| ms(record.at_ms + t));
     let let_go = record
@@ -192,16 +193,9 @@ fn call(record: &Record, duration: Duration) -> Call {
     }
 }
 
-/// No call of `calls` (sorted by arrival) arrived within `[from, to]`.
-fn none_between(calls: &[Call], from: Duration, to: Duration) -> bool {
-    let first = calls.partition_point(|c| c.at < from);
-    calls.get(first).is_none_or(|c| c.at > to)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeSet;
 
     fn record(at_ms: f64, status: Option<u16>, took_ms: f64, id: Option<u64>) -> Record {
         Record {

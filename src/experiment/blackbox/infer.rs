@@ -186,47 +186,120 @@ pub fn infer_calls(
     let sends = sorted(sends);
     let mut calls = calls.to_vec();
     calls.sort_unstable();
-    let arrivals: Vec<Duration> = calls.iter().map(|c| c.0).collect();
-    // When each call and every call before it had ended: the quiet that
-    // may follow it starts there.
-    let quiet_from: Vec<Duration> = calls
-        .iter()
-        .scan(Duration::ZERO, |busy, &(at, end)| {
-            *busy = (*busy).max(end.unwrap_or(Duration::MAX)).max(at);
-            Some(*busy)
-        })
-        .collect();
+    let sends = Sends {
+        count: sends.len() as u64,
+        last: sends.last().copied(),
+        after: sends.iter().copied(),
+        before: sends.iter().copied(),
+    };
+    infer_sorted(sends, calls, params)
+}
+
+/// The sends of [`infer_sorted`]: how many, the last, and the sorted list
+/// twice, read once each (the counts up to the quiet before an arrival and
+/// up to the arrival move forward each on its own).
+#[derive(Debug)]
+pub struct Sends<I> {
+    /// How many.
+    pub count: u64,
+    /// The last one (the latest).
+    pub last: Option<Duration>,
+    /// Every send, sorted.
+    pub after: I,
+    /// Every send, sorted, again.
+    pub before: I,
+}
+
+/// [`infer_calls`] on `calls` sorted by arrival then end, read once in
+/// order, and `sends`: nothing is held but the transitions.
+pub fn infer_sorted<I: Iterator<Item = Duration>>(
+    sends: Sends<I>,
+    calls: impl IntoIterator<Item = (Duration, Option<Duration>)>,
+    params: &InferParams,
+) -> Vec<InferredTransition> {
     let mut walk = Walk {
-        sends: &sends,
+        count: sends.count,
+        last: sends.last,
+        quiet: Ranks::new(sends.after),
+        arrival: Ranks::new(sends.before),
         params,
         state: State::Closed,
         trials: 0,
         trial_start: Duration::ZERO,
+        before_trial: 0,
         out: Vec::new(),
     };
-    for (i, &at) in arrivals.iter().enumerate() {
-        let silence = match i.checked_sub(1) {
-            Some(prev) => walk.silence(quiet_from[prev], Some(at)),
+    // When the calls so far had all ended (each and every one before it):
+    // the quiet that may follow starts there. It never goes back, nor do
+    // the arrivals: each count of sends moves forward.
+    let mut quiet_from: Option<Duration> = None;
+    for (at, end) in calls {
+        let upto = walk.arrival.at(at);
+        let silence = match quiet_from {
+            Some(prev) => walk.silence(prev, Some((at, upto.0))),
             None => None,
         };
         match silence {
             Some(silence) => {
                 walk.open(&silence);
-                walk.trial(at, &silence);
+                walk.trial(at, upto, &silence);
             }
             None if walk.state == State::HalfOpen => {
                 walk.trials = walk.trials.saturating_add(1);
-                walk.close_if_enough(at);
+                walk.close_if_enough(at, upto.1);
             }
             None => {}
         }
+        let busy = quiet_from.unwrap_or(Duration::ZERO);
+        quiet_from = Some(busy.max(end.unwrap_or(Duration::MAX)).max(at));
     }
-    if let Some(&last) = quiet_from.last()
+    if let Some(last) = quiet_from
         && let Some(silence) = walk.silence(last, None)
     {
         walk.open(&silence);
     }
     walk.out
+}
+
+/// Counts of sorted sends below and up to a time that never goes back.
+struct Ranks<I: Iterator<Item = Duration>> {
+    /// The sends not yet counted.
+    sends: std::iter::Peekable<I>,
+    /// The last time asked about.
+    key: Option<Duration>,
+    /// Sends before it.
+    below: u64,
+    /// Sends at it.
+    equal: u64,
+}
+
+impl<I: Iterator<Item = Duration>> Ranks<I> {
+    fn new(sends: I) -> Self {
+        Ranks {
+            sends: sends.peekable(),
+            key: None,
+            below: 0,
+            equal: 0,
+        }
+    }
+
+    /// Sends strictly before `at`, and up to `at` included; `at` is no
+    /// earlier than the time asked about before.
+    fn at(&mut self, at: Duration) -> (u64, u64) {
+        debug_assert!(self.key.is_none_or(|key| key <= at), "ranks go forward");
+        if self.key != Some(at) {
+            self.below += self.equal;
+            self.equal = 0;
+            while self.sends.next_if(|&s| s < at).is_some() {
+                self.below += 1;
+            }
+            while self.sends.next_if(|&s| s == at).is_some() {
+                self.equal += 1;
+            }
+            self.key = Some(at);
+        }
+        (self.below, self.below + self.equal)
+    }
 }
 
 /// The input as sorted, copied only when it is not.
@@ -254,9 +327,15 @@ struct Silence {
 }
 
 /// The inference in progress.
-struct Walk<'a> {
-    /// All sends, sorted.
-    sends: &'a [Duration],
+struct Walk<'a, I: Iterator<Item = Duration>> {
+    /// How many sends there are.
+    count: u64,
+    /// The last send.
+    last: Option<Duration>,
+    /// Counts of sends up to the quiet before each arrival.
+    quiet: Ranks<I>,
+    /// Counts of sends up to each arrival.
+    arrival: Ranks<I>,
     /// The parameters.
     params: &'a InferParams,
     /// The state after the transitions so far.
@@ -265,28 +344,29 @@ struct Walk<'a> {
     trials: u32,
     /// The first arrival of the current half-open episode.
     trial_start: Duration,
+    /// Sends strictly before it.
+    before_trial: u64,
     /// The transitions so far.
     out: Vec<InferredTransition>,
 }
 
-impl Walk<'_> {
-    /// Sends strictly after `from`, and strictly before `to` when given.
-    fn sends_between(&self, from: Duration, to: Option<Duration>) -> u64 {
-        let start = self.sends.partition_point(|&s| s <= from);
-        let end = to.map_or(self.sends.len(), |to| {
-            self.sends.partition_point(|&s| s < to)
-        });
-        end.saturating_sub(start) as u64
+impl<I: Iterator<Item = Duration>> Walk<'_, I> {
+    /// Sends strictly after `from`, and strictly before `to` when given
+    /// (with the count of sends before it).
+    fn sends_between(&mut self, from: Duration, to: Option<(Duration, u64)>) -> u64 {
+        let start = self.quiet.at(from).1;
+        let end = to.map_or(self.count, |(_, before)| before);
+        end.saturating_sub(start)
     }
 
     /// The silence after the arrival at `after`, up to the arrival at
     /// `until` or (`None`) to the end of the run, if it counts as one.
-    fn silence(&self, after: Duration, until: Option<Duration>) -> Option<Silence> {
-        let external = self.sends.is_empty();
+    fn silence(&mut self, after: Duration, until: Option<(Duration, u64)>) -> Option<Silence> {
+        let external = self.count == 0;
         let end = match until {
-            Some(next) => next,
+            Some((next, _)) => next,
             // Without sends the end of the run is unknown.
-            None => *self.sends.last()?,
+            None => self.last?,
         };
         let length = end.saturating_sub(after);
         let sends = self.sends_between(after, until);
@@ -301,7 +381,7 @@ impl Walk<'_> {
 
     /// `closed -> open` or `half_open -> open` at the start of `silence`.
     fn open(&mut self, silence: &Silence) {
-        let quiet = quiet(silence, self.sends.is_empty());
+        let quiet = quiet(silence, self.count == 0);
         let (arrivals, reason) = match self.state {
             State::HalfOpen => (
                 u64::from(self.trials),
@@ -312,17 +392,20 @@ impl Walk<'_> {
         self.push(silence.after, State::Open, reason, arrivals, silence.sends);
     }
 
-    /// `open -> half_open` at the trial call `at` that ended `silence`.
-    fn trial(&mut self, at: Duration, silence: &Silence) {
+    /// `open -> half_open` at the trial call `at` that ended `silence`
+    /// (`sends`: the sends before it, and up to it).
+    fn trial(&mut self, at: Duration, sends: (u64, u64), silence: &Silence) {
         let reason = format!("1 probe after {} of silence", latency(silence.length));
         self.push(at, State::HalfOpen, reason, 1, silence.sends);
         self.trials = 1;
         self.trial_start = at;
-        self.close_if_enough(at);
+        self.before_trial = sends.0;
+        self.close_if_enough(at, sends.1);
     }
 
-    /// `half_open -> closed` at `at` once more than `probes` arrivals came.
-    fn close_if_enough(&mut self, at: Duration) {
+    /// `half_open -> closed` at `at` once more than `probes` arrivals came
+    /// (`upto`: the sends up to `at`).
+    fn close_if_enough(&mut self, at: Duration, upto: u64) {
         if self.trials <= self.params.probes {
             return;
         }
@@ -332,9 +415,7 @@ impl Walk<'_> {
             count(self.trials, "arrival"),
             latency(took)
         );
-        let start = self.sends.partition_point(|&s| s < self.trial_start);
-        let end = self.sends.partition_point(|&s| s <= at);
-        let sends = end.saturating_sub(start) as u64;
+        let sends = upto.saturating_sub(self.before_trial);
         self.push(at, State::Closed, reason, u64::from(self.trials), sends);
     }
 

@@ -4,13 +4,11 @@
 //! ([`super::caller`]: short-circuits, trials and their outcomes); with
 //! outside traffic only the arrivals ([`super::infer`]).
 
-use super::caller::{CallerParams, DEFAULT_MIN_SHORT_CIRCUITS, infer_from_caller};
-use crate::order::SortedIds;
-use std::collections::BTreeSet;
-
-use super::evidence::{ONE_SIDE, Quality, gather};
+use super::caller::{Call, CallerParams, DEFAULT_MIN_SHORT_CIRCUITS, Step, walk};
+use super::evidence::{Asked, ONE_SIDE, OnRoute, Quality, answered, call, gather_streamed};
 use super::infer::count as plural;
-use super::infer::{InferParams, InferredTransition, infer, infer_calls};
+use super::infer::{InferParams, InferredTransition, Sends, infer_sorted};
+use super::stream::{Failed, sorted, sorted_twice};
 use crate::clock::Duration;
 use crate::defense::breaker::State;
 use crate::defense::breaker::journal::{Reason, Transition};
@@ -19,7 +17,7 @@ use crate::experiment::expect::verdict::secs;
 use crate::experiment::timeline::{BreakerInfo, RequestRecord};
 use crate::fault::plan::Arrival;
 use crate::proxy::record::Record;
-use crate::spill::Replay;
+use crate::spill::{Replay, Spill};
 
 /// What one dependency proxy of the run saw.
 #[derive(Clone, Copy)]
@@ -45,38 +43,50 @@ impl std::fmt::Debug for Seen<'_> {
 }
 
 /// The service's breakers as inferred from the run: their transitions, in
-/// the journal's form (reason `inferred`, with the evidence), and what
-/// expectations need to know of each.
+/// the journal's form (reason `inferred`, with the evidence), what
+/// expectations need to know of each, and the first error of the spills the
+/// inference sorts its lists in (what was inferred after it may miss
+/// items). The lists are read in passes, on disk between them: what stays
+/// in memory is one breaker's transitions and contradictions, the requests
+/// in flight at once and a sort's run.
 pub fn breakers(
     system: &SystemSpec,
     load: &[LoadRoute],
     requests: &dyn Replay<RequestRecord>,
     dependencies: &[Seen<'_>],
     duration: Duration,
-) -> (Vec<Transition>, Vec<BreakerInfo>) {
-    // TODO(streaming): read the lists whole for now.
-    let requests = &all(requests);
-    let held: Vec<(Vec<Arrival>, Vec<Record>)> = dependencies
-        .iter()
-        .map(|d| (all(d.arrivals), all(d.records)))
-        .collect();
-    let dependencies: Vec<Held<'_>> = dependencies
-        .iter()
-        .zip(&held)
-        .map(|(d, (arrivals, records))| Held {
-            name: d.name,
-            arrivals,
-            records,
-            lost: d.lost,
-        })
-        .collect();
-    let dependencies = &dependencies[..];
+) -> (Vec<Transition>, Vec<BreakerInfo>, Option<std::io::Error>) {
+    let mut failed = Failed::default();
+    // Every request by id (of one id, as they came), as the inference
+    // reads it.
+    let mut by_id = Spill::new();
+    let (mut seq, mut last, mut in_order) = (0u64, None, true);
+    requests.replay(&mut |r| {
+        in_order &= last.is_none_or(|last| last <= r.id);
+        last = Some(r.id);
+        by_id.push(&Sent {
+            seq,
+            id: r.id,
+            route: r.route,
+            sent: r.sent,
+            answered: answered(r.sent, r.latency, duration),
+        });
+        seq += 1;
+    });
+    if !in_order {
+        by_id = sorted(by_id, |a: &Sent, b| a.id.cmp(&b.id), &mut failed);
+    }
     let mut transitions = Vec::new();
     let mut infos = Vec::new();
-    let sent: SortedIds = requests.iter().map(|r| r.id).collect();
     for (name, breaker) in &system.breakers {
-        let (inferred, confidence, mut quality) =
-            infer_one(breaker, load, requests, &sent, dependencies, duration);
+        let (inferred, confidence, mut quality) = infer_one(
+            breaker,
+            load,
+            &mut by_id,
+            dependencies,
+            duration,
+            &mut failed,
+        );
         if let Some(q) = &mut quality {
             q.ids_expected |= system.correlation_declared || breaker.via.is_some();
             let lost: Vec<&str> = dependencies
@@ -112,143 +122,245 @@ pub fn breakers(
             evidence: quality,
         });
     }
-    (transitions, infos)
+    failed.spill(&by_id);
+    (transitions, infos, failed.0)
 }
 
-fn all<T>(list: &dyn Replay<T>) -> Vec<T> {
-    let mut out = Vec::new();
-    list.replay(&mut |item| out.push(item));
-    out
-}
-
-struct Held<'a> {
-    name: &'a str,
-    arrivals: &'a [Arrival],
-    records: &'a [Record],
-    lost: Option<&'a str>,
+/// A request as the inference reads it.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+struct Sent {
+    /// Its place among the requests as they came.
+    seq: u64,
+    /// Its id.
+    id: u64,
+    /// The load route that sent it.
+    route: String,
+    /// When it was sent.
+    sent: Duration,
+    /// When it was answered, if before the end of the run.
+    answered: Option<Duration>,
 }
 
 /// One breaker's transitions, and how confident they are: from both sides
 /// with firedrill's own load and the dependency's records, from the
-/// dependency's side alone otherwise.
+/// dependency's side alone otherwise. `requests`: every request, by id.
 fn infer_one(
     breaker: &InferredBreaker,
     load: &[LoadRoute],
-    requests: &[RequestRecord],
-    sent: &SortedIds,
-    dependencies: &[Held<'_>],
+    requests: &mut Spill<Sent>,
+    dependencies: &[Seen<'_>],
     duration: Duration,
+    failed: &mut Failed,
 ) -> (Vec<InferredTransition>, &'static str, Option<Quality>) {
     let uses = |route: &str| breaker.routes.is_empty() || breaker.routes.iter().any(|r| r == route);
-    // A breaker deeper in the system: the requests the proxy in front of
-    // it passed on (one a fault answered there never reached the service).
-    let reached: Option<BTreeSet<u64>> = breaker.via.as_ref().map(|via| {
-        dependencies
-            .iter()
-            .filter(|d| d.name == via)
-            .flat_map(|d| d.records)
-            .filter(|r| r.reached_upstream)
-            .filter_map(|r| r.request_id)
-            .collect()
-    });
-    let chance = |r: &RequestRecord| {
-        uses(&r.route) && reached.as_ref().is_none_or(|ids| ids.contains(&r.id))
-    };
-    // The sends and the arrivals as lists of times only where they are
-    // read (not beside the calls of the walk from both sides).
-    let sends = || {
-        let mut sends: Vec<Duration> = requests
-            .iter()
-            .filter(|r| chance(r))
-            .map(|r| r.sent)
-            .collect();
-        sends.sort_unstable();
-        sends
-    };
+    let (mut asked, on_routes) = asked(breaker, requests, dependencies, failed);
     let on_path = |path: &str| {
         breaker
             .path
             .as_ref()
             .is_none_or(|m| m.matches(&http::Method::GET, path, &http::HeaderMap::new()))
     };
-    let seen: Vec<&Held<'_>> = dependencies
+    let seen: Vec<&Seen<'_>> = dependencies
         .iter()
         .filter(|d| d.name == breaker.dependency)
         .collect();
-    let arrivals = || {
-        seen.iter()
-            .flat_map(|d| d.arrivals)
-            .filter(|a| on_path(&a.path))
-            .map(|a| a.at)
-            .filter(|at| *at <= duration)
+    let arrivals = |take: &mut dyn FnMut(Duration)| {
+        for d in &seen {
+            d.arrivals.replay(&mut |a| {
+                if on_path(&a.path) && a.at <= duration {
+                    take(a.at);
+                }
+            });
+        }
     };
     let rate: f64 = load.iter().filter(|l| uses(&l.name)).map(|l| l.rate).sum();
     let mut params = InferParams::for_rate(if rate > 0.0 {
         rate
     } else {
-        observed_rate(arrivals().count(), duration)
+        let mut count = 0;
+        arrivals(&mut |_| count += 1);
+        observed_rate(count, duration)
     });
     if let Some(gap) = breaker.gap {
         params.gap = gap;
     }
     params.probes = breaker.probes;
-    let records: Vec<&Record> = seen
-        .iter()
-        .flat_map(|d| d.records)
-        .filter(|r| on_path(&r.path) && r.at_ms <= duration.as_secs_f64() * 1000.0)
-        .collect();
-    let routes: Vec<&RequestRecord> = requests.iter().filter(|r| chance(r)).collect();
-    let evidence = gather(&records, &routes, sent, duration);
-    let no_records = records.is_empty();
-    drop((records, routes));
-    if no_records {
-        let mut arrivals: Vec<Duration> = arrivals().collect();
-        arrivals.sort_unstable();
-        (arrivals_only(&sends(), &arrivals, &params), ONE_SIDE, None)
-    } else if !requests.iter().any(chance) {
-        // Outside traffic: what the caller got is not seen.
-        let calls: Vec<(Duration, Option<Duration>)> =
-            evidence.calls.iter().map(|c| (c.at, c.ended)).collect();
-        (infer_calls(&[], &calls, &params), ONE_SIDE, None)
-    } else {
-        let caller = CallerParams {
-            wait_in_open: breaker.wait_in_open,
-            gap: params.gap,
-            probes: breaker.probes,
-            min_short_circuits: DEFAULT_MIN_SHORT_CIRCUITS,
-        };
-        let found = infer_from_caller(&evidence.calls, &evidence.shorts, &caller);
-        let mut quality = evidence.quality;
-        quality.contradicted = found
-            .contradictions
-            .iter()
-            .map(|c| {
-                format!(
-                    "inferred open from {} to {}, but no request was short-circuited while {} reached the dependency",
-                    secs(c.from),
-                    secs(c.to),
-                    plural(c.calls, "call")
-                )
-            })
-            .collect();
-        (
-            found.transitions,
-            evidence.pairing.confidence(),
-            Some(quality),
-        )
+    let mut calls = Spill::new();
+    for d in &seen {
+        d.records.replay(&mut |r| {
+            if on_path(&r.path) && r.at_ms <= duration.as_secs_f64() * 1000.0 {
+                calls.push(&call(&r, duration));
+            }
+        });
     }
+    if calls.is_empty() {
+        let mut sends = Spill::new();
+        asked.read_each(|a| {
+            if let Some(r) = a.route {
+                sends.push(&r.sent);
+            }
+        });
+        failed.spill(&asked);
+        let mut times = Spill::new();
+        arrivals(&mut |at| times.push(&at));
+        let arrivals = sorted(times, Ord::cmp, failed);
+        (
+            arrivals_only(sends, arrivals, &params, failed),
+            ONE_SIDE,
+            None,
+        )
+    } else if on_routes == 0 {
+        // Outside traffic: what the caller got is not seen (and no answer
+        // ends a call the service gave up on).
+        let mut ends = Spill::new();
+        calls.read_each(|c| ends.push(&(c.at, c.ended)));
+        failed.spill(&calls);
+        let mut ends = sorted(ends, Ord::cmp, failed).into_reader();
+        let none = Sends {
+            count: 0,
+            last: None,
+            after: std::iter::empty(),
+            before: std::iter::empty(),
+        };
+        let found = infer_sorted(none, &mut ends, &params);
+        failed.reader(&mut ends);
+        (found, ONE_SIDE, None)
+    } else {
+        from_both_sides(breaker, &params, calls, &mut asked, failed)
+    }
+}
+
+/// The requests by id (`requests`), marked when they had a chance to use
+/// `breaker`: on its routes (and past the proxy in front of it); and how
+/// many did.
+fn asked(
+    breaker: &InferredBreaker,
+    requests: &mut Spill<Sent>,
+    dependencies: &[Seen<'_>],
+    failed: &mut Failed,
+) -> (Spill<Asked>, u64) {
+    let uses = |route: &str| breaker.routes.is_empty() || breaker.routes.iter().any(|r| r == route);
+    // A breaker deeper in the system: the requests the proxy in front of
+    // it passed on (one a fault answered there never reached the service),
+    // by id.
+    let mut reached = breaker.via.as_ref().map(|via| {
+        let mut ids = Spill::new();
+        for d in dependencies.iter().filter(|d| d.name == via) {
+            d.records.replay(&mut |r| {
+                if let Some(id) = r.request_id.filter(|_| r.reached_upstream) {
+                    ids.push(&id);
+                }
+            });
+        }
+        sorted(ids, u64::cmp, failed).into_reader()
+    });
+    let mut asked = Spill::new();
+    let mut on_routes = 0u64;
+    {
+        let mut reached = reached.as_mut().map(Iterator::peekable);
+        requests.read_each(|r| {
+            let passed = reached.as_mut().is_none_or(|ids| {
+                while ids.next_if(|id| *id < r.id).is_some() {}
+                ids.peek() == Some(&r.id)
+            });
+            let chance = uses(&r.route) && passed;
+            on_routes += u64::from(chance);
+            asked.push(&Asked {
+                id: r.id,
+                held: true,
+                route: chance.then_some(OnRoute {
+                    seq: r.seq,
+                    sent: r.sent,
+                    answered: r.answered,
+                }),
+            });
+        });
+    }
+    failed.spill(requests);
+    if let Some(ids) = &mut reached {
+        failed.reader(ids);
+    }
+    (asked, on_routes)
+}
+
+/// The transitions of `breaker` read from both sides: its `calls` (as
+/// the records came) and the requests `asked`.
+fn from_both_sides(
+    breaker: &InferredBreaker,
+    params: &InferParams,
+    calls: Spill<Call>,
+    asked: &mut Spill<Asked>,
+    failed: &mut Failed,
+) -> (Vec<InferredTransition>, &'static str, Option<Quality>) {
+    let caller = CallerParams {
+        wait_in_open: breaker.wait_in_open,
+        gap: params.gap,
+        probes: breaker.probes,
+        min_short_circuits: DEFAULT_MIN_SHORT_CIRCUITS,
+    };
+    let mut evidence = gather_streamed(calls, asked, failed);
+    let mut steps = Spill::new();
+    let mut index = 0;
+    evidence.calls(failed, &mut |c| {
+        Step::of_call(index, c, &mut |s| steps.push(&s));
+        index += 1;
+    });
+    let mut index = 0;
+    evidence.shorts(failed, &mut |s| {
+        steps.push(&Step::of_short(index, s));
+        index += 1;
+    });
+    let mut steps = sorted(steps, Step::order, failed).into_reader();
+    // The leaks are not reported: none is kept.
+    let found = walk(&mut steps, &caller, &mut |_| {});
+    failed.reader(&mut steps);
+    let mut quality = evidence.quality;
+    quality.contradicted = found
+        .contradictions
+        .iter()
+        .map(|c| {
+            format!(
+                "inferred open from {} to {}, but no request was short-circuited while {} reached the dependency",
+                secs(c.from),
+                secs(c.to),
+                plural(c.calls, "call")
+            )
+        })
+        .collect();
+    (
+        found.transitions,
+        evidence.pairing.confidence(),
+        Some(quality),
+    )
 }
 
 /// The transitions read from arrivals alone (no records: when each call
 /// ended is not known): a breaker opens once the call that tripped it has
 /// come back, just after its arrival, so that call is not one let through
-/// while open.
+/// while open. `arrivals` sorted, `sends` not.
 fn arrivals_only(
-    sends: &[Duration],
-    arrivals: &[Duration],
+    sends: Spill<Duration>,
+    arrivals: Spill<Duration>,
     params: &InferParams,
+    failed: &mut Failed,
 ) -> Vec<InferredTransition> {
-    let mut out = infer(sends, arrivals, params);
+    let mut sends = sends;
+    let mut last = None;
+    sends.read_each(|s| last = last.max(Some(s)));
+    let (after, before) = sorted_twice(sends, Ord::cmp, failed);
+    let count = after.len() as u64;
+    let (mut after, mut before) = (after.into_reader(), before.into_reader());
+    let mut arrivals = arrivals.into_reader();
+    let sends = Sends {
+        count,
+        last,
+        after: &mut after,
+        before: &mut before,
+    };
+    let mut out = infer_sorted(sends, (&mut arrivals).map(|at| (at, Some(at))), params);
+    failed.reader(&mut after);
+    failed.reader(&mut before);
+    failed.reader(&mut arrivals);
     for t in out.iter_mut().filter(|t| t.to == State::Open) {
         t.at += OPENED_AFTER_ARRIVAL;
     }
@@ -264,3 +376,7 @@ fn observed_rate(arrivals: usize, duration: Duration) -> f64 {
     let seconds = duration.as_secs_f64().max(1.0);
     (arrivals as f64 / seconds).max(1.0)
 }
+
+#[cfg(test)]
+#[path = "inferred_tests.rs"]
+mod tests;

@@ -4,8 +4,10 @@
 //!
 //! * [`inferred`] — each declared breaker's transitions from one run: from
 //!   both sides ([`caller`], on the [`evidence`] of calls and
-//!   short-circuits) with firedrill's own load, from arrivals alone
-//!   ([`infer`]) with outside traffic.
+//!   short-circuits, [`gathered`] from lists on disk) with firedrill's own
+//!   load, from arrivals alone ([`infer`]) with outside traffic; the lists
+//!   are read in passes and sorted on disk ([`stream`]), so memory stays
+//!   flat however long the run.
 //! * [`reported`], [`events`], [`reporters`] — what the service says of its
 //!   breakers: its events file (as written, or a library's log read through
 //!   a mapping) and its Prometheus endpoint.
@@ -17,7 +19,9 @@ pub mod classify;
 pub mod events;
 pub mod evidence;
 pub mod gate;
+pub mod gathered;
 pub mod infer;
 pub mod inferred;
 pub mod reported;
 pub mod reporters;
+pub mod stream;

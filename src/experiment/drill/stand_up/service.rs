@@ -146,13 +146,17 @@ impl<'a> OwnService<'a> {
                 lost: lost.as_deref(),
             })
             .collect();
-        crate::experiment::blackbox::inferred::breakers(
+        let (transitions, infos, failed) = crate::experiment::blackbox::inferred::breakers(
             self.system,
             &self.experiment.load,
             requests,
             &seen,
             duration,
-        )
+        );
+        if let Some(err) = failed {
+            tracing::warn!(%err, "the breakers' inference lost items it spilled to disk");
+        }
+        (transitions, infos)
     }
 
     /// What the service reported of its breakers, on the drill's clock,
