@@ -224,12 +224,6 @@ impl<T: Serialize + DeserializeOwned + Clone> Spill<T> {
         }
     }
 
-    /// Reads the items back one at a time, from the first, with a small
-    /// buffer (a merge reads many at once): [`Reader`].
-    pub fn into_reader(self) -> Reader<T> {
-        Reader(self.into_items())
-    }
-
     fn into_items(self) -> Items<T> {
         let error = self.error;
         match self.store {
@@ -325,31 +319,6 @@ impl<T> Reader<T> {
 
 /// Bytes each sorted run reads ahead while runs are merged.
 const MERGE_BUFFER: usize = 8 * 1024;
-
-/// A spill read back in order, item by item; stops at the first item that
-/// cannot be read, and keeps why ([`Reader::error`]).
-pub struct Reader<T>(Items<T>);
-
-impl<T: DeserializeOwned> Iterator for Reader<T> {
-    type Item = T;
-
-    fn next(&mut self) -> Option<T> {
-        self.0.next_item()
-    }
-}
-
-impl<T> std::fmt::Debug for Reader<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Reader").finish_non_exhaustive()
-    }
-}
-
-impl<T> Reader<T> {
-    /// The read or write that failed, if one did.
-    pub fn error(&mut self) -> Option<std::io::Error> {
-        self.0.take_error()
-    }
-}
 
 /// A spill read back in order, item by item.
 enum Items<T> {

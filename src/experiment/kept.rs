@@ -71,6 +71,9 @@ pub struct KeptLists {
     hits: Mutex<Spill<JoinedHit>>,
     /// Every call through the dependency proxies, in arrival order.
     calls: Mutex<Spill<Spilled>>,
+    /// A read of the lists that failed in a pass of their reader's own
+    /// (the inference's sorts), kept for [`KeptLists::error`].
+    failed: Mutex<Option<std::io::Error>>,
 }
 
 impl std::fmt::Debug for KeptLists {
@@ -102,6 +105,7 @@ impl KeptLists {
             requests: Mutex::new(requests),
             hits: Mutex::new(hits),
             calls: Mutex::new(calls),
+            failed: Mutex::new(None),
         })
     }
 
@@ -130,10 +134,20 @@ impl KeptLists {
         lock(&self.calls).len()
     }
 
+    /// A reader of the lists lost items in a pass of its own (`err`).
+    pub fn fail(&self, err: std::io::Error) {
+        lock(&self.failed).get_or_insert(err);
+    }
+
     /// The first read or write of the lists that failed: what was read
     /// back misses items from then on.
     pub fn error(&self) -> Option<std::io::Error> {
-        (lock(&self.requests).error())
+        let failed = lock(&self.failed);
+        let failed = failed
+            .as_ref()
+            .map(|e| std::io::Error::new(e.kind(), e.to_string()));
+        failed
+            .or_else(|| lock(&self.requests).error())
             .or_else(|| lock(&self.hits).error())
             .or_else(|| lock(&self.calls).error())
     }

@@ -5,9 +5,10 @@
 //! the warm-up, for the steady state.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use crate::clock::Duration;
+use crate::defense::breaker::journal::Transition;
 use crate::experiment::config::Experiment;
 use crate::experiment::drill::stand_up::Stood;
 use crate::experiment::kept::{KeptLists, KeptRequest};
@@ -98,29 +99,7 @@ pub fn timeline(
     if stood.under_test.judged_after_the_run() {
         let mut hits = Spill::new();
         each_hit(&mut |h| hits.push(&h));
-        let mut calls = Spill::new();
-        for records in stood.dependencies.iter().filter_map(|d| d.records.as_ref()) {
-            records.each_spilled(&mut |s| calls.push(&s));
-        }
-        let kept = KeptLists::new(requests, hits, calls);
-        let none: &Vec<Record> = &Vec::new();
-        let records: Vec<&dyn Replay<Record>> = stood
-            .dependencies
-            .iter()
-            .map(|d| match &d.records {
-                Some(r) => &**r as &dyn Replay<Record>,
-                None => none,
-            })
-            .collect();
-        let arrivals: Vec<&dyn Replay<Arrival>> =
-            of_each.iter().map(|a| a as &dyn Replay<Arrival>).collect();
-        let (inferred, infos) = stood.under_test.inferred(
-            kept.requests(),
-            &stood.dependencies,
-            &arrivals,
-            &records,
-            duration,
-        );
+        let (kept, inferred, infos) = inferred(stood, requests, hits, &of_each, duration);
         transitions.extend(inferred);
         transitions.sort_by_key(|t| t.at);
         breakers.extend(infos);
@@ -134,6 +113,44 @@ pub fn timeline(
     timeline.breakers = breakers;
     timeline.pools = pools;
     timeline
+}
+
+/// A user's service's run: its lists on disk (`requests`, target `hits`,
+/// and the dependencies' calls) and the breakers inferred from them.
+fn inferred(
+    stood: &Stood<'_>,
+    requests: Spill<KeptRequest>,
+    hits: Spill<TargetHit>,
+    arrivals: &[ArrivalsOf<'_>],
+    duration: Duration,
+) -> (Arc<KeptLists>, Vec<Transition>, Vec<BreakerInfo>) {
+    let mut calls = Spill::new();
+    for records in stood.dependencies.iter().filter_map(|d| d.records.as_ref()) {
+        records.each_spilled(&mut |s| calls.push(&s));
+    }
+    let kept = KeptLists::new(requests, hits, calls);
+    let none: &Vec<Record> = &Vec::new();
+    let records: Vec<&dyn Replay<Record>> = stood
+        .dependencies
+        .iter()
+        .map(|d| match &d.records {
+            Some(r) => &**r as &dyn Replay<Record>,
+            None => none,
+        })
+        .collect();
+    let arrivals: Vec<&dyn Replay<Arrival>> =
+        arrivals.iter().map(|a| a as &dyn Replay<Arrival>).collect();
+    let (inferred, infos, failed) = stood.under_test.inferred(
+        kept.requests(),
+        &stood.dependencies,
+        &arrivals,
+        &records,
+        duration,
+    );
+    if let Some(err) = failed {
+        kept.fail(err);
+    }
+    (kept, inferred, infos)
 }
 
 /// One dependency's arrivals: those the stream kept on disk (tagged with

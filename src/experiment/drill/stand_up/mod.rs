@@ -20,7 +20,7 @@ use crate::defense::breaker::journal::Transition;
 use crate::defense::report::{Observer, Recorder};
 use crate::experiment::config::Experiment;
 use crate::experiment::file::Loaded;
-use crate::experiment::timeline::{BreakerInfo, RequestRecord};
+use crate::experiment::timeline::RequestRecord;
 use crate::fault::FaultPlan;
 use crate::fault::plan::Arrival;
 use crate::http::ShutdownSignal;
@@ -175,7 +175,7 @@ impl<'a> UnderTest<'a> {
         arrivals: &[&dyn Replay<Arrival>],
         records: &[&dyn Replay<crate::proxy::record::Record>],
         duration: Duration,
-    ) -> (Vec<Transition>, Vec<BreakerInfo>) {
+    ) -> service::Inferred {
         match self {
             UnderTest::Target(_) => Default::default(),
             UnderTest::Service(service) => {

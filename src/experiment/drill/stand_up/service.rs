@@ -121,7 +121,8 @@ impl<'a> OwnService<'a> {
     }
 
     /// The service's breakers as inferred from the run (`records`: each
-    /// dependency's, in the order of `dependencies`).
+    /// dependency's, in the order of `dependencies`), and the first read
+    /// of a list on disk that failed, if one did.
     pub(super) fn inferred(
         &self,
         requests: &dyn Replay<RequestRecord>,
@@ -129,7 +130,7 @@ impl<'a> OwnService<'a> {
         arrivals: &[&dyn Replay<Arrival>],
         records: &[&dyn Replay<Record>],
         duration: Duration,
-    ) -> (Vec<Transition>, Vec<BreakerInfo>) {
+    ) -> Inferred {
         let lost: Vec<Option<String>> = dependencies
             .iter()
             .map(|d| d.remote.as_ref()?.lost())
@@ -146,17 +147,13 @@ impl<'a> OwnService<'a> {
                 lost: lost.as_deref(),
             })
             .collect();
-        let (transitions, infos, failed) = crate::experiment::blackbox::inferred::breakers(
+        crate::experiment::blackbox::inferred::breakers(
             self.system,
             &self.experiment.load,
             requests,
             &seen,
             duration,
-        );
-        if let Some(err) = failed {
-            tracing::warn!(%err, "the breakers' inference lost items it spilled to disk");
-        }
-        (transitions, infos)
+        )
     }
 
     /// What the service reported of its breakers, on the drill's clock,
@@ -168,6 +165,10 @@ impl<'a> OwnService<'a> {
         self.reporters.reported(self.system, started_at_unix_ms)
     }
 }
+
+/// A service's breakers as inferred: their transitions, what expectations
+/// need to know of each, and the first read of a list on disk that failed.
+pub type Inferred = (Vec<Transition>, Vec<BreakerInfo>, Option<std::io::Error>);
 
 /// A dependency whose fault proxy is an agent's: the agent set up, its
 /// faults scheduled, its records read into a plan and a sink of this
