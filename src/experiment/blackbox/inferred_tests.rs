@@ -259,19 +259,3 @@ proptest! {
         prop_assert_eq!(&from_spills(&d, 1 << 20), &expected);
     }
 }
-
-/// The figures of the drills of seeds `0..n`, one file: to compare with
-/// what another build of the inference gives (`FIREDRILL_INFERRED_DUMP`
-/// names the file).
-#[test]
-#[ignore = "writes a file for a comparison by hand"]
-fn dump_inferred_breakers_of_many_drills() {
-    use std::io::Write;
-    let Ok(path) = std::env::var("FIREDRILL_INFERRED_DUMP") else {
-        return;
-    };
-    let mut out = std::io::BufWriter::new(std::fs::File::create(path).expect("a file"));
-    for seed in 0..3_000 {
-        writeln!(out, "== {seed}\n{}", from_vecs(&drill(seed))).expect("written");
-    }
-}
