@@ -169,7 +169,8 @@ impl<T: Serialize + DeserializeOwned + Clone> Spill<T> {
 impl<T: Serialize + DeserializeOwned + Clone> Spill<T> {
     /// A new spill with every item of this one, ordered by `cmp` (stably:
     /// equal items keep the order they were pushed in), made in bounded
-    /// memory: sorted runs of [`RUN`] items on disk, then merged. The
+    /// memory: sorted runs of [`RUN`] items on disk, merged 32 at a time
+    /// (so few files are open at once, however many items), then into one. The
     /// first read or write that failed is the new spill's
     /// [`Spill::error`].
     pub fn sorted_by(&mut self, cmp: impl Fn(&T, &T) -> CmpOrdering) -> Spill<T> {
@@ -185,13 +186,13 @@ impl<T: Serialize + DeserializeOwned + Clone> Spill<T> {
     }
 
     fn sorted_in_runs(&mut self, run: usize, cmp: &impl Fn(&T, &T) -> CmpOrdering) -> Spill<T> {
-        let mut runs: Vec<Spill<T>> = Vec::new();
+        let mut runs: Vec<(u32, Spill<T>)> = Vec::new();
         let mut chunk: Vec<T> = Vec::with_capacity(run.min(self.len));
-        let close = |chunk: &mut Vec<T>, runs: &mut Vec<Spill<T>>| {
+        let close = |chunk: &mut Vec<T>, runs: &mut Vec<(u32, Spill<T>)>| {
             chunk.sort_by(cmp);
             let mut sorted = Spill::new();
             chunk.drain(..).for_each(|item| sorted.push_owned(item));
-            runs.push(sorted);
+            cascade(runs, sorted, |group| merge(group, cmp));
         };
         self.read_each(|item| {
             chunk.push(item);
@@ -202,6 +203,7 @@ impl<T: Serialize + DeserializeOwned + Clone> Spill<T> {
         if !chunk.is_empty() || runs.is_empty() {
             close(&mut chunk, &mut runs);
         }
+        let mut runs: Vec<Spill<T>> = runs.into_iter().map(|(_, r)| r).collect();
         let mut out = if runs.len() == 1 {
             runs.pop().unwrap_or_default()
         } else {
@@ -357,6 +359,26 @@ impl<T: DeserializeOwned> Items<T> {
     }
 }
 
+/// Sorted runs merged at once: a sort holds at most this many run files
+/// open per level (a run of level L+1 is FAN_IN runs of level L merged),
+/// so a day's run stays far below a process's file limit.
+const FAN_IN: usize = 32;
+
+/// Puts `run` (level 0) last on `runs` (in the order they were made, each
+/// with its level), and merges the last FAN_IN runs into one of the next
+/// level whenever they are all of one level, as often as that holds. Only
+/// runs next to each other are merged, in order: a sort stays stable.
+fn cascade<R>(runs: &mut Vec<(u32, R)>, run: R, mut merge: impl FnMut(Vec<R>) -> R) {
+    runs.push((0, run));
+    while let Some(&(level, _)) = runs.last()
+        && runs.len() >= FAN_IN
+        && runs[runs.len() - FAN_IN..].iter().all(|(l, _)| *l == level)
+    {
+        let group = runs.drain(runs.len() - FAN_IN..).map(|(_, r)| r).collect();
+        runs.push((level + 1, merge(group)));
+    }
+}
+
 /// The sorted `runs` as one sorted spill; of equal items, an earlier
 /// run's comes first.
 fn merge<T: Serialize + DeserializeOwned + Clone>(
@@ -459,6 +481,32 @@ mod tests {
             assert!(sorted.error().is_none());
         }
         assert_eq!(spill.len(), 10_000, "the source is left whole");
+    }
+
+    #[test]
+    fn runs_merge_level_by_level_in_order_and_few_are_ever_open() {
+        // Each run a list of the numbers it holds; a merge concatenates
+        // (the runs' order is what a stable merge keeps).
+        let mut runs: Vec<(u32, Vec<u64>)> = Vec::new();
+        let (mut most_open, mut merged) = (0, 0);
+        let total = 40_000u64;
+        for i in 0..total {
+            cascade(&mut runs, vec![i], |group| {
+                merged += 1;
+                assert_eq!(group.len(), FAN_IN);
+                group.concat()
+            });
+            most_open = most_open.max(runs.len());
+        }
+        // 40,000 runs: 3 levels above the first, at most FAN_IN - 1 runs
+        // of each waiting, and the one just made.
+        assert!(
+            most_open <= 4 * (FAN_IN - 1) + 1,
+            "{most_open} open at once"
+        );
+        assert!(merged >= 1_250, "{merged} merges");
+        let all: Vec<u64> = runs.into_iter().flat_map(|(_, r)| r).collect();
+        assert_eq!(all, (0..total).collect::<Vec<_>>(), "no run out of order");
     }
 
     #[test]
