@@ -58,8 +58,14 @@ impl<T: Serialize + DeserializeOwned + Clone> Default for Spill<T> {
 impl<T: Serialize + DeserializeOwned + Clone> Spill<T> {
     /// An empty spill, on disk if a temporary file can be made.
     pub fn new() -> Spill<T> {
+        Spill::buffered(BUFFER)
+    }
+
+    /// An empty spill writing through a buffer of `capacity` bytes (a
+    /// sort's runs wait many at once: a small one each).
+    fn buffered(capacity: usize) -> Spill<T> {
         let store = match unnamed_file() {
-            Ok(file) => Store::File(BufWriter::with_capacity(BUFFER, file)),
+            Ok(file) => Store::File(BufWriter::with_capacity(capacity, file)),
             Err(err) => {
                 tracing::warn!(%err, "no temporary file: keeping a run's records in memory");
                 Store::Memory(Vec::new())
@@ -190,7 +196,7 @@ impl<T: Serialize + DeserializeOwned + Clone> Spill<T> {
         let mut chunk: Vec<T> = Vec::with_capacity(run.min(self.len));
         let close = |chunk: &mut Vec<T>, runs: &mut Vec<(u32, Spill<T>)>| {
             chunk.sort_by(cmp);
-            let mut sorted = Spill::new();
+            let mut sorted = Spill::buffered(MERGE_BUFFER);
             chunk.drain(..).for_each(|item| sorted.push_owned(item));
             cascade(runs, sorted, |group| merge(group, cmp));
         };

@@ -7,7 +7,10 @@
 //! requests in memory costs (about 0.7 KB each).
 //!
 //! Allocation counts are deterministic for a given input: no time, no
-//! threshold on a machine's speed.
+//! threshold on a machine's speed. Both runs are longer than a few sort
+//! runs (16,384 items each): below that, the peak still grows while the
+//! one run held in memory fills up (measured: 6.7 MB at 20,000 requests,
+//! 7.9 MB at 40,000 and 160,000).
 
 // The second reviewed exception to `unsafe_code = "deny"`: an allocator
 // that counts must implement `GlobalAlloc`, an unsafe trait; it forwards
