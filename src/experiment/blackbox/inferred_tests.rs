@@ -24,23 +24,8 @@ fn ms(n: u64) -> Duration {
 
 fn route(name: &str, rate: f64) -> LoadRoute {
     LoadRoute {
-        name: name.to_string(),
-        method: http::Method::GET,
-        path: String::new(),
-        headers: Default::default(),
-        body: Default::default(),
-        grpc: false,
-        json_message: None,
         rate,
-        replay: None,
-        recorded: None,
-        arrivals: Default::default(),
-        ramp: Duration::ZERO,
-        timeout: Duration::from_secs(60),
-        from: Duration::ZERO,
-        length: None,
-        fallback: None,
-        success: None,
+        ..LoadRoute::sent_elsewhere(name.to_string())
     }
 }
 

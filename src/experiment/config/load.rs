@@ -53,7 +53,33 @@ pub struct LoadRoute {
     pub success: Option<Vec<crate::defense::breaker::StatusPattern>>,
 }
 
-/// `load[].replay`: a recording whose arrival times the route sends at.
+impl LoadRoute {
+    /// A route named `name` that firedrill does not send itself (its
+    /// requests come from elsewhere: Locust): `GET`, no path, no rate,
+    /// timeout 60 s, everything else empty.
+    pub fn sent_elsewhere(name: String) -> LoadRoute {
+        LoadRoute {
+            name,
+            method: http::Method::GET,
+            path: String::new(),
+            headers: Default::default(),
+            body: Default::default(),
+            grpc: false,
+            json_message: None,
+            rate: 0.0,
+            replay: None,
+            recorded: None,
+            arrivals: Default::default(),
+            ramp: Duration::ZERO,
+            timeout: Duration::from_secs(60),
+            from: Duration::ZERO,
+            length: None,
+            fallback: None,
+            success: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(
     deny_unknown_fields,

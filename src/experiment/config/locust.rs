@@ -121,23 +121,9 @@ pub(super) fn read(raw: RawLocust) -> Result<(LocustSpec, Vec<LoadRoute>), Strin
             ));
         }
         routes.push(LoadRoute {
-            name: route.name,
-            method: http::Method::GET,
-            path: String::new(),
-            headers: Default::default(),
-            body: Default::default(),
-            grpc: false,
-            json_message: None,
-            rate: 0.0,
-            replay: None,
-            recorded: None,
-            arrivals: Default::default(),
-            ramp: Duration::ZERO,
-            timeout: Duration::from_secs(60),
-            from: Duration::ZERO,
-            length: None,
             fallback: route.fallback,
             success: route.success,
+            ..LoadRoute::sent_elsewhere(route.name)
         });
     }
     Ok((
