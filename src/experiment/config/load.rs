@@ -80,6 +80,7 @@ impl LoadRoute {
     }
 }
 
+/// `load[].replay`: a recording whose arrival times the route sends at.
 #[derive(Debug, Clone, PartialEq, Deserialize, schemars::JsonSchema)]
 #[serde(
     deny_unknown_fields,
