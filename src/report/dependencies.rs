@@ -40,7 +40,10 @@ impl Exporter for Dependencies {
                 });
             failed = written.err();
         });
-        failed.map_or(Ok(()), Err)
+        // A call that could not be read back from disk is a file short of
+        // lines: an error, not a quiet gap.
+        let unread = report.timeline.kept.as_ref().and_then(|k| k.error());
+        failed.or(unread).map_or(Ok(()), Err)
     }
 
     fn applies(&self, report: &RunReport) -> bool {
