@@ -108,7 +108,7 @@ commit=$("$FIREDRILL" --version | sed -n 's/.*(\([0-9a-f]\{7\}\)[0-9a-f]* .*/\1/
 {
     printf '### %s, commit %s\n\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "${commit:-unknown}"
     printf '`bash bench/system-memory.sh` (RATE=%s SHORT=%s LONG=%s CPU=%s)\n\n' "$RATE" "$SHORT" "$LONG" "$CPU"
-    printf '| drill | requests | max RSS KB | took s | temporary files MB (sampled each second) |\n|---|---:|---:|---:|---:|\n'
+    printf '| drill | requests | max RSS KB | took s | temporary files MiB (sampled each second) |\n|---|---:|---:|---:|---:|\n'
     for d in "$SHORT" "$LONG"; do
         printf '| %s s | %s | %s | %s | %.1f |\n' "$d" "${REQUESTS[$d]}" "${RSS[$d]}" "${ELAPSED[$d]}" "$(awk -v b="${SPILL[$d]}" 'BEGIN { printf "%.1f", b / 1048576 }')"
     done
