@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use firedrill::experiment::blackbox::inferred::{Seen, breakers};
 use firedrill::experiment::kept::{KeptLists, KeptRequest};
-use firedrill::experiment::timeline::{RequestRecord, TargetHit, Timeline};
+use firedrill::experiment::timeline::{PerRequest, RequestRecord, TargetHit, Timeline};
 use firedrill::fault::plan::Arrival;
 use firedrill::proxy::record::{Record, Spilled};
 use firedrill::spill::{Replay, Spill};

@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 
 use crate::clock::Duration;
-use crate::experiment::timeline::{RequestRecord, TargetHit};
+use crate::experiment::timeline::{PerRequest, RequestRecord, Sender, TargetHit};
 use crate::proxy::record::{Record, Spilled};
 use crate::spill::{Replay, Spill};
 
@@ -42,15 +42,6 @@ impl From<KeptRequest> for RequestRecord {
             ..kept.record
         }
     }
-}
-
-/// The request a target hit belongs to, as the judges need it.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Sender {
-    /// Its load route.
-    pub route: String,
-    /// When it was sent.
-    pub sent: Duration,
 }
 
 /// A target hit with the request it belongs to (when the run sent a
@@ -114,34 +105,34 @@ impl KeptLists {
         self
     }
 
-    /// Every target hit in arrival order, with the request it belongs to.
-    pub fn each_hit(&self, take: &mut dyn FnMut(&TargetHit, Option<&Sender>)) {
-        lock(&self.hits).read_each(|j| take(&j.hit, j.sender.as_ref()));
-    }
-
-    /// Every call through the dependency proxies, in arrival order.
-    pub fn each_call(&self, take: &mut dyn FnMut(&Record)) {
-        lock(&self.calls).read_each(|s| take(&Record::from(s)));
-    }
-
-    /// Target hits.
-    pub fn hits(&self) -> usize {
-        lock(&self.hits).len()
-    }
-
-    /// Calls through the dependency proxies.
-    pub fn calls(&self) -> usize {
-        lock(&self.calls).len()
-    }
-
     /// A reader of the lists lost items in a pass of its own (`err`).
     pub fn fail(&self, err: std::io::Error) {
         lock(&self.failed).get_or_insert(err);
     }
+}
 
-    /// The first read or write of the lists that failed: what was read
-    /// back misses items from then on.
-    pub fn error(&self) -> Option<std::io::Error> {
+impl PerRequest for KeptLists {
+    fn each_request(&self, take: &mut dyn FnMut(&RequestRecord)) {
+        self.replay(&mut |r| take(&r));
+    }
+
+    fn each_hit(&self, take: &mut dyn FnMut(&TargetHit, Option<&Sender>)) {
+        lock(&self.hits).read_each(|j| take(&j.hit, j.sender.as_ref()));
+    }
+
+    fn each_call(&self, take: &mut dyn FnMut(&Record)) {
+        lock(&self.calls).read_each(|s| take(&Record::from(s)));
+    }
+
+    fn hits(&self) -> usize {
+        lock(&self.hits).len()
+    }
+
+    fn calls(&self) -> usize {
+        lock(&self.calls).len()
+    }
+
+    fn error(&self) -> Option<std::io::Error> {
         let failed = lock(&self.failed);
         let failed = failed
             .as_ref()

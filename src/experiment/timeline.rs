@@ -12,7 +12,6 @@ use crate::clock::Duration;
 use crate::defense::breaker::{State, Transition};
 use crate::defense::fallback::FallbackKind;
 use crate::defense::report::{CallError, HealthChange, Rejection, ServedBy};
-use crate::experiment::kept::{KeptLists, Sender};
 
 /// Everything a run recorded; times are offsets from the run's start.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -50,14 +49,41 @@ pub struct Timeline {
     /// empty). Read them with [`Timeline::each_request`],
     /// [`Timeline::each_hit`] and [`Timeline::each_dependency_request`].
     #[serde(skip)]
-    pub kept: Option<Arc<KeptLists>>,
+    pub kept: Option<Arc<dyn PerRequest>>,
+}
+
+/// A run's per-request lists kept out of memory (on disk:
+/// `experiment::kept::KeptLists`), read in passes.
+pub trait PerRequest: std::fmt::Debug + Send + Sync {
+    /// Every client request, in id order.
+    fn each_request(&self, take: &mut dyn FnMut(&RequestRecord));
+    /// Every target hit in arrival order, with the request of its id.
+    fn each_hit(&self, take: &mut dyn FnMut(&TargetHit, Option<&Sender>));
+    /// Every call through the dependency proxies, in arrival order.
+    fn each_call(&self, take: &mut dyn FnMut(&crate::proxy::record::Record));
+    /// Target hits.
+    fn hits(&self) -> usize;
+    /// Calls through the dependency proxies.
+    fn calls(&self) -> usize;
+    /// The first read or write of the lists that failed: what was read
+    /// back misses items from then on.
+    fn error(&self) -> Option<std::io::Error>;
+}
+
+/// The request a target hit belongs to, as the judges need it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sender {
+    /// Its load route.
+    pub route: String,
+    /// When it was sent.
+    pub sent: Duration,
 }
 
 impl Timeline {
     /// Every client request, in the order they were sent (by id).
     pub fn each_request(&self, take: &mut dyn FnMut(&RequestRecord)) {
         match &self.kept {
-            Some(kept) => kept.requests().replay(&mut |r| take(&r)),
+            Some(kept) => kept.each_request(take),
             None => self.requests.iter().for_each(take),
         }
     }
