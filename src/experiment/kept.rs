@@ -53,8 +53,10 @@ struct JoinedHit {
     sender: Option<Sender>,
 }
 
-/// A run's per-request lists on disk: read them with [`KeptLists::requests`],
-/// [`KeptLists::each_hit`] and [`KeptLists::each_call`].
+/// A run's per-request lists on disk: the inference reads the requests
+/// with [`KeptLists::requests`], the judges and reports read all three
+/// through [`PerRequest`] (`Timeline::each_request`, `each_hit`,
+/// `each_dependency_request`).
 pub struct KeptLists {
     /// Every request, in the order the stream finished them (by id).
     requests: Mutex<Spill<KeptRequest>>,
@@ -63,7 +65,7 @@ pub struct KeptLists {
     /// Every call through the dependency proxies, in arrival order.
     calls: Mutex<Spill<Spilled>>,
     /// A read of the lists that failed in a pass of their reader's own
-    /// (the inference's sorts), kept for [`KeptLists::error`].
+    /// (the inference's sorts), kept for [`PerRequest::error`].
     failed: Mutex<Option<std::io::Error>>,
 }
 
