@@ -11,7 +11,10 @@
 //! here tries the socket before it asks the runtime: a readiness spent by
 //! the watch never leaves bytes unread. Otherwise a read asks the runtime
 //! first, so that a codec looking for more where nothing came makes no
-//! system call.
+//! system call, and a read that took less than it could spends the
+//! readiness (the socket was drained), so that neither the codec's next
+//! read nor the watch's first look goes to the socket before the next
+//! bytes or the client's FIN come.
 
 use std::io;
 use std::io::Read;
@@ -24,6 +27,9 @@ use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 use super::Transport;
+
+/// The most one read takes.
+const SCRATCH: usize = 64 * 1024;
 
 /// An accepted client connection, shareable with a watch on its socket.
 #[derive(Debug, Clone)]
@@ -62,8 +68,6 @@ impl SharedTcp {
     /// would zero all of it first, on every read (an empty one too),
     /// where the copy costs the bytes that came.
     fn read_now(&self, buf: &mut ReadBuf<'_>) -> io::Result<()> {
-        /// The most one read takes.
-        const SCRATCH: usize = 64 * 1024;
         thread_local! {
             static BYTES: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(vec![0; SCRATCH]);
         }
@@ -104,12 +108,27 @@ impl AsyncRead for SharedTcp {
             }
             ready!(self.stream.poll_read_ready(cx))?;
             // Readable, says the runtime (perhaps from before the last
-            // read): nothing there spends that readiness, and the next
-            // round waits for the next event.
-            match self
-                .stream
-                .try_io(Interest::READABLE, || self.read_now(buf))
-            {
+            // read). A read that finds nothing spends that readiness, and
+            // the next round waits for the next event. So does a read that
+            // took less than it could: the socket was drained, as tokio's
+            // own reads judge on Linux. The runtime clears only the
+            // readiness it had seen before this read (an event that came
+            // during it stays), and never a FIN's.
+            let want = buf.remaining();
+            let mut drained = false;
+            match self.stream.try_io(Interest::READABLE, || {
+                let before = buf.filled().len();
+                self.read_now(buf)?;
+                let n = buf.filled().len() - before;
+                if 0 < n && n < want.min(SCRATCH) {
+                    drained = true;
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+                Ok(())
+            }) {
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock && drained => {
+                    return Poll::Ready(Ok(()));
+                }
                 Err(err) if err.kind() == io::ErrorKind::WouldBlock => {}
                 done => return Poll::Ready(done),
             }
@@ -156,5 +175,87 @@ impl AsyncWrite for SharedTcp {
 
     fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
         Poll::Ready(socket2::SockRef::from(&*self.stream).shutdown(std::net::Shutdown::Write))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::poll_fn;
+    use std::time::Duration;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    use super::*;
+
+    /// A client connected to a [`SharedTcp`] over loopback.
+    async fn pair() -> (TcpStream, SharedTcp) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        (client, SharedTcp::new(server))
+    }
+
+    /// Whether the runtime says the socket is readable now.
+    async fn ready_now(shared: &SharedTcp) -> bool {
+        poll_fn(|cx| Poll::Ready(shared.stream.poll_read_ready(cx).is_ready())).await
+    }
+
+    /// Reads once into a buffer of `len` bytes, within a generous bound.
+    async fn read(shared: &mut SharedTcp, len: usize) -> Vec<u8> {
+        let mut buf = vec![0; len];
+        let n = tokio::time::timeout(Duration::from_secs(10), shared.read(&mut buf))
+            .await
+            .expect("the read waited for an event that had come")
+            .unwrap();
+        buf.truncate(n);
+        buf
+    }
+
+    #[tokio::test]
+    async fn a_read_that_takes_less_than_it_could_spends_the_readiness_and_the_next_bytes_wake_it()
+    {
+        let (mut client, mut shared) = pair().await;
+        client.write_all(b"hello").await.unwrap();
+        assert_eq!(read(&mut shared, 1024).await, b"hello");
+        // Drained: a look at the socket now would find nothing.
+        assert!(!ready_now(&shared).await);
+        client.write_all(b"again").await.unwrap();
+        assert_eq!(read(&mut shared, 1024).await, b"again");
+    }
+
+    #[tokio::test]
+    async fn a_read_that_fills_its_buffer_keeps_the_readiness_for_the_bytes_left() {
+        let (mut client, mut shared) = pair().await;
+        client.write_all(b"0123456789abcdef").await.unwrap();
+        // Both halves are there before the first read.
+        while shared.stream.peek(&mut [0; 16]).await.unwrap() < 16 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(read(&mut shared, 8).await, b"01234567");
+        assert!(ready_now(&shared).await);
+        assert_eq!(read(&mut shared, 8).await, b"89abcdef");
+    }
+
+    #[tokio::test]
+    async fn a_hang_up_behind_the_last_bytes_stays_readable_after_they_are_read() {
+        let (mut client, mut shared) = pair().await;
+        client.write_all(b"bye").await.unwrap();
+        client.shutdown().await.unwrap();
+        while !shared
+            .stream
+            .ready(Interest::READABLE)
+            .await
+            .unwrap()
+            .is_read_closed()
+        {
+            // Lets the runtime see the FIN's event.
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(read(&mut shared, 1024).await, b"bye");
+        assert!(ready_now(&shared).await);
+        assert_eq!(read(&mut shared, 1024).await, b"");
     }
 }
