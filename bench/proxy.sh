@@ -46,7 +46,7 @@
 #                     the release build): CPU µs, context switches and system
 #                     calls per request of each proxy process, haproxy and
 #                     firedrill side by side, `perf stat` over one extra wrk
-#                     run each
+#                     run each (with FIREDRILL_B, its rows too)
 #
 # Firedrill rows are skipped (with a warning) when `firedrill proxy` does not
 # exist yet, so the baselines still run.
@@ -223,9 +223,11 @@ if ((HAVE_FD)); then
         start fd_http_b "$FIREDRILL_B" proxy --listen "127.0.0.1:$P_FDB_HTTP" \
             --upstream "127.0.0.1:$P_NGINX" --mode http --seed 1
         wait_port "$P_FDB_HTTP" "$LAST_PID" fd_http_b
+        FD_PID[fd_http_b]=$LAST_PID
         start fd_defend_b "$FIREDRILL_B" defend --config "$TMP/defend.yaml" --listen "127.0.0.1:$P_FDB_DEFEND" \
             --upstream "127.0.0.1:$P_NGINX"
         wait_port "$P_FDB_DEFEND" "$LAST_PID" fd_defend_b
+        FD_PID[fd_defend_b]=$LAST_PID
     fi
 fi
 
@@ -294,8 +296,10 @@ done
 # Optional: CPU per request of each proxy process (perf stat task-clock over
 # one extra wrk run), and a perf profile of firedrill.
 declare -A CPU_US=() CS_REQ=() SYS_REQ=()
+COSTED=(haproxy_tcp firedrill_tcp haproxy_http firedrill_http firedrill_defend)
+[[ -n ${FIREDRILL_B:-} ]] && COSTED+=(firedrill_http_b firedrill_defend_b)
 if (((PROFILE || PERFSTAT) && HAVE_FD)) && command -v perf >/dev/null; then
-    for t in haproxy_tcp firedrill_tcp haproxy_http firedrill_http firedrill_defend; do
+    for t in "${COSTED[@]}"; do
         case $t in haproxy_*) pid=$HA_PID ;; *) pid=${FD_PID[fd_${t#firedrill_}]} ;; esac
         log "perf stat: $t (pid $pid)"
         perf stat -e task-clock,context-switches,raw_syscalls:sys_enter -x, -p "$pid" -o "$OUT/perfstat-$t.csv" -- sleep "$DUR" &
@@ -449,7 +453,7 @@ done
         echo
         echo "| proxy | CPU µs/request | context switches/request | system calls/request |"
         echo "|---|---:|---:|---:|"
-        for t in haproxy_tcp firedrill_tcp haproxy_http firedrill_http firedrill_defend; do
+        for t in "${COSTED[@]}"; do
             printf '| %s | %s | %s | %s |\n' "$t" "${CPU_US[$t]}" "${CS_REQ[$t]}" "${SYS_REQ[$t]}"
         done
     fi
