@@ -237,6 +237,13 @@ mod tests {
         assert_eq!(read(&mut shared, 8).await, b"01234567");
         assert!(ready_now(&shared).await);
         assert_eq!(read(&mut shared, 8).await, b"89abcdef");
+        // Taken to the last byte, with the readiness kept: the next read
+        // finds nothing and waits, it does not read as the end.
+        let mut buf = [0; 8];
+        let waited = tokio::time::timeout(Duration::from_millis(200), shared.read(&mut buf)).await;
+        assert!(waited.is_err(), "the read ended: {waited:?}");
+        client.write_all(b"more").await.unwrap();
+        assert_eq!(read(&mut shared, 8).await, b"more");
     }
 
     #[tokio::test]
@@ -257,5 +264,58 @@ mod tests {
         assert_eq!(read(&mut shared, 1024).await, b"bye");
         assert!(ready_now(&shared).await);
         assert_eq!(read(&mut shared, 1024).await, b"");
+    }
+
+    #[tokio::test]
+    async fn a_readiness_the_watch_spent_on_nothing_leaves_the_read_waiting_not_failed() {
+        let (mut client, mut shared) = pair().await;
+        // The watch looked and found nothing (a spurious wake); the
+        // codec's next read tries the socket first, finds nothing, and
+        // waits for the next event.
+        shared.spent().store(true, Ordering::Release);
+        let mut buf = [0; 16];
+        let waited = tokio::time::timeout(Duration::from_millis(200), shared.read(&mut buf)).await;
+        assert!(waited.is_err(), "the read ended: {waited:?}");
+        client.write_all(b"late").await.unwrap();
+        assert_eq!(read(&mut shared, 1024).await, b"late");
+    }
+
+    #[tokio::test]
+    async fn a_reset_reads_as_an_error_not_as_the_end_whether_or_not_the_watch_spent_a_readiness() {
+        for spent in [false, true] {
+            let (client, mut shared) = pair().await;
+            // A close with linger 0 sends an RST.
+            socket2::SockRef::from(&client)
+                .set_linger(Some(Duration::ZERO))
+                .unwrap();
+            drop(client);
+            shared.stream.readable().await.unwrap();
+            shared.spent().store(spent, Ordering::Release);
+            let mut buf = [0; 16];
+            let read = tokio::time::timeout(Duration::from_secs(10), shared.read(&mut buf))
+                .await
+                .expect("the reset was not seen");
+            assert_eq!(
+                read.map_err(|e| e.kind()),
+                Err(io::ErrorKind::ConnectionReset),
+                "spent: {spent}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_read_into_a_buffer_partly_filled_judges_the_drain_by_the_bytes_it_brought() {
+        let (mut client, mut shared) = pair().await;
+        client.write_all(b"12345").await.unwrap();
+        shared.stream.readable().await.unwrap();
+        // Six bytes already in a buffer of sixteen: ten to take, five come.
+        let mut bytes = [0u8; 16];
+        let mut buf = ReadBuf::new(&mut bytes);
+        buf.put_slice(b"abcdef");
+        poll_fn(|cx| Pin::new(&mut shared).poll_read(cx, &mut buf))
+            .await
+            .unwrap();
+        assert_eq!(buf.filled(), b"abcdef12345");
+        assert!(!ready_now(&shared).await);
     }
 }
