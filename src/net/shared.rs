@@ -214,6 +214,17 @@ mod tests {
         buf
     }
 
+    /// A read on a socket with nothing to read waits (it neither fails
+    /// nor reads as the end; a slow machine only makes it wait longer),
+    /// and reads `bytes` once the client sends them.
+    async fn waits_then_reads(client: &mut TcpStream, shared: &mut SharedTcp, bytes: &[u8]) {
+        let mut buf = [0; 16];
+        let waited = tokio::time::timeout(Duration::from_millis(200), shared.read(&mut buf)).await;
+        assert!(waited.is_err(), "the read ended: {waited:?}");
+        client.write_all(bytes).await.unwrap();
+        assert_eq!(read(shared, 1024).await, bytes);
+    }
+
     #[tokio::test]
     async fn a_read_that_takes_less_than_it_could_spends_the_readiness_and_the_next_bytes_wake_it()
     {
@@ -239,11 +250,7 @@ mod tests {
         assert_eq!(read(&mut shared, 8).await, b"89abcdef");
         // Taken to the last byte, with the readiness kept: the next read
         // finds nothing and waits, it does not read as the end.
-        let mut buf = [0; 8];
-        let waited = tokio::time::timeout(Duration::from_millis(200), shared.read(&mut buf)).await;
-        assert!(waited.is_err(), "the read ended: {waited:?}");
-        client.write_all(b"more").await.unwrap();
-        assert_eq!(read(&mut shared, 8).await, b"more");
+        waits_then_reads(&mut client, &mut shared, b"more").await;
     }
 
     #[tokio::test]
@@ -273,11 +280,7 @@ mod tests {
         // codec's next read tries the socket first, finds nothing, and
         // waits for the next event.
         shared.spent().store(true, Ordering::Release);
-        let mut buf = [0; 16];
-        let waited = tokio::time::timeout(Duration::from_millis(200), shared.read(&mut buf)).await;
-        assert!(waited.is_err(), "the read ended: {waited:?}");
-        client.write_all(b"late").await.unwrap();
-        assert_eq!(read(&mut shared, 1024).await, b"late");
+        waits_then_reads(&mut client, &mut shared, b"late").await;
     }
 
     #[tokio::test]
