@@ -258,16 +258,21 @@ mod tests {
         let (mut client, mut shared) = pair().await;
         client.write_all(b"bye").await.unwrap();
         client.shutdown().await.unwrap();
-        while !shared
-            .stream
-            .ready(Interest::READABLE)
+        let fin_seen = async {
+            while !shared
+                .stream
+                .ready(Interest::READABLE)
+                .await
+                .unwrap()
+                .is_read_closed()
+            {
+                // Lets the runtime see the FIN's event.
+                tokio::task::yield_now().await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(10), fin_seen)
             .await
-            .unwrap()
-            .is_read_closed()
-        {
-            // Lets the runtime see the FIN's event.
-            tokio::task::yield_now().await;
-        }
+            .expect("the runtime never saw the client's FIN");
         assert_eq!(read(&mut shared, 1024).await, b"bye");
         assert!(ready_now(&shared).await);
         assert_eq!(read(&mut shared, 1024).await, b"");
