@@ -85,7 +85,7 @@ impl Conn<'_> {
                 Ok(0) => break,
                 Ok(n) => {
                     self.traffic.add_received(dir, n);
-                    let chunk = buf.split().freeze();
+                    let chunk = take_chunk(&mut buf);
                     if tx.send((clock::now(), chunk)).await.is_err() {
                         break;
                     }
@@ -289,6 +289,71 @@ impl Conn<'_> {
         if let Some(delay) = delay {
             self.record_kind(dir, |k| matches!(k, FaultKind::SlowClose(_)));
             clock::sleep(delay).await;
+        }
+    }
+}
+
+/// The bytes of one read, as a chunk that may wait in the queue (a hold
+/// keeps it for the whole delay). A small read is copied out and the read
+/// buffer kept for the next one: handing out a slice of it would pin its
+/// 64 KiB until the chunk is written, and the next read would need a new
+/// one, a large allocation with fresh pages for every request a latency
+/// fault holds. A large read is handed out as it is, without a copy.
+fn take_chunk(buf: &mut BytesMut) -> Bytes {
+    if buf.len() <= SMALL_READ {
+        let chunk = Bytes::copy_from_slice(buf);
+        buf.clear();
+        chunk
+    } else {
+        buf.split().freeze()
+    }
+}
+
+/// The largest read [`take_chunk`] copies out of the read buffer.
+const SMALL_READ: usize = CHUNK / 16;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A read buffer as ingress holds it, after a read of `n` bytes.
+    fn read_of(n: usize) -> BytesMut {
+        let mut buf = BytesMut::with_capacity(CHUNK);
+        buf.extend((0..n).map(|i| i as u8));
+        buf
+    }
+
+    #[test]
+    fn a_small_read_is_copied_out_and_the_read_buffer_kept_for_the_next() {
+        for n in [1, 200, SMALL_READ] {
+            let mut buf = read_of(n);
+            let at = buf.as_ptr();
+            let chunk = take_chunk(&mut buf);
+            assert_eq!(chunk, read_of(n).freeze(), "{n} bytes");
+            assert_ne!(
+                chunk.as_ptr(),
+                at,
+                "{n} bytes: copied, not a slice of the buffer"
+            );
+            assert!(buf.is_empty());
+            buf.reserve(CHUNK);
+            assert_eq!(
+                buf.as_ptr(),
+                at,
+                "{n} bytes: the next read reuses the buffer"
+            );
+        }
+    }
+
+    #[test]
+    fn a_large_read_is_handed_out_without_a_copy() {
+        for n in [SMALL_READ + 1, CHUNK] {
+            let mut buf = read_of(n);
+            let at = buf.as_ptr();
+            let chunk = take_chunk(&mut buf);
+            assert_eq!(chunk, read_of(n).freeze(), "{n} bytes");
+            assert_eq!(chunk.as_ptr(), at, "{n} bytes: the buffer's own bytes");
+            assert!(buf.is_empty());
         }
     }
 }
