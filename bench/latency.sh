@@ -2,7 +2,7 @@
 # Latency faults: how exactly a configured delay is kept, and what it costs
 # the proxy in CPU, against the same proxy without the fault in the same run.
 #
-# Usage: bash bench/latency.sh          (about 7 minutes with the defaults)
+# Usage: bash bench/latency.sh          (about 9 minutes with the defaults)
 #
 # nginx (`return 200 "ok"`), four `firedrill proxy` (http and tcp mode, each
 # with no fault and with `latency: { delay: $DELAY_MS ms }` on responses),
@@ -15,11 +15,16 @@
 #    shows it). The minimum is reported too: a delay ends early when the
 #    minimum is below the delay.
 # 2. CPU per request: `wrk -t1 -c$C --latency -d$DUR` for each C in CONNS,
-#    each target, ROUNDS interleaved rounds; the proxy's user+system CPU
-#    time (/proc/PID/stat) over the run divided by the requests wrk
-#    completed. With the fault each connection sends one request per
+#    each target, ROUNDS interleaved rounds; the time the proxy's threads
+#    ran (/proc/PID/task/*/schedstat, in ns) over the run divided by the
+#    requests wrk completed. With the fault each connection sends one request per
 #    ~DELAY_MS, so the delayed runs do fewer requests per second; the ratio
-#    compares the cost of one request.
+#    compares the cost of one request. The no-fault proxies are also run
+#    paced: wrk's `delay()` waits DELAY_MS after each response, so a
+#    connection sends one request per ~DELAY_MS as with the fault, and
+#    "fault / paced" compares the two at the same request rate. The
+#    proxy's context switches per request (/proc/PID/task/*/status) show
+#    how many requests one wake-up carried.
 # Every run records the share of the core that other processes took
 # ("foreign"; see bench/lib.sh).
 #
@@ -89,6 +94,7 @@ for p in $(seq "$PORT_BASE" $((PORT_BASE + n))); do
 done
 nginx_conf "$P_NGINX" >"$TMP/nginx.conf"
 printf 'faults:\n  - { name: lag, latency: { delay: %sms } }\n' "$DELAY_MS" >"$TMP/lag.yaml"
+printf 'function delay() return %s end\n' "$DELAY_MS" >"$TMP/think.lua"
 
 start nginx nginx -c "$TMP/nginx.conf" -p "$TMP"
 wait_port "$P_NGINX" "$LAST_PID" nginx
@@ -126,23 +132,35 @@ for r in $(seq "$LAT_ROUNDS"); do
 done
 
 # ---------------------------------------------------------------- CPU
+# proc_ctx PID: context switches (voluntary and not) of all its threads.
+proc_ctx() { awk '/^voluntary_ctxt|^nonvoluntary_ctxt/{n+=$2} END{print n}' /proc/"$1"/task/*/status; }
+# cpu_run KIND TARGET CONNS ROUND [WRK ARGS]: one wrk run, the proxy's CPU
+# and context switches per request.
+cpu_run() {
+    local kind=$1 t=$2 c=$3 r=$4 f t0 t1 x0 x1 reqs us ctx
+    shift 4
+    f=$OUT/$kind-$t-c$c-r$r.txt
+    t0=$(proc_cpu_ns "${PID[$t]}") x0=$(proc_ctx "${PID[$t]}")
+    measured "$f" wrk -t1 -c"$c" -d"${DUR}s" --timeout 10s --latency "$@" "http://127.0.0.1:${PORT[$t]}/" ||
+        die "wrk $kind $t c$c failed"
+    t1=$(proc_cpu_ns "${PID[$t]}") x1=$(proc_ctx "${PID[$t]}")
+    reqs=$(awk '/requests in/{print $1}' "$f")
+    [[ -n $reqs && $reqs -gt 0 ]] || die "could not parse $f"
+    grep -q 'Socket errors' "$f" && log "warning: $kind $t c$c r$r: $(grep 'Socket errors' "$f")"
+    us=$(awk -v d=$((t1 - t0)) -v n="$reqs" 'BEGIN{printf "%.2f", d/1000/n}')
+    ctx=$(awk -v d=$((x1 - x0)) -v n="$reqs" 'BEGIN{printf "%.3f", d/n}')
+    row "$kind" "$t" "$c" "$r" cpu_us_per_req "$us"
+    row "$kind" "$t" "$c" "$r" ctx_per_req "$ctx"
+    row "$kind" "$t" "$c" "$r" rps "$(awk '/^Requests\/sec:/{print $2}' "$f")"
+    row "$kind" "$t" "$c" "$r" foreign_pct "$FOREIGN"
+    log "$kind $t c$c r$r: $reqs requests, $us us CPU/request, $ctx context switches/request, foreign ${FOREIGN}%"
+}
 for c in $CONNS; do
-    log "cpu: wrk -t1 -c$c, ${#TARGETS[@]} targets x $ROUNDS rounds x ${DUR}s"
+    log "cpu: wrk -t1 -c$c, ${#TARGETS[@]} targets (and the no-fault ones paced) x $ROUNDS rounds x ${DUR}s"
     for r in $(seq "$ROUNDS"); do
         for t in "${TARGETS[@]}"; do
-            f=$OUT/wrk-$t-c$c-r$r.txt
-            t0=$(proc_ticks "${PID[$t]}")
-            measured "$f" wrk -t1 -c"$c" -d"${DUR}s" --timeout 10s --latency "http://127.0.0.1:${PORT[$t]}/" ||
-                die "wrk $t c$c failed"
-            t1=$(proc_ticks "${PID[$t]}")
-            reqs=$(awk '/requests in/{print $1}' "$f")
-            [[ -n $reqs && $reqs -gt 0 ]] || die "could not parse $f"
-            grep -q 'Socket errors' "$f" && log "warning: $t c$c r$r: $(grep 'Socket errors' "$f")"
-            us=$(awk -v d=$((t1 - t0)) -v n="$reqs" -v hz="$HZ" 'BEGIN{printf "%.2f", d/hz*1e6/n}')
-            row wrk "$t" "$c" "$r" cpu_us_per_req "$us"
-            row wrk "$t" "$c" "$r" rps "$(awk '/^Requests\/sec:/{print $2}' "$f")"
-            row wrk "$t" "$c" "$r" foreign_pct "$FOREIGN"
-            log "wrk $t c$c r$r: $reqs requests, $us us CPU/request, foreign ${FOREIGN}%"
+            cpu_run wrk "$t" "$c" "$r"
+            [[ $t == *_lag ]] || cpu_run paced "$t" "$c" "$r" -s "$TMP/think.lua"
         done
     done
 done
@@ -173,16 +191,20 @@ commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)
             "$(awk -v v="$fp50" -v d="$DELAY_MS" 'BEGIN{print v-d}')" \
             "$(awk -v v="$fp99" -v d="$DELAY_MS" 'BEGIN{print v-d}')" "$(span curl "${m}_lag" 1 foreign_pct)"
     done
-    printf '\nProxy CPU per request (user+system time of the proxy process / requests wrk completed), median of %s rounds:\n\n' "$ROUNDS"
-    printf '| mode | conns | no-fault µs/req | fault µs/req | ratio | no-fault req/s | fault req/s | foreign %% (rounds) |\n'
-    printf '|---|---:|---:|---:|---:|---:|---:|---|\n'
+    printf '\nProxy CPU per request (the time the proxy threads ran, from /proc/PID/task/*/schedstat, / requests wrk completed), median of %s rounds:\n\n' "$ROUNDS"
+    printf 'No-fault: as fast as wrk goes; paced: no fault, wrk waiting %s ms after each response (the same request rate as the fault).\n\n' "$DELAY_MS"
+    printf '| mode | conns | no-fault µs/req | paced µs/req | fault µs/req | fault / no-fault | **fault / paced** | context switches/req (no-fault, paced, fault) | req/s (no-fault, paced, fault) | foreign %% (rounds) |\n'
+    printf '|---|---:|---:|---:|---:|---:|---:|---|---|---|\n'
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", a/b}'; }
     for c in $CONNS; do
         for m in "${MODES[@]}"; do
-            b=$(med wrk "$m" "$c" cpu_us_per_req) f=$(med wrk "${m}_lag" "$c" cpu_us_per_req)
-            printf '| %s | %s | %s | %s | **%s** | %.0f | %.0f | %s |\n' "$m" "$c" "$b" "$f" \
-                "$(awk -v a="$f" -v b="$b" 'BEGIN{printf "%.2f", a/b}')" \
-                "$(med wrk "$m" "$c" rps)" "$(med wrk "${m}_lag" "$c" rps)" \
-                "$(awk -F'\t' -v c="$c" -v m="$m" '$1=="wrk"&&$3==c&&($2==m||$2==m"_lag")&&$5=="foreign_pct"{v=$6+0; if(n==0||v<lo)lo=v; if(n==0||v>hi)hi=v; n++} END{print lo "–" hi}' "$RAW")"
+            b=$(med wrk "$m" "$c" cpu_us_per_req) p=$(med paced "$m" "$c" cpu_us_per_req)
+            f=$(med wrk "${m}_lag" "$c" cpu_us_per_req)
+            printf '| %s | %s | %s | %s | %s | %s | **%s** | %s, %s, %s | %.0f, %.0f, %.0f | %s |\n' "$m" "$c" "$b" "$p" "$f" \
+                "$(ratio "$f" "$b")" "$(ratio "$f" "$p")" \
+                "$(med wrk "$m" "$c" ctx_per_req)" "$(med paced "$m" "$c" ctx_per_req)" "$(med wrk "${m}_lag" "$c" ctx_per_req)" \
+                "$(med wrk "$m" "$c" rps)" "$(med paced "$m" "$c" rps)" "$(med wrk "${m}_lag" "$c" rps)" \
+                "$(awk -F'\t' -v c="$c" -v m="$m" '$3==c&&($2==m||$2==m"_lag")&&$5=="foreign_pct"{v=$6+0; if(n==0||v<lo)lo=v; if(n==0||v>hi)hi=v; n++} END{print lo "–" hi}' "$RAW")"
         done
     done
 } | tee "$OUT/results.md"

@@ -151,8 +151,10 @@ ours_ticks() {
     done
     echo "$sum"
 }
-# proc_ticks PID: user+system CPU ticks of one process (all its threads).
-proc_ticks() { awk '{sub(/.*\) /,""); print $12+$13}' /proc/"$1"/stat; }
+# proc_cpu_ns PID: nanoseconds one process (all its threads) has run on a
+# CPU (/proc/PID/task/*/schedstat; a clock tick is 10 ms, too coarse for
+# the few thousand requests of a paced run).
+proc_cpu_ns() { awk '{n+=$1} END{printf "%.0f\n", n}' /proc/"$1"/task/*/schedstat; }
 
 # measured OUTFILE CMD... : runs CMD pinned to $CPU (stdout+stderr to
 # OUTFILE, wall/user/sys seconds to OUTFILE.time) and sets FOREIGN to the
