@@ -87,7 +87,9 @@ pub async fn serve<A: Acceptor>(
                     let shutdown = tunnel_shutdown.clone();
                     async move {
                         let client = hyper::upgrade::on(&mut req);
-                        let mut response = line.handle(req.map(boxed)).await;
+                        // Boxed, as the proxy's (`proxy::http::handle`): hyper
+                        // moves the service's future, and the line's is large.
+                        let mut response = Box::pin(line.handle(req.map(boxed))).await;
                         crate::http::upgrade::tunnel(client, &mut response, shutdown);
                         Ok::<_, std::convert::Infallible>(response)
                     }

@@ -95,7 +95,10 @@ pub async fn handle<S, C>(
         let shutdown = tunnel_shutdown.clone();
         async move {
             let client = hyper::upgrade::on(&mut req);
-            let mut response = conn.forward(req).await?;
+            // Boxed: the forwarding future is about 5 KB, and hyper moves
+            // the service's future (into an HTTP/2 stream's task, into an
+            // HTTP/1 connection's state); a box is 8 bytes to move.
+            let mut response = Box::pin(conn.forward(req)).await?;
             crate::http::upgrade::tunnel(client, &mut response, shutdown);
             Ok::<_, body::Cut>(response)
         }
