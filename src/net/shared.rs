@@ -214,6 +214,16 @@ mod tests {
         buf
     }
 
+    /// Waits until the runtime has seen the socket readable (bytes, a
+    /// FIN or a reset); a runtime that never does fails the test after
+    /// 10 s instead of hanging it.
+    async fn readable(shared: &SharedTcp) {
+        tokio::time::timeout(Duration::from_secs(10), shared.stream.readable())
+            .await
+            .expect("the runtime never saw the socket readable")
+            .unwrap();
+    }
+
     /// A read on a socket with nothing to read waits (it neither fails
     /// nor reads as the end; a slow machine only makes it wait longer),
     /// and reads `bytes` once the client sends them.
@@ -297,7 +307,7 @@ mod tests {
                 .set_linger(Some(Duration::ZERO))
                 .unwrap();
             drop(client);
-            shared.stream.readable().await.unwrap();
+            readable(&shared).await;
             shared.spent().store(spent, Ordering::Release);
             let mut buf = [0; 16];
             let read = tokio::time::timeout(Duration::from_secs(10), shared.read(&mut buf))
@@ -315,7 +325,7 @@ mod tests {
     async fn a_read_into_a_buffer_partly_filled_judges_the_drain_by_the_bytes_it_brought() {
         let (mut client, mut shared) = pair().await;
         client.write_all(b"12345").await.unwrap();
-        shared.stream.readable().await.unwrap();
+        readable(&shared).await;
         // Six bytes already in a buffer of sixteen: ten to take, five come.
         let mut bytes = [0u8; 16];
         let mut buf = ReadBuf::new(&mut bytes);
