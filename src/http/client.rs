@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{Request, Response, Uri};
-use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -24,7 +23,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// Sends requests to one dependency.
 pub trait Upstream: Send + Sync + 'static {
     /// Sends `req` (origin-form URI) and returns the response head.
-    fn send(&self, req: Request<BoxBody>) -> BoxFuture<'_, Result<Response<Incoming>, SendError>>;
+    fn send(&self, req: Request<BoxBody>) -> BoxFuture<'_, Result<Response<BoxBody>, SendError>>;
 }
 
 /// Why a request got no response head: the dependency could not be
@@ -143,7 +142,7 @@ impl<C: Connector> Upstream for HttpUpstream<C> {
     fn send(
         &self,
         mut req: Request<BoxBody>,
-    ) -> BoxFuture<'_, Result<Response<Incoming>, SendError>> {
+    ) -> BoxFuture<'_, Result<Response<BoxBody>, SendError>> {
         self.rewrite.prepare(&mut req);
         let path = req
             .uri()
@@ -154,7 +153,7 @@ impl<C: Connector> Upstream for HttpUpstream<C> {
             *req.uri_mut() = uri;
         }
         let sent = self.client.request(req);
-        Box::pin(async move { Ok(sent.await?) })
+        Box::pin(async move { Ok(sent.await?.map(super::body::boxed)) })
     }
 }
 

@@ -18,6 +18,7 @@
 
 pub mod body;
 pub mod client;
+pub mod driven;
 pub mod endpoint;
 pub mod fin;
 pub mod grpc;
@@ -25,13 +26,16 @@ pub mod head;
 pub mod headers;
 pub mod kept;
 pub mod limit;
+pub mod local;
 pub mod server;
 pub mod shutdown;
 pub mod upgrade;
 pub mod version;
 
 pub use body::{BoxBody, BoxError, boxed, full};
-pub use server::{ClientFin, Fin, Gate, Open, serve, serve_answers, serve_http, serve_limited};
+pub use server::{
+    ClientFin, Fin, Gate, Open, serve, serve_answers, serve_http, serve_http_on, serve_limited,
+};
 pub use shutdown::ShutdownSignal;
 
 /// `text` with every byte but RFC 3986's unreserved characters written as

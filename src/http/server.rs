@@ -15,6 +15,7 @@ use super::body::BoxBody;
 use super::fin::{FinProbe, Flushed, Held, Holding};
 use super::head::{Expired, HeadClock, REQUEST_TIMEOUT, Timed};
 use super::limit::Limit;
+use super::local::Local;
 use super::shutdown::ShutdownSignal;
 use crate::clock::{self, Duration, Instant};
 use crate::net::Acceptor;
@@ -214,8 +215,34 @@ pub struct Fin {
 /// serves its connections through this. With a [`Fin`] that probes, a
 /// client that hangs up while its request is held ends the connection at
 /// once (the request is dropped).
-pub async fn serve_http<I, S, E>(io: I, service: S, fin: Fin, mut shutdown: ShutdownSignal)
+///
+/// The connection's HTTP/2 streams run in the connection's own task (a
+/// [`Local`] executor), not as tasks of their own.
+pub async fn serve_http<I, S, E>(io: I, service: S, fin: Fin, shutdown: ShutdownSignal)
 where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: hyper::service::Service<
+            http::Request<hyper::body::Incoming>,
+            Response = http::Response<BoxBody>,
+            Error = E,
+        > + Send
+        + 'static,
+    S::Future: Send + 'static,
+    E: std::error::Error + Send + Sync + 'static,
+{
+    serve_http_on(Local::new(), io, service, fin, shutdown).await;
+}
+
+/// [`serve_http`] with the connection's executor given: what the service
+/// spawns on `local` (an HTTP/2 upstream connection) runs in the
+/// connection's task too.
+pub async fn serve_http_on<I, S, E>(
+    local: Local,
+    io: I,
+    service: S,
+    fin: Fin,
+    mut shutdown: ShutdownSignal,
+) where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     S: hyper::service::Service<
             http::Request<hyper::body::Incoming>,
@@ -250,8 +277,7 @@ where
             _ => std::future::pending().await,
         }
     };
-    let mut builder =
-        hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+    let mut builder = hyper_util::server::conn::auto::Builder::new(local.clone());
     builder
         .http1()
         .timer(hyper_util::rt::TokioTimer::new())
@@ -266,11 +292,14 @@ where
     let served = builder.serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(io), service);
     tokio::pin!(served);
     tokio::pin!(hung_up);
+    let streams = local.run();
+    tokio::pin!(streams);
     let mut shutting_down = false;
     let result = loop {
         tokio::select! {
             biased;
             r = served.as_mut() => break r,
+            () = streams.as_mut() => unreachable!("a local executor runs until dropped"),
             () = hung_up.as_mut() => return,
             expired = clock.expired(), if !shutting_down => {
                 if let (Expired::Stalled, Some(socket)) = (expired, &fin.socket) {

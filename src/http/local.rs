@@ -1,0 +1,153 @@
+//! An executor local to one client connection: what hyper would spawn as
+//! tasks of their own for that connection (each HTTP/2 stream's service,
+//! an HTTP/2 upstream connection and its request bodies) runs instead
+//! inside the connection's own task, beside the connection. A request on
+//! an HTTP/2 connection then crosses no task from the client's bytes to
+//! the upstream's and back.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use futures_util::task::AtomicWaker;
+
+/// A future run by a [`Local`].
+type Job = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Spawns futures into the task that runs [`Local::run`]. A future spawned
+/// after that task ended, or left when it ends, is dropped with it.
+#[derive(Clone, Default)]
+pub struct Local {
+    inner: Arc<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Spawned, not yet taken by the runner.
+    queue: Mutex<Vec<Job>>,
+    /// The runner's task, woken by a spawn.
+    runner: AtomicWaker,
+}
+
+impl std::fmt::Debug for Local {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Local").finish_non_exhaustive()
+    }
+}
+
+impl Local {
+    /// A new executor; its futures run while [`Local::run`] is polled.
+    pub fn new() -> Local {
+        Local::default()
+    }
+
+    /// Spawns `job` into the runner's task.
+    pub fn spawn(&self, job: impl Future<Output = ()> + Send + 'static) {
+        self.inner
+            .queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Box::pin(job));
+        self.inner.runner.wake();
+    }
+
+    /// Runs every spawned future; never ends (it is raced against the
+    /// connection it serves, and dropped with it).
+    pub async fn run(&self) {
+        let mut jobs = FuturesUnordered::new();
+        std::future::poll_fn(|cx| {
+            loop {
+                self.inner.runner.register(cx.waker());
+                jobs.extend(
+                    self.inner
+                        .queue
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .drain(..),
+                );
+                // Ends when every job is pending, or when the set yields
+                // to let the rest of the task run (its budget).
+                while let Poll::Ready(Some(())) = jobs.poll_next_unpin(cx) {}
+                let more = !self
+                    .inner
+                    .queue
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .is_empty();
+                if !more {
+                    return Poll::<()>::Pending;
+                }
+            }
+        })
+        .await
+    }
+}
+
+impl<F> hyper::rt::Executor<F> for Local
+where
+    F: Future + Send + 'static,
+{
+    fn execute(&self, fut: F) {
+        self.spawn(async move {
+            fut.await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_spawned_future_runs_in_the_runners_task_and_wakes_it_when_ready() {
+        let local = Local::new();
+        let (tx, rx) = tokio::sync::oneshot::channel::<u32>();
+        let (done_tx, done_rx) = tokio::sync::oneshot::channel::<u32>();
+        local.spawn(async move {
+            let v = rx.await.expect("sent");
+            done_tx.send(v + 1).expect("listening");
+        });
+        let runner = local.clone();
+        let outcome = tokio::select! {
+            () = runner.run() => unreachable!("run never ends"),
+            v = async {
+                tokio::task::yield_now().await;
+                tx.send(41).expect("job listening");
+                done_rx.await.expect("job answers")
+            } => v,
+        };
+        assert_eq!(outcome, 42);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_future_spawned_from_inside_a_job_runs_too() {
+        let local = Local::new();
+        let (tx, rx) = tokio::sync::oneshot::channel::<&str>();
+        let inner = local.clone();
+        local.spawn(async move {
+            inner.spawn(async move {
+                tx.send("nested").expect("listening");
+            });
+        });
+        let got = tokio::select! {
+            () = local.run() => unreachable!("run never ends"),
+            v = rx => v.expect("nested job ran"),
+        };
+        assert_eq!(got, "nested");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn jobs_left_when_the_runner_is_dropped_are_dropped() {
+        let local = Local::new();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        local.spawn(async move {
+            std::future::pending::<()>().await;
+            drop(tx);
+        });
+        let ran = tokio::time::timeout(crate::clock::Duration::from_millis(10), local.run()).await;
+        assert!(ran.is_err(), "run never ends by itself");
+        drop(local);
+        assert!(rx.await.is_err(), "the job and its sender were dropped");
+    }
+}
