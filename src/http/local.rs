@@ -6,6 +6,7 @@
 //! the upstream's and back.
 
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
 
@@ -24,6 +25,9 @@ pub struct Local {
 
 #[derive(Default)]
 struct Inner {
+    /// Whether `queue` may hold a job: a connection that never spawns
+    /// (HTTP/1.1) never takes the lock.
+    queued: AtomicBool,
     /// Spawned, not yet taken by the runner.
     queue: Mutex<Vec<Job>>,
     /// The runner's task, woken by a spawn.
@@ -49,6 +53,7 @@ impl Local {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .push(Box::pin(job));
+        self.inner.queued.store(true, Ordering::Release);
         self.inner.runner.wake();
     }
 
@@ -57,28 +62,24 @@ impl Local {
     pub async fn run(&self) {
         let mut jobs = FuturesUnordered::new();
         std::future::poll_fn(|cx| {
+            self.inner.runner.register(cx.waker());
             loop {
-                self.inner.runner.register(cx.waker());
-                jobs.extend(
-                    self.inner
-                        .queue
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .drain(..),
-                );
+                if self.inner.queued.swap(false, Ordering::Acquire) {
+                    let mut queue = self.inner.queue.lock().unwrap_or_else(|e| e.into_inner());
+                    jobs.extend(queue.drain(..));
+                }
+                if jobs.is_empty() {
+                    break;
+                }
                 // Ends when every job is pending, or when the set yields
                 // to let the rest of the task run (its budget).
                 while let Poll::Ready(Some(())) = jobs.poll_next_unpin(cx) {}
-                let more = !self
-                    .inner
-                    .queue
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .is_empty();
-                if !more {
-                    return Poll::<()>::Pending;
+                // A job spawned meanwhile runs in this same turn.
+                if !self.inner.queued.load(Ordering::Acquire) {
+                    break;
                 }
             }
+            Poll::<()>::Pending
         })
         .await
     }
