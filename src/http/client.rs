@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use http::{Request, Response, Uri};
+use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::{Connected, Connection};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -23,7 +24,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// Sends requests to one dependency.
 pub trait Upstream: Send + Sync + 'static {
     /// Sends `req` (origin-form URI) and returns the response head.
-    fn send(&self, req: Request<BoxBody>) -> BoxFuture<'_, Result<Response<BoxBody>, SendError>>;
+    fn send(&self, req: Request<BoxBody>) -> BoxFuture<'_, Result<Response<Incoming>, SendError>>;
 }
 
 /// Why a request got no response head: the dependency could not be
@@ -142,7 +143,7 @@ impl<C: Connector> Upstream for HttpUpstream<C> {
     fn send(
         &self,
         mut req: Request<BoxBody>,
-    ) -> BoxFuture<'_, Result<Response<BoxBody>, SendError>> {
+    ) -> BoxFuture<'_, Result<Response<Incoming>, SendError>> {
         self.rewrite.prepare(&mut req);
         let path = req
             .uri()
@@ -153,7 +154,7 @@ impl<C: Connector> Upstream for HttpUpstream<C> {
             *req.uri_mut() = uri;
         }
         let sent = self.client.request(req);
-        Box::pin(async move { Ok(sent.await?.map(super::body::boxed)) })
+        Box::pin(async move { Ok(sent.await?) })
     }
 }
 

@@ -1,11 +1,10 @@
 //! An HTTP/1.1 client that keeps its connections itself, for `firedrill
-//! defend`'s plain `http://` dependencies: a request takes a free
-//! connection of its own event loop (or dials one) and drives it in its
-//! own task ([`super::driven`]: no task per connection, none per request);
-//! the connection is offered to the next request when the response's body
-//! has been read. hyper-util's pooled client spawns a task per connection
-//! and one per request to return a connection to its pool, and rebuilds
-//! each request's URI; this one does none of that.
+//! defend`'s plain `http://` dependencies: a request takes a connection
+//! that hyper says is ready (or dials one, whose connection task is the
+//! only task it spawns), and the connection is offered to the next request
+//! as soon as its response head is back. hyper-util's pooled client spawns
+//! a task per request to return a connection to its pool and rebuilds each
+//! request's URI; this one does neither.
 //!
 //! Drills keep [`super::client::HttpUpstream`]: which connection a request
 //! takes decides which connection-level faults it meets, and their reports
@@ -16,11 +15,12 @@ use std::thread::ThreadId;
 
 use http::header::HOST;
 use http::{HeaderValue, Request, Response, Uri};
+use hyper::body::Incoming;
+use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 
 use super::body::BoxBody;
 use super::client::{BoxFuture, SendError, Upstream};
-use super::driven::{Driven, Home};
 use super::endpoint::Rewrite;
 use crate::net::Connector;
 
@@ -32,11 +32,12 @@ pub struct KeptUpstream<C: Connector> {
     host: HeaderValue,
     /// The path prefix and `Host` of a user's service.
     rewrite: Rewrite,
-    /// Every open connection no request has (the free ones, most
-    /// recent last), with the event loop's thread that drives it: a request
-    /// takes only a connection of its own loop ([`crate::loops`]), so no
-    /// request wakes another thread.
-    kept: Kept,
+    /// Every open connection not taken by a request, most recent last (a
+    /// connection whose response body is still being read is here too,
+    /// not ready yet), with the event loop's thread that drives it: a
+    /// request takes only a connection of its own loop ([`crate::loops`]),
+    /// so no request wakes another thread.
+    kept: Mutex<Vec<(ThreadId, SendRequest<BoxBody>)>>,
 }
 
 impl<C: Connector> std::fmt::Debug for KeptUpstream<C> {
@@ -60,68 +61,68 @@ impl<C: Connector> KeptUpstream<C> {
             connector,
             host: HeaderValue::from_str(authority).ok()?,
             rewrite,
-            kept: Kept::default(),
+            kept: Mutex::new(Vec::new()),
         })
     }
 
-    /// This loop's most recent free connection; closed ones are let go
+    /// This loop's most recent ready connection; closed ones are let go
     /// on the way.
-    fn take_free(&self) -> Option<Driven> {
+    fn take_ready(&self) -> Option<SendRequest<BoxBody>> {
         let here = std::thread::current().id();
-        let mut kept = self.kept.lock();
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
         kept.retain(|(_, c)| !c.is_closed());
-        let free = kept.iter().rposition(|(on, _)| *on == here)?;
-        Some(kept.remove(free).1)
+        let ready = kept
+            .iter()
+            .rposition(|(on, c)| *on == here && c.is_ready())?;
+        Some(kept.remove(ready).1)
     }
 
-    /// A new connection, driven by the requests that use it.
-    async fn dial(&self) -> Result<Driven, SendError> {
+    /// Offers `connection` to this loop's next requests.
+    fn keep(&self, connection: SendRequest<BoxBody>) {
+        let here = std::thread::current().id();
+        self.kept
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((here, connection));
+    }
+
+    /// A new connection; its dispatcher runs in a task of its own.
+    async fn dial(&self) -> Result<SendRequest<BoxBody>, SendError> {
         let stream = self.connector.connect().await.map_err(SendError::connect)?;
-        Driven::handshake(TokioIo::new(stream))
+        let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
-            .map_err(SendError::connect)
+            .map_err(SendError::connect)?;
+        tokio::spawn(async move {
+            // The connection's end (closed, broken) reaches the request
+            // that was on it; nothing is left to tell here. A `101` hands
+            // the connection to whoever upgrades (a WebSocket tunnel).
+            let _ = connection.with_upgrades().await;
+        });
+        Ok(sender)
     }
 
-    /// Sends `req` on a free connection, or on a new one. A request a
-    /// reused connection could not take (closed before anything was
-    /// written) goes once more on a new one.
-    async fn exchange(&self, mut req: Request<BoxBody>) -> Result<Response<BoxBody>, SendError> {
-        let mut reused = self.take_free();
+    /// Sends `req` on a ready connection, or on a new one. A request a
+    /// reused connection could not take (closed between the check and the
+    /// send, before anything was written) goes once more on a new one.
+    async fn exchange(&self, mut req: Request<BoxBody>) -> Result<Response<Incoming>, SendError> {
+        let mut reused = self.take_ready();
         loop {
             let fresh = reused.is_none();
             let mut connection = match reused.take() {
                 Some(c) => c,
                 None => self.dial().await?,
             };
-            let sent = match connection.ready().await {
-                Ok(()) => connection.send(req).await,
-                Err(err) => Err((Some(req), err)),
-            };
-            match sent {
-                Ok(resp) => return Ok(connection.carry(resp, self.kept.clone())),
-                Err((Some(unsent), _)) if !fresh => req = unsent,
-                Err((_, err)) => return Err(SendError::broken(err)),
+            match connection.try_send_request(req).await {
+                Ok(resp) => {
+                    self.keep(connection);
+                    return Ok(resp);
+                }
+                Err(mut failed) => match failed.take_message() {
+                    Some(unsent) if !fresh => req = unsent,
+                    _ => return Err(SendError::broken(failed.into_error())),
+                },
             }
         }
-    }
-}
-
-/// The free connections of a [`KeptUpstream`], each with the thread of the
-/// event loop that drives it.
-#[derive(Clone, Default)]
-struct Kept(Arc<Mutex<Vec<(ThreadId, Driven)>>>);
-
-impl Kept {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(ThreadId, Driven)>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-impl Home for Kept {
-    /// Offers `connection` to this loop's next requests.
-    fn put_back(&self, connection: Driven) {
-        let here = std::thread::current().id();
-        self.lock().push((here, connection));
     }
 }
 
@@ -129,7 +130,7 @@ impl<C: Connector> Upstream for KeptUpstream<C> {
     fn send(
         &self,
         mut req: Request<BoxBody>,
-    ) -> BoxFuture<'_, Result<Response<BoxBody>, SendError>> {
+    ) -> BoxFuture<'_, Result<Response<Incoming>, SendError>> {
         self.rewrite.prepare(&mut req);
         if req.uri().scheme().is_some() {
             let path = req.uri().path_and_query().map_or("/", |p| p.as_str());

@@ -1,9 +1,9 @@
 //! An executor local to one client connection: what hyper would spawn as
 //! tasks of their own for that connection (each HTTP/2 stream's service,
 //! an HTTP/2 upstream connection and its request bodies) runs instead
-//! inside the connection's own task, beside the connection. A request on
-//! an HTTP/2 connection then crosses no task from the client's bytes to
-//! the upstream's and back.
+//! inside the connection's own task, beside the connection. A request
+//! from an HTTP/2 client to an HTTP/2 upstream then crosses no task from
+//! the client's bytes to the upstream's and back.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -136,6 +136,73 @@ mod tests {
             v = rx => v.expect("nested job ran"),
         };
         assert_eq!(got, "nested");
+    }
+
+    /// Tasks alive on the runtime while `streams` HTTP/2 requests are held
+    /// in flight by a server on `serve_http`, over one connection.
+    async fn tasks_with_streams_held(streams: usize) -> usize {
+        use crate::http::{ClientFin, ShutdownSignal, full};
+        let (client, server) = tokio::io::duplex(1 << 16);
+        let (release, released) = tokio::sync::watch::channel(false);
+        let arrived = Arc::new(tokio::sync::Semaphore::new(0));
+        let seen = arrived.clone();
+        let service = hyper::service::service_fn(move |_req| {
+            let mut released = released.clone();
+            seen.add_permits(1);
+            async move {
+                let _ = released.wait_for(|r| *r).await;
+                Ok::<_, std::convert::Infallible>(http::Response::new(full("ok")))
+            }
+        });
+        let (_stop, shutdown) = ShutdownSignal::new();
+        let fin = ClientFin::HangUp.on(&server);
+        let served = tokio::spawn(crate::http::serve_http(server, service, fin, shutdown));
+        // The client's side in one task of its own, whatever it spawns.
+        let client_side = Local::new();
+        let runner = client_side.clone();
+        let driver = tokio::spawn(async move { runner.run().await });
+        let (sender, connection) = hyper::client::conn::http2::handshake(
+            client_side.clone(),
+            hyper_util::rt::TokioIo::new(client),
+        )
+        .await
+        .expect("h2 handshake");
+        client_side.spawn(async move {
+            let _ = connection.await;
+        });
+        let calls: Vec<_> = (0..streams)
+            .map(|_| {
+                let mut sender = sender.clone();
+                let req = http::Request::get("http://local/").body(full("")).unwrap();
+                async move { sender.send_request(req).await.expect("answered").status() }
+            })
+            .collect();
+        let calls = futures_util::future::join_all(calls);
+        tokio::pin!(calls);
+        let alive = tokio::select! {
+            _ = calls.as_mut() => unreachable!("held until released"),
+            permits = arrived.acquire_many(u32::try_from(streams).unwrap()) => {
+                permits.expect("open").forget();
+                tokio::runtime::Handle::current().metrics().num_alive_tasks()
+            }
+        };
+        release.send(true).unwrap();
+        assert!(calls.await.iter().all(|s| *s == http::StatusCode::OK));
+        drop(sender);
+        served.abort();
+        driver.abort();
+        alive
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_http2_connections_streams_in_flight_add_no_task_of_their_own() {
+        let one = tasks_with_streams_held(1).await;
+        let many = tasks_with_streams_held(16).await;
+        // hyper's own executor would spawn a task per stream: 15 more.
+        assert_eq!(
+            many, one,
+            "tasks alive: {one} with 1 stream held, {many} with 16"
+        );
     }
 
     #[tokio::test(start_paused = true)]

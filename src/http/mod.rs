@@ -18,7 +18,6 @@
 
 pub mod body;
 pub mod client;
-pub mod driven;
 pub mod endpoint;
 pub mod fin;
 pub mod grpc;

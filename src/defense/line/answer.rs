@@ -7,11 +7,12 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{Request, Response, StatusCode};
 use http_body_util::BodyExt;
+use hyper::body::Incoming;
 
 use super::{DefenseLine, Route};
 use crate::clock::{self, Duration};
 use crate::defense::fallback::{self, FALLBACK_HEADER, MAX_CACHED_BODY};
-use crate::http::body::{BoxBody, full};
+use crate::http::body::{BoxBody, boxed, full};
 use crate::http::client::Upstream;
 
 impl DefenseLine {
@@ -20,19 +21,19 @@ impl DefenseLine {
         &self,
         route: &Route,
         key: &str,
-        resp: Response<BoxBody>,
+        resp: Response<Incoming>,
     ) -> Response<BoxBody> {
         // A gRPC answer is not kept: its status rides in trailers a kept
         // body would lose.
         let keep = resp.status().is_success() && !crate::http::grpc::is_grpc(resp.headers());
         let Some(cache) = route.stale.as_ref().filter(|_| keep) else {
-            return resp;
+            return resp.map(boxed);
         };
         let small = http_body::Body::size_hint(resp.body())
             .upper()
             .is_some_and(|n| n <= MAX_CACHED_BODY as u64);
         if !small {
-            return resp;
+            return resp.map(boxed);
         }
         let (parts, body) = resp.into_parts();
         match body.collect().await {
@@ -113,7 +114,7 @@ impl DefenseLine {
         if resp.status().is_server_error() {
             return None;
         }
-        let mut resp = resp;
+        let mut resp = resp.map(boxed);
         resp.headers_mut()
             .insert(FALLBACK_HEADER, http::HeaderValue::from_static("backup"));
         Some(resp)

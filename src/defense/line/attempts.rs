@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::BodyExt;
+use hyper::body::Incoming;
 use rand::Rng;
 
 use super::deferred::{Deferred, Verdict};
@@ -20,7 +21,7 @@ use crate::defense::pool::outlier::Answer;
 use crate::defense::pool::{Lease, POOL_BACKUP_HEADER, POOL_SERVER_HEADER};
 use crate::defense::report::{CallError, CallReport};
 use crate::defense::retry;
-use crate::http::body::{BoxBody, full};
+use crate::http::body::{BoxBody, boxed, full};
 use crate::http::client::Upstream;
 use crate::http::grpc;
 
@@ -97,7 +98,7 @@ impl AttemptBody {
 /// What one sent attempt came to.
 enum Judged {
     /// A response the caller gets as it is, with the breaker's verdict.
-    Good(Response<BoxBody>, Outcome),
+    Good(Response<Incoming>, Outcome),
     /// A failure: the breaker's verdict, how the attempts end if it is the
     /// last, and the error it reports.
     Bad(Outcome, Failed, CallError),
@@ -371,7 +372,7 @@ async fn send(
     upstream: &dyn Upstream,
     request: Request<BoxBody>,
     timeout: Option<Duration>,
-) -> Option<Result<Response<BoxBody>, crate::http::client::SendError>> {
+) -> Option<Result<Response<Incoming>, crate::http::client::SendError>> {
     match timeout {
         Some(t) => tokio::time::timeout(t, upstream.send(request)).await.ok(),
         None => Some(upstream.send(request).await),
@@ -383,7 +384,7 @@ async fn send(
 /// A failed response is marked with the pool server that gave it.
 fn judge(
     route: &Route,
-    outcome: Option<Result<Response<BoxBody>, crate::http::client::SendError>>,
+    outcome: Option<Result<Response<Incoming>, crate::http::client::SendError>>,
     lease: Option<&Lease>,
 ) -> Judged {
     match outcome {
@@ -405,7 +406,7 @@ fn judge(
         Some(Ok(resp)) => {
             let verdict = verdict_of(route, &resp);
             if let Outcome::Failure(_) = verdict {
-                let mut resp = resp;
+                let mut resp = resp.map(boxed);
                 mark_server(&mut resp, lease);
                 Judged::Bad(verdict, Failed::Status(resp), CallError::Status)
             } else {

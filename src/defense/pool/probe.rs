@@ -8,7 +8,7 @@ use std::sync::{Arc, Weak};
 
 use bytes::Bytes;
 use http::Request;
-use http_body_util::BodyExt;
+use http_body_util::{BodyExt, Limited};
 
 use super::config::HealthCheckConfig;
 use super::{HEALTH_CHECK_HEADER, Pool};
@@ -49,7 +49,11 @@ pub async fn check_once(upstream: &dyn Upstream, check: &HealthCheckConfig) -> O
         let resp = upstream.send(request).await?;
         let (parts, body) = resp.into_parts();
         let body = match &check.matcher.body {
-            Some(_) => read_limited(body).await,
+            Some(_) => Limited::new(body, MAX_BODY)
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default(),
             None => Bytes::new(),
         };
         Ok::<_, crate::http::client::SendError>((parts, body))
@@ -64,21 +68,4 @@ pub async fn check_once(upstream: &dyn Upstream, check: &HealthCheckConfig) -> O
                 .failure(parts.status.as_u16(), &parts.headers, &body)
         }
     }
-}
-
-/// The body a matcher reads: empty when it broke or ran past [`MAX_BODY`].
-async fn read_limited(mut body: crate::http::BoxBody) -> Bytes {
-    let mut bytes = bytes::BytesMut::new();
-    while let Some(frame) = body.frame().await {
-        let Ok(frame) = frame else {
-            return Bytes::new();
-        };
-        if let Ok(data) = frame.into_data() {
-            if bytes.len() + data.len() > MAX_BODY {
-                return Bytes::new();
-            }
-            bytes.extend_from_slice(&data);
-        }
-    }
-    bytes.freeze()
 }

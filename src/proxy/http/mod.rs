@@ -9,7 +9,6 @@
 pub mod body;
 mod decide;
 mod io;
-mod upstream;
 
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -22,13 +21,11 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 
 use self::body::{PerMessage, Throttled, Truncated};
 use self::io::{CountedIo, ResettableIo};
-use self::upstream::{Sender, Slot, boxed_error};
 use super::record::Recorder;
 use super::telemetry::Telemetry;
 use super::traffic::Traffic;
 use crate::clock;
 use crate::fault::{Direction, FaultPlan, Hit};
-use crate::http::driven::Driven;
 use crate::http::endpoint::Rewrite;
 use crate::http::headers::ERROR_HEADER;
 use crate::http::local::Local;
@@ -55,13 +52,13 @@ struct Conn<C: Connector> {
     /// The upstream connection this client connection uses (HTTP/1: one
     /// request at a time, so one upstream connection suffices; HTTP/2:
     /// the client's streams share it).
-    upstream: Slot,
+    upstream: std::sync::Mutex<Option<Sender>>,
     /// Set to make the client connection close with RST.
     reset: Arc<AtomicBool>,
     /// Fired to end the client connection gracefully (a `goaway` fault).
     goaway: tokio::sync::watch::Sender<bool>,
-    /// Runs futures in the client connection's task (its HTTP/2 streams,
-    /// an HTTP/2 upstream connection).
+    /// Runs futures in the client connection's task: its HTTP/2 streams
+    /// and an HTTP/2 upstream connection.
     local: Local,
 }
 
@@ -93,7 +90,7 @@ pub async fn handle<S, C>(
         plan,
         traffic,
         recorder,
-        upstream: Slot::default(),
+        upstream: std::sync::Mutex::new(None),
         reset,
         goaway,
         local: local.clone(),
@@ -191,7 +188,8 @@ impl<C: Connector> Conn<C> {
         if let Some(delay) = decision.response_delay {
             clock::sleep_until_precise(response_arrival + delay).await;
         }
-        Ok(response.map(|mut body| {
+        Ok(response.map(|b| {
+            let mut body = boxed(b);
             if let Some(delay) = per_message_down {
                 body = PerMessage::new(body, delay).boxed_unsync();
             }
@@ -246,10 +244,11 @@ impl<C: Connector> Conn<C> {
         req: Request<BoxBody>,
         bodiless: bool,
         reached: &mut bool,
-    ) -> Result<Response<BoxBody>, BoxError> {
+    ) -> Result<Response<Incoming>, BoxError> {
+        let slot = || self.upstream.lock().unwrap_or_else(|e| e.into_inner());
         let http2 = self.rewrite.http2_for(req.headers());
         let mut upstream = {
-            let mut slot = self.upstream.lock();
+            let mut slot = slot();
             match slot.as_ref() {
                 // HTTP/2: every stream of the client's shares it.
                 Some(Sender::H2(s)) if !s.is_closed() => Some(Sender::H2(s.clone())),
@@ -261,7 +260,7 @@ impl<C: Connector> Conn<C> {
         };
         let reused = upstream.as_ref().is_some_and(|s| !s.is_closed());
         let repeat = (reused && bodiless && req.method().is_idempotent()).then(|| head_of(&req));
-        match self.send_on(&mut upstream, req, reached, http2).await {
+        let result = match self.send_on(&mut upstream, req, reached, http2).await {
             Ok(r) => Ok(r),
             Err(Unsent {
                 request: Some(req), ..
@@ -281,20 +280,20 @@ impl<C: Connector> Conn<C> {
                 }
                 None => Err(unsent.error),
             },
-        }
+        };
+        *slot() = upstream;
+        result
     }
 
     /// Sends `req` on the connection in `slot`, opening one (HTTP/2 from
-    /// the first byte when `http2`) when there is none or it closed. The
-    /// connection goes back to the client connection's slot when it is
-    /// free again ([`upstream::exchange`]).
+    /// the first byte when `http2`) when there is none or it closed.
     async fn send_on(
         &self,
         slot: &mut Option<Sender>,
         req: Request<BoxBody>,
         reached: &mut bool,
         http2: bool,
-    ) -> Result<Response<BoxBody>, Unsent> {
+    ) -> Result<Response<Incoming>, Unsent> {
         let failed = |error: BoxError| Unsent {
             request: None,
             error,
@@ -311,29 +310,41 @@ impl<C: Connector> Conn<C> {
             let http2 = http2 || stream.alpn_h2();
             let io = TokioIo::new(CountedIo::upstream(stream, self.traffic.clone()));
             let sender = if http2 {
-                // Its streams are many at once: the connection runs beside
-                // them in the client connection's task, and ends with it
-                // (or when `sender` is dropped).
+                // Its streams are many at once, as the client's are: it runs
+                // beside them in the client connection's task, and ends with
+                // that connection (or when `sender` is dropped).
                 let (sender, connection) =
                     hyper::client::conn::http2::Builder::new(self.local.clone())
                         .timer(TokioTimer::new())
                         .handshake(io)
                         .await
                         .map_err(|e| failed(boxed_error(e)))?;
-                self.local.spawn(upstream::run_to_end(connection));
+                self.local.spawn(ended(connection));
                 Sender::H2(sender)
             } else {
-                // Driven in this task by whoever waits on it.
-                let connection = Driven::handshake(io)
+                let (sender, connection) = hyper::client::conn::http1::Builder::new()
+                    .handshake(io)
                     .await
                     .map_err(|e| failed(boxed_error(e)))?;
-                Sender::H1(connection)
+                // An HTTP/1.1 upstream connection runs as a task of its own:
+                // a request written by the client connection's task is sent
+                // upstream when that task runs, after the other connections
+                // ready at the same time, so one wake-up of the upstream
+                // serves them all (on a busy core, writing each request at
+                // once has the upstream preempt the proxy once per request).
+                // Driving it in the client connection's task instead was
+                // measured slower (BENCHMARKS.md, seventh round). It ends
+                // when `sender` is dropped with the client connection (after
+                // a 101, with the tunnel).
+                tokio::spawn(ended(connection.with_upgrades()));
+                Sender::H1(sender)
             };
             *slot = Some(sender);
         }
         let sender = slot.as_mut().expect("set above");
         let mut req = req;
-        self.rewrite.prepare_for(&mut req, sender.is_h2());
+        self.rewrite
+            .prepare_for(&mut req, matches!(sender, Sender::H2(_)));
         if let Err(e) = sender.ready().await {
             return Err(Unsent {
                 request: Some(req),
@@ -341,12 +352,54 @@ impl<C: Connector> Conn<C> {
             });
         }
         *reached = true;
-        upstream::exchange(&self.upstream, slot, req)
-            .await
-            .map_err(|(request, error)| {
-                *reached = request.is_none();
-                Unsent { request, error }
-            })
+        sender.try_send(req).await.map_err(|(request, error)| {
+            *reached = request.is_none();
+            Unsent { request, error }
+        })
+    }
+}
+
+/// Runs an upstream connection until it ends.
+async fn ended(connection: impl Future<Output = Result<(), hyper::Error>>) {
+    if let Err(err) = connection.await {
+        tracing::trace!(%err, "upstream connection ended with an error");
+    }
+}
+
+/// An upstream connection's sending side, in the upstream's HTTP version.
+enum Sender {
+    /// HTTP/1.1: one request at a time.
+    H1(hyper::client::conn::http1::SendRequest<BoxBody>),
+    /// HTTP/2 (`h2c://`): many streams at once.
+    H2(hyper::client::conn::http2::SendRequest<BoxBody>),
+}
+
+impl Sender {
+    fn is_closed(&self) -> bool {
+        match self {
+            Sender::H1(s) => s.is_closed(),
+            Sender::H2(s) => s.is_closed(),
+        }
+    }
+
+    async fn ready(&mut self) -> Result<(), hyper::Error> {
+        match self {
+            Sender::H1(s) => s.ready().await,
+            Sender::H2(s) => s.ready().await,
+        }
+    }
+
+    /// Sends `req`; on failure, the error and the request when none of it
+    /// was written.
+    async fn try_send(
+        &mut self,
+        req: Request<BoxBody>,
+    ) -> Result<Response<Incoming>, (Option<Request<BoxBody>>, BoxError)> {
+        let sent = match self {
+            Sender::H1(s) => s.try_send_request(req).await,
+            Sender::H2(s) => s.try_send_request(req).await,
+        };
+        sent.map_err(|mut e| (e.take_message(), boxed_error(e.into_error())))
     }
 }
 
@@ -395,6 +448,10 @@ fn mark_fault(resp: &mut Response<BoxBody>, hit: &Hit) {
     if let Ok(v) = HeaderValue::from_str(&hit.fault().name) {
         resp.headers_mut().insert(FAULT_HEADER, v);
     }
+}
+
+fn boxed_error<E: std::error::Error + Send + Sync + 'static>(err: E) -> BoxError {
+    Box::new(err)
 }
 
 /// Why the upstream could not be reached.

@@ -10,7 +10,7 @@ use http::{HeaderValue, Request, Response};
 
 use crate::experiment::config::LoadRoute;
 use crate::experiment::timeline::ClientError;
-use crate::http::body::BoxBody;
+use crate::http::body::{BoxBody, boxed};
 use crate::http::client::{Handler, Upstream};
 
 /// Where the generator's requests go.
@@ -71,7 +71,7 @@ impl Entry {
     ) -> Result<Response<BoxBody>, ClientError> {
         match self {
             Entry::Http(client) => match client.send(req).await {
-                Ok(resp) => Ok(resp),
+                Ok(resp) => Ok(resp.map(boxed)),
                 Err(err) if err.is_connect() => Err(ClientError::Connect),
                 Err(_) => Err(ClientError::Broken),
             },
