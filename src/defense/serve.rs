@@ -10,6 +10,7 @@ use crate::clock::Duration;
 use crate::http::ShutdownSignal;
 use crate::http::body::{BoxBody, boxed};
 use crate::http::client::BoxFuture;
+use crate::http::local::Local;
 use crate::net::Acceptor;
 
 /// Builds a defense line of `config` calling `upstream` (its backups and
@@ -95,7 +96,7 @@ pub async fn serve<A: Acceptor>(
                     }
                 });
                 let fin = fin.on(&stream);
-                crate::http::serve_http(stream, service, fin, shutdown).await;
+                crate::http::serve_http(Local::new(), stream, service, fin, shutdown).await;
             }
         },
         limit,

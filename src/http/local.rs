@@ -156,7 +156,13 @@ mod tests {
         });
         let (_stop, shutdown) = ShutdownSignal::new();
         let fin = ClientFin::HangUp.on(&server);
-        let served = tokio::spawn(crate::http::serve_http(server, service, fin, shutdown));
+        let served = tokio::spawn(crate::http::serve_http(
+            Local::new(),
+            server,
+            service,
+            fin,
+            shutdown,
+        ));
         // The client's side in one task of its own, whatever it spawns.
         let client_side = Local::new();
         let runner = client_side.clone();

@@ -32,9 +32,7 @@ pub mod upgrade;
 pub mod version;
 
 pub use body::{BoxBody, BoxError, boxed, full};
-pub use server::{
-    ClientFin, Fin, Gate, Open, serve, serve_answers, serve_http, serve_http_on, serve_limited,
-};
+pub use server::{ClientFin, Fin, Gate, Open, serve, serve_answers, serve_http, serve_limited};
 pub use shutdown::ShutdownSignal;
 
 /// `text` with every byte but RFC 3986's unreserved characters written as

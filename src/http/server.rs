@@ -216,27 +216,10 @@ pub struct Fin {
 /// client that hangs up while its request is held ends the connection at
 /// once (the request is dropped).
 ///
-/// The connection's HTTP/2 streams run in the connection's own task (a
-/// [`Local`] executor), not as tasks of their own.
-pub async fn serve_http<I, S, E>(io: I, service: S, fin: Fin, shutdown: ShutdownSignal)
-where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-    S: hyper::service::Service<
-            http::Request<hyper::body::Incoming>,
-            Response = http::Response<BoxBody>,
-            Error = E,
-        > + Send
-        + 'static,
-    S::Future: Send + 'static,
-    E: std::error::Error + Send + Sync + 'static,
-{
-    serve_http_on(Local::new(), io, service, fin, shutdown).await;
-}
-
-/// [`serve_http`] with the connection's executor given: what the service
-/// spawns on `local` (an HTTP/2 upstream connection) runs in the
-/// connection's task too.
-pub async fn serve_http_on<I, S, E>(
+/// The connection's HTTP/2 streams run on `local`, inside the
+/// connection's task, not as tasks of their own; so does what the
+/// service spawns on it (the proxy's HTTP/2 upstream connection).
+pub async fn serve_http<I, S, E>(
     local: Local,
     io: I,
     service: S,
@@ -400,7 +383,7 @@ where
                     async move { Ok::<_, std::convert::Infallible>(answer(req).await) }
                 });
                 let fin = ClientFin::HalfClose.on(&stream);
-                serve_http(stream, service, fin, shutdown).await;
+                serve_http(Local::new(), stream, service, fin, shutdown).await;
             }
         },
         shutdown,

@@ -20,6 +20,7 @@ use crate::clock;
 use crate::http::ShutdownSignal;
 use crate::http::body::{BoxBody, boxed, full};
 use crate::http::grpc;
+use crate::http::local::Local;
 use crate::net::Acceptor;
 use crate::schema::units::{Dur, GrpcError};
 
@@ -103,7 +104,7 @@ pub async fn serve<A: Acceptor>(
             async move {
                 let service = hyper::service::service_fn(move |req| respond(req, stats.clone()));
                 let fin = crate::http::ClientFin::HalfClose.on(&stream);
-                crate::http::serve_http(stream, service, fin, shutdown).await;
+                crate::http::serve_http(Local::new(), stream, service, fin, shutdown).await;
             }
         },
         shutdown,

@@ -109,7 +109,7 @@ pub async fn handle<S, C>(
             Ok::<_, body::Cut>(response)
         }
     });
-    crate::http::serve_http_on(
+    crate::http::serve_http(
         local,
         io,
         service,
