@@ -2,8 +2,8 @@
 //! tasks of their own for that connection (each HTTP/2 stream's service,
 //! an HTTP/2 upstream connection and its request bodies) runs instead
 //! inside the connection's own task, beside the connection. A request
-//! from an HTTP/2 client to an HTTP/2 upstream then crosses no task from
-//! the client's bytes to the upstream's and back.
+//! towards an HTTP/2 upstream then crosses no task from the client's
+//! bytes to the upstream's and back.
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
