@@ -100,6 +100,14 @@ where
 mod tests {
     use super::*;
 
+    /// `wait`'s output, or a failure after 5 s of (paused) time: an
+    /// executor that never runs a job fails its test instead of hanging it.
+    async fn within<T>(wait: impl Future<Output = T>) -> T {
+        tokio::time::timeout(crate::clock::Duration::from_secs(5), wait)
+            .await
+            .expect("done within 5 s")
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_spawned_future_runs_in_the_runners_task_and_wakes_it_when_ready() {
         let local = Local::new();
@@ -112,11 +120,11 @@ mod tests {
         let runner = local.clone();
         let outcome = tokio::select! {
             () = runner.run() => unreachable!("run never ends"),
-            v = async {
+            v = within(async {
                 tokio::task::yield_now().await;
                 tx.send(41).expect("job listening");
                 done_rx.await.expect("job answers")
-            } => v,
+            }) => v,
         };
         assert_eq!(outcome, 42);
     }
@@ -133,7 +141,7 @@ mod tests {
         });
         let got = tokio::select! {
             () = local.run() => unreachable!("run never ends"),
-            v = rx => v.expect("nested job ran"),
+            v = within(rx) => v.expect("nested job ran"),
         };
         assert_eq!(got, "nested");
     }
@@ -187,13 +195,18 @@ mod tests {
         tokio::pin!(calls);
         let alive = tokio::select! {
             _ = calls.as_mut() => unreachable!("held until released"),
-            permits = arrived.acquire_many(u32::try_from(streams).unwrap()) => {
+            permits = within(arrived.acquire_many(u32::try_from(streams).unwrap())) => {
                 permits.expect("open").forget();
                 tokio::runtime::Handle::current().metrics().num_alive_tasks()
             }
         };
         release.send(true).unwrap();
-        assert!(calls.await.iter().all(|s| *s == http::StatusCode::OK));
+        assert!(
+            within(calls)
+                .await
+                .iter()
+                .all(|s| *s == http::StatusCode::OK)
+        );
         drop(sender);
         served.abort();
         driver.abort();
@@ -222,6 +235,9 @@ mod tests {
         let ran = tokio::time::timeout(crate::clock::Duration::from_millis(10), local.run()).await;
         assert!(ran.is_err(), "run never ends by itself");
         drop(local);
-        assert!(rx.await.is_err(), "the job and its sender were dropped");
+        assert!(
+            within(rx).await.is_err(),
+            "the job and its sender were dropped"
+        );
     }
 }
