@@ -1,18 +1,135 @@
 #!/usr/bin/env bash
 # The README's test command: installs the real clients the tests drive
 # (ci/install-test-clients.sh: Toxiproxy clients, the Prometheus and JUnit
-# parsers, the services under test, Chromium, tmux), then runs the whole
-# test suite: every test binary, whatever fails (--no-fail-fast). A
-# missing client fails its test; no test skips. It ends with one summary:
-# every failed test by binary, or that all passed. Extra arguments go to
-# cargo test.
+# parsers, the services under test, Chromium, tmux), builds every test
+# binary, then runs them all, whatever fails. A missing client fails its
+# test; no test skips. It ends with one summary: every failed test by
+# binary, or that all passed.
+#
+# Many tests wait on real time (drills against real services, Locust,
+# Prometheus, a browser), so the binaries run side by side:
+# FIREDRILL_TEST_JOBS at once (3 unless set), the longest first (each
+# binary's time from the last run is kept in target/ci-test-times). Each
+# binary's output is printed whole when it ends, under cargo's own
+# `Running` line. Each runner hands its binaries their own range of test
+# ports (FIREDRILL_TEST_PORT_SLOT, tests/port_support).
+#
+#   bash ci/test.sh [CARGO TEST ARGS] [-- TEST BINARY ARGS]
+# e.g. `bash ci/test.sh --test blackbox -- opossum`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 
 bash ci/install-test-clients.sh
-log=$(mktemp -t firedrill-tests.XXXXXX)
-trap 'rm -f "$log"' EXIT
+
+cargo_args=()
+binary_args=()
+while [ $# -gt 0 ]; do
+  if [ "$1" = -- ]; then
+    shift
+    binary_args=("$@")
+    break
+  fi
+  cargo_args+=("$1")
+  shift
+done
+
+out=$(mktemp -d -t firedrill-tests.XXXXXX)
+trap 'rm -rf "$out"' EXIT
+trap 'kill 0' INT TERM
+
+# Build every test binary; the compiler's messages go to the terminal.
 status=0
-cargo test --locked --no-fail-fast "$@" 2>&1 | tee "$log" || status=$?
-bash ci/test-summary.sh "$log"
+cargo test --locked --no-run --message-format=json-render-diagnostics \
+  "${cargo_args[@]}" >"$out/build.json" || status=$?
+if [ "$status" -ne 0 ]; then
+  echo "the test build failed (exit $status)" >&2
+  exit "$status"
+fi
+
+# The test binaries: a label as cargo prints it, and the executable.
+times=target/ci-test-times
+touch "$times"
+python3 - "$out/build.json" "$times" "$root" >"$out/queue" <<'PY'
+import json, os, sys
+build, times, root = sys.argv[1:]
+known = {}
+for line in open(times):
+    label, _, seconds = line.rstrip("\n").rpartition("\t")
+    if label:
+        known[label] = float(seconds)
+binaries = []
+for line in open(build):
+    m = json.loads(line)
+    if m.get("reason") != "compiler-artifact" or not m.get("executable"):
+        continue
+    if not m["profile"]["test"]:
+        continue
+    target = m["target"]
+    source = os.path.relpath(target["src_path"], root)
+    label = source if "test" in target["kind"] else "unittests " + source
+    binaries.append((label, m["executable"]))
+# The longest first; a binary never timed before goes first of all.
+binaries.sort(key=lambda b: (-known.get(b[0], float("inf")), b[0]))
+for i, (label, exe) in enumerate(binaries):
+    print(f"{i}\t{label}\t{exe}")
+PY
+count=$(wc -l <"$out/queue")
+jobs=${FIREDRILL_TEST_JOBS:-3}
+echo 0 >"$out/next"
+
+# runner SLOT: takes the next binary off the queue until none is left.
+runner() {
+  local slot=$1 n line label exe start rc seconds
+  while true; do
+    n=$(flock "$out/next" bash -c 'n=$(<"$1"); echo $((n + 1)) >"$1"; echo "$n"' _ "$out/next")
+    [ "$n" -lt "$count" ] || return 0
+    line=$(sed -n "$((n + 1))p" "$out/queue")
+    IFS=$'\t' read -r _ label exe <<<"$line"
+    start=$(date +%s%N)
+    rc=0
+    (
+      export FIREDRILL_TEST_PORT_SLOT=$slot FIREDRILL_TEST_PORT_SLOTS=$jobs
+      export CARGO_MANIFEST_DIR=$root
+      exec "$exe" "${binary_args[@]}"
+    ) >"$out/$n.log" 2>&1 || rc=$?
+    seconds=$((($(date +%s%N) - start) / 1000000))
+    seconds=$((seconds / 1000)).$((seconds % 1000 / 100))
+    echo "$rc" >"$out/$n.rc"
+    printf '%s\t%s\n' "$label" "$seconds" >"$out/$n.time"
+    {
+      flock 9
+      printf '     Running %s (%s)\n' "$label" "${exe#"$root"/}"
+      cat "$out/$n.log"
+      printf '     (%s: %s s, exit %s)\n' "$label" "$seconds" "$rc"
+    } 9>>"$out/print.lock"
+  done
+}
+
+for slot in $(seq 0 $((jobs - 1))); do
+  runner "$slot" &
+done
+wait
+
+# Doc tests run by cargo, as `cargo test` would.
+if [ ${#cargo_args[@]} -eq 0 ]; then
+  cargo test --locked --doc -- "${binary_args[@]}" >"$out/doc.log" 2>&1 || status=$?
+  cat "$out/doc.log"
+fi
+
+for n in $(seq 0 $((count - 1))); do
+  rc=$(cat "$out/$n.rc" 2>/dev/null || echo 1)
+  [ "$rc" -eq 0 ] || status=1
+done
+# Keep this run's times beside those of binaries it did not run.
+cat "$out"/*.time "$times" 2>/dev/null | awk -F'\t' '!seen[$1]++' >"$times.new"
+mv "$times.new" "$times"
+{
+  for n in $(seq 0 $((count - 1))); do
+    printf '     Running %s\n' "$(cut -f2 <<<"$(sed -n "$((n + 1))p" "$out/queue")")"
+    cat "$out/$n.log"
+  done
+  cat "$out/doc.log" 2>/dev/null || true
+} >"$out/all.log"
+bash ci/test-summary.sh "$out/all.log"
 exit "$status"
