@@ -14,17 +14,24 @@
 //! * `closed -> open` once [`CallerParams::min_short_circuits`]
 //!   short-circuits came with no arrival between them; the breaker opened
 //!   when the failure that tripped it ended: the first failed call to end
-//!   after the last call it admitted arrived (calls still in flight then
-//!   end later, while it is open), if that was before the first of those
-//!   answers; else at the first one's send.
+//!   after the service took in the request of the last call it admitted
+//!   (calls still in flight then end later, while it is open), if that was
+//!   before the first of those answers; else at the first one's send. The
+//!   service took a request in after the caller sent it (paired by id):
+//!   a busy service may send a call it let through while closed only
+//!   after another call's failure has tripped its breaker, so that call's
+//!   arrival does not move the open past that failure. Unpaired, a call is
+//!   taken to have been let through when it arrived.
 //! * While open, a call that reaches the dependency is a trial only once
 //!   the breaker has been open for its wait (`wait_in_open`, less
 //!   [`WAIT_TOLERANCE`]; without a declared wait, for longer than
 //!   [`CallerParams::gap`]): then `open -> half_open` when the caller sent
 //!   its request (paired by id; the service went half-open when it took
 //!   that request in, which a loaded caller's later requests may overtake),
-//!   else at its arrival. Any other call is a leak: the breaker let it
-//!   through while open.
+//!   else at its arrival. A call whose request was sent before the open
+//!   was proven (the first short-circuit's answer) may have been let
+//!   through before it and sent late: no proof of a leak. Any other call
+//!   is a leak: the breaker let it through while open.
 //! * Half-open admits whatever the service lets through (one trial, or a
 //!   burst until the first ends): the outcomes decide. The first trial
 //!   that fails reopens it when it ends (`half_open -> open`, the wait
@@ -43,6 +50,8 @@
 //!   the walk reopen a breaker the service had closed): its calls are not
 //!   evidence of leaks, and the interval is named
 //!   ([`CallerInference::contradictions`]) for the evidence gate.
+
+use std::collections::VecDeque;
 
 use super::infer::{InferredTransition, count as plural};
 use crate::clock::Duration;
@@ -245,18 +254,27 @@ impl Step {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Phase {
     /// Closed since `since` (the start, or the close): the short-circuits
-    /// seen in a row since the last arrival, the first of them, and the end
-    /// of the first failure since the last arrival.
+    /// seen in a row since the last arrival, the first of them, and the
+    /// ends of the failures that may have tripped it, earliest first.
+    ///
+    /// A call that reached the dependency was let through while closed,
+    /// so the breaker tripped after the service took its request in: after
+    /// the caller sent it (paired by id), else after the call arrived. A
+    /// busy service may take a while between letting a call through and
+    /// sending it, so a failure that ended between a request's send and
+    /// its call's arrival may still be the one that tripped the breaker.
     Closed {
         since: Duration,
         shorts: u32,
         first: Option<ShortCircuit>,
-        failure_ended: Option<Duration>,
+        failures: VecDeque<Duration>,
     },
-    /// Open since `since`, with `shorts` short-circuits and `calls` calls
-    /// (leaks) so far.
+    /// Open since `since`, proven open from `proven` (the first
+    /// short-circuit's answer), with `shorts` short-circuits and `calls`
+    /// calls (leaks) so far.
     Open {
         since: Duration,
+        proven: Duration,
         shorts: u64,
         calls: u64,
     },
@@ -305,7 +323,7 @@ pub fn walk(
             since: Duration::ZERO,
             shorts: 0,
             first: None,
-            failure_ended: None,
+            failures: VecDeque::new(),
         },
         out: CallerInference::default(),
     };
@@ -342,34 +360,47 @@ impl CallerWalk<'_> {
     fn step(&mut self, step: Step) {
         let Step { at, index, event } = step;
         match (&mut self.phase, event) {
-            (Phase::Closed { failure_ended, .. }, Event::End { failed: true, .. }) => {
-                failure_ended.get_or_insert(at);
+            (Phase::Closed { failures, .. }, Event::End { failed: true, .. }) => {
+                failures.push_back(at);
             }
             (
                 Phase::Closed {
                     shorts,
                     first,
-                    failure_ended,
+                    failures,
                     ..
                 },
-                Event::Arrival { .. },
+                Event::Arrival { sent, .. },
             ) => {
                 *shorts = 0;
                 *first = None;
-                *failure_ended = None;
+                // Failures that ended before the service took this call's
+                // request in did not trip it: it was let through after.
+                let after = |ended: Duration| match sent {
+                    Some(sent) => ended >= sent.min(at),
+                    None => ended > at,
+                };
+                while failures.front().is_some_and(|&ended| !after(ended)) {
+                    failures.pop_front();
+                }
             }
             (Phase::Closed { .. }, Event::Short { sent }) => {
                 self.short_while_closed(ShortCircuit { sent, answered: at })
             }
             (
-                Phase::Open { since, calls, .. },
+                Phase::Open {
+                    since,
+                    proven,
+                    calls,
+                    ..
+                },
                 Event::Arrival {
                     path,
                     request_id,
                     sent,
                 },
             ) => {
-                let since = *since;
+                let (since, proven) = (*since, *proven);
                 *calls += 1;
                 let call = Arrived {
                     at,
@@ -378,7 +409,7 @@ impl CallerWalk<'_> {
                     request_id,
                     sent,
                 };
-                self.arrival_while_open(since, call);
+                self.arrival_while_open(since, proven, call);
             }
             (Phase::Open { shorts, .. }, Event::Short { .. }) => *shorts += 1,
             (Phase::HalfOpen { admitted, .. }, Event::Arrival { .. }) => *admitted += 1,
@@ -402,7 +433,7 @@ impl CallerWalk<'_> {
             since,
             shorts,
             first,
-            failure_ended,
+            failures,
         } = &mut self.phase
         else {
             return;
@@ -415,7 +446,7 @@ impl CallerWalk<'_> {
         if *shorts < self.params.min_short_circuits.max(1) {
             return;
         }
-        let (at, why) = match failure_ended {
+        let (at, why) = match failures.front() {
             Some(ended) if *ended <= first.answered => (
                 *ended,
                 format!("the failure that tripped it ended at {}", latency(*ended)),
@@ -436,20 +467,32 @@ impl CallerWalk<'_> {
         }
         self.phase = Phase::Open {
             since: at,
+            proven: first.answered.max(at),
             shorts: u64::from(count),
             calls: 0,
         };
     }
 
     /// A call that reached the dependency while open: a trial once the
-    /// wait is over, a leak before.
-    fn arrival_while_open(&mut self, since: Duration, call: Arrived) {
+    /// wait is over, a leak before (unless its request was sent before the
+    /// open was `proven`).
+    fn arrival_while_open(&mut self, since: Duration, proven: Duration, call: Arrived) {
         let open_for = call.at.saturating_sub(since);
         let waited = match self.params.wait_in_open {
             Some(wait) => open_for >= wait.saturating_sub(WAIT_TOLERANCE),
             None => open_for > self.params.gap,
         };
         if !waited {
+            if call.sent.is_some_and(|sent| sent <= proven) {
+                // Its request was sent before the breaker was known open:
+                // it may be a call the service let through while closed
+                // and sent late (`calls to` does not count it either), no
+                // proof of a leak.
+                if let Phase::Open { calls, .. } = &mut self.phase {
+                    *calls -= 1;
+                }
+                return;
+            }
             (self.leak)(Leak {
                 at: call.at,
                 path: call.path,
@@ -508,6 +551,7 @@ impl CallerWalk<'_> {
             self.push(at, State::Open, reason, admitted, 0);
             self.phase = Phase::Open {
                 since: at,
+                proven: at,
                 shorts: 0,
                 calls: 0,
             };
@@ -527,7 +571,7 @@ impl CallerWalk<'_> {
             since: at,
             shorts: 0,
             first: None,
-            failure_ended: None,
+            failures: VecDeque::new(),
         };
     }
 
@@ -539,6 +583,7 @@ impl CallerWalk<'_> {
             since,
             shorts: 0,
             calls,
+            ..
         } = self.phase
             && calls >= u64::from(self.params.min_short_circuits.max(1))
         {

@@ -211,7 +211,10 @@ fn the_open_transition_says_how_many_short_circuits_and_when_the_failure_ended()
 /// A breaker run against a load every `interval` ms: it opens on the
 /// `fail_max`-th consecutive failure, admits one trial (or a burst) after
 /// `wait`, and lets every `leak_every`-th rejected call through (until
-/// [`WAIT_TOLERANCE`] before the wait is over).
+/// [`WAIT_TOLERANCE`] before the wait is over, and before the margin a
+/// late call costs). With `late: (n, d)` the service is busy: every n-th
+/// call it lets through while closed reaches the dependency d ms later,
+/// and every call carries its request's send (paired by id).
 #[derive(Debug, Clone)]
 struct Simulated {
     interval: u64,
@@ -223,6 +226,7 @@ struct Simulated {
     wait: u64,
     burst: bool,
     leak_every: Option<u32>,
+    late: Option<(u32, u64)>,
 }
 
 /// What the simulated breaker did: its calls, its short-circuits, its
@@ -254,6 +258,7 @@ impl Simulated {
         let mut failures = 0;
         let mut since = 0;
         let mut rejected = 0;
+        let mut let_through = 0;
         // Calls in flight: (end, failed, a trial).
         let mut flight: Vec<(u64, bool, bool)> = Vec::new();
         let mut t = 0;
@@ -283,36 +288,56 @@ impl Simulated {
                     _ => {}
                 }
             }
-            let (takes, failed) = self.outcome(t);
-            let send = |truth: &mut Truth, flight: &mut Vec<(u64, bool, bool)>, trial| {
-                truth.calls.push(call(t, Some(takes), failed));
-                flight.push((t + takes, failed, trial));
+            let send = |truth: &mut Truth, flight: &mut Vec<(u64, bool, bool)>, trial, late| {
+                let at = t + late;
+                let (takes, failed) = self.outcome(at);
+                truth.calls.push(Call {
+                    sent: self.late.map(|_| ms(t)),
+                    ..call(at, Some(takes), failed)
+                });
+                flight.push((at + takes, failed, trial));
             };
             match state {
-                Closed => send(&mut truth, &mut flight, false),
+                Closed => {
+                    let_through += 1;
+                    let late = match self.late {
+                        Some((every, late)) if let_through % every == 0 => late,
+                        _ => 0,
+                    };
+                    send(&mut truth, &mut flight, false, late)
+                }
                 Open if t >= since + self.wait => {
                     truth.transitions.push((t, Open, HalfOpen));
                     state = HalfOpen;
-                    send(&mut truth, &mut flight, true);
+                    send(&mut truth, &mut flight, true, 0);
                 }
                 Open => {
                     rejected += 1;
                     // Within the tolerance before the wait a call counts as
                     // the trial; the simulated breaker leaks only before.
-                    let early = t + (WAIT_TOLERANCE.as_millis() as u64) < since + self.wait;
+                    // The open is dated up to a late call's delay (and the
+                    // interval to the next failure) before it tripped.
+                    let margin = WAIT_TOLERANCE.as_millis() as u64 + self.late_margin();
+                    let early = t + margin < since + self.wait;
                     if early && self.leak_every.is_some_and(|n| rejected % n == 0) {
                         truth.leaks.push(t);
-                        send(&mut truth, &mut flight, false);
+                        send(&mut truth, &mut flight, false, 0);
                     } else {
                         truth.shorts.push(short(t));
                     }
                 }
-                HalfOpen if self.burst => send(&mut truth, &mut flight, true),
+                HalfOpen if self.burst => send(&mut truth, &mut flight, true, 0),
                 _ => truth.shorts.push(short(t)),
             }
             t += self.interval;
         }
         truth
+    }
+
+    /// How much earlier than it tripped the walk may date the open: a late
+    /// call's delay and one interval, when calls come late.
+    fn late_margin(&self) -> u64 {
+        self.late.map_or(0, |(_, late)| late + self.interval)
     }
 }
 
@@ -326,9 +351,10 @@ fn simulated() -> impl Strategy<Value = Simulated> {
         prop_oneof![Just(2000u64), Just(5000)],
         any::<bool>(),
         prop_oneof![Just(None), Just(Some(5u32)), Just(Some(20))],
+        prop_oneof![Just(None), Just(Some((3u32, 80u64))), Just(Some((7, 150)))],
     )
         .prop_map(
-            |(interval, from, length, failure_takes, fail_max, wait, burst, leak_every)| {
+            |(interval, from, length, failure_takes, fail_max, wait, burst, leak_every, late)| {
                 Simulated {
                     interval,
                     down: (from, from + length),
@@ -337,6 +363,7 @@ fn simulated() -> impl Strategy<Value = Simulated> {
                     wait,
                     burst,
                     leak_every,
+                    late,
                 }
             },
         )
@@ -365,7 +392,7 @@ proptest! {
         prop_assume!(truth.shorts.len() >= 2 || truth.transitions.is_empty());
         prop_assert_eq!(kinds(&got), kinds(&truth.transitions), "got {:?}, truth {:?}", got, truth.transitions);
         for (g, t) in got.iter().zip(&truth.transitions) {
-            prop_assert!(g.0.abs_diff(t.0) <= 2 * sim.interval, "got {:?}, truth {:?}", got, truth.transitions);
+            prop_assert!(g.0.abs_diff(t.0) <= 2 * sim.interval + sim.late_margin(), "got {:?}, truth {:?}", got, truth.transitions);
         }
         let leaks: Vec<u64> = out.leaks.iter().map(|l| l.at.as_millis() as u64).collect();
         prop_assert_eq!(leaks, truth.leaks);
@@ -563,4 +590,71 @@ fn an_open_dated_at_a_short_circuits_send_is_proven_at_its_answer() {
     let out = infer_from_caller(&calls, &shorts, &params(Some(2000)));
     assert_eq!(walk(&out), [(1000, Closed, Open)]);
     assert_eq!(out.transitions[0].proven, Some(ms(1001)));
+}
+
+/// `call` with its request sent at `sent` (paired by id).
+fn paired(at: u64, took: u64, failed: bool, sent: u64) -> Call {
+    Call {
+        sent: Some(ms(sent)),
+        ..call(at, Some(took), failed)
+    }
+}
+
+/// A busy service: calls every 50ms, 500s from 1000ms trip its breaker
+/// when the fifth ends, at 1202ms; a call it let through before that
+/// (its request sent at 1190ms) reaches the dependency only at 1280ms and
+/// fails. Its trial, 2000ms after the trip, arrives at 3204ms.
+fn late_call_beside_the_trip(trial_at: u64) -> (Vec<Call>, Vec<ShortCircuit>) {
+    let mut calls: Vec<Call> = (0..25)
+        .map(|i| paired(i * 50, if i < 20 { 5 } else { 2 }, i >= 20, i * 50))
+        .collect();
+    calls.push(paired(1280, 2, true, 1190));
+    calls.push(paired(trial_at, 5, false, trial_at - 1));
+    calls.extend((66..70).map(|i| paired(i * 50, 5, false, i * 50)));
+    let shorts = (26..64).map(|i| short(i * 50)).collect();
+    (calls, shorts)
+}
+
+#[test]
+fn a_call_let_through_before_the_trip_and_sent_late_does_not_push_the_open_past_the_trip() {
+    let (calls, shorts) = late_call_beside_the_trip(3204);
+    let out = infer_from_caller(&calls, &shorts, &params(Some(2000)));
+    // Dated at the late call's arrival's next failure (1282ms), the wait
+    // would end at 3282ms and the trial would be a leak.
+    assert_eq!(
+        walk(&out),
+        [
+            (1202, Closed, Open),
+            (3203, Open, HalfOpen),
+            (3209, HalfOpen, Closed)
+        ]
+    );
+    assert!(out.leaks.is_empty(), "{:?}", out.leaks);
+}
+
+#[test]
+fn beside_a_late_call_a_call_well_before_the_wait_is_still_a_leak() {
+    let (mut calls, shorts) = late_call_beside_the_trip(3204);
+    calls.push(paired(2001, 5, false, 2000));
+    let out = infer_from_caller(&calls, &shorts, &params(Some(2000)));
+    let leaks: Vec<u64> = out.leaks.iter().map(|l| l.at.as_millis() as u64).collect();
+    assert_eq!(leaks, [2001]);
+    assert_eq!(walk(&out)[1], (3203, Open, HalfOpen));
+}
+
+/// A call that reaches the dependency after the service answered two
+/// requests without a call, its request sent before the first of those
+/// answers: the service may have let it through before it tripped. No
+/// leak; one sent after is.
+#[test]
+fn a_call_sent_before_the_open_was_proven_is_no_leak_one_sent_after_is() {
+    let mut calls = tripping();
+    calls.push(paired(1400, 2, false, 1240));
+    calls.push(paired(1500, 2, false, 1499));
+    calls.push(call(3250, Some(5), false));
+    let shorts: Vec<ShortCircuit> = (25..65).map(|i| short(i * 50)).collect();
+    let out = infer_from_caller(&calls, &shorts, &params(Some(2000)));
+    assert_eq!(walk(&out)[0], (1202, Closed, Open));
+    let leaks: Vec<u64> = out.leaks.iter().map(|l| l.at.as_millis() as u64).collect();
+    assert_eq!(leaks, [1500]);
 }
