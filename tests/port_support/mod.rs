@@ -21,11 +21,7 @@ const SPAN: u32 = 12_000;
 /// The first port and the span of this binary's share of the range: the
 /// whole range unless `ci/test.sh` gave it a slot.
 fn share() -> (u32, u32) {
-    let number = |name: &str| {
-        std::env::var(name)
-            .ok()
-            .and_then(|v| v.parse::<u32>().ok())
-    };
+    let number = |name: &str| std::env::var(name).ok().and_then(|v| v.parse::<u32>().ok());
     match (
         number("FIREDRILL_TEST_PORT_SLOT"),
         number("FIREDRILL_TEST_PORT_SLOTS"),

@@ -14,17 +14,12 @@
 //! * `closed -> open` once [`CallerParams::min_short_circuits`]
 //!   short-circuits came with no arrival between them; the breaker opened
 //!   when the failure that tripped it ended: the first failed call to end
-//!   after the service took in the request of the last call it admitted
-//!   (calls still in flight then end later, while it is open), if that was
-//!   before the first of those answers; else at the first one's send. The
-//!   service took a request in after the caller sent it (paired by id):
-//!   a busy service may send a call it let through while closed only
-//!   after another call's failure has tripped its breaker, so that call's
-//!   arrival does not move the open past that failure. Unpaired, a call is
-//!   taken to have been let through when it arrived.
+//!   after the last call it admitted arrived (calls still in flight then
+//!   end later, while it is open), if that was before the first of those
+//!   answers; else at the first one's send.
 //! * While open, a call that reaches the dependency is a trial only once
 //!   the breaker has been open for its wait (`wait_in_open`, less
-//!   [`WAIT_TOLERANCE`]; without a declared wait, for longer than
+//!   [`wait_tolerance`]; without a declared wait, for longer than
 //!   [`CallerParams::gap`]): then `open -> half_open` when the caller sent
 //!   its request (paired by id; the service went half-open when it took
 //!   that request in, which a loaded caller's later requests may overtake),
@@ -51,18 +46,26 @@
 //!   evidence of leaks, and the interval is named
 //!   ([`CallerInference::contradictions`]) for the evidence gate.
 
-use std::collections::VecDeque;
-
 use super::infer::{InferredTransition, count as plural};
 use crate::clock::Duration;
 use crate::defense::breaker::State;
 use crate::experiment::expect::verdict::latency;
 
 /// How much earlier than its declared wait a breaker may let its first
-/// trial through and still count as on time: the drill dates the open at
+/// trial through and still count as on time, at least: the drill dates the open at
 /// the end of the failure as the dependency's proxy saw it, a moment
 /// before the service itself did.
 pub const WAIT_TOLERANCE: Duration = Duration::from_millis(50);
+
+/// How much earlier than its declared `wait` a breaker may let its first
+/// trial through and still count as on time: [`WAIT_TOLERANCE`], or a
+/// tenth of the wait when that is more. A busy service may send a call it
+/// let through just before it tripped only after the failure that tripped
+/// it; the drill then dates the open at a later failure, as late as that
+/// call was (74 ms, seen with a 2 s wait on a loaded 2-core machine).
+pub fn wait_tolerance(wait: Duration) -> Duration {
+    WAIT_TOLERANCE.max(wait / 10)
+}
 
 /// Default short-circuits that open a breaker: one answer without a call
 /// may be a cache; two in a row show the service stopped calling.
@@ -254,20 +257,13 @@ impl Step {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Phase {
     /// Closed since `since` (the start, or the close): the short-circuits
-    /// seen in a row since the last arrival, the first of them, and the
-    /// ends of the failures that may have tripped it, earliest first.
-    ///
-    /// A call that reached the dependency was let through while closed,
-    /// so the breaker tripped after the service took its request in: after
-    /// the caller sent it (paired by id), else after the call arrived. A
-    /// busy service may take a while between letting a call through and
-    /// sending it, so a failure that ended between a request's send and
-    /// its call's arrival may still be the one that tripped the breaker.
+    /// seen in a row since the last arrival, the first of them, and the end
+    /// of the first failure since the last arrival.
     Closed {
         since: Duration,
         shorts: u32,
         first: Option<ShortCircuit>,
-        failures: VecDeque<Duration>,
+        failure_ended: Option<Duration>,
     },
     /// Open since `since`, proven open from `proven` (the first
     /// short-circuit's answer), with `shorts` short-circuits and `calls`
@@ -323,7 +319,7 @@ pub fn walk(
             since: Duration::ZERO,
             shorts: 0,
             first: None,
-            failures: VecDeque::new(),
+            failure_ended: None,
         },
         out: CallerInference::default(),
     };
@@ -360,29 +356,21 @@ impl CallerWalk<'_> {
     fn step(&mut self, step: Step) {
         let Step { at, index, event } = step;
         match (&mut self.phase, event) {
-            (Phase::Closed { failures, .. }, Event::End { failed: true, .. }) => {
-                failures.push_back(at);
+            (Phase::Closed { failure_ended, .. }, Event::End { failed: true, .. }) => {
+                failure_ended.get_or_insert(at);
             }
             (
                 Phase::Closed {
                     shorts,
                     first,
-                    failures,
+                    failure_ended,
                     ..
                 },
-                Event::Arrival { sent, .. },
+                Event::Arrival { .. },
             ) => {
                 *shorts = 0;
                 *first = None;
-                // Failures that ended before the service took this call's
-                // request in did not trip it: it was let through after.
-                let after = |ended: Duration| match sent {
-                    Some(sent) => ended >= sent.min(at),
-                    None => ended > at,
-                };
-                while failures.front().is_some_and(|&ended| !after(ended)) {
-                    failures.pop_front();
-                }
+                *failure_ended = None;
             }
             (Phase::Closed { .. }, Event::Short { sent }) => {
                 self.short_while_closed(ShortCircuit { sent, answered: at })
@@ -433,7 +421,7 @@ impl CallerWalk<'_> {
             since,
             shorts,
             first,
-            failures,
+            failure_ended,
         } = &mut self.phase
         else {
             return;
@@ -446,7 +434,7 @@ impl CallerWalk<'_> {
         if *shorts < self.params.min_short_circuits.max(1) {
             return;
         }
-        let (at, why) = match failures.front() {
+        let (at, why) = match failure_ended {
             Some(ended) if *ended <= first.answered => (
                 *ended,
                 format!("the failure that tripped it ended at {}", latency(*ended)),
@@ -479,7 +467,7 @@ impl CallerWalk<'_> {
     fn arrival_while_open(&mut self, since: Duration, proven: Duration, call: Arrived) {
         let open_for = call.at.saturating_sub(since);
         let waited = match self.params.wait_in_open {
-            Some(wait) => open_for >= wait.saturating_sub(WAIT_TOLERANCE),
+            Some(wait) => open_for >= wait.saturating_sub(wait_tolerance(wait)),
             None => open_for > self.params.gap,
         };
         if !waited {
@@ -571,7 +559,7 @@ impl CallerWalk<'_> {
             since: at,
             shorts: 0,
             first: None,
-            failures: VecDeque::new(),
+            failure_ended: None,
         };
     }
 
