@@ -19,7 +19,8 @@
 //!   answers; else at the first one's send.
 //! * While open, a call that reaches the dependency is a trial only once
 //!   the breaker has been open for its wait (`wait_in_open`, less
-//!   [`wait_tolerance`]; without a declared wait, for longer than
+//!   [`wait_tolerance`]: more when a call let through before the open
+//!   arrived late; without a declared wait, for longer than
 //!   [`CallerParams::gap`]): then `open -> half_open` when the caller sent
 //!   its request (paired by id; the service went half-open when it took
 //!   that request in, which a loaded caller's later requests may overtake),
@@ -46,6 +47,8 @@
 //!   evidence of leaks, and the interval is named
 //!   ([`CallerInference::contradictions`]) for the evidence gate.
 
+use std::collections::VecDeque;
+
 use super::infer::{InferredTransition, count as plural};
 use crate::clock::Duration;
 use crate::defense::breaker::State;
@@ -58,13 +61,18 @@ use crate::experiment::expect::verdict::latency;
 pub const WAIT_TOLERANCE: Duration = Duration::from_millis(50);
 
 /// How much earlier than its declared `wait` a breaker may let its first
-/// trial through and still count as on time: [`WAIT_TOLERANCE`], or a
-/// tenth of the wait when that is more. A busy service may send a call it
-/// let through just before it tripped only after the failure that tripped
-/// it; the drill then dates the open at a later failure, as late as that
-/// call was (74 ms, seen with a 2 s wait on a loaded 2-core machine).
-pub fn wait_tolerance(wait: Duration) -> Duration {
-    WAIT_TOLERANCE.max(wait / 10)
+/// trial through and still count as on time: [`WAIT_TOLERANCE`], or the
+/// open's `slack` (at most a tenth of the wait) when that is more.
+///
+/// A busy service may send a call it let through just before it tripped
+/// only after the failure that tripped it (74 ms late, seen with a 2 s
+/// wait on a loaded 2-core machine); the drill then dates the open at a
+/// later failure. The slack is how much earlier a failure that ended
+/// after that call's request was sent could have tripped it; it is
+/// nothing when every call came as soon as its request, so a leak just
+/// before the wait's end is still a leak.
+pub fn wait_tolerance(wait: Duration, slack: Duration) -> Duration {
+    WAIT_TOLERANCE.max(slack.min(wait / 10))
 }
 
 /// Default short-circuits that open a breaker: one answer without a call
@@ -257,20 +265,30 @@ impl Step {
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Phase {
     /// Closed since `since` (the start, or the close): the short-circuits
-    /// seen in a row since the last arrival, the first of them, and the end
-    /// of the first failure since the last arrival.
+    /// seen in a row since the last arrival, the first of them, the end of
+    /// the first failure since the last arrival, and the ends of the
+    /// failures that may have tripped it, earliest first.
+    ///
+    /// A call that reached the dependency was let through while closed:
+    /// after the caller sent its request (paired by id), but a busy service
+    /// may send it only after another call's failure has tripped the
+    /// breaker. So a failure that ended after that send may have tripped
+    /// it; unpaired, only one that ended after the call arrived.
     Closed {
         since: Duration,
         shorts: u32,
         first: Option<ShortCircuit>,
         failure_ended: Option<Duration>,
+        may_have_tripped: VecDeque<Duration>,
     },
     /// Open since `since`, proven open from `proven` (the first
-    /// short-circuit's answer), with `shorts` short-circuits and `calls`
-    /// calls (leaks) so far.
+    /// short-circuit's answer), perhaps tripped up to `slack` before
+    /// `since`, with `shorts` short-circuits and `calls` calls (leaks) so
+    /// far.
     Open {
         since: Duration,
         proven: Duration,
+        slack: Duration,
         shorts: u64,
         calls: u64,
     },
@@ -320,6 +338,7 @@ pub fn walk(
             shorts: 0,
             first: None,
             failure_ended: None,
+            may_have_tripped: VecDeque::new(),
         },
         out: CallerInference::default(),
     };
@@ -356,21 +375,37 @@ impl CallerWalk<'_> {
     fn step(&mut self, step: Step) {
         let Step { at, index, event } = step;
         match (&mut self.phase, event) {
-            (Phase::Closed { failure_ended, .. }, Event::End { failed: true, .. }) => {
+            (
+                Phase::Closed {
+                    failure_ended,
+                    may_have_tripped,
+                    ..
+                },
+                Event::End { failed: true, .. },
+            ) => {
                 failure_ended.get_or_insert(at);
+                may_have_tripped.push_back(at);
             }
             (
                 Phase::Closed {
                     shorts,
                     first,
                     failure_ended,
+                    may_have_tripped,
                     ..
                 },
-                Event::Arrival { .. },
+                Event::Arrival { sent, .. },
             ) => {
                 *shorts = 0;
                 *first = None;
                 *failure_ended = None;
+                let ruled_out = |ended: Duration| match sent {
+                    Some(sent) => ended < sent.min(at),
+                    None => ended <= at,
+                };
+                while may_have_tripped.front().is_some_and(|&e| ruled_out(e)) {
+                    may_have_tripped.pop_front();
+                }
             }
             (Phase::Closed { .. }, Event::Short { sent }) => {
                 self.short_while_closed(ShortCircuit { sent, answered: at })
@@ -379,6 +414,7 @@ impl CallerWalk<'_> {
                 Phase::Open {
                     since,
                     proven,
+                    slack,
                     calls,
                     ..
                 },
@@ -388,7 +424,7 @@ impl CallerWalk<'_> {
                     sent,
                 },
             ) => {
-                let (since, proven) = (*since, *proven);
+                let (since, proven, slack) = (*since, *proven, *slack);
                 *calls += 1;
                 let call = Arrived {
                     at,
@@ -397,7 +433,7 @@ impl CallerWalk<'_> {
                     request_id,
                     sent,
                 };
-                self.arrival_while_open(since, proven, call);
+                self.arrival_while_open(since, proven, slack, call);
             }
             (Phase::Open { shorts, .. }, Event::Short { .. }) => *shorts += 1,
             (Phase::HalfOpen { admitted, .. }, Event::Arrival { .. }) => *admitted += 1,
@@ -422,6 +458,7 @@ impl CallerWalk<'_> {
             shorts,
             first,
             failure_ended,
+            may_have_tripped,
         } = &mut self.phase
         else {
             return;
@@ -442,6 +479,7 @@ impl CallerWalk<'_> {
             _ => (first.sent, "no failure seen before".to_string()),
         };
         let count = *shorts;
+        let earliest = may_have_tripped.front().map_or(at, |&e| e.min(at));
         let reason = format!(
             "{} answered without reaching the dependency; {why}",
             plural(count, "request")
@@ -456,18 +494,25 @@ impl CallerWalk<'_> {
         self.phase = Phase::Open {
             since: at,
             proven: first.answered.max(at),
+            slack: at - earliest,
             shorts: u64::from(count),
             calls: 0,
         };
     }
 
     /// A call that reached the dependency while open: a trial once the
-    /// wait is over, a leak before (unless its request was sent before the
-    /// open was `proven`).
-    fn arrival_while_open(&mut self, since: Duration, proven: Duration, call: Arrived) {
+    /// wait is over (the open perhaps `slack` earlier), a leak before
+    /// (unless its request was sent before the open was `proven`).
+    fn arrival_while_open(
+        &mut self,
+        since: Duration,
+        proven: Duration,
+        slack: Duration,
+        call: Arrived,
+    ) {
         let open_for = call.at.saturating_sub(since);
         let waited = match self.params.wait_in_open {
-            Some(wait) => open_for >= wait.saturating_sub(wait_tolerance(wait)),
+            Some(wait) => open_for >= wait.saturating_sub(wait_tolerance(wait, slack)),
             None => open_for > self.params.gap,
         };
         if !waited {
@@ -540,6 +585,7 @@ impl CallerWalk<'_> {
             self.phase = Phase::Open {
                 since: at,
                 proven: at,
+                slack: Duration::ZERO,
                 shorts: 0,
                 calls: 0,
             };
@@ -560,6 +606,7 @@ impl CallerWalk<'_> {
             shorts: 0,
             first: None,
             failure_ended: None,
+            may_have_tripped: VecDeque::new(),
         };
     }
 

@@ -315,7 +315,7 @@ impl Simulated {
                     rejected += 1;
                     // Within the tolerance before the wait a call counts as
                     // the trial; the simulated breaker leaks only before.
-                    let margin = wait_tolerance(ms(self.wait)).as_millis() as u64;
+                    let margin = wait_tolerance(ms(self.wait), Duration::MAX).as_millis() as u64;
                     let early = t + margin < since + self.wait;
                     if early && self.leak_every.is_some_and(|n| rejected % n == 0) {
                         truth.leaks.push(t);
@@ -657,4 +657,25 @@ fn a_call_sent_before_the_open_was_proven_is_no_leak_one_sent_after_is() {
     assert_eq!(walk(&out)[0], (1202, Closed, Open));
     let leaks: Vec<u64> = out.leaks.iter().map(|l| l.at.as_millis() as u64).collect();
     assert_eq!(leaks, [1500]);
+}
+
+/// Every call came as soon as its request: no slack, so a call 100ms
+/// before the wait's end is a leak, not the trial (it would close the
+/// inferred breaker while the service is still open).
+#[test]
+fn without_a_late_call_a_call_just_before_the_wait_s_end_is_a_leak() {
+    let mut calls: Vec<Call> = tripping()
+        .into_iter()
+        .map(|c| Call {
+            sent: Some(c.at),
+            ..c
+        })
+        .collect();
+    calls.push(paired(3102, 5, false, 3102));
+    calls.push(paired(3250, 5, false, 3250));
+    let shorts: Vec<ShortCircuit> = (25..65).map(|i| short(i * 50)).collect();
+    let out = infer_from_caller(&calls, &shorts, &params(Some(2000)));
+    let leaks: Vec<u64> = out.leaks.iter().map(|l| l.at.as_millis() as u64).collect();
+    assert_eq!(leaks, [3102]);
+    assert_eq!(walk(&out)[1], (3250, Open, HalfOpen));
 }
