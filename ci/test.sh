@@ -9,10 +9,14 @@
 # Many tests wait on real time (drills against real services, Locust,
 # Prometheus, a browser), so the binaries run side by side:
 # FIREDRILL_TEST_JOBS at once (3 unless set), the longest first (each
-# binary's time from the last run is kept in target/ci-test-times). Each
-# binary's output is printed whole when it ends, under cargo's own
-# `Running` line. Each runner hands its binaries their own range of test
-# ports (FIREDRILL_TEST_PORT_SLOT, tests/port_support).
+# binary's time from the last run is kept in target/ci-test-times). The
+# drills whose verdicts hang on the timing of real services (the binaries
+# in DRILLS below) run one after another in the first runner, at normal
+# priority; the other runners take the rest under `nice`, so a drill's
+# services get the CPU they ask for. Each binary's output is printed whole
+# when it ends, under cargo's own `Running` line. Each runner hands its
+# binaries their own range of test ports (FIREDRILL_TEST_PORT_SLOT,
+# tests/port_support).
 #
 #   bash ci/test.sh [CARGO TEST ARGS] [-- TEST BINARY ARGS]
 # e.g. `bash ci/test.sh --test blackbox -- opossum`.
@@ -47,12 +51,17 @@ if [ "$status" -ne 0 ]; then
   exit "$status"
 fi
 
-# The test binaries: a label as cargo prints it, and the executable.
+# The drills that run one at a time, beside the rest.
+DRILLS="tests/blackbox.rs tests/agents.rs tests/locust.rs tests/prometheus.rs tests/seed_invariance.rs"
+
+# The test binaries: a label as cargo prints it, and the executable; the
+# drills in queue.drills, the rest in queue.rest.
 times=target/ci-test-times
 touch "$times"
-python3 - "$out/build.json" "$times" "$root" >"$out/queue" <<'PY'
+python3 - "$out/build.json" "$times" "$root" "$DRILLS" "$out/queue" <<'PY'
 import json, os, sys
-build, times, root = sys.argv[1:]
+build, times, root, drills, queue = sys.argv[1:]
+drills = drills.split()
 known = {}
 for line in open(times):
     label, _, seconds = line.rstrip("\n").rpartition("\t")
@@ -71,27 +80,41 @@ for line in open(build):
     binaries.append((label, m["executable"]))
 # The longest first; a binary never timed before goes first of all.
 binaries.sort(key=lambda b: (-known.get(b[0], float("inf")), b[0]))
-for i, (label, exe) in enumerate(binaries):
-    print(f"{i}\t{label}\t{exe}")
+with open(queue, "w") as q, open(queue + ".drills", "w") as d, open(queue + ".rest", "w") as r:
+    for i, (label, exe) in enumerate(binaries):
+        line = f"{i}\t{label}\t{exe}\n"
+        q.write(line)
+        (d if label in drills else r).write(line)
 PY
 count=$(wc -l <"$out/queue")
 jobs=${FIREDRILL_TEST_JOBS:-3}
-echo 0 >"$out/next"
+echo 0 >"$out/queue.drills.next"
+echo 0 >"$out/queue.rest.next"
 
-# runner SLOT: takes the next binary off the queue until none is left.
+# take QUEUE: the next line of QUEUE, or nothing once all are taken.
+take() {
+  local n
+  n=$(flock "$1.next" bash -c 'n=$(<"$1"); echo $((n + 1)) >"$1"; echo "$n"' _ "$1.next")
+  sed -n "$((n + 1))p" "$1"
+}
+
+# runner SLOT: slot 0 takes the drills, then the rest; the others take the
+# rest, under nice; each until none is left.
 runner() {
-  local slot=$1 n line label exe start rc seconds
+  local slot=$1 n line label exe start rc seconds niced=()
+  [ "$slot" -eq 0 ] || niced=(nice -n 10)
   while true; do
-    n=$(flock "$out/next" bash -c 'n=$(<"$1"); echo $((n + 1)) >"$1"; echo "$n"' _ "$out/next")
-    [ "$n" -lt "$count" ] || return 0
-    line=$(sed -n "$((n + 1))p" "$out/queue")
-    IFS=$'\t' read -r _ label exe <<<"$line"
+    line=""
+    [ "$slot" -ne 0 ] || line=$(take "$out/queue.drills")
+    [ -n "$line" ] || line=$(take "$out/queue.rest")
+    [ -n "$line" ] || return 0
+    IFS=$'\t' read -r n label exe <<<"$line"
     start=$(date +%s%N)
     rc=0
     (
       export FIREDRILL_TEST_PORT_SLOT=$slot FIREDRILL_TEST_PORT_SLOTS=$jobs
       export CARGO_MANIFEST_DIR=$root
-      exec "$exe" "${binary_args[@]}"
+      exec "${niced[@]}" "$exe" "${binary_args[@]}"
     ) >"$out/$n.log" 2>&1 || rc=$?
     seconds=$((($(date +%s%N) - start) / 1000000))
     seconds=$((seconds / 1000)).$((seconds % 1000 / 100))
