@@ -9,7 +9,8 @@
 # Many tests wait on real time (drills against real services, Locust,
 # Prometheus, a browser), so the binaries run side by side:
 # FIREDRILL_TEST_JOBS at once (3 unless set), the longest first (each
-# binary's time from the last run is kept in target/ci-test-times). The
+# binary's time from the last run is kept in target/ci-test-times; on a
+# fresh checkout, ci/test-times, the times of a run on 2 cores). The
 # drills whose verdicts hang on the timing of real services (the binaries
 # in DRILLS below) run one after another in the first runner, at normal
 # priority; the other runners take the rest under `nice`, so a drill's
@@ -63,10 +64,11 @@ import json, os, sys
 build, times, root, drills, queue = sys.argv[1:]
 drills = drills.split()
 known = {}
-for line in open(times):
-    label, _, seconds = line.rstrip("\n").rpartition("\t")
-    if label:
-        known[label] = float(seconds)
+for path in ("ci/test-times", times):
+    for line in open(path):
+        label, _, seconds = line.rstrip("\n").rpartition("\t")
+        if label:
+            known[label] = float(seconds)
 binaries = []
 for line in open(build):
     m = json.loads(line)
