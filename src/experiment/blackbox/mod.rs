@@ -3,11 +3,11 @@
 //! reports of them, and which of its answers were its own fallback.
 //!
 //! * [`inferred`] — each declared breaker's transitions from one run: from
-//!   both sides ([`caller`], on the [`evidence`] of calls and
-//!   short-circuits, [`gathered`] from lists on disk) with firedrill's own
-//!   load, from arrivals alone ([`infer`]) with outside traffic; the lists
-//!   are read in passes and sorted on disk ([`stream`]), so memory stays
-//!   flat however long the run.
+//!   both sides ([`caller`], walking the [`step`]s of the [`evidence`] of
+//!   calls and short-circuits, [`gathered`] from lists on disk) with
+//!   firedrill's own load, from arrivals alone ([`infer`]) with outside
+//!   traffic; the lists are read in passes and sorted on disk ([`stream`]),
+//!   so memory stays flat however long the run.
 //! * [`reported`], [`events`], [`reporters`] — what the service says of its
 //!   breakers: its events file (as written, or a library's log read through
 //!   a mapping) and its Prometheus endpoint.
@@ -24,4 +24,5 @@ pub mod infer;
 pub mod inferred;
 pub mod reported;
 pub mod reporters;
+pub mod step;
 pub mod stream;
