@@ -11,10 +11,11 @@
 # FIREDRILL_TEST_JOBS at once (3 unless set), the longest first (each
 # binary's time from the last run is kept in target/ci-test-times; on a
 # fresh checkout, ci/test-times, the times of a run on 2 cores). The
-# drills whose verdicts hang on the timing of real services (the binaries
-# in DRILLS below) run one after another in the first runner, at normal
-# priority; the other runners take the rest under `nice`, so a drill's
-# services get the CPU they ask for. Each binary's output is printed whole
+# drills whose verdicts hang on the timing of real services (DRILLS below)
+# run one after another in the first runner; the other runners take the
+# rest. The binaries that only compute, with no real-time test (NICED
+# below), run under `nice`, so the real-time tests beside them get the CPU
+# they ask for. Each binary's output is printed whole
 # when it ends, under cargo's own `Running` line. Each runner hands its
 # binaries their own range of test ports (FIREDRILL_TEST_PORT_SLOT,
 # tests/port_support).
@@ -54,6 +55,8 @@ fi
 
 # The drills that run one at a time, beside the rest.
 DRILLS="tests/blackbox.rs tests/agents.rs tests/locust.rs tests/prometheus.rs tests/seed_invariance.rs"
+# The binaries that only compute: they run under nice.
+NICED="tests/flat_memory.rs tests/sweep.rs tests/html_report.rs"
 
 # The test binaries: a label as cargo prints it, and the executable; the
 # drills in queue.drills, the rest in queue.rest.
@@ -101,16 +104,17 @@ take() {
 }
 
 # runner SLOT: slot 0 takes the drills, then the rest; the others take the
-# rest, under nice; each until none is left.
+# rest; each until none is left.
 runner() {
-  local slot=$1 n line label exe start rc seconds niced=()
-  [ "$slot" -eq 0 ] || niced=(nice -n 10)
+  local slot=$1 n line label exe start rc seconds niced
   while true; do
     line=""
     [ "$slot" -ne 0 ] || line=$(take "$out/queue.drills")
     [ -n "$line" ] || line=$(take "$out/queue.rest")
     [ -n "$line" ] || return 0
     IFS=$'\t' read -r n label exe <<<"$line"
+    niced=()
+    case " $NICED " in *" $label "*) niced=(nice -n 10) ;; esac
     start=$(date +%s%N)
     rc=0
     (
