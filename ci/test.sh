@@ -8,7 +8,7 @@
 #
 # Many tests wait on real time (drills against real services, Locust,
 # Prometheus, a browser), so the binaries run side by side:
-# FIREDRILL_TEST_JOBS at once (3 unless set), the longest first (each
+# FIREDRILL_TEST_JOBS at once (2 unless set), the longest first (each
 # binary's time from the last run is kept in target/ci-test-times; on a
 # fresh checkout, ci/test-times, the times of a run on 2 cores). The
 # drills whose verdicts hang on the timing of real services (DRILLS below)
@@ -56,7 +56,7 @@ fi
 # The drills that run one at a time, beside the rest.
 DRILLS="tests/blackbox.rs tests/agents.rs tests/locust.rs tests/prometheus.rs tests/seed_invariance.rs"
 # The binaries that only compute: they run under nice.
-NICED="tests/flat_memory.rs tests/sweep.rs tests/html_report.rs"
+NICED="tests/flat_memory.rs tests/sweep.rs tests/html_report.rs tests/api_many_toxics.rs"
 
 # The test binaries: a label as cargo prints it, and the executable; the
 # drills in queue.drills, the rest in queue.rest.
@@ -92,7 +92,7 @@ with open(queue, "w") as q, open(queue + ".drills", "w") as d, open(queue + ".re
         (d if label in drills else r).write(line)
 PY
 count=$(wc -l <"$out/queue")
-jobs=${FIREDRILL_TEST_JOBS:-3}
+jobs=${FIREDRILL_TEST_JOBS:-2}
 echo 0 >"$out/queue.drills.next"
 echo 0 >"$out/queue.rest.next"
 
