@@ -55,10 +55,11 @@ use crate::clock::Duration;
 use crate::defense::breaker::State;
 use crate::experiment::expect::verdict::latency;
 
-/// How much earlier than its declared wait a breaker may let its first
-/// trial through and still count as on time, at least: the drill dates the open at
-/// the end of the failure as the dependency's proxy saw it, a moment
-/// before the service itself did.
+/// How much earlier than its declared wait a breaker may always let its
+/// first trial through and still count as on time (the least of
+/// [`wait_tolerance`]): the drill dates the open at the end of the failure
+/// as the dependency's proxy saw it, a moment before the service itself
+/// did.
 pub const WAIT_TOLERANCE: Duration = Duration::from_millis(50);
 
 /// How much earlier than its declared `wait` a breaker may let its first
