@@ -686,3 +686,18 @@ fn without_a_late_call_a_call_just_before_the_wait_s_end_is_a_leak() {
     assert_eq!(leaks, [3102]);
     assert_eq!(walk(&out)[1], (3250, Open, HalfOpen));
 }
+
+/// A call 900ms late (a service that queued its request), the only one
+/// before the short-circuits, gives the open a slack of 700ms; the wait is
+/// shortened by a tenth of the wait at most, so a call 500ms before the
+/// wait's end is still a leak.
+#[test]
+fn a_late_call_s_slack_shortens_the_wait_by_a_tenth_of_the_wait_at_most() {
+    let mut calls = tripping();
+    calls.push(paired(1900, 2, true, 1000));
+    calls.push(paired(3402, 5, false, 3402));
+    let shorts: Vec<ShortCircuit> = (39..80).map(|i| short(i * 50)).collect();
+    let out = infer_from_caller(&calls, &shorts, &params(Some(2000)));
+    assert_eq!(walk(&out)[0], (1902, Closed, Open));
+    assert_eq!(leaks_at(&out), [3402]);
+}
