@@ -126,11 +126,14 @@ runner() {
     seconds=$((seconds / 1000)).$((seconds % 1000 / 100))
     echo "$rc" >"$out/$n.rc"
     printf '%s\t%s\n' "$label" "$seconds" >"$out/$n.time"
+    # Printed whole, and kept in all.log for the summary.
     {
       flock 9
-      printf '     Running %s (%s)\n' "$label" "${exe#"$root"/}"
-      cat "$out/$n.log"
-      printf '     (%s: %s s, exit %s)\n' "$label" "$seconds" "$rc"
+      {
+        printf '     Running %s (%s)\n' "$label" "${exe#"$root"/}"
+        cat "$out/$n.log"
+        printf '     (%s: %s s, exit %s)\n' "$label" "$seconds" "$rc"
+      } | tee -a "$out/all.log"
     } 9>>"$out/print.lock"
   done
 }
@@ -142,8 +145,7 @@ wait
 
 # Doc tests run by cargo, as `cargo test` would.
 if [ ${#cargo_args[@]} -eq 0 ]; then
-  cargo test --locked --doc -- "${binary_args[@]}" >"$out/doc.log" 2>&1 || status=$?
-  cat "$out/doc.log"
+  cargo test --locked --doc -- "${binary_args[@]}" 2>&1 | tee -a "$out/all.log" || status=1
 fi
 
 for n in $(seq 0 $((count - 1))); do
@@ -153,12 +155,5 @@ done
 # Keep this run's times beside those of binaries it did not run.
 cat "$out"/*.time "$times" 2>/dev/null | awk -F'\t' '!seen[$1]++' >"$times.new"
 mv "$times.new" "$times"
-{
-  for n in $(seq 0 $((count - 1))); do
-    printf '     Running %s\n' "$(cut -f2 <<<"$(sed -n "$((n + 1))p" "$out/queue")")"
-    cat "$out/$n.log"
-  done
-  cat "$out/doc.log" 2>/dev/null || true
-} >"$out/all.log"
 bash ci/test-summary.sh "$out/all.log"
 exit "$status"
